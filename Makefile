@@ -1,0 +1,50 @@
+# One entry point for the demo, the tests and CI. Every target installs what it
+# needs: a fresh machine only needs Python 3.11 and Go (for the control plane).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.deps-installed
+COLLECTION_LINK := .state/collections/ansible_collections/applyset/kubernetes
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+export ANSIBLE_CONFIG := $(abspath ansible.cfg)
+
+.PHONY: deps binaries cluster-up cluster-down demo test unit integration clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn ../../../.. $@
+
+deps: $(STAMP) $(COLLECTION_LINK)
+
+binaries: deps
+	hack/local-cluster build
+
+cluster-up: deps
+	hack/local-cluster up
+
+cluster-down:
+	hack/local-cluster down
+
+# The README's demo: start the local control plane and run the main job.
+demo: cluster-up
+	KUBECONFIG=$$(hack/local-cluster kubeconfig) ansible-playbook playbooks/deploy.yml
+
+unit: deps
+	$(PY) -m pytest tests/unit -q
+
+integration: binaries
+	$(PY) -m pytest tests/integration -q -ra
+
+# All tests. The integration session starts its own control plane (or uses
+# APPLYSET_TEST_KUBECONFIG) and stops it at the end.
+test: binaries
+	$(PY) -m pytest tests/unit tests/integration -q -ra
+
+clean: cluster-down
+	rm -rf .state

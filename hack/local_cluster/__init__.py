@@ -1,0 +1,1 @@
+"""A real, throw-away Kubernetes control plane for the demo and the tests."""

@@ -1,0 +1,203 @@
+"""Build (or reuse) the control-plane binaries from their upstream Go modules.
+
+Three small wrapper modules under ``hack/controlplane/`` pin the versions:
+``k8s`` (kube-apiserver, kube-controller-manager, kube-scheduler), ``etcd`` and
+``kwok``. Each is built into a cache directory keyed by a hash of its go.mod,
+go.sum, the Go version and the build flags, so a warm start never rebuilds and
+two checkouts share one build. ``KUBEBUILDER_ASSETS`` (the envtest convention)
+supplies ready-made binaries instead; whatever it lacks is built as usual.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+WRAPPERS_DIR = REPO_ROOT / "hack" / "controlplane"
+
+# The pinned Kubernetes release. hack/controlplane/k8s/go.mod must require the
+# same k8s.io/kubernetes version; check_pins() verifies that they agree.
+KUBERNETES_VERSION = "v1.34.4"
+
+
+class BuildError(RuntimeError):
+    """A binary could not be built or found; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Component:
+    """One wrapper module and the binaries it produces."""
+
+    wrapper: str
+    binaries: tuple[str, ...]
+    packages: tuple[str, ...]
+    # kube-* binaries are static in upstream releases and carry build tags.
+    tags: str = ""
+
+    def ldflags(self) -> str:
+        flags = ["-s", "-w"]
+        if self.wrapper == "k8s":
+            major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+            for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+                flags += [
+                    f"-X {pkg}.gitVersion={KUBERNETES_VERSION}",
+                    f"-X {pkg}.gitMajor={major}",
+                    f"-X {pkg}.gitMinor={minor}",
+                    f"-X {pkg}.gitTreeState=clean",
+                ]
+        return " ".join(flags)
+
+
+COMPONENTS = (
+    Component(
+        wrapper="k8s",
+        binaries=("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
+        packages=(
+            "k8s.io/kubernetes/cmd/kube-apiserver",
+            "k8s.io/kubernetes/cmd/kube-controller-manager",
+            "k8s.io/kubernetes/cmd/kube-scheduler",
+        ),
+        tags="selinux,notest",
+    ),
+    Component(wrapper="etcd", binaries=("etcd",), packages=(".",)),
+    Component(wrapper="kwok", binaries=("kwok",), packages=("sigs.k8s.io/kwok/cmd/kwok",)),
+)
+
+ALL_BINARIES = tuple(b for c in COMPONENTS for b in c.binaries)
+
+
+def cache_root() -> Path:
+    base = os.environ.get("APPLYSET_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "applyset-kubernetes"
+    )
+    return Path(base) / "controlplane"
+
+
+def _go() -> str:
+    go = shutil.which("go")
+    if not go:
+        raise BuildError(
+            "Go is not installed (no `go` on PATH). The local control plane is built from "
+            "upstream Go modules: install Go 1.24 or newer, or point KUBEBUILDER_ASSETS at a "
+            "directory that already holds kube-apiserver and etcd."
+        )
+    return go
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Never let a wrapper's `go` line trigger a toolchain download: only the
+    # module proxy is reachable, and the local toolchain builds these fine.
+    env["GOTOOLCHAIN"] = "local"
+    env["CGO_ENABLED"] = "0"
+    env.setdefault("GOFLAGS", "")
+    return env
+
+
+def _go_version(go: str) -> str:
+    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, env=_go_env())
+    if out.returncode != 0:
+        raise BuildError(f"`go env GOVERSION` failed: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def cache_key(component: Component, go_version: str) -> str:
+    """Hash of everything that decides the bytes of the component's binaries."""
+    h = hashlib.sha256()
+    wrapper = WRAPPERS_DIR / component.wrapper
+    for name in sorted(os.listdir(wrapper)):
+        if name.endswith((".mod", ".sum", ".go")):
+            h.update(name.encode() + b"\0" + (wrapper / name).read_bytes() + b"\0")
+    h.update(go_version.encode() + component.ldflags().encode() + component.tags.encode())
+    return f"{component.wrapper}-{h.hexdigest()[:16]}"
+
+
+def check_pins() -> None:
+    gomod = (WRAPPERS_DIR / "k8s" / "go.mod").read_text()
+    if f"k8s.io/kubernetes {KUBERNETES_VERSION}" not in gomod:
+        raise BuildError(
+            f"hack/controlplane/k8s/go.mod does not require k8s.io/kubernetes {KUBERNETES_VERSION}; "
+            "update KUBERNETES_VERSION in hack/local_cluster/build.py and the wrapper together"
+        )
+
+
+def _build_component(component: Component, go: str, out_dir: Path, log) -> None:
+    staging = Path(tempfile.mkdtemp(prefix=f".{component.wrapper}-", dir=out_dir.parent))
+    cmd = [go, "build", "-mod=readonly", "-trimpath", "-pgo=off", f"-ldflags={component.ldflags()}"]
+    if component.tags:
+        cmd.append(f"-tags={component.tags}")
+    if len(component.packages) == 1:
+        cmd += ["-o", str(staging / component.binaries[0]), component.packages[0]]
+    else:
+        cmd += ["-o", str(staging) + os.sep, *component.packages]
+    log(f"building {', '.join(component.binaries)} (first build takes several minutes)...")
+    started = time.monotonic()
+    proc = subprocess.run(
+        cmd, cwd=WRAPPERS_DIR / component.wrapper, env=_go_env(), capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-30:])
+        raise BuildError(
+            f"building {component.wrapper} failed (exit {proc.returncode}) with:\n{tail}\n"
+            f"command: {' '.join(cmd)} (in hack/controlplane/{component.wrapper})"
+        )
+    # Publish atomically so that an interrupted build is never mistaken for a
+    # finished one.
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    staging.rename(out_dir)
+    log(f"built {component.wrapper} in {time.monotonic() - started:.0f}s -> {out_dir}")
+
+
+def ensure_binaries(log=lambda msg: print(msg, file=sys.stderr)) -> dict[str, Path]:
+    """Return a path for every control-plane binary, building what is missing."""
+    found: dict[str, Path] = {}
+    assets = os.environ.get("KUBEBUILDER_ASSETS")
+    if assets:
+        for name in ALL_BINARIES:
+            candidate = Path(assets) / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                found[name] = candidate
+        for required in ("kube-apiserver", "etcd"):
+            if required not in found:
+                raise BuildError(f"KUBEBUILDER_ASSETS={assets} has no executable {required}")
+
+    missing = [c for c in COMPONENTS if not all(b in found for b in c.binaries)]
+    if not missing:
+        return found
+    check_pins()
+    go = _go()
+    go_version = _go_version(go)
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    for component in missing:
+        out_dir = root / cache_key(component, go_version)
+        if not all((out_dir / b).is_file() for b in component.binaries):
+            _build_component(component, go, out_dir, log)
+        for name in component.binaries:
+            found.setdefault(name, out_dir / name)
+    return found
+
+
+def main() -> int:
+    try:
+        binaries = ensure_binaries()
+    except BuildError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for name, path in sorted(binaries.items()):
+        print(f"{name}\t{path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+# -*- coding: utf-8 -*-
+# Copyright: applyset.kubernetes contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Glue between Ansible modules and the Ansible-free core (``module_utils/applyset``).
+
+This is the only module_utils file besides the modules themselves that imports Ansible.
+It holds:
+
+* ``AUTH_ARG_SPEC``: the argument spec that matches ``plugins/doc_fragments/auth.py``,
+  with the kubernetes.core-compatible ``K8S_AUTH_*`` environment fallbacks;
+* ``auth_params()``: picks the authentication options out of ``module.params`` in the
+  plain-dict shape the core's connection builder takes;
+* ``fail_from_error()`` and ``warn_all()``: result shaping for core errors and warnings.
+
+Nothing here imports the core package: errors and warnings are handled by duck typing,
+so this file stays importable (and testable) on its own.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+
+from ansible.module_utils.common.parameters import env_fallback
+from ansible.module_utils.parsing.convert_bool import boolean
+
+
+# Environment variables read for each option, in order of preference. Where
+# kubernetes.core reads two names (``K8S_AUTH_<OPTION>`` first, then the name of the
+# matching kubernetes-client setting, see its ``module_utils/k8s/client.py``), both are
+# listed in the same order, so a drop-in environment resolves to the same value.
+AUTH_ENV_VARS = {
+    "kubeconfig": ("K8S_AUTH_KUBECONFIG",),
+    "context": ("K8S_AUTH_CONTEXT",),
+    "host": ("K8S_AUTH_HOST",),
+    "api_key": ("K8S_AUTH_API_KEY",),
+    "validate_certs": ("K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL"),
+    "ca_cert": ("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"),
+    "client_cert": ("K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE"),
+    "client_key": ("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE"),
+    "proxy": ("K8S_AUTH_PROXY",),
+    "no_proxy": ("K8S_AUTH_NO_PROXY",),
+    "impersonate_user": ("K8S_AUTH_IMPERSONATE_USER",),
+    "impersonate_groups": ("K8S_AUTH_IMPERSONATE_GROUPS",),
+}
+
+
+def _fallback(option):
+    return (env_fallback, list(AUTH_ENV_VARS[option]))
+
+
+# Must match plugins/doc_fragments/auth.py option for option (names, types, aliases).
+AUTH_ARG_SPEC = {
+    "kubeconfig": {"type": "raw", "fallback": _fallback("kubeconfig")},
+    "context": {"type": "str", "fallback": _fallback("context")},
+    "host": {"type": "str", "fallback": _fallback("host")},
+    "api_key": {"type": "str", "no_log": True, "fallback": _fallback("api_key")},
+    "validate_certs": {
+        "type": "bool",
+        "aliases": ["verify_ssl"],
+        "fallback": _fallback("validate_certs"),
+    },
+    "ca_cert": {
+        "type": "path",
+        "aliases": ["ssl_ca_cert"],
+        "fallback": _fallback("ca_cert"),
+    },
+    "client_cert": {
+        "type": "path",
+        "aliases": ["cert_file"],
+        "fallback": _fallback("client_cert"),
+    },
+    # A path, not a secret: no no_log (the key's content is never a module parameter).
+    "client_key": {
+        "type": "path",
+        "aliases": ["key_file"],
+        "fallback": _fallback("client_key"),
+    },
+    "proxy": {"type": "str", "fallback": _fallback("proxy")},
+    "no_proxy": {"type": "str", "fallback": _fallback("no_proxy")},
+    "impersonate_user": {"type": "str", "fallback": _fallback("impersonate_user")},
+    "impersonate_groups": {
+        "type": "list",
+        "elements": "str",
+        "fallback": _fallback("impersonate_groups"),
+    },
+}
+
+AUTH_OPTIONS = tuple(AUTH_ARG_SPEC)
+
+_ALIASES = dict(
+    (alias, name)
+    for name, spec in AUTH_ARG_SPEC.items()
+    for alias in spec.get("aliases", ())
+)
+
+
+def auth_arg_spec():
+    """Return a deep copy of ``AUTH_ARG_SPEC`` for a module to extend safely."""
+    return copy.deepcopy(AUTH_ARG_SPEC)
+
+
+def _split_groups(value):
+    if isinstance(value, str):
+        value = value.split(",")
+    groups = []
+    for item in value:
+        item = str(item).strip()
+        if item:
+            groups.append(item)
+    return groups
+
+
+def auth_params(module_params, environ=None):
+    """Return the authentication options from ``module_params`` as a plain dict.
+
+    The keys are the option names of ``AUTH_ARG_SPEC`` (``validate_certs``, ``ca_cert``,
+    ... not the kubernetes-client names); options that are unset (``None``) are left out,
+    so "key absent" means "not given" to the connection builder in the core.
+
+    ``module_params`` is normally ``module.params`` of an ``AnsibleModule`` built with
+    ``AUTH_ARG_SPEC``, where aliases are resolved and the environment fallbacks were
+    applied. A plain dict works too: an alias (``verify_ssl``, ``ssl_ca_cert``,
+    ``cert_file``, ``key_file``) is accepted when its option is not set, and when
+    ``environ`` (a mapping such as ``os.environ``) is given, unset options are looked up
+    in it with the same ``K8S_AUTH_*`` names as the argument spec.
+
+    Values are normalised the way the core expects them:
+
+    * ``impersonate_groups`` is always a list; a comma-separated string (as the
+      environment variable holds it) is split, and blanks are dropped;
+    * ``validate_certs`` is always a bool (strings such as ``"True"``/``"no"`` are
+      converted; an invalid string raises ``TypeError``);
+    * a trailing ``/`` on ``host`` is removed, as kubernetes.core does;
+    * empty strings count as unset.
+    """
+    params = dict(module_params or {})
+    result = {}
+    for name in AUTH_OPTIONS:
+        value = params.get(name)
+        if value is None:
+            for alias, target in _ALIASES.items():
+                if target == name and params.get(alias) is not None:
+                    value = params[alias]
+                    break
+        if value is None and environ is not None:
+            for var in AUTH_ENV_VARS[name]:
+                if environ.get(var):
+                    value = environ[var]
+                    break
+        if value is None or (isinstance(value, str) and value == ""):
+            continue
+
+        if name == "impersonate_groups":
+            value = _split_groups(value)
+            if not value:
+                continue
+        elif name == "validate_certs":
+            value = boolean(value, strict=True)
+        elif name == "host" and isinstance(value, str):
+            value = value.rstrip("/")
+        elif name in ("ca_cert", "client_cert", "client_key") and environ is not None:
+            # the argument spec's type=path expands these; do the same for env values
+            value = os.path.expanduser(os.path.expandvars(value))
+        result[name] = value
+    return result
+
+
+def _error_dict(err):
+    """Structured form of a core error; falls back to attributes for other exceptions."""
+    to_dict = getattr(err, "to_dict", None)
+    if callable(to_dict):
+        try:
+            data = to_dict()
+        except Exception:  # a broken to_dict must not hide the original error
+            data = None
+        if isinstance(data, dict):
+            return data
+    data = {"type": type(err).__name__, "message": getattr(err, "message", None) or str(err)}
+    for attr in ("obj", "fix"):
+        value = getattr(err, attr, None)
+        if value is not None:
+            data[attr] = value
+    return data
+
+
+def fail_from_error(module, err, **extra):
+    """Fail the module from an ``ApplySetError``-like exception.
+
+    ``err`` is expected to carry ``.message``, ``.obj`` (the object it is about),
+    ``.fix`` (what the user can do) and ``.to_dict()``; any exception works, the missing
+    parts are simply left out. The result has ``msg=str(err)`` and ``error=<dict>``, plus
+    every keyword in ``extra`` (for example ``changed`` and the partial report of what
+    was and was not done). ``msg`` and ``error`` always come from ``err``; same-named
+    keys in ``extra`` are ignored.
+
+    Does not return (``fail_json`` exits the module).
+    """
+    kwargs = dict(extra)
+    kwargs.pop("msg", None)
+    kwargs.pop("error", None)
+    message = str(err) or getattr(err, "message", None) or type(err).__name__
+    module.fail_json(msg=message, error=_error_dict(err), **kwargs)
+
+
+def _warning_text(warning):
+    if isinstance(warning, str):
+        return warning
+    if isinstance(warning, dict):
+        text = warning.get("message") or warning.get("msg")
+        if text:
+            return str(text)
+    text = getattr(warning, "message", None)
+    if text:
+        return str(text)
+    return str(warning)
+
+
+def warn_all(module, warnings):
+    """Pass every warning to ``module.warn``, once each, in order.
+
+    Accepts strings, dicts with ``message``/``msg``, or objects with ``.message``
+    (for example API server ``Warning:`` headers collected by the core). ``None`` and
+    empty entries are skipped; an exact repeat (the same API warning for many objects)
+    is reported once.
+    """
+    seen = set()
+    for warning in warnings or ():
+        if warning is None:
+            continue
+        text = _warning_text(warning).strip()
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        module.warn(text)

@@ -1,0 +1,1 @@
+"""Core ApplySet library: pure Python, no Ansible imports."""

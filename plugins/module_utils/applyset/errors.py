@@ -1,0 +1,120 @@
+"""Typed errors that say which object is affected and how to fix the problem.
+
+Every error the core library raises is an ``ApplySetError``. Modules turn one into a
+failed result with ``to_dict()``; the string form is meant to be read by a person:
+
+    Deployment shop/web: metadata.generateName is not supported. Fix: set metadata.name
+"""
+
+
+class ApplySetError(Exception):
+    """Base class of all errors raised by the ApplySet library.
+
+    ``message`` says what is wrong, ``obj`` names the object or input it is about
+    (``Deployment shop/web``, ``file app.yaml, document 3``), ``fix`` tells the user what
+    to do about it and ``details`` holds machine-readable extras for the module result.
+    """
+
+    def __init__(self, message, *, obj=None, fix=None, details=None):
+        super().__init__(message)
+        self.message = message
+        self.obj = obj
+        self.fix = fix
+        self.details = details
+
+    def __str__(self):
+        text = self.message
+        if self.obj:
+            text = f"{self.obj}: {text}"
+        if self.fix:
+            text = f"{_end_sentence(text)} Fix: {self.fix}"
+        return text
+
+    def to_dict(self):
+        """Return the error as plain data for a module result."""
+        result = {
+            "type": type(self).__name__,
+            "message": self.message,
+            "object": self.obj,
+            "fix": self.fix,
+        }
+        if self.details:
+            result["details"] = self.details
+        return result
+
+
+def _end_sentence(text):
+    # Avoid "..". when the message already ends with punctuation.
+    return text if text.endswith((".", "!", "?", ":")) else text + "."
+
+
+class InputError(ApplySetError):
+    """Bad manifests or options. Always raised before anything is written to the cluster."""
+
+
+class InputErrors(InputError):
+    """Several input errors reported together, so the user can fix them all in one go."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        count = len(self.errors)
+        heading = "1 problem in the input" if count == 1 else f"{count} problems in the input"
+        lines = [heading + ":"] + [f"- {error}" for error in self.errors]
+        super().__init__("\n".join(lines))
+
+    def to_dict(self):
+        result = super().to_dict()
+        result["errors"] = [error.to_dict() for error in self.errors]
+        return result
+
+
+class ParentError(ApplySetError):
+    """The parent is invalid, not permitted, owned by another tool, or has a mismatched ID."""
+
+
+class ApiError(ApplySetError):
+    """The API server answered with an HTTP error.
+
+    ``status`` is the HTTP status code, ``reason`` the Kubernetes Status reason
+    (``NotFound``, ``Conflict``...) and ``body`` the decoded Status object, if any.
+    """
+
+    def __init__(self, message, *, status=None, reason=None, body=None, obj=None, fix=None,
+                 details=None):
+        super().__init__(message, obj=obj, fix=fix, details=details)
+        self.status = status
+        self.reason = reason
+        self.body = body
+
+    def to_dict(self):
+        result = super().to_dict()
+        result["status"] = self.status
+        result["reason"] = self.reason
+        return result
+
+
+class ConflictError(ApiError):
+    """Server-side apply refused a change (HTTP 409) because another field manager owns fields."""
+
+    @property
+    def conflicting_fields(self):
+        """Field paths from the Status causes, e.g. ``.spec.replicas``."""
+        causes = ((self.body or {}).get("details") or {}).get("causes") or []
+        return [cause.get("field") for cause in causes if isinstance(cause, dict) and cause.get("field")]
+
+    def to_dict(self):
+        result = super().to_dict()
+        result["conflicting_fields"] = self.conflicting_fields
+        return result
+
+
+class GuardError(ApplySetError):
+    """The blast-radius guard refused to prune; ``details`` holds the would-be-pruned objects."""
+
+
+class PruneError(ApplySetError):
+    """Some deletes failed while pruning; ``details`` says which."""
+
+
+class WaitTimeout(ApplySetError):
+    """Objects did not become ready within the allowed time."""

@@ -1,0 +1,245 @@
+"""ApplySet keys, ID computation and hint-annotation formats (KEP-3659), as kubectl writes them.
+
+Everything here is a pure function or constant. kubectl's behaviour, not the KEP text, is what
+users' clusters hold, so formats follow kubectl byte for byte; see
+``research/kubectl-applyset.md`` for the reference behaviour and known-answer vectors.
+"""
+
+import base64
+import dataclasses
+import hashlib
+from typing import NamedTuple, Optional
+
+from .errors import InputError
+
+PREFIX = "applyset.kubernetes.io/"
+
+# On the parent.
+LABEL_ID = PREFIX + "id"
+ANNOTATION_TOOLING = PREFIX + "tooling"
+ANNOTATION_GROUP_KINDS = PREFIX + "contains-group-kinds"
+# Written by kubectl 1.27 and 1.28 only; still read when contains-group-kinds is absent.
+ANNOTATION_GROUP_RESOURCES = PREFIX + "contains-group-resources"
+ANNOTATION_ADDITIONAL_NAMESPACES = PREFIX + "additional-namespaces"
+
+# On members.
+LABEL_PART_OF = PREFIX + "part-of"
+
+# On a CRD whose custom resources may act as parents (only the key's presence counts).
+LABEL_PARENT_TYPE = PREFIX + "is-parent-type"
+
+# Our own prune protection, honoured like the other tools' annotations below.
+ANNOTATION_KEEP = PREFIX + "prune"
+
+TOOL_NAME = "applyset.kubernetes"
+# Kept in step with galaxy.yml by a unit test; nothing is read at runtime.
+COLLECTION_VERSION = "0.1.0"
+# kubectl names its parent field manager "<tool>-applyset".
+PARENT_FIELD_MANAGER = TOOL_NAME + "-applyset"
+
+_ID_FORMAT = "applyset-{}-v1"
+
+
+def tooling_value(version=COLLECTION_VERSION):
+    """Return our value for the tooling annotation, e.g. ``applyset.kubernetes/0.1.0``."""
+    return f"{TOOL_NAME}/{version}"
+
+
+def tooling_name(value):
+    """Return the tool name of a tooling annotation value: all before the last '/'.
+
+    ``kubectl/v1.30.1`` -> ``kubectl``; ``example.com/tool/why/v1`` -> ``example.com/tool/why``;
+    a value without '/' (``helm``) is the name itself. The version is never compared.
+    """
+    name, slash, _version = value.rpartition("/")
+    return name if slash else value
+
+
+def compute_id(name, namespace, kind, group):
+    """Return the ApplySet ID of a parent, as kubectl computes it.
+
+    ``namespace`` is "" for a cluster-scoped parent and ``group`` is "" for the core group.
+    The result is ``applyset-`` + unpadded base64url(sha256("name.namespace.Kind.group")) + ``-v1``.
+    """
+    unencoded = ".".join((name, namespace or "", kind, group or ""))
+    digest = hashlib.sha256(unencoded.encode("utf-8")).digest()
+    encoded = base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+    return _ID_FORMAT.format(encoded)
+
+
+class GroupKind(NamedTuple):
+    """An API group and a Kind; the group is "" for the core group."""
+
+    group: str
+    kind: str
+
+    def __str__(self):
+        # Same text as Go's schema.GroupKind.String(), used in contains-group-kinds.
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    @classmethod
+    def parse(cls, text):
+        """Parse ``Kind`` or ``Kind.group``; the kind ends at the first '.'."""
+        kind, _dot, group = text.partition(".")
+        return cls(group, kind)
+
+
+class GroupResource(NamedTuple):
+    """An API group and a plural resource name, as in the legacy annotation."""
+
+    group: str
+    resource: str
+
+    def __str__(self):
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+
+BUILTIN_PARENT_KINDS = frozenset({GroupKind("", "Secret"), GroupKind("", "ConfigMap")})
+
+
+def _split_list(text):
+    """Split a comma-separated annotation value, dropping blanks; None and "" give []."""
+    if not text:
+        return []
+    return [entry for entry in (part.strip() for part in text.split(",")) if entry]
+
+
+def format_group_kinds(group_kinds):
+    """Return the contains-group-kinds value: distinct ``Kind.group`` entries, byte-wise sorted."""
+    return ",".join(sorted({str(group_kind) for group_kind in group_kinds}))
+
+
+def parse_group_kinds(text):
+    """Parse a contains-group-kinds value into a set of GroupKind ("" or None -> empty set)."""
+    return {GroupKind.parse(entry) for entry in _split_list(text)}
+
+
+def parse_group_resources(text):
+    """Parse the legacy contains-group-resources value (``resource.group`` entries)."""
+    result = set()
+    for entry in _split_list(text):
+        resource, _dot, group = entry.partition(".")
+        result.add(GroupResource(group, resource))
+    return result
+
+
+def format_namespaces(namespaces, parent_namespace):
+    """Return the additional-namespaces value: sorted, without the parent's own namespace.
+
+    Empty and None entries (cluster-scoped members) are dropped too.
+    """
+    skipped = {parent_namespace or "", "", None}
+    return ",".join(sorted(set(namespaces) - skipped))
+
+
+def parse_namespaces(text):
+    """Parse an additional-namespaces value into a set ("" or None -> empty set)."""
+    return set(_split_list(text))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ParentRef:
+    """Where the ApplySet parent lives.
+
+    ``version``, ``kind`` and ``resource`` may be None until resolved through discovery;
+    ``namespace`` is "" for a cluster-scoped parent.
+    """
+
+    group: str
+    name: str
+    version: Optional[str] = None
+    kind: Optional[str] = None
+    resource: Optional[str] = None
+    namespace: str = ""
+
+    @property
+    def group_kind(self):
+        """The parent's GroupKind (the kind must be resolved)."""
+        return GroupKind(self.group, self.kind)
+
+    @property
+    def api_version(self):
+        """``group/version``, or just ``version`` for the core group; None until resolved."""
+        if self.version is None:
+            return None
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def applyset_id(self):
+        """The ApplySet ID of this parent (the kind must be resolved)."""
+        if not self.kind:
+            raise ValueError("the parent's kind must be resolved before computing its ID")
+        return compute_id(self.name, self.namespace, self.kind, self.group)
+
+    def __str__(self):
+        if self.kind:
+            kind = str(self.group_kind)
+        else:
+            kind = f"{self.resource}.{self.group}" if self.group else str(self.resource)
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{kind} {where}"
+
+
+DEFAULT_PARENT_RESOURCE = "secrets"
+
+
+def parse_parent_ref(text):
+    """Parse a kubectl-style parent reference ``[RESOURCE][.GROUP]/NAME``.
+
+    Returns ``(resource, group, name)``. Without '/' the text is the name of a Secret. The
+    part before the first '/' splits at its first '.' into resource and group; a version is
+    not part of the syntax, so ``deployments.v1.apps/x`` means group ``v1.apps`` (as in kubectl).
+    """
+    type_part, slash, name = text.partition("/")
+    if slash:
+        resource, _dot, group = type_part.partition(".")
+    else:
+        resource, group, name = DEFAULT_PARENT_RESOURCE, "", text
+    fix = ('give the parent as NAME (a Secret), RESOURCE/NAME or RESOURCE.GROUP/NAME, '
+           'e.g. "configmaps/my-set" or "applysets.example.com/my-set"')
+    problem = None
+    if not name:
+        problem = "name cannot be blank"
+    elif not resource:
+        problem = "resource cannot be blank"
+    elif "/" in name:
+        # kubectl passes this on and fails later; no object name can contain '/'.
+        problem = f'name "{name}" contains "/"'
+    if problem:
+        raise InputError(f'invalid parent reference "{text}": {problem}', obj="parent", fix=fix)
+    return resource, group, name
+
+
+# Annotations by which other tools (and we) protect an object from pruning. Values are compared
+# case-insensitively after trimming spaces.
+KEEP_ANNOTATIONS = {
+    ANNOTATION_KEEP: "disabled",
+    "helm.sh/resource-policy": "keep",
+    "cli-utils.sigs.k8s.io/on-remove": "keep",
+    "client.lifecycle.config.k8s.io/deletion": "detach",
+    "argocd.argoproj.io/sync-options": "Prune=false",
+    "kapp.k14s.io/delete-strategy": "orphan",
+    "kustomize.toolkit.fluxcd.io/prune": "disabled",
+}
+# Annotations whose value is a comma-separated list; protection means the list holds the value.
+LIST_VALUED_KEEP_ANNOTATIONS = frozenset({"argocd.argoproj.io/sync-options"})
+
+
+def keep_reason(annotations):
+    """Say why an object must not be pruned, e.g. ``annotation helm.sh/resource-policy=keep``.
+
+    Returns None when no prune-protection annotation is set.
+    """
+    if not annotations:
+        return None
+    for key, keep_value in KEEP_ANNOTATIONS.items():
+        value = annotations.get(key)
+        if not isinstance(value, str):
+            continue
+        wanted = keep_value.lower()
+        if key in LIST_VALUED_KEEP_ANNOTATIONS:
+            protected = wanted in (entry.lower() for entry in _split_list(value))
+        else:
+            protected = value.strip().lower() == wanted
+        if protected:
+            return f"annotation {key}={value}"
+    return None
