@@ -1,0 +1,631 @@
+"""Execute an ApplySet run crash-safely: parent superset, applies, prune, parent final.
+
+Check mode takes the same path with every apply sent as a server-side dry run
+and no write at all (not even the parent), so a preview shows exactly what a
+real run would do, prune list and guards included.
+
+Order of a real run (each step only starts when the previous one succeeded):
+  1. discovery, parent GET and validation, plan (all input errors surface here);
+  2. LISTs (metadata only) of desired kinds and of the recorded scope, which give
+     the live state, overlapping sets and the prune candidates; the guard runs;
+  3. parent written with the union of recorded and new group-kinds/namespaces;
+  4. members applied rank by rank (CRDs first; custom resources after their CRD
+     is Established);
+  5. prune, in reverse rank order, each DELETE with a UID precondition;
+  6. parent rewritten to exactly this run's group-kinds and namespaces.
+A failure in 4 or 5 stops before 6, so the parent still covers everything that
+may exist and the next run prunes what it must.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass, field
+
+import yaml
+
+from . import parent as parents
+from . import plan as plans
+from . import spec
+from .errors import ApiError, ApplySetError, ConflictError, GuardError, InputError
+from .kube import Discovery, KubeClient, Resource
+from .manifests import Manifest
+
+DEFAULT_FIELD_MANAGER = "applyset.kubernetes"
+# Metadata the server owns; left out of diffs and of "did it change" comparisons.
+_SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+
+@dataclass
+class Options:
+    field_manager: str = DEFAULT_FIELD_MANAGER
+    force_conflicts: bool = False
+    field_validation: str = "Strict"
+    prune: bool = True
+    dry_run: bool = False
+    diff: bool = False
+    propagation_policy: str = "Background"
+    takeover: bool = False  # manage a set whose parent another tool made
+    adopt: bool = False  # take live objects that belong to another set
+    allow_empty: bool = False
+    max_prune_percent: int = 50
+    allow_prune_kinds: frozenset = frozenset()  # protected kinds the user allows to prune, by Kind or Kind.group
+    crd_timeout: float = 60.0
+
+
+@dataclass
+class ObjectResult:
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    action: str  # created, configured, unchanged, pruned, kept, skipped, failed, deleted, disbanded
+    reason: str | None = None
+    uid: str | None = None
+    error: dict | None = None
+
+    @property
+    def ref(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+    def to_dict(self) -> dict:
+        data = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
+                "name": self.name, "action": self.action}
+        if self.reason:
+            data["reason"] = self.reason
+        if self.uid:
+            data["uid"] = self.uid
+        if self.error:
+            data["error"] = self.error
+        return data
+
+
+CHANGING_ACTIONS = frozenset({"created", "configured", "pruned", "kept", "deleted", "disbanded"})
+
+
+@dataclass
+class Report:
+    applyset: dict = field(default_factory=dict)
+    objects: list[ObjectResult] = field(default_factory=list)
+    diff: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    parent_changed: bool = False
+    dry_run: bool = False
+    error: ApplySetError | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.parent_changed or any(o.action in CHANGING_ACTIONS for o in self.objects)
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or any(o.action == "failed" for o in self.objects)
+
+    def summary(self) -> dict:
+        counts = {a: 0 for a in ("created", "configured", "unchanged", "pruned", "kept", "skipped", "failed")}
+        for o in self.objects:
+            counts[o.action] = counts.get(o.action, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict:
+        return {
+            "changed": self.changed,
+            "applyset": self.applyset,
+            "summary": self.summary(),
+            "objects": [o.to_dict() for o in self.objects],
+            "diff": self.diff,
+        }
+
+
+# ----- helpers ------------------------------------------------------------------------------
+
+
+def _normalize(obj: dict | None) -> dict | None:
+    """The object as a user wrote it: no server bookkeeping, no status."""
+    if obj is None:
+        return None
+    out = {k: v for k, v in obj.items() if k != "status"}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_METADATA}
+    out["metadata"] = meta
+    return out
+
+
+class _SecretMasker:
+    """Replaces Secret values by a keyed digest: equal values stay visibly equal
+    within one run, but nothing about a value can be recovered from the output."""
+
+    def __init__(self):
+        self._key = secrets.token_bytes(16)
+
+    def mask(self, obj: dict | None) -> dict | None:
+        if obj is None or obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
+            return obj
+        masked = dict(obj)
+        for fld in ("data", "stringData"):
+            if isinstance(obj.get(fld), dict):
+                masked[fld] = {k: self._digest(v) for k, v in obj[fld].items()}
+        return masked
+
+    def _digest(self, value) -> str:
+        digest = hashlib.blake2b(str(value).encode(), key=self._key, digest_size=6).hexdigest()
+        return f"<hidden {digest}>"
+
+
+def _dump(obj: dict | None) -> str:
+    return "" if obj is None else yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)
+
+
+def _result_for(member: plans.Member, action: str, reason: str | None = None, uid: str | None = None,
+                error: ApplySetError | None = None) -> ObjectResult:
+    return ObjectResult(api_version=member.resource.api_version, kind=member.resource.kind,
+                        namespace=member.namespace, name=member.name, action=action, reason=reason, uid=uid,
+                        error=error.to_dict() if error else None)
+
+
+def _live_result(res: Resource, meta: dict, action: str, reason: str | None = None) -> ObjectResult:
+    return ObjectResult(api_version=res.api_version, kind=res.kind, namespace=meta.get("namespace"),
+                        name=meta["name"], action=action, reason=reason, uid=meta.get("uid"))
+
+
+def _conflict_message(err: ConflictError, member: plans.Member) -> str:
+    causes = ((err.body or {}).get("details") or {}).get("causes") or []
+    lines = [c.get("message", "") for c in causes if isinstance(c, dict)]
+    detail = "; ".join(line for line in lines if line) or err.message
+    return f"conflicts with another field manager: {detail}"
+
+
+# ----- the run ------------------------------------------------------------------------------
+
+
+class Engine:
+    """One ApplySet run. Create it, then call ``apply()``, ``uninstall()`` or ``disband()``."""
+
+    def __init__(self, client: KubeClient, parent_spec, namespace: str | None, options: Options):
+        self.client = client
+        self.parent_spec = parent_spec
+        self.namespace = namespace
+        self.opts = options
+        self.report = Report(dry_run=options.dry_run)
+        self._masker = _SecretMasker()
+        self.discovery: Discovery | None = None
+        self.parent: parents.Parent | None = None
+        self._pre_applied: set = set()
+
+    # -- shared steps ----------------------------------------------------------------------
+    def _load_parent(self) -> parents.Parent:
+        self.discovery = self.client.discover()
+        res, name, ns, definition = parents.resolve(self.discovery, self.parent_spec, self.namespace)
+        parent, warnings = parents.read(self.client, self.discovery, res, name, ns, takeover=self.opts.takeover,
+                                        definition=definition)
+        self.report.warnings += warnings
+        self.parent = parent
+        self.report.applyset = parent.describe()
+        return parent
+
+    def _scope(self, extra_group_kinds=(), extra_namespaces=()) -> list[tuple[Resource, str | None]]:
+        """(resource, namespace) pairs where members of this set may live."""
+        namespaces = sorted(self.parent.namespaces | set(extra_namespaces))
+        pairs = []
+        for gk in sorted(self.parent.group_kinds | set(extra_group_kinds)):
+            res = self.discovery.for_group_kind(gk)
+            if res is None:
+                continue  # a CRD this run creates: nothing of it can exist yet
+            if "list" not in res.verbs and res.verbs:
+                self.report.warnings.append(f"{gk} cannot be listed, so its members cannot be pruned")
+                continue
+            if res.namespaced:
+                if not namespaces:
+                    self.report.warnings.append(
+                        f"{gk} is namespaced but the parent records no namespaces; nothing of it can be pruned")
+                pairs += [(res, ns) for ns in namespaces]
+            else:
+                pairs.append((res, None))
+        return pairs
+
+    def _list(self, pairs, selector_for, full_for=frozenset()) -> dict:
+        """LIST each pair in parallel; returns {(res, ns): items}. Any failure stops the run before writes."""
+
+        def fetch(pair):
+            res, ns = pair
+            full = pair in full_for
+            items = list(self.client.list(res, ns, label_selector=selector_for(pair), metadata_only=not full))
+            if full:
+                for item in items:  # LIST items carry no apiVersion/kind of their own
+                    item.setdefault("apiVersion", res.api_version)
+                    item.setdefault("kind", res.kind)
+            return items
+
+        results = self.client.map(fetch, pairs)
+        listed = {}
+        for pair, items in zip(pairs, results):
+            if isinstance(items, ApiError):
+                res, ns = pair
+                where = f" in namespace {ns}" if ns else ""
+                raise ApplySetError(
+                    f"listing {res.group_kind} objects{where} failed: {items.message}",
+                    obj=f"ApplySet {self.parent.ref}",
+                    fix="the credentials need list on every kind the set records; nothing was changed",
+                )
+            if isinstance(items, Exception):
+                raise items
+            listed[pair] = items
+        return listed
+
+    def _classify(self, candidates) -> tuple[list, list, list]:
+        """Split prune candidates into (delete, keep-by-annotation, skip-by-owner)."""
+        delete, keep, skip = [], [], []
+        for res, meta in candidates:
+            labels = meta.get("labels") or {}
+            if labels.get(spec.LABEL_PART_OF) != self.parent.id:
+                continue  # defensive: the selector already guarantees this
+            reason = spec.keep_reason(meta.get("annotations") or {})
+            if reason:
+                keep.append((res, meta, reason))
+                continue
+            owner = next((o for o in meta.get("ownerReferences") or []
+                          if o.get("controller") and o.get("uid") != self.parent.uid), None)
+            if owner:
+                skip.append((res, meta, f"controlled by {owner.get('kind')} {owner.get('name')}; "
+                                        "its controller manages it, so it is never pruned"))
+                continue
+            delete.append((res, meta))
+        return delete, keep, skip
+
+    def _guard(self, delete: list, set_size: int, emptying: bool) -> None:
+        opts = self.opts
+        refs = [f"{res.kind} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta['name']}"
+                for res, meta in delete]
+        details = {"would_prune": refs}
+        if emptying and not opts.allow_empty:
+            raise GuardError(
+                "the desired set is empty, so every member would be pruned"
+                + (f" ({len(refs)} objects)" if refs else ""),
+                obj=f"ApplySet {self.parent.ref}", details=details,
+                fix="check src/definition; to really empty the set set guard.allow_empty: true "
+                "(or use state: absent to remove it)",
+            )
+        protected = sorted({r for (res, _), r in zip(delete, refs)
+                            if res.group_kind in plans.PROTECTED_KINDS
+                            and res.kind not in opts.allow_prune_kinds
+                            and str(res.group_kind) not in opts.allow_prune_kinds})
+        if protected:
+            raise GuardError(
+                f"pruning would delete protected objects: {', '.join(protected)}",
+                obj=f"ApplySet {self.parent.ref}", details=details,
+                fix="keep them in the set, or allow their kinds with guard.allow_prune_kinds "
+                "(e.g. [Namespace, CustomResourceDefinition])",
+            )
+        if set_size and not emptying and len(delete) * 100 > opts.max_prune_percent * set_size:
+            raise GuardError(
+                f"pruning would delete {len(delete)} of the set's {set_size} objects, more than "
+                f"guard.max_prune_percent ({opts.max_prune_percent}%)",
+                obj=f"ApplySet {self.parent.ref}", details=details,
+                fix="check src/definition; if this is intended raise guard.max_prune_percent (100 allows all)",
+            )
+
+    def _diff_entry(self, ref: str, before: dict | None, after: dict | None) -> None:
+        if not self.opts.diff:
+            return
+        self.report.diff.append({
+            "before_header": ref if before is not None else "(absent)",
+            "after_header": ref if after is not None else "(absent)",
+            "before": _dump(self._masker.mask(_normalize(before))),
+            "after": _dump(self._masker.mask(_normalize(after))),
+        })
+
+    # -- apply -----------------------------------------------------------------------------
+    def apply(self, manifests: list[Manifest]) -> Report:
+        """Apply the desired set and prune what left it."""
+        parent = self._load_parent()
+        plan = plans.build(manifests, self.discovery, parent.id, self.namespace or parent.namespace or None)
+        want_full = self.opts.diff or self.opts.dry_run
+
+        desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)
+                         for m in plan.members if not m.crd_in_set}
+        scope_pairs = set(self._scope(plan.group_kinds, plan.namespaces)) if self.opts.prune else set()
+        selector = f"{spec.LABEL_PART_OF}={parent.id}"
+        listed = self._list(
+            sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),
+            # Desired kinds are listed whole (to see live state and other sets' labels);
+            # the rest of the scope only through our selector.
+            selector_for=lambda pair: None if pair in desired_pairs else selector,
+            full_for=desired_pairs if want_full else frozenset(),
+        )
+        live = {}
+        for (res, _ns), items in listed.items():
+            for item in items:
+                meta = item["metadata"]
+                live[(res.group, res.kind, meta.get("namespace") or "", meta["name"])] = (res, item)
+        self._check_overlap(plan, live)
+
+        desired_keys = plan.keys()
+        in_set = [(res, item["metadata"]) for key, (res, item) in live.items()
+                  if (item["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
+        candidates = [(res, meta) for res, meta in in_set
+                      if (res.group, res.kind, meta.get("namespace") or "", meta["name"]) not in desired_keys]
+        delete, keep, skip = self._classify(candidates) if self.opts.prune else ([], [], [])
+        if self.opts.prune:
+            self._guard(delete, len(in_set), emptying=not plan.members)
+        elif not plan.members:
+            raise InputError("no objects passed to apply", obj=f"ApplySet {parent.ref}",
+                             fix="give src or definition, or use state: absent")
+
+        # Hints: the union first (crash safety), exactly this run's set at the end.
+        served_gks = {gk for gk in parent.group_kinds}
+        superset_gks = served_gks | plan.group_kinds
+        superset_ns = parent.namespaces | plan.namespaces
+        final_gks = plan.group_kinds if self.opts.prune else superset_gks
+        final_ns = (plan.namespaces | ({parent.namespace} if parent.namespace else set())
+                    if self.opts.prune else superset_ns)
+        self.report.applyset.update(group_kinds=sorted(map(str, final_gks)), namespaces=sorted(final_ns))
+
+        if not self.opts.dry_run:
+            if not parent.exists and not self._ensure_parent_namespace(plan, live):
+                return self.report
+            if self._hint_differs(superset_gks, superset_ns) or not parent.exists:
+                parents.write(self.client, parent, superset_gks, superset_ns)
+                self.report.parent_changed = True
+        else:
+            self.report.parent_changed = not parent.exists or self._hint_differs(final_gks, final_ns)
+
+        if not self._apply_members(plan, live):
+            self.report.error = ApplySetError(
+                "some objects could not be applied; nothing was pruned and the parent keeps "
+                "covering every object that may exist",
+                obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again",
+            )
+            return self.report
+
+        if self.opts.prune:
+            pruned_ok = self._prune(delete, keep, skip, live)
+            if not pruned_ok:
+                self.report.error = ApplySetError(
+                    "some objects could not be pruned; the parent keeps covering them so the next run "
+                    "retries", obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again",
+                )
+                return self.report
+
+        if not self.opts.dry_run and self._hint_differs(final_gks, final_ns):
+            parents.write(self.client, parent, final_gks, final_ns)
+            self.report.parent_changed = True
+        return self.report
+
+    def _ensure_parent_namespace(self, plan: plans.Plan, live: dict) -> bool:
+        """Create the parent's namespace first when the set itself defines it.
+
+        The parent must exist before any member is written, but it cannot be
+        created in a namespace that does not exist yet. Applying just that
+        Namespace first keeps the order crash-safe enough: the Namespace is in
+        this run's desired set, so the parent written next records its kind.
+        """
+        ns_key = ("", "Namespace", "", self.parent.namespace)
+        member = next((m for m in plan.members if m.key == ns_key), None)
+        if member is None or ns_key in live:
+            return True
+        result = self._apply_one(member, live, set())
+        self.report.objects.append(result)
+        self._pre_applied.add(member.key)
+        if result.action == "failed":
+            self.report.error = ApplySetError(
+                f"could not create namespace {self.parent.namespace} for the parent",
+                obj=f"ApplySet {self.parent.ref}", fix="see the error of the Namespace object")
+            return False
+        return True
+
+    def _hint_differs(self, group_kinds, namespaces) -> bool:
+        p = self.parent
+        return (p.legacy_hint or p.unserved_group_kinds or p.tooling != spec.tooling_value()
+                or set(group_kinds) != p.group_kinds or set(namespaces) != p.namespaces)
+
+    def _check_overlap(self, plan: plans.Plan, live: dict) -> None:
+        if self.opts.adopt:
+            return
+        problems = []
+        for member in plan.members:
+            entry = live.get(member.key)
+            if entry is None:
+                continue
+            other = ((entry[1]["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF))
+            if other and other != self.parent.id:
+                problems.append(f"{member.ref} (part of {other})")
+        if problems:
+            raise ApplySetError(
+                "objects already belong to another ApplySet: " + ", ".join(problems),
+                obj=f"ApplySet {self.parent.ref}",
+                fix="remove them from this set, or set adopt: true to move them into this set "
+                "(the other set will no longer manage or prune them)",
+                details={"overlapping": problems},
+            )
+
+    def _apply_members(self, plan: plans.Plan, live: dict) -> bool:
+        ok = True
+        created_namespaces = set()
+        for rank_members in plan.ranks:
+            rank_members = [m for m in rank_members if m.key not in self._pre_applied]
+            results = self.client.map(lambda m: self._apply_one(m, live, created_namespaces), rank_members)
+            for member, result in zip(rank_members, results):
+                if isinstance(result, Exception):
+                    err = result if isinstance(result, ApplySetError) else ApplySetError(str(result))
+                    result = _result_for(member, "failed", reason=str(err), error=err)
+                if result.action == "failed":
+                    ok = False
+                if member.resource.group_kind == plans.NAMESPACE_GROUP_KIND and result.action == "created":
+                    created_namespaces.add(member.name)
+                self.report.objects.append(result)
+            if not ok:
+                return False  # later ranks depend on this one
+            crds = [m for m in rank_members if m.resource.group_kind == plans.CRD_GROUP_KIND]
+            if crds and not self.opts.dry_run:
+                self._wait_for_crds(crds)
+        return ok
+
+    def _apply_one(self, member: plans.Member, live: dict, created_namespaces: set) -> ObjectResult:
+        opts = self.opts
+        before_entry = live.get(member.key)
+        before = before_entry[1] if before_entry else None
+        if opts.dry_run and member.crd_in_set:
+            self._diff_entry(member.ref, None, member.body)
+            return _result_for(member, "created", reason="its CRD is created by this run, so the server "
+                               "cannot dry-run it yet")
+        deadline = time.monotonic() + (opts.crd_timeout if member.crd_in_set else 0)
+        while True:
+            try:
+                resp = self.client.apply(member.resource, member.body, field_manager=opts.field_manager,
+                                         force=opts.force_conflicts, dry_run=opts.dry_run,
+                                         field_validation=opts.field_validation)
+                break
+            except ConflictError as err:
+                return _result_for(member, "failed", reason=_conflict_message(err, member), error=err)
+            except ApiError as err:
+                if err.status == 404 and member.crd_in_set and time.monotonic() < deadline:
+                    time.sleep(0.5)  # the new CRD's endpoint is not served yet
+                    continue
+                if (opts.dry_run and err.status == 404 and member.namespace in created_namespaces):
+                    self._diff_entry(member.ref, None, member.body)
+                    return _result_for(member, "created", reason=f"namespace {member.namespace} is created by "
+                                       "this run, so the server cannot dry-run it yet")
+                return _result_for(member, "failed", reason=err.message, error=err)
+        for warning in resp.warnings:
+            self.report.warnings.append(f"{member.ref}: {warning}")
+        after = resp.body
+        uid = after["metadata"].get("uid")
+        if before is None or resp.status == 201:
+            action = "created"
+        elif opts.dry_run or opts.diff:
+            action = "unchanged" if _normalize(before) == _normalize(after) else "configured"
+        else:
+            same = before["metadata"].get("resourceVersion") == after["metadata"].get("resourceVersion")
+            action = "unchanged" if same else "configured"
+        if action != "unchanged":
+            self._diff_entry(member.ref, before, after)
+        return _result_for(member, action, uid=None if opts.dry_run and action == "created" else uid)
+
+    def _wait_for_crds(self, crd_members: list) -> None:
+        deadline = time.monotonic() + self.opts.crd_timeout
+        crd_res = crd_members[0].resource
+        pending = {m.name for m in crd_members}
+        while pending:
+            for name in sorted(pending):
+                crd = self.client.get(crd_res, name)
+                conditions = ((crd or {}).get("status") or {}).get("conditions") or []
+                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                    pending.discard(name)
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise ApplySetError(
+                    f"CustomResourceDefinitions not Established after {self.opts.crd_timeout:.0f}s: "
+                    + ", ".join(sorted(pending)),
+                    obj=f"ApplySet {self.parent.ref}",
+                    fix="check the CRDs' status conditions (kubectl describe crd NAME)",
+                )
+            time.sleep(0.25)
+
+    # -- prune -----------------------------------------------------------------------------
+    def _prune(self, delete: list, keep: list, skip: list, live: dict) -> bool:
+        opts = self.opts
+        for res, meta, reason in skip:
+            self.report.objects.append(_live_result(res, meta, "skipped", reason))
+        for res, meta, reason in keep:
+            result = _live_result(res, meta, "kept", f"{reason}; removed from the set")
+            if not opts.dry_run:
+                patch = {"metadata": {"labels": {spec.LABEL_PART_OF: None}}}
+                try:
+                    self.client.merge_patch(res, meta["name"], meta.get("namespace"), patch,
+                                            field_manager=opts.field_manager)
+                except ApiError as err:
+                    result = _live_result(res, meta, "failed", f"could not remove it from the set: {err.message}")
+                    result.error = err.to_dict()
+            self.report.objects.append(result)
+        by_rank: dict[int, list] = {}
+        for res, meta in delete:
+            by_rank.setdefault(plans.rank_of(res.group_kind, res.namespaced), []).append((res, meta))
+        ok = all(o.action != "failed" for o in self.report.objects)
+        for rank in sorted(by_rank, reverse=True):
+            batch = sorted(by_rank[rank], key=lambda p: (p[0].kind, p[1].get("namespace") or "", p[1]["name"]))
+            for (res, meta), result in zip(batch, self.client.map(self._delete_one, batch)):
+                if isinstance(result, Exception):
+                    result = _live_result(res, meta, "failed", f"pruning failed: {result}")
+                ok = ok and result.action != "failed"
+                self.report.objects.append(result)
+                if result.action == "pruned":
+                    key = (res.group, res.kind, meta.get("namespace") or "", meta["name"])
+                    before = live.get(key, (None, None))[1]
+                    self._diff_entry(result.ref, before if before is not None else {"metadata": meta}, None)
+        return ok
+
+    def _delete_one(self, pair) -> ObjectResult:
+        res, meta = pair
+        try:
+            self.client.delete(res, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
+                               propagation_policy=self.opts.propagation_policy, dry_run=self.opts.dry_run)
+        except ApiError as err:
+            if err.status == 404:
+                return _live_result(res, meta, "pruned", "already gone")
+            if err.status == 409:
+                # UID precondition failed: a new object with this name is not ours to delete.
+                return _live_result(res, meta, "skipped", "replaced by a new object with the same name")
+            result = _live_result(res, meta, "failed", f"pruning failed: {err.message}")
+            result.error = err.to_dict()
+            return result
+        return _live_result(res, meta, "pruned")
+
+    # -- uninstall and disband ---------------------------------------------------------------
+    def _members_in_scope(self) -> list:
+        selector = f"{spec.LABEL_PART_OF}={self.parent.id}"
+        listed = self._list(self._scope(), selector_for=lambda pair: selector,
+                            full_for=set(self._scope()) if self.opts.diff else frozenset())
+        return [(res, item) for (res, _ns), items in listed.items() for item in items]
+
+    def uninstall(self) -> Report:
+        """Delete every member (same safety rules as prune), then the parent."""
+        parent = self._load_parent()
+        if not parent.exists:
+            self.report.warnings.append(f"ApplySet parent {parent.ref} does not exist; nothing to remove")
+            return self.report
+        members = self._members_in_scope()
+        live = {(res.group, res.kind, item["metadata"].get("namespace") or "", item["metadata"]["name"]):
+                (res, item) for res, item in members}
+        delete, keep, skip = self._classify([(res, item["metadata"]) for res, item in members])
+        self._guard(delete, 0, emptying=False)
+        if not self._prune(delete, keep, skip, live):
+            self.report.error = ApplySetError(
+                "some members could not be deleted; the parent is kept so that a re-run finds them",
+                obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again")
+            return self.report
+        parents.delete(self.client, parent, dry_run=self.opts.dry_run)
+        self.report.parent_changed = True
+        self._diff_entry(f"{parent.resource.kind} {parent.name}", {"metadata": {"name": parent.name}}, None)
+        return self.report
+
+    def disband(self) -> Report:
+        """Leave every member in place without our label, then delete the parent."""
+        parent = self._load_parent()
+        if not parent.exists:
+            self.report.warnings.append(f"ApplySet parent {parent.ref} does not exist; nothing to disband")
+            return self.report
+        patch = {"metadata": {"labels": {spec.LABEL_PART_OF: None}}}
+        members = self._members_in_scope()
+
+        def unlabel(pair):
+            res, item = pair
+            meta = item["metadata"]
+            if not self.opts.dry_run:
+                self.client.merge_patch(res, meta["name"], meta.get("namespace"), patch,
+                                        field_manager=self.opts.field_manager)
+            return _live_result(res, meta, "disbanded", "left in place without the part-of label")
+
+        for (res, item), result in zip(members, self.client.map(unlabel, members)):
+            if isinstance(result, Exception):
+                result = _live_result(res, item["metadata"], "failed", f"could not remove the label: {result}")
+            self.report.objects.append(result)
+        if self.report.failed:
+            self.report.error = ApplySetError("some members kept the label; the parent is kept",
+                                              obj=f"ApplySet {parent.ref}", fix="run again")
+            return self.report
+        parents.delete(self.client, parent, dry_run=self.opts.dry_run)
+        self.report.parent_changed = True
+        return self.report

@@ -1,0 +1,367 @@
+"""Resolve, read, validate and write the ApplySet parent.
+
+The parent records the set: its ``id`` label, our ``tooling`` annotation and
+the hints (``contains-group-kinds``, ``additional-namespaces``) that tell a
+later run where members may live. Reading refuses anything that could make us
+prune the wrong objects: a forged or mismatched id, another tool's set (unless
+the user asks to take it over), a parent kind the specification does not allow.
+Writes are server-side applies with a resourceVersion precondition, so two runs
+can never interleave their parent updates silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import spec
+from .errors import ApiError, InputError, ParentError
+from .kube import Discovery, KubeClient, Resource
+from .spec import GroupKind
+
+CRD_RESOURCE = Resource(
+    group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition",
+    plural="customresourcedefinitions", namespaced=False,
+)
+
+
+@dataclass
+class Parent:
+    """The parent as found on the cluster (or about to be created)."""
+
+    resource: Resource
+    name: str
+    namespace: str  # "" when cluster-scoped
+    id: str
+    exists: bool = False
+    uid: str | None = None
+    resource_version: str | None = None
+    tooling: str | None = None
+    group_kinds: set = field(default_factory=set)  # recorded hint, served kinds only
+    unserved_group_kinds: set = field(default_factory=set)
+    namespaces: set = field(default_factory=set)  # recorded scope, incl. the parent's own namespace
+    definition: dict | None = None  # body for creating a custom-resource parent
+    legacy_hint: bool = False  # recorded only as contains-group-resources (kubectl < 1.29)
+
+    @property
+    def group_kind(self) -> GroupKind:
+        return self.resource.group_kind
+
+    @property
+    def ref(self) -> str:
+        """kubectl-style reference, e.g. ``secrets./shop`` or ``applysets.example.com/shop``."""
+        return f"{self.resource.plural}.{self.resource.group}/{self.name}"
+
+    def describe(self) -> dict:
+        return {
+            "id": self.id,
+            "parent": {
+                "apiVersion": self.resource.api_version,
+                "kind": self.resource.kind,
+                "name": self.name,
+                "namespace": self.namespace or None,
+            },
+            "tooling": self.tooling,
+        }
+
+
+def resolve(discovery: Discovery, parent_spec, default_namespace: str | None) -> tuple[Resource, str, str, dict | None]:
+    """Turn the user's parent option into (resource, name, namespace, definition).
+
+    ``parent_spec`` is a kubectl-style string (``[RESOURCE][.GROUP]/NAME``), a
+    reference dict (``kind``, ``name``, optional ``apiVersion``/``group`` and
+    ``namespace``), or a full object with ``metadata`` (a custom resource
+    parent to create when it does not exist yet).
+    """
+    definition = None
+    if isinstance(parent_spec, str):
+        resource_name, group, name = spec.parse_parent_ref(parent_spec)
+        res = discovery.for_resource(group, resource_name)
+        namespace = None
+        shown = parent_spec
+        if res is None:
+            raise InputError(
+                f'invalid parent reference "{parent_spec}": the server has no resource "{resource_name}"'
+                + (f' in group "{group}"' if group else ""),
+                obj="parent",
+                fix="use secrets/NAME, configmaps/NAME or PLURAL.GROUP/NAME of a CRD labelled "
+                f"{spec.LABEL_PARENT_TYPE}",
+            )
+    elif isinstance(parent_spec, dict):
+        if "metadata" in parent_spec:
+            definition = parent_spec
+            meta = parent_spec.get("metadata") or {}
+            ref = {"apiVersion": parent_spec.get("apiVersion"), "kind": parent_spec.get("kind"),
+                   "name": meta.get("name"), "namespace": meta.get("namespace")}
+        else:
+            ref = parent_spec
+        name = ref.get("name")
+        namespace = ref.get("namespace")
+        kind = ref.get("kind") or "Secret"
+        api_version = ref.get("apiVersion")
+        group = ref.get("group")
+        if api_version:
+            group = api_version.rpartition("/")[0]
+        group = group or ""
+        shown = f"{kind} {name}"
+        if not name or not isinstance(name, str):
+            raise InputError("the parent has no name", obj="parent", fix="set parent.name")
+        if api_version and "/" in api_version or api_version == "v1":
+            version = api_version.rpartition("/")[2]
+            res = discovery.for_gvk(group, version, kind) or discovery.for_group_kind(GroupKind(group, kind))
+        else:
+            res = discovery.for_group_kind(GroupKind(group, kind))
+        if res is None:
+            raise InputError(
+                f"the server does not serve the parent kind {GroupKind(group, kind)}",
+                obj=f"parent {shown}",
+                fix="use kind Secret or ConfigMap, or a custom resource whose CRD is installed and labelled "
+                f"{spec.LABEL_PARENT_TYPE}=true",
+            )
+    else:
+        raise InputError("parent must be a string or a dict", obj="parent",
+                         fix='e.g. parent: "configmaps/my-app" or parent: {kind: Secret, name: my-app}')
+
+    if res.namespaced:
+        namespace = namespace or default_namespace
+        if not namespace:
+            raise InputError(
+                "namespace is required to use namespace-scoped ApplySet",
+                obj=f"parent {shown}",
+                fix="set the namespace option or parent.namespace",
+            )
+    elif namespace:
+        raise InputError(
+            f"{res.kind} is cluster-scoped, so the parent cannot have a namespace",
+            obj=f"parent {shown}",
+            fix="remove the parent's namespace",
+        )
+    return res, name, namespace or "", definition
+
+
+def check_kind_allowed(client: KubeClient, res: Resource) -> None:
+    """Secrets and ConfigMaps, or custom resources whose CRD carries the marker label."""
+    if res.group_kind in spec.BUILTIN_PARENT_KINDS:
+        return
+    forbidden = ParentError(
+        f'resource "{res.api_version}, Resource={res.plural}" is not permitted as an ApplySet parent',
+        obj=f"parent kind {res.group_kind}",
+        fix="use a Secret or ConfigMap, or a custom resource whose CRD is labelled: "
+        f"kubectl label crd {res.plural}.{res.group} {spec.LABEL_PARENT_TYPE}=true",
+    )
+    if not res.group:
+        raise forbidden
+    try:
+        crd = client.get(CRD_RESOURCE, f"{res.plural}.{res.group}")
+    except ApiError as err:
+        raise ParentError(
+            f"identifying allowed custom resource parent types: {err.message}",
+            obj=f"parent kind {res.group_kind}",
+            fix="the user needs get on customresourcedefinitions to use a custom resource parent",
+        ) from None
+    if crd is None or spec.LABEL_PARENT_TYPE not in ((crd.get("metadata") or {}).get("labels") or {}):
+        raise forbidden
+
+
+def read(client: KubeClient, discovery: Discovery, res: Resource, name: str, namespace: str,
+         *, takeover: bool = False, definition: dict | None = None) -> tuple[Parent, list[str]]:
+    """GET and validate the parent. Returns the parent and warnings for the user."""
+    applyset_id = spec.compute_id(name, namespace, res.kind, res.group)
+    parent = Parent(resource=res, name=name, namespace=namespace, id=applyset_id, definition=definition)
+    warnings: list[str] = []
+    check_kind_allowed(client, res)
+    try:
+        live = client.get(res, name, namespace or None)
+    except ApiError as err:
+        raise ParentError(
+            f'failed to fetch ApplySet parent object "{parent.ref}": {err.message}',
+            obj=f"parent {parent.ref}",
+            fix="check the credentials' RBAC: get on the parent is required",
+        ) from None
+    if live is None:
+        if res.group_kind not in spec.BUILTIN_PARENT_KINDS and definition is None:
+            raise ParentError(
+                "custom resource ApplySet parents cannot be created automatically",
+                obj=f"parent {parent.ref}",
+                fix="create the parent first, or give its full definition (apiVersion, kind, metadata, spec) as parent",
+            )
+        if namespace:
+            parent.namespaces.add(namespace)
+        return parent, warnings
+
+    meta = live.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    parent.exists = True
+    parent.uid = meta.get("uid")
+    parent.resource_version = meta.get("resourceVersion")
+    parent.tooling = annotations.get(spec.ANNOTATION_TOOLING)
+    where = f'ApplySet parent object "{parent.ref}"'
+    takeover_fix = "set takeover: true to make this collection manage the set from now on"
+
+    if parent.tooling is None:
+        if not takeover:
+            raise ParentError(
+                f'{where} already exists and is missing required annotation "{spec.ANNOTATION_TOOLING}"',
+                obj=f"parent {parent.ref}",
+                fix=f"choose another parent name, or {takeover_fix}",
+            )
+    elif spec.tooling_name(parent.tooling) != spec.TOOL_NAME and not takeover:
+        raise ParentError(
+            f'{where} already exists and is managed by tooling "{spec.tooling_name(parent.tooling)}" '
+            f'instead of "{spec.TOOL_NAME}"',
+            obj=f"parent {parent.ref}",
+            fix=f"manage this set with {spec.tooling_name(parent.tooling)}, or {takeover_fix}",
+        )
+
+    live_id = labels.get(spec.LABEL_ID)
+    if live_id is None and not (takeover and parent.tooling is None):
+        raise ParentError(
+            f"{where} exists and does not have required label {spec.LABEL_ID}",
+            obj=f"parent {parent.ref}",
+            fix=f"choose another parent name, or {takeover_fix}" if not takeover else
+            f"add the label {spec.LABEL_ID}={applyset_id} by hand after checking the set",
+        )
+    if live_id is not None and live_id != applyset_id:
+        # Never repaired automatically: a copied id would let us prune another set's objects.
+        raise ParentError(
+            f'{where} exists and has incorrect value for label "{spec.LABEL_ID}" '
+            f"(got: {live_id}, want: {applyset_id})",
+            obj=f"parent {parent.ref}",
+            fix="this may be an impersonation of another set; inspect the parent and its members, then fix "
+            "or delete the label by hand",
+        )
+
+    recorded = _recorded_group_kinds(parent, annotations, discovery, warnings, allow_missing=takeover)
+    for gk in recorded:
+        if discovery.for_group_kind(gk) is None:
+            parent.unserved_group_kinds.add(gk)
+        else:
+            parent.group_kinds.add(gk)
+    if parent.unserved_group_kinds:
+        warnings.append(
+            f"{where} lists group-kinds the server no longer serves: "
+            f"{spec.format_group_kinds(parent.unserved_group_kinds)}; they cannot hold objects any more and are "
+            "dropped from the hint"
+        )
+    parent.namespaces = spec.parse_namespaces(annotations.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES))
+    if namespace:
+        parent.namespaces.add(namespace)
+    return parent, warnings
+
+
+def _recorded_group_kinds(parent: Parent, annotations: dict, discovery: Discovery, warnings: list,
+                          allow_missing: bool) -> set:
+    kinds_text = annotations.get(spec.ANNOTATION_GROUP_KINDS)
+    if kinds_text is not None:
+        return spec.parse_group_kinds(kinds_text)
+    legacy = annotations.get(spec.ANNOTATION_GROUP_RESOURCES)
+    if legacy:
+        parent.legacy_hint = True
+        kinds = set()
+        for group, resource in spec.parse_group_resources(legacy):
+            res = discovery.for_resource(group, resource)
+            if res is None:
+                warnings.append(f"{spec.ANNOTATION_GROUP_RESOURCES} on {parent.ref} names {resource}.{group}, "
+                                "which the server does not serve; it is dropped from the hint")
+            else:
+                kinds.add(res.group_kind)
+        return kinds
+    if allow_missing:
+        return set()
+    raise ParentError(
+        f'parsing ApplySet annotation on "{parent.ref}": the "{spec.ANNOTATION_GROUP_KINDS}" annotation must be '
+        "set on all ApplySet parent objects",
+        obj=f"parent {parent.ref}",
+        fix="run applyset_verify with fix: true to rebuild the hint from the members, or set takeover: true",
+    )
+
+
+def parent_body(parent: Parent, group_kinds, namespaces) -> dict:
+    """The server-side apply body for the parent's labels and annotations."""
+    meta = {
+        "name": parent.name,
+        "labels": {spec.LABEL_ID: parent.id},
+        "annotations": {
+            spec.ANNOTATION_TOOLING: spec.tooling_value(),
+            spec.ANNOTATION_GROUP_KINDS: spec.format_group_kinds(group_kinds),
+            spec.ANNOTATION_ADDITIONAL_NAMESPACES: spec.format_namespaces(namespaces, parent.namespace),
+        },
+    }
+    if parent.namespace:
+        meta["namespace"] = parent.namespace
+    if parent.resource_version:
+        # Optimistic lock: the write fails with 409 if anyone changed the parent since we read it.
+        meta["resourceVersion"] = parent.resource_version
+    return {"apiVersion": parent.resource.api_version, "kind": parent.resource.kind, "metadata": meta}
+
+
+def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, dry_run: bool = False) -> None:
+    """Record the hints on the parent, creating it when it does not exist yet."""
+    if not parent.exists:
+        body = _creation_body(parent, group_kinds, namespaces)
+        try:
+            created = client.create(parent.resource, body, field_manager=spec.PARENT_FIELD_MANAGER,
+                                    dry_run=dry_run).body
+        except ApiError as err:
+            if err.status == 409:
+                raise ParentError(
+                    f"{parent.ref} was created by someone else while this run was starting",
+                    obj=f"parent {parent.ref}",
+                    fix="another run is probably deploying the same set; wait for it and run again",
+                ) from None
+            raise _write_error(parent, err) from None
+        if dry_run:
+            return
+        parent.exists = True
+        parent.uid = created["metadata"]["uid"]
+        parent.resource_version = created["metadata"]["resourceVersion"]
+        parent.tooling = spec.tooling_value()
+        return
+    body = parent_body(parent, group_kinds, namespaces)
+    try:
+        # force: after a takeover, or after the create above (an Update operation),
+        # other managers may own these fields; the resourceVersion guards concurrency.
+        result = client.apply(parent.resource, body, field_manager=spec.PARENT_FIELD_MANAGER, force=True,
+                              dry_run=dry_run).body
+    except ApiError as err:
+        if err.status == 409:
+            raise ParentError(
+                f"{parent.ref} was changed by someone else during this run (resourceVersion "
+                f"{parent.resource_version} is stale)",
+                obj=f"parent {parent.ref}",
+                fix="another run is probably deploying the same set; wait for it and run again",
+            ) from None
+        raise _write_error(parent, err) from None
+    if not dry_run:
+        parent.resource_version = result["metadata"]["resourceVersion"]
+        parent.tooling = spec.tooling_value()
+
+
+def _creation_body(parent: Parent, group_kinds, namespaces) -> dict:
+    body = parent_body(parent, group_kinds, namespaces)
+    if parent.definition:
+        merged = dict(parent.definition)
+        meta = dict(merged.get("metadata") or {})
+        meta["labels"] = {**(meta.get("labels") or {}), **body["metadata"]["labels"]}
+        meta["annotations"] = {**(meta.get("annotations") or {}), **body["metadata"]["annotations"]}
+        meta["name"] = parent.name
+        if parent.namespace:
+            meta["namespace"] = parent.namespace
+        merged["metadata"] = meta
+        merged["apiVersion"] = parent.resource.api_version
+        merged["kind"] = parent.resource.kind
+        return merged
+    return body
+
+
+def _write_error(parent: Parent, err: ApiError) -> ParentError:
+    return ParentError(
+        f"failed to update ApplySet: {err.message}",
+        obj=f"parent {parent.ref}",
+        fix="check the credentials' RBAC: create and patch on the parent are required",
+    )
+
+
+def delete(client: KubeClient, parent: Parent, *, dry_run: bool = False) -> None:
+    if parent.exists:
+        client.delete(parent.resource, parent.name, parent.namespace or None, uid=parent.uid, dry_run=dry_run)

@@ -1,0 +1,207 @@
+"""Desired manifests + discovery + parent -> a Plan: what to apply, in which order, where to look for prune.
+
+Every input problem that needs the server's knowledge (unknown kinds, a
+namespace on a cluster-scoped kind, duplicates after namespace defaulting) is
+found here, before the first write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import spec
+from .errors import InputError, InputErrors
+from .kube import Discovery, Resource
+from .manifests import Manifest
+from .spec import GroupKind
+
+CRD_GROUP_KIND = GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
+NAMESPACE_GROUP_KIND = GroupKind("", "Namespace")
+
+# Apply order, lowest first; prune runs in the reverse order. Kinds not listed
+# get RANK_OTHER_CLUSTER (cluster-scoped) or RANK_OTHER (namespaced). Definitions
+# come before what uses them, workloads after their config, and webhooks last so
+# that they never block the objects that serve them.
+RANK_CRD, RANK_NAMESPACE, RANK_OTHER_CLUSTER, RANK_OTHER, RANK_LAST = 0, 1, 2, 7, 9
+RANK_TABLE = {
+    CRD_GROUP_KIND: RANK_CRD,
+    NAMESPACE_GROUP_KIND: RANK_NAMESPACE,
+    # cluster-scoped configuration
+    GroupKind("scheduling.k8s.io", "PriorityClass"): 2,
+    GroupKind("storage.k8s.io", "StorageClass"): 2,
+    GroupKind("", "PersistentVolume"): 2,
+    GroupKind("rbac.authorization.k8s.io", "ClusterRole"): 2,
+    GroupKind("rbac.authorization.k8s.io", "ClusterRoleBinding"): 2,
+    # namespaced configuration, identity and policy
+    GroupKind("", "ResourceQuota"): 3,
+    GroupKind("", "LimitRange"): 3,
+    GroupKind("", "ServiceAccount"): 3,
+    GroupKind("", "Secret"): 3,
+    GroupKind("", "ConfigMap"): 3,
+    GroupKind("rbac.authorization.k8s.io", "Role"): 3,
+    GroupKind("rbac.authorization.k8s.io", "RoleBinding"): 3,
+    GroupKind("networking.k8s.io", "NetworkPolicy"): 3,
+    GroupKind("", "PersistentVolumeClaim"): 4,
+    GroupKind("", "Service"): 5,
+    # workloads
+    GroupKind("apps", "Deployment"): 6,
+    GroupKind("apps", "StatefulSet"): 6,
+    GroupKind("apps", "DaemonSet"): 6,
+    GroupKind("apps", "ReplicaSet"): 6,
+    GroupKind("", "ReplicationController"): 6,
+    GroupKind("", "Pod"): 6,
+    GroupKind("batch", "Job"): 6,
+    GroupKind("batch", "CronJob"): 6,
+    GroupKind("autoscaling", "HorizontalPodAutoscaler"): 7,
+    GroupKind("policy", "PodDisruptionBudget"): 7,
+    GroupKind("networking.k8s.io", "Ingress"): 7,
+    GroupKind("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): RANK_LAST,
+    GroupKind("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): RANK_LAST,
+    GroupKind("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): RANK_LAST,
+    GroupKind("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): RANK_LAST,
+}
+
+# Kinds whose prune loses data or many objects at once; the guard refuses them by default.
+PROTECTED_KINDS = frozenset({
+    CRD_GROUP_KIND, NAMESPACE_GROUP_KIND, GroupKind("", "PersistentVolume"), GroupKind("", "PersistentVolumeClaim"),
+})
+
+
+def rank_of(gk: GroupKind, namespaced: bool) -> int:
+    if gk in RANK_TABLE:
+        return RANK_TABLE[gk]
+    return RANK_OTHER if namespaced else RANK_OTHER_CLUSTER
+
+
+@dataclass
+class Member:
+    """One desired object, ready to send."""
+
+    manifest: Manifest
+    resource: Resource
+    body: dict  # what is sent: the manifest with our part-of label and the namespace set
+    rank: int
+    crd_in_set: bool = False  # its kind comes from a CRD that this run applies
+
+    @property
+    def namespace(self) -> str | None:
+        return self.body["metadata"].get("namespace")
+
+    @property
+    def name(self) -> str:
+        return self.body["metadata"]["name"]
+
+    @property
+    def key(self) -> tuple:
+        return (self.resource.group, self.resource.kind, self.namespace or "", self.name)
+
+    @property
+    def ref(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.resource.kind} {where}"
+
+
+@dataclass
+class Plan:
+    members: list[Member]
+    group_kinds: set  # this run's group-kinds
+    namespaces: set  # namespaces holding this run's namespaced members
+    ranks: list = field(default_factory=list)  # member lists, in apply order
+
+    def keys(self) -> set:
+        return {m.key for m in self.members}
+
+
+def _resources_from_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str], Resource]:
+    """Resources that CRDs in the input will define, keyed by (group, version, kind)."""
+    defined = {}
+    for m in manifests:
+        if m.group_kind != CRD_GROUP_KIND:
+            continue
+        crd_spec = m.obj.get("spec") or {}
+        names = crd_spec.get("names") or {}
+        group, kind, plural = crd_spec.get("group"), names.get("kind"), names.get("plural")
+        if not (group and kind and plural):
+            continue
+        for version in crd_spec.get("versions") or []:
+            if version.get("served", True) and version.get("name"):
+                defined[(group, version["name"], kind)] = Resource(
+                    group=group, version=version["name"], kind=kind, plural=plural,
+                    namespaced=crd_spec.get("scope", "Namespaced") == "Namespaced",
+                    verbs=frozenset({"get", "list", "create", "update", "patch", "delete"}),
+                    singular=names.get("singular", ""),
+                )
+    return defined
+
+
+def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, default_namespace: str | None) -> Plan:
+    """Resolve every manifest to a resource and a namespace; collect all problems at once."""
+    from_crds = _resources_from_crds(manifests)
+    problems: list[InputError] = []
+    members: list[Member] = []
+    seen: dict[tuple, Manifest] = {}
+    for m in manifests:
+        res = discovery.for_gvk(m.group, m.version, m.kind)
+        crd_in_set = False
+        if (m.group, m.version, m.kind) in from_crds:
+            # The CRD in this run is authoritative: it may change scope or versions.
+            res, crd_in_set = from_crds[(m.group, m.version, m.kind)], res is None
+        if res is None:
+            served_other = discovery.for_group_kind(m.group_kind)
+            hint = (f"; the server serves it as {served_other.api_version}" if served_other else
+                    "; add its CustomResourceDefinition to the set or install it first")
+            problems.append(InputError(
+                f"unknown kind {m.kind} in apiVersion {m.api_version}{hint}",
+                obj=f"{m.source} ({m.ref})", fix="check apiVersion and kind",
+            ))
+            continue
+        body = _body_for(m, res, applyset_id, default_namespace, problems)
+        if body is None:
+            continue
+        member = Member(manifest=m, resource=res, body=body, rank=rank_of(res.group_kind, res.namespaced),
+                        crd_in_set=crd_in_set)
+        if member.key in seen:
+            problems.append(InputError(
+                f"the same object appears twice (also in {seen[member.key].source})",
+                obj=f"{m.source} ({member.ref})", fix="keep one copy of each object",
+            ))
+            continue
+        seen[member.key] = m
+        members.append(member)
+    if problems:
+        raise InputErrors(problems)
+    plan = Plan(
+        members=members,
+        group_kinds={m.resource.group_kind for m in members},
+        namespaces={m.namespace for m in members if m.resource.namespaced},
+    )
+    by_rank: dict[int, list[Member]] = {}
+    for member in members:
+        by_rank.setdefault(member.rank, []).append(member)
+    plan.ranks = [by_rank[r] for r in sorted(by_rank)]
+    return plan
+
+
+def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: str | None,
+              problems: list) -> dict | None:
+    meta = dict(m.obj.get("metadata") or {})
+    namespace = meta.get("namespace")
+    if res.namespaced:
+        namespace = namespace or default_namespace
+        if not namespace:
+            problems.append(InputError(
+                f"{res.kind} is namespaced but no namespace is given",
+                obj=f"{m.source} ({m.ref})", fix="set metadata.namespace or the namespace option",
+            ))
+            return None
+        meta["namespace"] = namespace
+    elif namespace:
+        problems.append(InputError(
+            f"{res.kind} is cluster-scoped, so it cannot have metadata.namespace ({namespace})",
+            obj=f"{m.source} ({m.ref})", fix="remove metadata.namespace",
+        ))
+        return None
+    meta["labels"] = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: applyset_id}
+    body = dict(m.obj)
+    body["metadata"] = meta
+    return body

@@ -1,0 +1,387 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: applyset.kubernetes contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: applyset_apply
+short_description: Apply a set of Kubernetes objects with server-side apply and prune what was removed
+version_added: 0.1.0
+description:
+  - Applies every object of a set with server-side apply (one PATCH per object) and deletes the objects
+    that belonged to the set before but are no longer in it, following the ApplySet specification
+    (KEP-3659) the way kubectl implements it, so kubectl and this module can read each other's sets.
+  - The set is recorded on a I(parent) object (a Secret by default) that carries the set's ID label and
+    the group-kinds and namespaces its members live in.
+  - The run is crash-safe. The parent is widened to cover old and new members before any member is
+    touched, and narrowed to exactly the new set only after a successful prune. An interrupted run
+    leaves a state from which the next run prunes exactly what it should.
+  - Nothing is deleted unless it carries this set's C(applyset.kubernetes.io/part-of) label, lies in the
+    set's recorded scope, is not in the desired set, has no controller owner reference to another
+    object, and has no keep annotation. A blast-radius guard refuses large or dangerous prunes.
+  - In check mode every apply is a server-side dry run and nothing at all is written, not even the
+    parent; the exact list of objects that would be pruned is reported, guards included.
+  - With C(--diff), one before/after entry is returned per created, changed or pruned object. Secret
+    values are masked.
+author:
+  - applyset.kubernetes contributors
+requirements:
+  - python >= 3.9
+  - kubernetes >= 28.1.0
+  - PyYAML >= 6.0
+extends_documentation_fragment:
+  - applyset.kubernetes.auth
+attributes:
+  check_mode:
+    support: full
+    description: Every apply is sent with C(dryRun=All); no object and no parent is written.
+  diff_mode:
+    support: full
+    description: Returns a list of before/after entries, one per changed or pruned object.
+  platform:
+    platforms: posix
+    support: full
+    description: Runs where the module runs (usually C(localhost)); C(src) files are read there.
+options:
+  parent:
+    description:
+      - The ApplySet parent.
+      - A string in kubectl's C(--applyset) syntax, C([RESOURCE][.GROUP]/NAME). A plain C(NAME) means a Secret;
+        for example C(configmaps/shop) or C(applysets.example.com/shop).
+      - Or a dictionary with C(kind) (default C(Secret)), C(name), and optionally C(apiVersion) and C(namespace).
+      - Or the full definition of a custom resource (with C(apiVersion), C(kind), C(metadata) and C(spec)), which
+        is created when it does not exist yet. Its CustomResourceDefinition must carry the label
+        C(applyset.kubernetes.io/is-parent-type=true).
+      - Secrets and ConfigMaps are created when missing.
+    type: raw
+    required: true
+  namespace:
+    description:
+      - Namespace of a namespaced parent, and default namespace of namespaced members that do not set
+        C(metadata.namespace).
+      - Members may live in other namespaces; they are recorded in the parent's C(additional-namespaces).
+    type: str
+  src:
+    description:
+      - Manifest files, directories (all C(*.yaml), C(*.yml) and C(*.json) below them) or glob patterns.
+      - Multi-document YAML is supported, and objects of kind C(List) are flattened.
+      - Relative paths are resolved against the playbook or role directory.
+    type: list
+    elements: str
+  definition:
+    description:
+      - Objects given inline, as a dictionary, a list of dictionaries, or YAML/JSON text. Combined with C(src).
+    type: raw
+  state:
+    description:
+      - C(present) applies the set and, with I(prune), removes what left it.
+      - C(absent) deletes every member (with the same safety rules as prune, in reverse order) and then the parent.
+      - C(disbanded) removes the C(part-of) label from every member, leaving the objects in place, and deletes
+        the parent.
+    type: str
+    choices: [present, absent, disbanded]
+    default: present
+  prune:
+    description:
+      - Delete the members of the set that are not in the desired set.
+      - With C(false) nothing is deleted and the parent keeps recording the old members, so a later
+        run with C(prune=true) still finds them.
+    type: bool
+    default: true
+  force_conflicts:
+    description:
+      - Take ownership of fields that another field manager owns, instead of failing with a conflict.
+    type: bool
+    default: false
+  field_manager:
+    description: The server-side apply field manager for the members.
+    type: str
+    default: applyset.kubernetes
+  field_validation:
+    description: How the server treats unknown or duplicate fields in the objects.
+    type: str
+    choices: [Strict, Warn, Ignore]
+    default: Strict
+  takeover:
+    description:
+      - Manage a set whose parent was made by another tool (for example kubectl), or adopt an existing
+        Secret or ConfigMap without ApplySet metadata as the parent.
+      - A parent whose ID label does not match its name and kind is always refused.
+    type: bool
+    default: false
+  adopt:
+    description:
+      - Move live objects that belong to another ApplySet into this one. Without it such an overlap is
+        an error, found before anything is written.
+    type: bool
+    default: false
+  guard:
+    description: The blast-radius guard, checked before anything is written.
+    type: dict
+    default: {}
+    suboptions:
+      allow_empty:
+        description: Allow an empty desired set, which prunes every member.
+        type: bool
+        default: false
+      max_prune_percent:
+        description: Refuse to prune more than this share of the set's current members.
+        type: int
+        default: 50
+      allow_prune_kinds:
+        description:
+          - Kinds that are protected from pruning by default and may be pruned in this run,
+            as C(Kind) or C(Kind.group).
+          - Protected kinds are CustomResourceDefinition, Namespace, PersistentVolume and PersistentVolumeClaim.
+        type: list
+        elements: str
+        default: []
+  parallelism:
+    description: How many requests run at once within one apply or prune step.
+    type: int
+    default: 8
+  propagation_policy:
+    description: How dependents of pruned objects are deleted.
+    type: str
+    choices: [Background, Foreground, Orphan]
+    default: Background
+  crd_timeout:
+    description: Seconds to wait for a CustomResourceDefinition of the set to become Established.
+    type: int
+    default: 60
+notes:
+  - Members get the label C(applyset.kubernetes.io/part-of); an input object that already carries it is refused.
+  - Unlike kubectl, a namespaced parent may have members in several namespaces, a set may be emptied
+    (with I(guard.allow_empty)), owner references are checked before pruning, and overlapping sets are detected.
+seealso:
+  - name: KEP-3659 ApplySet
+    description: The specification this module implements.
+    link: https://github.com/kubernetes/enhancements/tree/master/keps/sig-cli/3659-kubectl-apply-prune
+"""
+
+EXAMPLES = r"""
+- name: Deploy the shop and prune what was removed
+  applyset.kubernetes.applyset_apply:
+    parent: shop            # a Secret named shop in the namespace below
+    namespace: shop
+    src: manifests/shop/
+
+- name: Preview with a ConfigMap parent (run the play with --check --diff)
+  applyset.kubernetes.applyset_apply:
+    parent: configmaps/shop
+    namespace: shop
+    src:
+      - manifests/shop/*.yaml
+  check_mode: true
+
+- name: Objects given inline, without pruning
+  applyset.kubernetes.applyset_apply:
+    parent: {kind: ConfigMap, name: settings}
+    namespace: shop
+    prune: false
+    definition:
+      - apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: settings}
+        data: {mode: fast}
+
+- name: A set across namespaces under a cluster-scoped custom resource parent
+  applyset.kubernetes.applyset_apply:
+    parent:
+      apiVersion: example.com/v1
+      kind: ApplySet
+      metadata: {name: platform}
+    src: manifests/platform/
+
+- name: Take over a set that kubectl made
+  applyset.kubernetes.applyset_apply:
+    parent: shop
+    namespace: shop
+    src: manifests/shop/
+    takeover: true
+
+- name: Remove the whole set
+  applyset.kubernetes.applyset_apply:
+    parent: shop
+    namespace: shop
+    state: absent
+"""
+
+RETURN = r"""
+applyset:
+  description: The set's identity and its recorded scope after the run.
+  returned: always
+  type: dict
+  contains:
+    id:
+      description: The ApplySet ID, C(applyset-<hash>-v1).
+      type: str
+      sample: applyset-0eFHV8ySqp7XoShsGvyWFQD3s96yqwHmzc4e0HR1dsY-v1
+    parent:
+      description: apiVersion, kind, name and namespace of the parent.
+      type: dict
+      sample: {apiVersion: v1, kind: Secret, name: shop, namespace: shop}
+    tooling:
+      description: The parent's tooling annotation as found before the run (null for a new parent).
+      type: str
+      sample: applyset.kubernetes/0.1.0
+    group_kinds:
+      description: The group-kinds the set records after the run, as C(Kind.group).
+      type: list
+      elements: str
+      sample: [ConfigMap, Deployment.apps]
+    namespaces:
+      description: The namespaces the set records after the run, the parent's own included.
+      type: list
+      elements: str
+      sample: [shop]
+summary:
+  description: How many objects got each action.
+  returned: always
+  type: dict
+  sample: {created: 2, configured: 1, unchanged: 5, pruned: 1, kept: 0, skipped: 0, failed: 0}
+objects:
+  description:
+    - One entry per object, in the order the actions happened.
+    - C(action) is one of C(created), C(configured), C(unchanged), C(pruned), C(kept) (protected by an annotation
+      and removed from the set), C(skipped) (controlled by another object, left alone), C(disbanded) or C(failed).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, action: configured, uid: 0b5c...}
+    - {apiVersion: v1, kind: ConfigMap, namespace: shop, name: old, action: pruned}
+diff:
+  description: Before/after entries of every created, changed or pruned object, when diff mode is on.
+  returned: when diff mode is on
+  type: list
+  elements: dict
+error:
+  description: On failure, the error with the object it is about and how to fix it.
+  returned: failed
+  type: dict
+  sample: {type: ParentError, message: "...", object: "parent secrets./shop", fix: "..."}
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_support import (  # noqa: E402
+    auth_arg_spec,
+    auth_params,
+    fail_from_error,
+    warn_all,
+)
+
+try:
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, manifests
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
+    IMPORT_ERROR = None
+except ImportError as err:  # PyYAML or kubernetes missing
+    IMPORT_ERROR = err
+
+
+def argument_spec():
+    spec = auth_arg_spec()
+    spec.update(
+        parent=dict(type="raw", required=True),
+        namespace=dict(type="str"),
+        src=dict(type="list", elements="str"),
+        definition=dict(type="raw"),
+        state=dict(type="str", choices=["present", "absent", "disbanded"], default="present"),
+        prune=dict(type="bool", default=True),
+        force_conflicts=dict(type="bool", default=False),
+        field_manager=dict(type="str", default="applyset.kubernetes"),
+        field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
+        takeover=dict(type="bool", default=False),
+        adopt=dict(type="bool", default=False),
+        guard=dict(
+            type="dict",
+            default={},
+            options=dict(
+                allow_empty=dict(type="bool", default=False),
+                max_prune_percent=dict(type="int", default=50),
+                allow_prune_kinds=dict(type="list", elements="str", default=[]),
+            ),
+        ),
+        parallelism=dict(type="int", default=8),
+        propagation_policy=dict(type="str", choices=["Background", "Foreground", "Orphan"], default="Background"),
+        crd_timeout=dict(type="int", default=60),
+    )
+    return spec
+
+
+def load_manifests(params):
+    loaded = []
+    if params["src"]:
+        loaded += manifests.load_sources(params["src"])
+    if params["definition"] is not None:
+        loaded += manifests.load_definition(params["definition"])
+    manifests.validate(loaded)
+    return loaded
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if IMPORT_ERROR is not None:
+        module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
+    params = module.params
+    if params["parallelism"] < 1:
+        module.fail_json(msg="parallelism must be at least 1")
+    if not 0 <= params["guard"]["max_prune_percent"] <= 100:
+        module.fail_json(msg="guard.max_prune_percent must be between 0 and 100")
+    options = engine.Options(
+        field_manager=params["field_manager"],
+        force_conflicts=params["force_conflicts"],
+        field_validation=params["field_validation"],
+        prune=params["prune"],
+        dry_run=module.check_mode,
+        diff=module._diff,
+        propagation_policy=params["propagation_policy"],
+        takeover=params["takeover"],
+        adopt=params["adopt"],
+        allow_empty=params["guard"]["allow_empty"],
+        max_prune_percent=params["guard"]["max_prune_percent"],
+        allow_prune_kinds=frozenset(params["guard"]["allow_prune_kinds"]),
+        crd_timeout=float(params["crd_timeout"]),
+    )
+    report = None
+    try:
+        if params["state"] == "present":
+            if params["src"] is None and params["definition"] is None and not options.allow_empty:
+                module.fail_json(msg="state=present needs src or definition (or guard.allow_empty=true to empty the set)")
+            desired = load_manifests(params)
+        client = kube.connect(auth_params(module.params), parallelism=params["parallelism"])
+        run = engine.Engine(client, params["parent"], params["namespace"], options)
+        report = run.report
+        if params["state"] == "present":
+            run.apply(desired)
+        elif params["state"] == "absent":
+            run.uninstall()
+        else:
+            run.disband()
+    except ApplySetError as err:
+        result = report.to_dict() if report is not None else {"changed": False}
+        if report is not None:
+            warn_all(module, report.warnings)
+        fail_from_error(module, err, **_shape(result, module))
+    warn_all(module, report.warnings)
+    result = _shape(report.to_dict(), module)
+    if report.failed:
+        error = report.error or ApplySetError("some objects failed; see objects", fix="fix them and run again")
+        fail_from_error(module, error, **result)
+    module.exit_json(**result)
+
+
+def _shape(result, module):
+    if not module._diff:
+        result.pop("diff", None)
+    return result
+
+
+if __name__ == "__main__":
+    main()
