@@ -172,9 +172,11 @@ def _live_result(res: Resource, meta: dict, action: str, reason: str | None = No
 
 def _conflict_message(err: ConflictError, member: plans.Member) -> str:
     causes = ((err.body or {}).get("details") or {}).get("causes") or []
-    lines = [c.get("message", "") for c in causes if isinstance(c, dict)]
+    lines = [f"{c.get('message', 'conflict')} at {c['field']}" if c.get("field") else c.get("message", "")
+             for c in causes if isinstance(c, dict)]
     detail = "; ".join(line for line in lines if line) or err.message
-    return f"conflicts with another field manager: {detail}"
+    return (f"conflicts with another field manager: {detail}; set force_conflicts: true to take these "
+            "fields over, or remove them from the manifest")
 
 
 # ----- the run ------------------------------------------------------------------------------
@@ -374,7 +376,7 @@ class Engine:
         if not self._apply_members(plan, live):
             self.report.error = ApplySetError(
                 "some objects could not be applied; nothing was pruned and the parent keeps "
-                "covering every object that may exist",
+                "covering every object that may exist:\n" + self._failures(),
                 obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again",
             )
             return self.report
@@ -384,7 +386,7 @@ class Engine:
             if not pruned_ok:
                 self.report.error = ApplySetError(
                     "some objects could not be pruned; the parent keeps covering them so the next run "
-                    "retries", obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again",
+                    "retries:\n" + self._failures(), obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again",
                 )
                 return self.report
 
@@ -414,6 +416,13 @@ class Engine:
                 obj=f"ApplySet {self.parent.ref}", fix="see the error of the Namespace object")
             return False
         return True
+
+    def _failures(self, limit: int = 10) -> str:
+        failed = [o for o in self.report.objects if o.action == "failed"]
+        lines = [f"- {o.ref}: {o.reason}" for o in failed[:limit]]
+        if len(failed) > limit:
+            lines.append(f"- ... and {len(failed) - limit} more (see objects)")
+        return "\n".join(lines)
 
     def _hint_differs(self, group_kinds, namespaces) -> bool:
         p = self.parent

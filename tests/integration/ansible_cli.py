@@ -1,0 +1,53 @@
+"""Drive the collection the way users do: through the ansible and ansible-playbook CLIs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def ansible_env(cluster, **extra) -> dict:
+    env = cluster.env(**extra)
+    env["ANSIBLE_CONFIG"] = str(REPO_ROOT / "ansible.cfg")
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("ANSIBLE_NOCOLOR", "1")
+    env.setdefault("ANSIBLE_FORCE_COLOR", "0")
+    return env
+
+
+def run_module(cluster, module: str, args: dict, *, check: bool = False, diff: bool = False,
+               env: dict | None = None, timeout: float = 300):
+    """Run one module ad hoc on localhost; returns (rc, result dict, combined output)."""
+    with tempfile.TemporaryDirectory() as tree:
+        cmd = [str(BIN / "ansible"), "localhost", "-m", f"applyset.kubernetes.{module}",
+               "-a", json.dumps(args), "--tree", tree]
+        if check:
+            cmd.append("--check")
+        if diff:
+            cmd.append("--diff")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env=env or ansible_env(cluster), cwd=REPO_ROOT)
+        result_file = Path(tree) / "localhost"
+        result = json.loads(result_file.read_text()) if result_file.exists() else {}
+    return proc.returncode, result, proc.stdout + proc.stderr
+
+
+def run_playbook(cluster, playbook, *, extra_vars: dict | None = None, check: bool = False,
+                 diff: bool = False, env: dict | None = None, timeout: float = 600):
+    """Run a playbook file (path relative to the repo, or absolute); returns CompletedProcess."""
+    cmd = [str(BIN / "ansible-playbook"), str(playbook)]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
+    if check:
+        cmd.append("--check")
+    if diff:
+        cmd.append("--diff")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=env or ansible_env(cluster), cwd=REPO_ROOT)
