@@ -1,0 +1,122 @@
+"""kube.py at the HTTP boundary: exact methods, URLs, query strings and content types.
+
+The urllib3 pool is replaced by a recorder; no server, fake or real, is involved.
+Behaviour against a real API server is proven in tests/integration.
+"""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from applyset import kube
+from applyset.errors import ApiError, ConflictError
+
+
+class Recorder:
+    """Stands in for urllib3.PoolManager: records requests, replays canned responses."""
+
+    def __init__(self, responses):
+        self.responses = list(responses)
+        self.sent = []
+
+    def request(self, method, url, body=None, headers=None, **_):
+        self.sent.append(SimpleNamespace(method=method, url=url, body=body, headers=dict(headers)))
+        status, payload, extra = self.responses.pop(0)
+        import urllib3
+        hdrs = urllib3.HTTPHeaderDict(extra or {})
+        data = json.dumps(payload).encode() if payload is not None else b""
+        return SimpleNamespace(status=status, data=data, headers=hdrs)
+
+
+def client(responses, **kwargs):
+    cfg = SimpleNamespace(host="https://k8s.test:6443/", verify_ssl=True, ssl_ca_cert=None, cert_file=None,
+                          key_file=None, proxy=None, no_proxy=None, proxy_headers=None, tls_server_name=None,
+                          refresh_api_key_hook=None,
+                          get_api_key_with_prefix=lambda *a, **k: "Bearer t0k3n")
+    c = kube.KubeClient(cfg, retry_seconds=2, **kwargs)
+    c._pool = Recorder(responses)
+    return c
+
+
+DEPLOYMENTS = kube.Resource(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True)
+NAMESPACES = kube.Resource(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
+
+
+def test_apply_is_one_server_side_apply_patch():
+    c = client([(200, {"metadata": {"name": "web"}}, None)])
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}
+    c.apply(DEPLOYMENTS, obj, field_manager="mgr", force=True, dry_run=True)
+    (req,) = c._pool.sent
+    assert req.method == "PATCH"
+    assert req.url == ("https://k8s.test:6443/apis/apps/v1/namespaces/shop/deployments/web"
+                       "?fieldManager=mgr&fieldValidation=Strict&force=true&dryRun=All")
+    assert req.headers["Content-Type"] == "application/apply-patch+yaml"
+    assert req.headers["Authorization"] == "Bearer t0k3n"
+    assert json.loads(req.body) == obj
+
+
+def test_list_is_metadata_only_and_follows_continue_tokens():
+    c = client([
+        (200, {"items": [{"metadata": {"name": "a"}}], "metadata": {"continue": "tok"}}, None),
+        (200, {"items": [{"metadata": {"name": "b"}}], "metadata": {}}, None),
+    ])
+    items = list(c.list(DEPLOYMENTS, "shop", label_selector="applyset.kubernetes.io/part-of=x", page_size=1))
+    assert [i["metadata"]["name"] for i in items] == ["a", "b"]
+    first, second = c._pool.sent
+    assert first.url.startswith("https://k8s.test:6443/apis/apps/v1/namespaces/shop/deployments?limit=1&")
+    assert "labelSelector=applyset.kubernetes.io%2Fpart-of%3Dx" in first.url
+    assert first.headers["Accept"].startswith("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+    assert second.url.endswith("&continue=tok")
+
+
+def test_delete_sends_uid_precondition_and_propagation():
+    c = client([(200, {}, None)])
+    c.delete(NAMESPACES, "old", None, uid="u-1", propagation_policy="Foreground")
+    (req,) = c._pool.sent
+    assert req.method == "DELETE" and req.url == "https://k8s.test:6443/api/v1/namespaces/old"
+    assert json.loads(req.body) == {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions",
+                                    "propagationPolicy": "Foreground", "preconditions": {"uid": "u-1"}}
+
+
+def test_retries_idempotent_requests_honouring_retry_after_then_succeeds():
+    c = client([(429, {"kind": "Status"}, {"Retry-After": "0"}), (503, None, None), (200, {"ok": 1}, None)])
+    assert c.request("GET", "/version").body == {"ok": 1}
+    assert len(c._pool.sent) == 3
+
+
+def test_does_not_retry_a_plain_post():
+    c = client([(503, {"kind": "Status", "message": "busy", "reason": "ServiceUnavailable"}, None)])
+    with pytest.raises(ApiError) as err:
+        c.request("POST", "/api/v1/namespaces", body={})
+    assert err.value.status == 503 and len(c._pool.sent) == 1
+
+
+def test_conflict_becomes_conflict_error_with_fields():
+    status = {"kind": "Status", "reason": "Conflict", "message": "Apply failed with 1 conflict",
+              "details": {"causes": [{"field": ".data.v", "message": 'conflict with "other"'}]}}
+    c = client([(409, status, None)])
+    with pytest.raises(ConflictError) as err:
+        c.apply(DEPLOYMENTS, {"metadata": {"name": "x", "namespace": "n"}}, field_manager="m")
+    assert err.value.conflicting_fields == [".data.v"]
+
+
+def test_warning_headers_are_passed_on_as_text():
+    c = client([(200, {}, {"Warning": '299 - "v1 Thing is deprecated"'})])
+    assert c.request("GET", "/x").warnings == ["v1 Thing is deprecated"]
+
+
+def test_aggregated_discovery_takes_two_requests_and_keeps_preferred_versions():
+    core = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {"name": ""}, "versions": [{
+        "version": "v1", "resources": [{"resource": "secrets", "singularResource": "secret", "scope": "Namespaced",
+                                        "responseKind": {"kind": "Secret"}, "verbs": ["get", "list"]}]}]}]}
+    groups = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {"name": "example.com"}, "versions": [
+        {"version": "v2", "resources": [{"resource": "things", "scope": "Cluster", "responseKind": {"kind": "Thing"}}]},
+        {"version": "v1", "resources": [{"resource": "things", "scope": "Cluster", "responseKind": {"kind": "Thing"}}]},
+    ]}]}
+    c = client([(200, core, None), (200, groups, None)])
+    found = c.discover()
+    assert len(c._pool.sent) == 2
+    assert "apidiscovery.k8s.io;v=v2" in c._pool.sent[0].headers["Accept"]
+    assert found.for_resource("", "secret").plural == "secrets"
+    from applyset.spec import GroupKind
+    assert found.for_group_kind(GroupKind("example.com", "Thing")).version == "v2"

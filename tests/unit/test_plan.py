@@ -1,0 +1,72 @@
+"""plan.py: resolution, namespace defaulting, ordering and the problems found before any write."""
+
+import pytest
+from applyset import plan
+from applyset.errors import InputErrors
+from applyset.kube import Discovery, Resource
+from applyset.manifests import load_definition
+
+RESOURCES = [
+    Resource("", "v1", "ConfigMap", "configmaps", True),
+    Resource("", "v1", "Namespace", "namespaces", False),
+    Resource("apps", "v1", "Deployment", "deployments", True),
+    Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False),
+    Resource("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+             "validatingwebhookconfigurations", False),
+]
+ID = "applyset-test-v1"
+
+
+def build(docs, namespace="default"):
+    return plan.build(load_definition(docs), Discovery(list(RESOURCES)), ID, namespace)
+
+
+def obj(kind, name, api="v1", **meta):
+    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, **meta}}
+
+
+CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+       "metadata": {"name": "widgets.example.com"},
+       "spec": {"group": "example.com", "scope": "Namespaced", "names": {"kind": "Widget", "plural": "widgets"},
+                "versions": [{"name": "v1", "served": True, "storage": True}]}}
+
+
+def test_ranks_put_definitions_first_and_webhooks_last():
+    p = build([obj("ValidatingWebhookConfiguration", "hook", "admissionregistration.k8s.io/v1"),
+               obj("Deployment", "web", "apps/v1"), obj("ConfigMap", "cfg"),
+               {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}},
+               obj("Namespace", "ns"), CRD])
+    order = [m.resource.kind for rank in p.ranks for m in rank]
+    assert order == ["CustomResourceDefinition", "Namespace", "ConfigMap", "Deployment", "Widget",
+                     "ValidatingWebhookConfiguration"]
+
+
+def test_custom_resource_of_a_crd_in_the_same_set_is_resolved_from_the_crd():
+    p = build([CRD, {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}])
+    widget = next(m for m in p.members if m.resource.kind == "Widget")
+    assert widget.crd_in_set and widget.resource.plural == "widgets" and widget.namespace == "default"
+
+
+def test_members_get_the_label_and_the_default_namespace_without_touching_the_input():
+    docs = [obj("ConfigMap", "a", labels={"app": "x"}), obj("ConfigMap", "b", namespace="other")]
+    p = build(docs, namespace="shop")
+    a, b = p.members
+    assert a.body["metadata"] == {"name": "a", "namespace": "shop",
+                                  "labels": {"app": "x", "applyset.kubernetes.io/part-of": ID}}
+    assert b.namespace == "other"
+    assert p.namespaces == {"shop", "other"}
+    assert "applyset.kubernetes.io/part-of" not in docs[0]["metadata"]["labels"]
+
+
+def test_all_problems_are_reported_together():
+    with pytest.raises(InputErrors) as err:
+        build([obj("Nope", "a", "example.invalid/v1"), obj("Namespace", "n", namespace="x"),
+               obj("ConfigMap", "dup"), obj("ConfigMap", "dup", namespace="default")])
+    text = str(err.value)
+    assert "3 problems" in text
+    assert "unknown kind Nope" in text and "cluster-scoped" in text and "twice" in text
+
+
+def test_namespaced_object_without_any_namespace_is_refused():
+    with pytest.raises(InputErrors, match="no namespace is given"):
+        build([obj("ConfigMap", "a")], namespace=None)
