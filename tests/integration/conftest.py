@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,12 +41,15 @@ class ClusterInfo:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory) -> ClusterInfo:
+def cluster() -> ClusterInfo:
     existing = os.environ.get("APPLYSET_TEST_KUBECONFIG")
     if existing:
         yield ClusterInfo(kubeconfig=existing, local=None)
         return
-    local = LocalCluster(state_dir=tmp_path_factory.mktemp("local-cluster"))
+    # Not under pytest's basetemp: concurrent pytest sessions on one machine rotate
+    # (delete) each other's numbered temp dirs, which would pull etcd's data away.
+    state_dir = Path(tempfile.mkdtemp(prefix="applyset-test-cluster-"))
+    local = LocalCluster(state_dir=state_dir)
     started = time.monotonic()
     local.up(log=lambda msg: print(msg, file=sys.stderr))
     print(f"control plane up in {time.monotonic() - started:.1f}s", file=sys.stderr)
@@ -52,6 +57,7 @@ def cluster(tmp_path_factory) -> ClusterInfo:
         yield ClusterInfo(kubeconfig=str(local.kubeconfig), local=local)
     finally:
         local.down(log=lambda msg: print(msg, file=sys.stderr))
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -46,7 +46,7 @@ def test_keys_use_the_kubectl_prefix():
     assert spec.ANNOTATION_GROUP_RESOURCES == "applyset.kubernetes.io/contains-group-resources"
     assert spec.ANNOTATION_ADDITIONAL_NAMESPACES == "applyset.kubernetes.io/additional-namespaces"
     assert spec.LABEL_PARENT_TYPE == "applyset.kubernetes.io/is-parent-type"
-    assert spec.ANNOTATION_KEEP == "applyset.kubernetes.io/prune"
+    assert spec.ANNOTATION_KEEP == "applyset.kubernetes.ansible/prune"
 
 
 def test_tooling_and_field_manager():
@@ -245,7 +245,7 @@ class TestKeepReason:
         ({"kapp.k14s.io/delete-strategy": "orphan"}, "annotation kapp.k14s.io/delete-strategy=orphan"),
         ({"kustomize.toolkit.fluxcd.io/prune": "Disabled"},
          "annotation kustomize.toolkit.fluxcd.io/prune=Disabled"),
-        ({"applyset.kubernetes.io/prune": "disabled"}, "annotation applyset.kubernetes.io/prune=disabled"),
+        ({"applyset.kubernetes.ansible/prune": "disabled"}, "annotation applyset.kubernetes.ansible/prune=disabled"),
     ])
     def test_protected(self, annotations, reason):
         assert spec.keep_reason(annotations) == reason
@@ -262,7 +262,7 @@ class TestKeepReason:
         {"argocd.argoproj.io/sync-options": "NoPrune=false"},
         {"kapp.k14s.io/delete-strategy": "default"},
         {"kustomize.toolkit.fluxcd.io/prune": "enabled"},
-        {"applyset.kubernetes.io/prune": "enabled"},
+        {"applyset.kubernetes.ansible/prune": "enabled"},
         {"helm.sh/resource-policy": None},
     ])
     def test_not_protected(self, annotations):

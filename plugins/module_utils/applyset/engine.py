@@ -29,6 +29,7 @@ import yaml
 from . import parent as parents
 from . import plan as plans
 from . import spec
+from .claim import Claim, new_run_id, wait_until_free
 from .errors import ApiError, ApplySetError, ConflictError, GuardError, InputError
 from .kube import Discovery, KubeClient, Resource
 from .manifests import Manifest
@@ -53,6 +54,8 @@ class Options:
     max_prune_percent: int = 50
     allow_prune_kinds: frozenset = frozenset()  # protected kinds the user allows to prune, by Kind or Kind.group
     crd_timeout: float = 60.0
+    lock_ttl: float = 60.0  # how long a crashed run's claim on the set blocks others
+    lock_wait: float = 120.0  # how long to wait for another run's claim to go away
 
 
 @dataclass
@@ -98,7 +101,7 @@ class Report:
 
     @property
     def changed(self) -> bool:
-        return self.parent_changed or any(o.action in CHANGING_ACTIONS for o in self.objects)
+        return bool(self.parent_changed) or any(o.action in CHANGING_ACTIONS for o in self.objects)
 
     @property
     def failed(self) -> bool:
@@ -195,17 +198,46 @@ class Engine:
         self.discovery: Discovery | None = None
         self.parent: parents.Parent | None = None
         self._pre_applied: set = set()
+        self.run_id = new_run_id()
+        self.claim: Claim | None = None
 
     # -- shared steps ----------------------------------------------------------------------
     def _load_parent(self) -> parents.Parent:
         self.discovery = self.client.discover()
         res, name, ns, definition = parents.resolve(self.discovery, self.parent_spec, self.namespace)
-        parent, warnings = parents.read(self.client, self.discovery, res, name, ns, takeover=self.opts.takeover,
-                                        definition=definition)
+
+        def read():
+            return parents.read(self.client, self.discovery, res, name, ns, takeover=self.opts.takeover,
+                                definition=definition)
+
+        parent, warnings = read()
+        if parent.locked_by_other(self.run_id, time.time()):
+            if self.opts.dry_run:
+                warnings.append(f"another run ({parent.lock.get('run')}) is changing this set right now; "
+                                "the preview may be out of date when it finishes")
+            else:
+                parent = wait_until_free(lambda: read()[0], self.run_id, self.opts.lock_wait, parent)
         self.report.warnings += warnings
         self.parent = parent
         self.report.applyset = parent.describe()
         return parent
+
+    def _claim(self, group_kinds, namespaces) -> None:
+        self.claim = Claim(self.client, self.parent, self.run_id, self.opts.lock_ttl)
+        self.claim.acquire(group_kinds, namespaces)
+
+    def _release(self, group_kinds, namespaces, failing: bool) -> None:
+        """Drop our claim; while another error is on its way out, never hide it."""
+        if self.claim is None:
+            return
+        try:
+            self.claim.release(group_kinds, namespaces)
+        except ApplySetError as err:
+            if not failing:
+                raise
+            self.report.warnings.append(f"could not release the claim on the set (it expires by itself): {err}")
+        finally:
+            self.claim = None
 
     def _scope(self, extra_group_kinds=(), extra_namespaces=()) -> list[tuple[Resource, str | None]]:
         """(resource, namespace) pairs where members of this set may live."""
@@ -356,44 +388,54 @@ class Engine:
                              fix="give src or definition, or use state: absent")
 
         # Hints: the union first (crash safety), exactly this run's set at the end.
-        served_gks = {gk for gk in parent.group_kinds}
-        superset_gks = served_gks | plan.group_kinds
+        superset_gks = parent.group_kinds | plan.group_kinds
         superset_ns = parent.namespaces | plan.namespaces
         final_gks = plan.group_kinds if self.opts.prune else superset_gks
         final_ns = (plan.namespaces | ({parent.namespace} if parent.namespace else set())
                     if self.opts.prune else superset_ns)
         self.report.applyset.update(group_kinds=sorted(map(str, final_gks)), namespaces=sorted(final_ns))
 
-        if not self.opts.dry_run:
-            if not parent.exists and not self._ensure_parent_namespace(plan, live):
-                return self.report
-            if self._hint_differs(superset_gks, superset_ns) or not parent.exists:
-                parents.write(self.client, parent, superset_gks, superset_ns)
-                self.report.parent_changed = True
-        else:
-            self.report.parent_changed = not parent.exists or self._hint_differs(final_gks, final_ns)
+        superset_changes = not parent.exists or self._hint_differs(superset_gks, superset_ns)
+        final_changes = not parent.exists or self._hint_differs(final_gks, final_ns)
+        if self.opts.dry_run:
+            self.report.parent_changed = final_changes
+            self._apply_and_prune(plan, live, delete, keep, skip)
+            return self.report
 
+        if not parent.exists and not self._ensure_parent_namespace(plan, live):
+            return self.report
+        self._claim(superset_gks, superset_ns)
+        self.report.parent_changed = superset_changes
+        done = False
+        try:
+            done = self._apply_and_prune(plan, live, delete, keep, skip)
+        finally:
+            # The parent keeps the superset unless everything went through.
+            self._release(final_gks if done else superset_gks, final_ns if done else superset_ns,
+                          failing=not done)
+        self.report.parent_changed = self.report.parent_changed or (done and final_changes)
+        return self.report
+
+    def _apply_and_prune(self, plan, live, delete, keep, skip) -> bool:
+        """Steps 4 and 5; True when every object went through."""
         if not self._apply_members(plan, live):
             self.report.error = ApplySetError(
                 "some objects could not be applied; nothing was pruned and the parent keeps "
                 "covering every object that may exist:\n" + self._failures(),
-                obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again",
+                obj=f"ApplySet {self.parent.ref}", fix="fix the errors listed per object and run again",
             )
-            return self.report
-
+            return False
         if self.opts.prune:
-            pruned_ok = self._prune(delete, keep, skip, live)
-            if not pruned_ok:
+            if self.claim:
+                self.claim.check()
+            if not self._prune(delete, keep, skip, live):
                 self.report.error = ApplySetError(
                     "some objects could not be pruned; the parent keeps covering them so the next run "
-                    "retries:\n" + self._failures(), obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again",
+                    "retries:\n" + self._failures(), obj=f"ApplySet {self.parent.ref}",
+                    fix="fix the errors listed per object and run again",
                 )
-                return self.report
-
-        if not self.opts.dry_run and self._hint_differs(final_gks, final_ns):
-            parents.write(self.client, parent, final_gks, final_ns)
-            self.report.parent_changed = True
-        return self.report
+                return False
+        return True
 
     def _ensure_parent_namespace(self, plan: plans.Plan, live: dict) -> bool:
         """Create the parent's namespace first when the set itself defines it.
@@ -426,8 +468,8 @@ class Engine:
 
     def _hint_differs(self, group_kinds, namespaces) -> bool:
         p = self.parent
-        return (p.legacy_hint or p.unserved_group_kinds or p.tooling != spec.tooling_value()
-                or set(group_kinds) != p.group_kinds or set(namespaces) != p.namespaces)
+        return bool(p.legacy_hint or p.unserved_group_kinds or p.tooling != spec.tooling_value()
+                    or set(group_kinds) != p.group_kinds or set(namespaces) != p.namespaces)
 
     def _check_overlap(self, plan: plans.Plan, live: dict) -> None:
         if self.opts.adopt:
@@ -453,6 +495,8 @@ class Engine:
         ok = True
         created_namespaces = set()
         for rank_members in plan.ranks:
+            if self.claim:
+                self.claim.check()
             rank_members = [m for m in rank_members if m.key not in self._pre_applied]
             results = self.client.map(lambda m: self._apply_one(m, live, created_namespaces), rank_members)
             for member, result in zip(rank_members, results):
@@ -600,11 +644,21 @@ class Engine:
                 (res, item) for res, item in members}
         delete, keep, skip = self._classify([(res, item["metadata"]) for res, item in members])
         self._guard(delete, 0, emptying=False)
-        if not self._prune(delete, keep, skip, live):
+        if not self.opts.dry_run:
+            self._claim(parent.group_kinds, parent.namespaces)
+        try:
+            pruned = self._prune(delete, keep, skip, live)
+        except BaseException:
+            self._release(parent.group_kinds, parent.namespaces, failing=True)
+            raise
+        if not pruned:
+            self._release(parent.group_kinds, parent.namespaces, failing=True)
             self.report.error = ApplySetError(
-                "some members could not be deleted; the parent is kept so that a re-run finds them",
-                obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again")
+                "some members could not be deleted; the parent is kept so that a re-run finds them:\n"
+                + self._failures(), obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again")
             return self.report
+        if self.claim:
+            self.claim.stop()
         parents.delete(self.client, parent, dry_run=self.opts.dry_run)
         self.report.parent_changed = True
         self._diff_entry(f"{parent.resource.kind} {parent.name}", {"metadata": {"name": parent.name}}, None)
@@ -618,6 +672,8 @@ class Engine:
             return self.report
         patch = {"metadata": {"labels": {spec.LABEL_PART_OF: None}}}
         members = self._members_in_scope()
+        if not self.opts.dry_run:
+            self._claim(parent.group_kinds, parent.namespaces)
 
         def unlabel(pair):
             res, item = pair
@@ -632,9 +688,12 @@ class Engine:
                 result = _live_result(res, item["metadata"], "failed", f"could not remove the label: {result}")
             self.report.objects.append(result)
         if self.report.failed:
+            self._release(parent.group_kinds, parent.namespaces, failing=True)
             self.report.error = ApplySetError("some members kept the label; the parent is kept",
                                               obj=f"ApplySet {parent.ref}", fix="run again")
             return self.report
+        if self.claim:
+            self.claim.stop()
         parents.delete(self.client, parent, dry_run=self.opts.dry_run)
         self.report.parent_changed = True
         return self.report

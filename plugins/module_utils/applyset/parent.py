@@ -11,6 +11,7 @@ can never interleave their parent updates silently.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from . import spec
@@ -41,6 +42,16 @@ class Parent:
     namespaces: set = field(default_factory=set)  # recorded scope, incl. the parent's own namespace
     definition: dict | None = None  # body for creating a custom-resource parent
     legacy_hint: bool = False  # recorded only as contains-group-resources (kubectl < 1.29)
+    lock: dict | None = None  # {"run", "expires"} while some run changes the set
+
+    def locked_by_other(self, run_id: str, now: float) -> bool:
+        """True while another run's claim on the set has not expired."""
+        lock = self.lock or {}
+        try:
+            expires = float(lock.get("expires", 0))
+        except (TypeError, ValueError):
+            return False  # an unreadable claim protects nothing
+        return bool(lock) and lock.get("run") != run_id and expires > now
 
     @property
     def group_kind(self) -> GroupKind:
@@ -195,6 +206,7 @@ def read(client: KubeClient, discovery: Discovery, res: Resource, name: str, nam
     parent.uid = meta.get("uid")
     parent.resource_version = meta.get("resourceVersion")
     parent.tooling = annotations.get(spec.ANNOTATION_TOOLING)
+    parent.lock = _parse_lock(annotations.get(spec.ANNOTATION_LOCK))
     where = f'ApplySet parent object "{parent.ref}"'
     takeover_fix = "set takeover: true to make this collection manage the set from now on"
 
@@ -276,8 +288,22 @@ def _recorded_group_kinds(parent: Parent, annotations: dict, discovery: Discover
     )
 
 
-def parent_body(parent: Parent, group_kinds, namespaces) -> dict:
-    """The server-side apply body for the parent's labels and annotations."""
+def _parse_lock(text: str | None) -> dict | None:
+    if not text:
+        return None
+    try:
+        lock = json.loads(text)
+    except ValueError:
+        return None
+    return lock if isinstance(lock, dict) else None
+
+
+def parent_body(parent: Parent, group_kinds, namespaces, lock: dict | None = None) -> dict:
+    """The server-side apply body for the parent's labels and annotations.
+
+    With ``lock``, the body also claims the set for one run; without it, server-side
+    apply drops a claim this field manager made before.
+    """
     meta = {
         "name": parent.name,
         "labels": {spec.LABEL_ID: parent.id},
@@ -287,6 +313,8 @@ def parent_body(parent: Parent, group_kinds, namespaces) -> dict:
             spec.ANNOTATION_ADDITIONAL_NAMESPACES: spec.format_namespaces(namespaces, parent.namespace),
         },
     }
+    if lock:
+        meta["annotations"][spec.ANNOTATION_LOCK] = json.dumps(lock, sort_keys=True, separators=(",", ":"))
     if parent.namespace:
         meta["namespace"] = parent.namespace
     if parent.resource_version:
@@ -295,10 +323,13 @@ def parent_body(parent: Parent, group_kinds, namespaces) -> dict:
     return {"apiVersion": parent.resource.api_version, "kind": parent.resource.kind, "metadata": meta}
 
 
-def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, dry_run: bool = False) -> None:
-    """Record the hints on the parent, creating it when it does not exist yet."""
+def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, lock: dict | None = None,
+          dry_run: bool = False) -> None:
+    """Record the hints (and the run's claim, if any) on the parent, creating it if needed."""
     if not parent.exists:
-        body = _creation_body(parent, group_kinds, namespaces)
+        # Created without the claim: a field set by a create is owned through an
+        # Update operation, which our later server-side applies could not remove.
+        body = _creation_body(parent, group_kinds, namespaces, None)
         try:
             created = client.create(parent.resource, body, field_manager=spec.PARENT_FIELD_MANAGER,
                                     dry_run=dry_run).body
@@ -316,8 +347,9 @@ def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, dry_ru
         parent.uid = created["metadata"]["uid"]
         parent.resource_version = created["metadata"]["resourceVersion"]
         parent.tooling = spec.tooling_value()
-        return
-    body = parent_body(parent, group_kinds, namespaces)
+        if lock is None:
+            return
+    body = parent_body(parent, group_kinds, namespaces, lock)
     try:
         # force: after a takeover, or after the create above (an Update operation),
         # other managers may own these fields; the resourceVersion guards concurrency.
@@ -335,10 +367,11 @@ def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, dry_ru
     if not dry_run:
         parent.resource_version = result["metadata"]["resourceVersion"]
         parent.tooling = spec.tooling_value()
+        parent.lock = lock
 
 
-def _creation_body(parent: Parent, group_kinds, namespaces) -> dict:
-    body = parent_body(parent, group_kinds, namespaces)
+def _creation_body(parent: Parent, group_kinds, namespaces, lock: dict | None) -> dict:
+    body = parent_body(parent, group_kinds, namespaces, lock)
     if parent.definition:
         merged = dict(parent.definition)
         meta = dict(merged.get("metadata") or {})

@@ -28,8 +28,13 @@ LABEL_PART_OF = PREFIX + "part-of"
 # On a CRD whose custom resources may act as parents (only the key's presence counts).
 LABEL_PARENT_TYPE = PREFIX + "is-parent-type"
 
+# Keys of our own. applyset.kubernetes.io/ belongs to the specification, so what only
+# this collection means lives under a prefix named after the collection.
+OWN_PREFIX = "applyset.kubernetes.ansible/"
 # Our own prune protection, honoured like the other tools' annotations below.
-ANNOTATION_KEEP = PREFIX + "prune"
+ANNOTATION_KEEP = OWN_PREFIX + "prune"
+# On the parent while a run changes the set: who runs and until when the claim holds.
+ANNOTATION_LOCK = OWN_PREFIX + "lock"
 
 TOOL_NAME = "applyset.kubernetes"
 # Kept in step with galaxy.yml by a unit test; nothing is read at runtime.
