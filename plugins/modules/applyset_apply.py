@@ -154,6 +154,50 @@ options:
     description: Seconds to wait for a CustomResourceDefinition of the set to become Established.
     type: int
     default: 60
+  wait:
+    description:
+      - After a successful apply and prune, wait until every applied object is ready and every pruned
+        object is gone.
+      - Readiness follows kstatus-style rules per kind (Deployments, StatefulSets and DaemonSets roll out,
+        Jobs complete, Pods are Ready, PVCs are Bound, CRDs are Established, Namespaces are Active, and
+        C(status.conditions) Ready or Available for everything else).
+      - On timeout the task fails and lists each unready object and why, for example
+        C(Deployment shop/web: 1/3 replicas available).
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds to wait in total when I(wait) is on.
+    type: int
+    default: 300
+  wait_rules:
+    description: How readiness is judged when I(wait) is on.
+    type: dict
+    default: {}
+    suboptions:
+      fail_closed:
+        description: A custom resource without any status counts as not ready (by default it counts as ready).
+        type: bool
+        default: false
+      overrides:
+        description:
+          - Per-kind readiness rules that replace the built-in ones, as C(Kind) or C(Kind.group) mapped to a
+            JMESPath expression evaluated on the live object; a truthy result means ready.
+        type: dict
+        default: {}
+      load_balancers:
+        description: Services of type LoadBalancer wait until they have an ingress address.
+        type: bool
+        default: false
+  lock_ttl:
+    description:
+      - While a run changes the set, it claims the parent; another run waits for it (up to I(lock_wait)).
+        A run that dies leaves a claim that expires after this many seconds.
+    type: int
+    default: 60
+  lock_wait:
+    description: Seconds to wait for another run's claim on the set to go away before failing.
+    type: int
+    default: 120
 notes:
   - Members get the label C(applyset.kubernetes.io/part-of); an input object that already carries it is refused.
   - Unlike kubectl, a namespaced parent may have members in several namespaces, a set may be emptied
@@ -311,6 +355,19 @@ def argument_spec():
         parallelism=dict(type="int", default=8),
         propagation_policy=dict(type="str", choices=["Background", "Foreground", "Orphan"], default="Background"),
         crd_timeout=dict(type="int", default=60),
+        wait=dict(type="bool", default=False),
+        wait_timeout=dict(type="int", default=300),
+        wait_rules=dict(
+            type="dict",
+            default={},
+            options=dict(
+                fail_closed=dict(type="bool", default=False),
+                overrides=dict(type="dict", default={}),
+                load_balancers=dict(type="bool", default=False),
+            ),
+        ),
+        lock_ttl=dict(type="int", default=60),
+        lock_wait=dict(type="int", default=120),
     )
     return spec
 
@@ -348,6 +405,15 @@ def main():
         max_prune_percent=params["guard"]["max_prune_percent"],
         allow_prune_kinds=frozenset(params["guard"]["allow_prune_kinds"]),
         crd_timeout=float(params["crd_timeout"]),
+        wait=params["wait"],
+        wait_timeout=float(params["wait_timeout"]),
+        wait_rules=dict(
+            fail_closed=params["wait_rules"]["fail_closed"],
+            overrides=params["wait_rules"]["overrides"] or None,
+            wait_for_load_balancers=params["wait_rules"]["load_balancers"],
+        ),
+        lock_ttl=float(params["lock_ttl"]),
+        lock_wait=float(params["lock_wait"]),
     )
     report = None
     try:

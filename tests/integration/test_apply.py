@@ -485,3 +485,28 @@ def test_forged_or_mismatched_parent_id_is_refused(cluster, kube, namespace):
         assert rc != 0
         assert "incorrect value for label" in result["msg"] and real_id in result["msg"]
     assert snapshot(kube, [namespace]) == before
+
+
+# ----- waiting ------------------------------------------------------------------------------------------
+
+
+def deployment(name, node_selector=None):
+    pod_spec = {"containers": [{"name": "app", "image": "nginx:1.27"}]}
+    if node_selector:
+        pod_spec["nodeSelector"] = node_selector
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}}
+
+
+def test_wait_until_ready_and_timeout_names_unready_objects(cluster, kube, namespace):
+    rc, result, out = apply(cluster, namespace, [deployment("web"), cm("cfg")], wait=True, wait_timeout=90)
+    assert rc == 0, out
+    status = kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")["status"]
+    assert status["availableReplicas"] == 2
+    # No node matches: the rollout can never finish; the error says which object and why.
+    rc, result, out = apply(cluster, namespace, [deployment("web"), cm("cfg"), deployment("stuck", {"disk": "none"})],
+                            wait=True, wait_timeout=10)
+    assert rc != 0
+    assert f"Deployment {namespace}/stuck" in result["msg"] and "replicas" in result["msg"], result["msg"]
+    assert f"Deployment {namespace}/web" not in result["msg"]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from . import health
 from . import parent as parents
 from . import plan as plans
 from . import spec
@@ -56,6 +57,9 @@ class Options:
     crd_timeout: float = 60.0
     lock_ttl: float = 60.0  # how long a crashed run's claim on the set blocks others
     lock_wait: float = 120.0  # how long to wait for another run's claim to go away
+    wait: bool = False  # after a successful run: applied objects ready, pruned ones gone
+    wait_timeout: float = 300.0
+    wait_rules: dict = field(default_factory=dict)  # health.is_ready keywords
 
 
 @dataclass
@@ -414,7 +418,33 @@ class Engine:
             self._release(final_gks if done else superset_gks, final_ns if done else superset_ns,
                           failing=not done)
         self.report.parent_changed = self.report.parent_changed or (done and final_changes)
+        if done and self.opts.wait:
+            self._wait_until_settled(plan)
         return self.report
+
+    def _wait_until_settled(self, plan: plans.Plan) -> None:
+        """Wait (bounded) until applied objects are ready and pruned ones are gone.
+
+        Runs after the claim is released: waiting changes nothing in the set.
+        """
+        applied = {(o.kind, o.namespace, o.name) for o in self.report.objects
+                   if o.action in ("created", "configured", "unchanged")}
+        ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members
+                         if (m.resource.kind, m.namespace, m.name) in applied]
+        by_kind = {(m.resource.group, m.resource.kind): m.resource for m in plan.members}
+        gone_targets = []
+        for o in self.report.objects:
+            if o.action == "pruned":
+                group = o.api_version.rpartition("/")[0]
+                res = by_kind.get((group, o.kind)) or self.discovery.for_group_kind(spec.GroupKind(group, o.kind))
+                if res is not None:
+                    gone_targets.append((res, o.namespace, o.name))
+        deadline = time.monotonic() + self.opts.wait_timeout
+        try:
+            health.wait_ready(self.client, ready_targets, timeout=self.opts.wait_timeout, **self.opts.wait_rules)
+            health.wait_gone(self.client, gone_targets, timeout=max(1.0, deadline - time.monotonic()))
+        except ApplySetError as err:
+            self.report.error = err
 
     def _apply_and_prune(self, plan, live, delete, keep, skip) -> bool:
         """Steps 4 and 5; True when every object went through."""
