@@ -161,8 +161,8 @@ options:
       - Readiness follows kstatus-style rules per kind (Deployments, StatefulSets and DaemonSets roll out,
         Jobs complete, Pods are Ready, PVCs are Bound, CRDs are Established, Namespaces are Active, and
         C(status.conditions) Ready or Available for everything else).
-      - On timeout the task fails and lists each unready object and why, for example
-        C(Deployment shop/web: 1/3 replicas available).
+      - "On timeout the task fails and lists each unready object and why, for example
+        C(Deployment shop/web: 1/3 replicas available)."
     type: bool
     default: false
   wait_timeout:
