@@ -1,0 +1,32 @@
+"""Run one ApplySet apply in a process of its own (so a test can SIGKILL it mid-run).
+
+Reads {"auth", "parent", "namespace", "definition", "options", "client"} as JSON on
+stdin and prints the report (or the error) as JSON on stdout.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
+
+from applyset import engine, kube, manifests  # noqa: E402
+from applyset.errors import ApplySetError  # noqa: E402
+
+
+def main() -> int:
+    job = json.load(sys.stdin)
+    client = kube.connect(job["auth"], **job.get("client", {}))
+    run = engine.Engine(client, job["parent"], job.get("namespace"), engine.Options(**job.get("options", {})))
+    try:
+        report = run.apply(manifests.load_definition(job["definition"]))
+    except ApplySetError as err:
+        print(json.dumps({"failed": True, "error": str(err)}))
+        return 1
+    print(json.dumps({"failed": report.failed, "error": str(report.error) if report.error else None,
+                      **report.to_dict()}))
+    return 1 if report.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Fault injection: no object lost, none leaked, nothing foreign touched.
+
+A set of 56 objects over four kinds and two namespaces (state A) is changed to
+state B, which creates, updates and prunes objects. That run goes through
+``faultproxy`` with one fault at its k-th mutating request, for every fault kind
+and (in CI) a sample of k, or every k with APPLYSET_FAULT_SWEEP=full. After the
+fault, the parent's hints must still cover every object that carries our
+label; a normal re-run must then converge to exactly B, and objects outside
+the set must keep their uid and resourceVersion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from faultproxy import FAULTS, FaultProxy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
+from applyset import engine, kube as core_kube, manifests, spec  # noqa: E402
+
+DRIVER = Path(__file__).resolve().parent / "engine_driver.py"
+PLURALS = {"ConfigMap": "configmaps", "Secret": "secrets", "Service": "services", "ServiceAccount": "serviceaccounts"}
+PARENT = "faulty"
+
+
+def obj(kind, name, namespace, version="a"):
+    meta = {"name": name, "namespace": namespace}
+    if kind == "ConfigMap":
+        return {"apiVersion": "v1", "kind": kind, "metadata": meta, "data": {"version": version}}
+    if kind == "Secret":
+        return {"apiVersion": "v1", "kind": kind, "metadata": meta, "stringData": {"version": version}}
+    if kind == "Service":
+        return {"apiVersion": "v1", "kind": kind, "metadata": dict(meta, annotations={"version": version}),
+                "spec": {"ports": [{"port": 80}], "selector": {"app": name}}}
+    return {"apiVersion": "v1", "kind": kind, "metadata": dict(meta, annotations={"version": version})}
+
+
+def states(ns1, ns2):
+    """State A (56 objects) and state B: 14 pruned, 14 updated, 12 created."""
+    a, b = [], []
+    for i in range(14):
+        for kind in PLURALS:
+            namespace = ns1 if i % 2 else ns2
+            name = f"{kind.lower()}-{i}"
+            a.append(obj(kind, name, namespace))
+            if i < 5:  # updated
+                b.append(obj(kind, name, namespace, version="b"))
+            elif i < 10:  # unchanged
+                b.append(obj(kind, name, namespace))
+            # i >= 10: pruned
+    for i in range(3):
+        for kind in PLURALS:
+            b.append(obj(kind, f"{kind.lower()}-new-{i}", ns1 if i % 2 else ns2, version="b"))
+    return a, b
+
+
+def key(o):
+    return (o["kind"], o["metadata"]["namespace"], o["metadata"]["name"])
+
+
+@pytest.fixture
+def two_namespaces(kube, namespace):
+    second = f"{namespace}-2"
+    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": second}})
+    yield namespace, second
+    kube.delete(f"/api/v1/namespaces/{second}")
+
+
+def labelled(kube, namespaces, set_id):
+    found = set()
+    for kind, plural in PLURALS.items():
+        for ns in namespaces:
+            items = kube.get(f"/api/v1/namespaces/{ns}/{plural}",
+                             labelSelector=f"{spec.LABEL_PART_OF}={set_id}")["items"]
+            found |= {(kind, ns, i["metadata"]["name"]) for i in items}
+    return found
+
+
+def foreign_snapshot(kube, namespaces, set_id):
+    """uid -> resourceVersion of every object in the namespaces that is not ours."""
+    state = {}
+    for plural in PLURALS.values():
+        for ns in namespaces:
+            for item in kube.get(f"/api/v1/namespaces/{ns}/{plural}")["items"]:
+                meta = item["metadata"]
+                if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) == set_id or meta["name"] == PARENT:
+                    continue
+                if plural == "serviceaccounts" and meta["name"] == "default":
+                    continue
+                state[meta["uid"]] = meta["resourceVersion"]
+    return state
+
+
+def hints_cover(kube, parent_ns, namespaces, set_id):
+    """Every labelled object's kind and namespace is recorded on the parent."""
+    parent = kube.get(f"/api/v1/namespaces/{parent_ns}/secrets/{PARENT}")
+    found = labelled(kube, namespaces, set_id)
+    if parent is None:
+        return not found, f"no parent, but {len(found)} labelled objects"
+    ann = parent["metadata"].get("annotations") or {}
+    kinds = {str(gk) for gk in spec.parse_group_kinds(ann.get(spec.ANNOTATION_GROUP_KINDS))}
+    scope = spec.parse_namespaces(ann.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES)) | {parent_ns}
+    uncovered = sorted(k for k in found if k[0] not in kinds or k[1] not in scope)
+    return not uncovered, f"uncovered: {uncovered[:5]}"
+
+
+def sample_points(total):
+    if os.environ.get("APPLYSET_FAULT_SWEEP") == "full":
+        return list(range(1, total + 1))
+    step = int(os.environ.get("APPLYSET_FAULT_STEP", "13"))
+    return sorted({1, 2, total - 1, total} | set(range(3, total, step)))
+
+
+def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_namespaces):
+    ns1, ns2 = two_namespaces
+    admin = core_kube.connect({"kubeconfig": cluster.kubeconfig}, parallelism=8)
+    state_a, state_b = states(ns1, ns2)
+    options = {"max_prune_percent": 100, "lock_ttl": 3, "lock_wait": 30}
+
+    def direct(definition):
+        run = engine.Engine(admin, PARENT, ns1, engine.Options(**options))
+        report = run.apply(manifests.load_definition(definition))
+        assert not report.failed, report.error
+        return report
+
+    set_id = direct(state_a).applyset["id"]
+    # Objects outside the set: plain ones, and one that belongs to another set.
+    for ns in (ns1, ns2):
+        kube.create(f"/api/v1/namespaces/{ns}/configmaps", obj("ConfigMap", "foreign-plain", ns))
+        other = obj("ConfigMap", "foreign-other-set", ns)
+        other["metadata"]["labels"] = {spec.LABEL_PART_OF: "applyset-someoneelse-v1"}
+        kube.create(f"/api/v1/namespaces/{ns}/configmaps", other)
+    foreign = foreign_snapshot(kube, (ns1, ns2), set_id)
+    assert len(foreign) >= 4  # ours, plus kube-root-ca.crt of each namespace
+
+    proxy = FaultProxy(cluster.kubeconfig, hang_seconds=3)
+    job = {"auth": {"host": proxy.url}, "parent": PARENT, "namespace": ns1, "definition": state_b,
+           "options": options, "client": {"parallelism": 8, "timeout": 1.5}}
+
+    def faulted_run(fault, k):
+        proc = subprocess.Popen([sys.executable, str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        proxy.reset(fault, k, kill_pid=proc.pid)
+        out, err = proc.communicate(json.dumps(job), timeout=120)
+        return proc.returncode, out, err
+
+    try:
+        proxy.reset(None, None)
+        rc, out, err = faulted_run(None, None)
+        assert rc == 0, out + err
+        total = proxy.mutating_seen
+        desired_b = {key(o) for o in state_b}
+        removed = {key(o) for o in state_a} - desired_b
+        points = sample_points(total)
+        runs = violations = 0
+        started = time.monotonic()
+        for fault in FAULTS:
+            for k in points:
+                direct(state_a)
+                rc, out, err = faulted_run(fault, k)
+                runs += 1
+                problems = []
+                covered, why = hints_cover(kube, ns1, (ns1, ns2), set_id)
+                if not covered:
+                    problems.append(f"after the fault: {why}")
+                direct(state_b)  # the normal re-run
+                now = labelled(kube, (ns1, ns2), set_id)
+                if now != desired_b:
+                    problems.append(f"re-run: missing {sorted(desired_b - now)[:3]}, extra {sorted(now - desired_b)[:3]}")
+                still_there = [r for r in removed
+                               if kube.get(f"/api/v1/namespaces/{r[1]}/{PLURALS[r[0]]}/{r[2]}") is not None]
+                if still_there:
+                    problems.append(f"re-run left removed objects: {sorted(still_there)[:3]}")
+                if foreign_snapshot(kube, (ns1, ns2), set_id) != foreign:
+                    problems.append("a foreign object was touched")
+                if problems:
+                    violations += 1
+                    print(f"VIOLATION fault={fault} k={k} rc={rc}: {problems}\n{out[-400:]}{err[-400:]}")
+        print(f"fault sweep: {runs} injected runs ({len(points)} points of {total} mutating requests x "
+              f"{len(FAULTS)} fault kinds), {violations} violations, {time.monotonic() - started:.0f}s")
+        assert violations == 0
+    finally:
+        proxy.close()
