@@ -120,3 +120,12 @@ def test_aggregated_discovery_takes_two_requests_and_keeps_preferred_versions():
     assert found.for_resource("", "secret").plural == "secrets"
     from applyset.spec import GroupKind
     assert found.for_group_kind(GroupKind("example.com", "Thing")).version == "v2"
+
+
+def test_pushback_halves_parallelism_and_successes_restore_it():
+    c = client([(429, {"kind": "Status"}, {"Retry-After": "0"})] * 3 + [(200, {}, None)] * 40, parallelism=8)
+    c.request("GET", "/x")
+    assert c.flow.limit == 2  # 8 -> 4 -> 2 -> 1 by the 429s, then +1 by the success
+    for _ in range(39):
+        c.request("GET", "/x")
+    assert c.flow.limit == 8  # grown back, never above the configured parallelism

@@ -212,6 +212,43 @@ def _resources_from_legacy(group: str, version: str, doc: dict) -> list[Resource
 # ----- the client -------------------------------------------------------------------------
 
 
+class AdaptiveLimit:
+    """How many requests may be in flight: halves when the server pushes back (429,
+    503), grows back by one after each run of successes, never above ``ceiling``."""
+
+    def __init__(self, ceiling: int):
+        self.ceiling = max(1, ceiling)
+        self.limit = self.ceiling
+        self._in_flight = 0
+        self._successes = 0
+        self._cond = threading.Condition()
+
+    def __enter__(self):
+        with self._cond:
+            while self._in_flight >= self.limit:
+                self._cond.wait()
+            self._in_flight += 1
+        return self
+
+    def __exit__(self, *exc):
+        with self._cond:
+            self._in_flight -= 1
+            self._cond.notify_all()
+
+    def pushed_back(self) -> None:
+        with self._cond:
+            self.limit = max(1, self.limit // 2)
+            self._successes = 0
+
+    def succeeded(self) -> None:
+        with self._cond:
+            self._successes += 1
+            if self.limit < self.ceiling and self._successes >= self.limit:
+                self.limit += 1
+                self._successes = 0
+                self._cond.notify_all()
+
+
 @dataclass
 class Response:
     status: int
@@ -252,6 +289,7 @@ class KubeClient:
         self.timeout = urllib3.Timeout(connect=10.0, read=timeout)
         self.requests_sent = 0
         self._count_lock = threading.Lock()
+        self.flow = AdaptiveLimit(self.parallelism)
         pool_args = {
             "num_pools": 4,
             "maxsize": self.parallelism + 2,
@@ -308,8 +346,9 @@ class KubeClient:
         while True:
             attempt += 1
             try:
-                resp = self._pool.request(method, url, body=data, headers=headers, timeout=self.timeout,
-                                          preload_content=True)
+                with self.flow:
+                    resp = self._pool.request(method, url, body=data, headers=headers, timeout=self.timeout,
+                                              preload_content=True)
             except self._urllib3.exceptions.HTTPError as err:
                 if retry and time.monotonic() < deadline:
                     time.sleep(_backoff(attempt))
@@ -321,6 +360,10 @@ class KubeClient:
             finally:
                 with self._count_lock:
                     self.requests_sent += 1
+            if resp.status in (429, 503):
+                self.flow.pushed_back()  # the server is overloaded: send less at once
+            else:
+                self.flow.succeeded()
             if resp.status in RETRYABLE_STATUS and retry and time.monotonic() < deadline:
                 time.sleep(_retry_after(resp.headers.get("Retry-After"), attempt))
                 continue
