@@ -8,7 +8,7 @@ COLLECTION_LINK := .state/collections/ansible_collections/applyset/kubernetes
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: deps binaries cluster-up cluster-down demo test unit integration clean
+.PHONY: deps binaries cluster-up cluster-down demo test unit integration lint bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -31,9 +31,19 @@ cluster-up: deps
 cluster-down:
 	hack/local-cluster down
 
-# The README's demo: start the local control plane and run the main job.
+# The README's demo: start the local control plane and run the main job twice;
+# the second run leaves the example's banner ConfigMap out, so it is pruned.
 demo: cluster-up
 	KUBECONFIG=$$(hack/local-cluster kubeconfig) ansible-playbook playbooks/deploy.yml
+	KUBECONFIG=$$(hack/local-cluster kubeconfig) ansible-playbook playbooks/deploy.yml -e shop_without_banner=true
+
+# ansible-lint (production profile) and the execution environment definition.
+lint: deps
+	hack/lint
+
+# Side-by-side benchmark against kubectl, kpt and kubernetes.core (not a test).
+bench: binaries
+	benchmarks/run
 
 unit: deps
 	$(PY) -m pytest tests/unit -q

@@ -103,6 +103,17 @@ class Process:
     name: str
     binary: str
     pid: int
+    # Only in the process that started it. Right after exec, /proc/PID/cmdline can
+    # still read empty, so liveness during start-up comes from the Popen handle.
+    popen: subprocess.Popen | None = field(default=None, repr=False, compare=False)
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        return _is_ours(self.pid, self.binary)
+
+    def to_state(self) -> dict:
+        return {"name": self.name, "binary": self.binary, "pid": self.pid}
 
 
 @dataclass
@@ -137,7 +148,7 @@ class LocalCluster:
                     "server": self.server,
                     "kubeconfig": str(self.kubeconfig),
                     "ports": self.ports,
-                    "processes": [p.__dict__ for p in self.processes],
+                    "processes": [p.to_state() for p in self.processes],
                 },
                 indent=2,
             )
@@ -154,7 +165,7 @@ class LocalCluster:
         return True
 
     def running(self) -> dict[str, bool]:
-        return {p.name: _is_ours(p.pid, p.binary) for p in self.processes}
+        return {p.name: p.alive() for p in self.processes}
 
     # ----- HTTP helpers -------------------------------------------------------------
     def _ssl_context(self, client: str | None = "admin") -> ssl.SSLContext:
@@ -196,7 +207,7 @@ class LocalCluster:
                 start_new_session=True,
                 cwd=self.state_dir,
             )
-        proc = Process(name=name, binary=str(binary), pid=popen.pid)
+        proc = Process(name=name, binary=str(binary), pid=popen.pid, popen=popen)
         self.processes.append(proc)
         self._save()
         return proc
@@ -212,7 +223,7 @@ class LocalCluster:
         deadline = time.monotonic() + timeout
         last: object = None
         while time.monotonic() < deadline:
-            if proc is not None and not _is_ours(proc.pid, proc.binary):
+            if proc is not None and not proc.alive():
                 tail = self._log_tail(proc.name)
                 hint = ""
                 if "address already in use" in tail:
@@ -479,14 +490,14 @@ class LocalCluster:
             log("no local cluster recorded; nothing to stop")
             return
         for proc in reversed(self.processes):
-            if _is_ours(proc.pid, proc.binary):
+            if proc.alive():
                 os.kill(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
         for proc in reversed(self.processes):
-            while _is_ours(proc.pid, proc.binary) and time.monotonic() < deadline:
+            while proc.alive() and time.monotonic() < deadline:
                 _reap(proc.pid)
                 time.sleep(0.1)
-            if _is_ours(proc.pid, proc.binary):
+            if proc.alive():
                 os.kill(proc.pid, signal.SIGKILL)
                 _reap(proc.pid)
         stopped = [p.name for p in self.processes]

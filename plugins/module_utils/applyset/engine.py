@@ -364,6 +364,10 @@ class Engine:
         desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)
                          for m in plan.members if not m.crd_in_set}
         scope_pairs = set(self._scope(plan.group_kinds, plan.namespaces)) if self.opts.prune else set()
+        # A kind listed whole for the desired objects needs no second, selected list
+        # (it may be under another version there).
+        listed_whole = {(res.group, res.kind, ns) for res, ns in desired_pairs}
+        scope_pairs = {(res, ns) for res, ns in scope_pairs if (res.group, res.kind, ns) not in listed_whole}
         selector = f"{spec.LABEL_PART_OF}={parent.id}"
         listed = self._list(
             sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),

@@ -143,9 +143,9 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
     for m in manifests:
         res = discovery.for_gvk(m.group, m.version, m.kind)
         crd_in_set = False
-        if (m.group, m.version, m.kind) in from_crds:
-            # The CRD in this run is authoritative: it may change scope or versions.
-            res, crd_in_set = from_crds[(m.group, m.version, m.kind)], res is None
+        if res is None and (m.group, m.version, m.kind) in from_crds:
+            # Not served yet: its CRD is created by this run, which says what it will be.
+            res, crd_in_set = from_crds[(m.group, m.version, m.kind)], True
         if res is None:
             served_other = discovery.for_group_kind(m.group_kind)
             hint = (f"; the server serves it as {served_other.api_version}" if served_other else

@@ -1,0 +1,591 @@
+"""Readiness: is an object ready, and waiting until a set of objects is ready (or gone).
+
+The rules follow kstatus (sigs.k8s.io/cli-utils/pkg/kstatus), the status logic
+kpt and Flux use: a controller must have observed the current generation before
+any of its status counts, then each kind has its own notion of done. Every rule
+is a small pure predicate ``(obj) -> (ready, reason)`` in ``RULES``, keyed by
+GroupKind, so a rule can be read, tested and overridden on its own. Kinds without
+a rule fall back to ``conditions_ready``: a ``Ready`` or ``Available`` condition
+that is True for the current generation, or no status at all (ready, unless the
+caller asks to fail closed on custom resources).
+
+Waiting polls with one LIST per (resource, namespace) and round, not one GET per
+object, and drops objects from the rounds as soon as they are ready. A timeout
+(or an object that can never become ready, such as a failed Job) raises
+``WaitTimeout`` naming every object still waited for and why, for example
+``Deployment shop/web: 1/3 replicas available``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+
+from .errors import ApiError, ApplySetError, InputError, WaitTimeout
+from .spec import GroupKind
+
+
+class Final(str):
+    """A not-ready reason that no amount of waiting changes (a failed Job, a rejected CRD).
+
+    It is a plain string to everyone else; ``wait_ready`` recognises it and stops
+    early instead of sleeping until the timeout.
+    """
+
+
+# ----- small helpers shared by the rules -----------------------------------------------------
+
+
+def _status(obj: dict) -> dict:
+    return obj.get("status") or {}
+
+
+def _spec(obj: dict) -> dict:
+    return obj.get("spec") or {}
+
+
+def _conditions(obj: dict) -> dict:
+    """Conditions by type; later duplicates win, as a controller would have meant."""
+    found = {}
+    for condition in _status(obj).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type"):
+            found[condition["type"]] = condition
+    return found
+
+
+def _is_true(condition: dict | None) -> bool:
+    return bool(condition) and condition.get("status") == "True"
+
+
+def _explain(condition: dict) -> str:
+    """``reason: message`` of a condition, whichever parts it has."""
+    parts = [condition.get("reason"), condition.get("message")]
+    return ": ".join(str(p) for p in parts if p) or f"status {condition.get('status')}"
+
+
+def _generation_not_observed(obj: dict, *, required: bool) -> str | None:
+    """Why the status is stale, or None when it describes the current spec.
+
+    Workload controllers always report ``observedGeneration``, so its absence means
+    the controller has not seen the object yet (``required``). For other kinds the
+    field is optional and only compared when present.
+    """
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = _status(obj).get("observedGeneration")
+    if generation is None or (observed is None and not required):
+        return None
+    if observed is None or observed < generation:
+        seen = "nothing" if observed is None else f"generation {observed}"
+        return f"waiting for the controller to observe generation {generation} (it has seen {seen})"
+    return None
+
+
+def _count(status: dict, key: str) -> int:
+    # The API server leaves zero counts out of status.
+    value = status.get(key)
+    return value if isinstance(value, int) else 0
+
+
+def _desired_replicas(obj: dict) -> int:
+    replicas = _spec(obj).get("replicas")
+    return replicas if isinstance(replicas, int) else 1
+
+
+# ----- the rules ----------------------------------------------------------------------------
+
+
+def deployment_ready(obj: dict) -> tuple[bool, str]:
+    stale = _generation_not_observed(obj, required=True)
+    if stale:
+        return False, stale
+    progressing = _conditions(obj).get("Progressing")
+    if progressing and progressing.get("reason") == "ProgressDeadlineExceeded":
+        return False, Final(f"rollout failed: {_explain(progressing)}")
+    status, want = _status(obj), _desired_replicas(obj)
+    updated = _count(status, "updatedReplicas")
+    if updated < want:
+        return False, f"{updated}/{want} replicas updated"
+    old = _count(status, "replicas") - updated
+    if old > 0:
+        return False, f"{old} old replicas pending termination"
+    available = _count(status, "availableReplicas")
+    if available < want:
+        return False, f"{available}/{want} replicas available"
+    ready = _count(status, "readyReplicas")
+    if ready < want:
+        return False, f"{ready}/{want} replicas ready"
+    return True, f"{available}/{want} replicas available"
+
+
+def statefulset_ready(obj: dict) -> tuple[bool, str]:
+    stale = _generation_not_observed(obj, required=True)
+    if stale:
+        return False, stale
+    status, want = _status(obj), _desired_replicas(obj)
+    ready = _count(status, "readyReplicas")
+    if ready < want:
+        return False, f"{ready}/{want} replicas ready"
+    # availableReplicas is reported since Kubernetes 1.22; before that ready is all we know.
+    available = status["availableReplicas"] if isinstance(status.get("availableReplicas"), int) else ready
+    if available < want:
+        return False, f"{available}/{want} replicas available"
+    strategy = _spec(obj).get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") == "RollingUpdate":
+        # Pods below the partition are deliberately left on the old revision.
+        partition = (strategy.get("rollingUpdate") or {}).get("partition") or 0
+        to_update = max(0, want - partition)
+        updated = _count(status, "updatedReplicas")
+        if updated < to_update:
+            return False, f"{updated}/{to_update} replicas updated"
+        current, update = status.get("currentRevision"), status.get("updateRevision")
+        if partition == 0 and current and update and current != update:
+            return False, f"rolling update to revision {update} in progress"
+    return True, f"{available}/{want} replicas available"
+
+
+def daemonset_ready(obj: dict) -> tuple[bool, str]:
+    stale = _generation_not_observed(obj, required=True)
+    if stale:
+        return False, stale
+    status = _status(obj)
+    want = _count(status, "desiredNumberScheduled")
+    updated = _count(status, "updatedNumberScheduled")
+    if updated < want:
+        return False, f"{updated}/{want} pods updated"
+    available = _count(status, "numberAvailable")
+    if available < want:
+        return False, f"{available}/{want} pods available"
+    ready = _count(status, "numberReady")
+    if ready < want:
+        return False, f"{ready}/{want} pods ready"
+    return True, f"{available}/{want} pods available"
+
+
+def replicaset_ready(obj: dict) -> tuple[bool, str]:
+    stale = _generation_not_observed(obj, required=True)
+    if stale:
+        return False, stale
+    status, want = _status(obj), _desired_replicas(obj)
+    available = _count(status, "availableReplicas")
+    if available < want:
+        return False, f"{available}/{want} replicas available"
+    ready = _count(status, "readyReplicas")
+    if ready < want:
+        return False, f"{ready}/{want} replicas ready"
+    return True, f"{available}/{want} replicas available"
+
+
+def job_ready(obj: dict) -> tuple[bool, str]:
+    conditions = _conditions(obj)
+    # FailureTarget comes before Failed while the Job's pods are still being stopped.
+    for kind in ("Failed", "FailureTarget"):
+        if _is_true(conditions.get(kind)):
+            return False, Final(f"failed: {_explain(conditions[kind])}")
+    if _is_true(conditions.get("Complete")):
+        return True, "complete"
+    if _spec(obj).get("suspend"):
+        return False, "suspended"
+    status = _status(obj)
+    succeeded = _count(status, "succeeded")
+    completions = _spec(obj).get("completions")
+    done = f"{succeeded}/{completions} completions" if isinstance(completions, int) else f"{succeeded} succeeded"
+    return False, f"running: {done}, {_count(status, 'active')} active"
+
+
+def pod_ready(obj: dict) -> tuple[bool, str]:
+    status = _status(obj)
+    phase = status.get("phase")
+    if phase == "Succeeded":
+        return True, "succeeded"
+    if phase == "Failed":
+        return False, Final(f"failed: {status.get('reason') or status.get('message') or 'phase Failed'}")
+    conditions = _conditions(obj)
+    if _is_true(conditions.get("Ready")):
+        return True, "ready"
+    scheduled = conditions.get("PodScheduled")
+    if scheduled and scheduled.get("status") == "False":
+        return False, f"not scheduled: {_explain(scheduled)}"
+    for container in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            return False, f"container {container.get('name')} waiting: {waiting['reason']}"
+    return False, f"not ready (phase {phase or 'unknown'})"
+
+
+def pvc_ready(obj: dict) -> tuple[bool, str]:
+    phase = _status(obj).get("phase")
+    if phase == "Bound":
+        return True, "Bound"
+    if phase == "Lost":
+        return False, Final("Lost: its PersistentVolume is gone")
+    return False, f"phase {phase or 'Pending'}, not Bound"
+
+
+def crd_ready(obj: dict) -> tuple[bool, str]:
+    conditions = _conditions(obj)
+    if _is_true(conditions.get("Established")):
+        return True, "Established"
+    names = conditions.get("NamesAccepted")
+    if names and names.get("status") == "False":
+        return False, Final(f"names not accepted: {_explain(names)}")
+    return False, "not Established yet"
+
+
+def namespace_ready(obj: dict) -> tuple[bool, str]:
+    phase = _status(obj).get("phase")
+    if phase == "Active":
+        return True, "Active"
+    return False, f"phase {phase or 'unknown'}, not Active"
+
+
+def load_balancer_ready(obj: dict) -> tuple[bool, str]:
+    """A Service of type LoadBalancer is ready once it has an address; other types always are."""
+    service_type = _spec(obj).get("type") or "ClusterIP"
+    if service_type != "LoadBalancer":
+        return True, f"type {service_type}"
+    ingress = ((_status(obj).get("loadBalancer") or {}).get("ingress")) or []
+    addresses = [entry.get("ip") or entry.get("hostname") for entry in ingress if isinstance(entry, dict)]
+    addresses = [address for address in addresses if address]
+    if addresses:
+        return True, f"load balancer at {', '.join(addresses)}"
+    return False, "waiting for a load balancer address"
+
+
+def conditions_ready(obj: dict) -> tuple[bool, str]:
+    """The generic rule: current status whose Ready (or else Available) condition is True."""
+    if not _status(obj):
+        return True, "no status to check"
+    stale = _generation_not_observed(obj, required=False)
+    if stale:
+        return False, stale
+    conditions = _conditions(obj)
+    # kstatus' abnormal-true conditions: the controller says it is not done.
+    for kind in ("Stalled", "Reconciling"):
+        if _is_true(conditions.get(kind)):
+            return False, f"{kind}: {_explain(conditions[kind])}"
+    generation = (obj.get("metadata") or {}).get("generation")
+    for kind in ("Ready", "Available"):
+        condition = conditions.get(kind)
+        if not condition:
+            continue
+        observed = condition.get("observedGeneration")
+        if isinstance(observed, int) and isinstance(generation, int) and observed < generation:
+            return False, f"condition {kind} is from generation {observed}, not {generation}"
+        if condition.get("status") == "True":
+            return True, kind
+        return False, f"{kind} is {condition.get('status')}: {_explain(condition)}"
+    return True, "no Ready or Available condition"
+
+
+SERVICE = GroupKind("", "Service")
+
+RULES = {
+    GroupKind("apps", "Deployment"): deployment_ready,
+    GroupKind("apps", "StatefulSet"): statefulset_ready,
+    GroupKind("apps", "DaemonSet"): daemonset_ready,
+    GroupKind("apps", "ReplicaSet"): replicaset_ready,
+    GroupKind("batch", "Job"): job_ready,
+    GroupKind("", "Pod"): pod_ready,
+    GroupKind("", "PersistentVolumeClaim"): pvc_ready,
+    GroupKind("apiextensions.k8s.io", "CustomResourceDefinition"): crd_ready,
+    GroupKind("", "Namespace"): namespace_ready,
+    SERVICE: load_balancer_ready,  # only with wait_for_load_balancers, see is_ready
+}
+
+# Built-in kinds with nothing to wait for: waiting does not even read them.
+ALWAYS_READY = frozenset({
+    GroupKind("", "ConfigMap"),
+    GroupKind("", "Secret"),
+    GroupKind("", "ServiceAccount"),
+    GroupKind("", "LimitRange"),
+    GroupKind("", "ResourceQuota"),
+    GroupKind("", "Endpoints"),
+    GroupKind("rbac.authorization.k8s.io", "Role"),
+    GroupKind("rbac.authorization.k8s.io", "RoleBinding"),
+    GroupKind("rbac.authorization.k8s.io", "ClusterRole"),
+    GroupKind("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    GroupKind("networking.k8s.io", "NetworkPolicy"),
+    GroupKind("networking.k8s.io", "IngressClass"),
+    GroupKind("scheduling.k8s.io", "PriorityClass"),
+    GroupKind("storage.k8s.io", "StorageClass"),
+    GroupKind("node.k8s.io", "RuntimeClass"),
+    GroupKind("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    GroupKind("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+})
+
+# API groups served by Kubernetes itself; any other group holds custom resources.
+# (Listed, not matched by suffix: CRDs such as gateway.networking.k8s.io end in .k8s.io too.)
+BUILTIN_GROUPS = frozenset({
+    "", "apps", "batch", "autoscaling", "policy", "extensions",
+    "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io",
+    "authentication.k8s.io", "authorization.k8s.io", "certificates.k8s.io", "coordination.k8s.io",
+    "discovery.k8s.io", "events.k8s.io", "flowcontrol.apiserver.k8s.io", "internal.apiserver.k8s.io",
+    "networking.k8s.io", "node.k8s.io", "rbac.authorization.k8s.io", "resource.k8s.io",
+    "scheduling.k8s.io", "storage.k8s.io", "storagemigration.k8s.io", "metrics.k8s.io",
+})
+
+
+def is_custom(group_kind: GroupKind) -> bool:
+    return group_kind.group not in BUILTIN_GROUPS
+
+
+# ----- overrides ----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(expression: str):
+    try:
+        import jmespath
+    except ImportError:
+        raise InputError(
+            "readiness overrides need the Python package 'jmespath'",
+            obj="wait overrides", fix="pip install jmespath (it is listed in requirements.txt)",
+        ) from None
+    try:
+        return jmespath.compile(expression)
+    except jmespath.exceptions.JMESPathError as err:
+        raise InputError(
+            f"invalid JMESPath expression {expression!r}: {err}", obj="wait overrides",
+            fix="check the expression, e.g. \"status.phase == 'Ready'\"",
+        ) from None
+
+
+def check_overrides(overrides: dict | None) -> None:
+    """Raise ``InputError`` for a malformed override table, before any waiting starts."""
+    if overrides is None:
+        return
+    if not isinstance(overrides, dict):
+        raise InputError("readiness overrides must be a mapping of Kind or Kind.group to a JMESPath expression",
+                         obj="wait overrides", fix='e.g. {"Widget.example.com": "status.ready"}')
+    for key, expression in overrides.items():
+        if not isinstance(key, str) or not key or not isinstance(expression, str) or not expression.strip():
+            raise InputError(f"override {key!r}: expected a Kind or Kind.group and a JMESPath expression",
+                             obj="wait overrides", fix='e.g. {"Widget.example.com": "status.ready"}')
+        _compile(expression)
+
+
+def _override_for(group_kind: GroupKind, overrides: dict | None) -> str | None:
+    """``Kind.group`` wins over a bare ``Kind``, which matches the kind in any group."""
+    if not overrides:
+        return None
+    for key in (str(group_kind), group_kind.kind):
+        if key in overrides:
+            return overrides[key]
+    return None
+
+
+def _short(value) -> str:
+    text = json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _override_ready(obj: dict, expression: str) -> tuple[bool, str]:
+    value = _compile(expression).search(obj)
+    # Python truthiness, so that a count of 0 means not ready (JMESPath would call 0 true).
+    if value:
+        return True, f"override `{expression}` holds"
+    return False, f"override `{expression}` is {_short(value)}"
+
+
+# ----- the public check ---------------------------------------------------------------------
+
+
+def group_kind_of(obj: dict) -> GroupKind:
+    api_version = obj.get("apiVersion") or ""
+    group = api_version.rpartition("/")[0]
+    return GroupKind(group, obj.get("kind") or "")
+
+
+def is_ready(obj: dict, *, fail_closed: bool = False, overrides: dict | None = None,
+             wait_for_load_balancers: bool = False) -> tuple[bool, str]:
+    """Say whether one live object is ready, and why (or why not).
+
+    ``fail_closed``: a custom resource without any status is not ready (by default it is,
+    because many custom resources have no controller reporting status at all).
+    ``overrides``: ``{"Kind" or "Kind.group": JMESPath expression}``; a truthy result on
+    the object means ready, and replaces the built-in rule of that kind.
+    ``wait_for_load_balancers``: Services of type LoadBalancer wait for an address.
+    """
+    ready, reason = _verdict(obj, fail_closed=fail_closed, overrides=overrides,
+                             wait_for_load_balancers=wait_for_load_balancers)
+    return ready, str(reason)  # a plain str: results are serialised by type
+
+
+def _verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = None,
+             wait_for_load_balancers: bool = False) -> tuple[bool, str]:
+    """``is_ready``, keeping a ``Final`` reason recognisable for the waiting loop."""
+    group_kind = group_kind_of(obj)
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return False, "being deleted"
+    expression = _override_for(group_kind, overrides)
+    if expression is not None:
+        return _override_ready(obj, expression)
+    if group_kind == SERVICE and not wait_for_load_balancers:
+        return True, "Service (load balancer address not awaited)"
+    rule = RULES.get(group_kind)
+    if rule is not None:
+        return rule(obj)
+    if fail_closed and is_custom(group_kind) and not _status(obj):
+        return False, "no status reported yet (fail_closed)"
+    return conditions_ready(obj)
+
+
+def _needs_reading(group_kind: GroupKind, overrides: dict | None, wait_for_load_balancers: bool) -> bool:
+    if _override_for(group_kind, overrides) is not None:
+        return True
+    if group_kind == SERVICE:
+        return wait_for_load_balancers
+    return group_kind not in ALWAYS_READY
+
+
+# ----- waiting ------------------------------------------------------------------------------
+
+_MAX_LISTED_IN_MESSAGE = 20
+_RULE_OPTIONS = frozenset({"fail_closed", "overrides", "wait_for_load_balancers"})
+
+
+def _ref(res, namespace: str | None, name: str) -> str:
+    return f"{res.kind} {namespace}/{name}" if res.namespaced and namespace else f"{res.kind} {name}"
+
+
+def _entry(target, reason: str) -> dict:
+    res, namespace, name = target
+    return {"apiVersion": res.api_version, "kind": res.kind,
+            "namespace": namespace if res.namespaced else None, "name": name, "reason": str(reason)}
+
+
+def _normalise(targets) -> list:
+    """Distinct (resource, namespace, name) targets, namespace None for cluster-scoped kinds."""
+    seen, result = set(), []
+    for res, namespace, name in targets:
+        target = (res, namespace if res.namespaced else None, name)
+        if target not in seen:
+            seen.add(target)
+            result.append(target)
+    return result
+
+
+def _list_by_name(client, res, namespace, metadata_only: bool) -> dict:
+    items = {}
+    for item in client.list(res, namespace, metadata_only=metadata_only):
+        # LIST items carry no apiVersion/kind of their own; the rules need them.
+        item.setdefault("apiVersion", res.api_version)
+        item.setdefault("kind", res.kind)
+        items.setdefault((item.get("metadata") or {}).get("name"), item)
+    return items
+
+
+def _poll(client, targets, *, timeout: float, interval: float, judge, metadata_only: bool,
+          waiting_for: str, raise_on_timeout: bool) -> list[dict]:
+    """Poll until ``judge(res, item or None)`` says done for every target.
+
+    ``judge`` returns ``(done, reason)``; a ``Final`` reason stops the wait early.
+    """
+    total = len(targets)
+    pending = {target: "not checked yet" for target in targets}
+    deadline = time.monotonic() + max(0.0, float(timeout))
+    while pending:
+        groups: dict = {}
+        for target in pending:
+            groups.setdefault(target[:2], []).append(target)
+        keys = list(groups)
+        listed = client.map(lambda key: _list_by_name(client, key[0], key[1], metadata_only), keys)
+        final = False
+        for key, items in zip(keys, listed):
+            for target in groups[key]:
+                done, reason = _judge_listed(target, items, judge)
+                if done:
+                    del pending[target]
+                else:
+                    pending[target] = reason
+                    final = final or isinstance(reason, Final)
+        now = time.monotonic()
+        if not pending:
+            break
+        if final or now >= deadline:
+            return _give_up(pending, total, timeout, waiting_for, final, raise_on_timeout)
+        time.sleep(max(0.0, min(interval, deadline - now)))
+    return []
+
+
+def _judge_listed(target, items, judge) -> tuple[bool, str]:
+    res, namespace, name = target
+    if isinstance(items, ApiError) and items.status == 404:
+        return judge(res, None)  # the kind is not served (any more): nothing of it exists
+    if isinstance(items, ApiError) and items.status in (401, 403):
+        where = f" in namespace {namespace}" if namespace else ""
+        raise ApplySetError(
+            f"cannot list {res.kind} objects{where} to wait for them: {items.message}",
+            obj=_ref(res, namespace, name),
+            fix=f"the credentials need list on {res.plural}{'.' + res.group if res.group else ''}, "
+                "or turn waiting off",
+        )
+    if isinstance(items, Exception):
+        return False, f"could not be read: {items}"
+    return judge(res, items.get(name))
+
+
+def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final: bool,
+             raise_on_timeout: bool) -> list[dict]:
+    unready = [_entry(target, reason) for target, reason in pending.items()]
+    if not raise_on_timeout:
+        return unready
+    lines = [f"{_ref(*target)}: {reason}" for target, reason in pending.items()]
+    if len(lines) > _MAX_LISTED_IN_MESSAGE:
+        lines = lines[:_MAX_LISTED_IN_MESSAGE] + [f"and {len(lines) - _MAX_LISTED_IN_MESSAGE} more"]
+    if final:
+        head = f"stopped waiting: {len(pending)} of {total} objects cannot become {waiting_for}"
+        fix = "look at the failed objects and their events (kubectl describe), fix them and run again"
+    else:
+        head = f"{len(pending)} of {total} objects not {waiting_for} after {timeout:g}s"
+        fix = "look at the objects and their events (kubectl describe); raise wait_timeout if they are only slow"
+    raise WaitTimeout(f"{head}: {'; '.join(lines)}", fix=fix, details={"unready": unready})
+
+
+def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
+               **rule_options) -> list[dict]:
+    """Wait until every target is ready; ``targets`` are ``(Resource, namespace or None, name)``.
+
+    ``rule_options`` are ``is_ready``'s keywords (``fail_closed``, ``overrides``,
+    ``wait_for_load_balancers``). Returns ``[]`` once all are ready. Otherwise, after
+    ``timeout`` seconds or as soon as one object can never become ready (a failed Job),
+    raises ``WaitTimeout`` listing each unready object and why, with
+    ``details={"unready": [{apiVersion, kind, namespace, name, reason}, ...]}``; with
+    ``raise_on_timeout=False`` that list is returned instead.
+    """
+    unknown = set(rule_options) - _RULE_OPTIONS
+    if unknown:
+        raise TypeError(f"wait_ready() got unexpected rule options: {', '.join(sorted(unknown))}")
+    check_overrides(rule_options.get("overrides"))
+    overrides = rule_options.get("overrides")
+    load_balancers = bool(rule_options.get("wait_for_load_balancers"))
+    to_read = [t for t in _normalise(targets) if _needs_reading(t[0].group_kind, overrides, load_balancers)]
+
+    def judge(res, item):
+        if item is None:
+            return False, "not found"
+        return _verdict(item, **rule_options)
+
+    return _poll(client, to_read, timeout=timeout, interval=interval, judge=judge, metadata_only=False,
+                 waiting_for="ready", raise_on_timeout=raise_on_timeout)
+
+
+def _still_there(res, item) -> tuple[bool, str]:
+    if item is None:
+        return True, "gone"
+    meta = item.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        finalizers = meta.get("finalizers") or []
+        waiting_on = f"; finalizers: {', '.join(finalizers)}" if finalizers else ""
+        return False, f"being deleted{waiting_on}"
+    return False, "still exists"
+
+
+def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True) -> list[dict]:
+    """Wait until no target exists any more (deleted objects whose finalizers are done).
+
+    Same targets, result and ``WaitTimeout`` as ``wait_ready``; reads metadata only.
+    """
+    return _poll(client, _normalise(targets), timeout=timeout, interval=interval, judge=_still_there,
+                 metadata_only=True, waiting_for="gone", raise_on_timeout=raise_on_timeout)
