@@ -510,3 +510,12 @@ def test_wait_until_ready_and_timeout_names_unready_objects(cluster, kube, names
     assert rc != 0
     assert f"Deployment {namespace}/stuck" in result["msg"] and "replicas" in result["msg"], result["msg"]
     assert f"Deployment {namespace}/web" not in result["msg"]
+
+
+def test_api_server_warnings_reach_the_user(cluster, kube, namespace):
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "legacy", "annotations": {"seccomp.security.alpha.kubernetes.io/pod": "runtime/default"}},
+           "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}
+    rc, result, out = apply(cluster, namespace, [pod])
+    assert rc == 0, out
+    assert "[WARNING]" in out and "Pod " + namespace + "/legacy" in out and "seccomp" in out, out
