@@ -8,7 +8,7 @@ COLLECTION_LINK := .state/collections/ansible_collections/applyset/kubernetes
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: deps binaries cluster-up cluster-down demo test unit integration lint bench clean
+.PHONY: deps binaries cluster-up cluster-down demo test unit integration lint sanity bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -40,6 +40,10 @@ demo: cluster-up
 # ansible-lint (production profile) and the execution environment definition.
 lint: deps
 	hack/lint
+
+# ansible-test sanity on the collection as ansible-galaxy builds it (offline but for PyPI).
+sanity: deps
+	hack/sanity
 
 # Side-by-side benchmark against kubectl, kpt and kubernetes.core (not a test).
 bench: binaries

@@ -29,7 +29,7 @@ description:
   - With C(--diff), one before/after entry is returned per created, changed or pruned object. Secret
     values are masked.
 author:
-  - applyset.kubernetes contributors
+  - applyset.kubernetes contributors (!UNKNOWN)
 requirements:
   - python >= 3.9
   - kubernetes >= 28.1.0
@@ -324,7 +324,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 try:
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, manifests
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
-    IMPORT_ERROR = None
+    IMPORT_ERROR = manifests.YAML_IMPORT_ERROR  # None, or the ImportError of PyYAML
 except ImportError as err:  # PyYAML or kubernetes missing
     IMPORT_ERROR = err
 

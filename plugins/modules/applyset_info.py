@@ -28,7 +28,7 @@ description:
     members of many sets are fetched together, one LIST per kind and namespace.
   - Results are sorted, so two runs can be compared.
 author:
-  - applyset.kubernetes contributors
+  - applyset.kubernetes contributors (!UNKNOWN)
 requirements:
   - python >= 3.9
   - kubernetes >= 28.1.0

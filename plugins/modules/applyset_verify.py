@@ -34,7 +34,7 @@ description:
     never changed. Sets managed by another tool are only repaired with O(allow_foreign).
   - By default the task fails when problems of severity C(error) remain after the repair (see O(fail_on_problems)).
 author:
-  - applyset.kubernetes contributors
+  - applyset.kubernetes contributors (!UNKNOWN)
 requirements:
   - python >= 3.9
   - kubernetes >= 28.1.0
@@ -201,28 +201,62 @@ applysets:
   type: list
   elements: dict
   contains:
-    parent: {description: apiVersion, kind, namespace and name of the parent., type: dict}
-    id: {description: The id label as found., type: str}
-    expected_id: {description: The id computed from the parent., type: str}
-    id_matches: {description: Whether the id label matches the parent., type: bool}
-    tooling: {description: The tooling annotation., type: str}
-    tool: {description: The tool name of the tooling annotation., type: str}
-    group_kinds: {description: The recorded group-kinds (before any repair)., type: list, elements: str}
-    namespaces: {description: The recorded namespaces, the parent's own included., type: list, elements: str}
-    hint_annotation: {description: The annotation the group-kinds were read from., type: str}
-    member_count: {description: Members found by the scan (any kind, any namespace)., type: int}
-    ok: {description: Whether the check was complete and no error remains for this set., type: bool}
+    parent:
+      description: apiVersion, kind, namespace and name of the parent.
+      type: dict
+    id:
+      description: The id label as found.
+      type: str
+    expected_id:
+      description: The id computed from the parent.
+      type: str
+    id_matches:
+      description: Whether the id label matches the parent.
+      type: bool
+    tooling:
+      description: The tooling annotation.
+      type: str
+    tool:
+      description: The tool name of the tooling annotation.
+      type: str
+    group_kinds:
+      description: The recorded group-kinds (before any repair).
+      type: list
+      elements: str
+    namespaces:
+      description: The recorded namespaces, the parent's own included.
+      type: list
+      elements: str
+    hint_annotation:
+      description: The annotation the group-kinds were read from.
+      type: str
+    member_count:
+      description: Members found by the scan (any kind, any namespace).
+      type: int
+    ok:
+      description: Whether the check was complete and no error remains for this set.
+      type: bool
 fixes:
   description: One entry per parent whose hints do not match its members, whether O(fix) was set or not.
   returned: always
   type: list
   elements: dict
   contains:
-    parent: {description: The parent., type: dict}
-    id: {description: The set's id., type: str}
-    before: {description: The hint annotations before., type: dict}
-    after: {description: The hint annotations the members call for., type: dict}
-    applied: {description: Whether they were written (in check mode, validated by a server-side dry run)., type: bool}
+    parent:
+      description: The parent.
+      type: dict
+    id:
+      description: The set's id.
+      type: str
+    before:
+      description: The hint annotations before.
+      type: dict
+    after:
+      description: The hint annotations the members call for.
+      type: dict
+    applied:
+      description: Whether they were written (in check mode, validated by a server-side dry run).
+      type: bool
     refused:
       description:
         - Why the repair was not done. A set of another tool without O(allow_foreign), or a set that a run of

@@ -24,7 +24,10 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-import yaml
+try:
+    import yaml
+except ImportError:
+    yaml = None  # a requirement: without PyYAML the modules stop first, with manifests.YAML_IMPORT_ERROR
 
 from . import health
 from . import parent as parents
@@ -325,7 +328,7 @@ class Engine:
                 fix="check src/definition; to really empty the set set guard.allow_empty: true "
                 "(or use state: absent to remove it)",
             )
-        protected = sorted({r for (res, _), r in zip(delete, refs)
+        protected = sorted({r for (res, _obj), r in zip(delete, refs)
                             if res.group_kind in plans.PROTECTED_KINDS
                             and res.kind not in opts.allow_prune_kinds
                             and str(res.group_kind) not in opts.allow_prune_kinds})

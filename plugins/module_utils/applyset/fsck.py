@@ -326,7 +326,7 @@ def check_members(set_info: SetInfo, members: list, found: Scan, discovery: Disc
             + (f" and {len(controlled) - 5} more" if len(controlled) > 5 else ""),
             "the label was probably copied by an operator from its custom resource; remove "
             f"{spec.LABEL_PART_OF} from these objects, or make the operator stop copying it",
-            _refs(m for m, _ in controlled)))
+            _refs(m for m, _controller in controlled)))
 
     problems += _stale_hints(set_info, members, found, discovery)
     return problems
@@ -359,8 +359,8 @@ def check_set(set_info: SetInfo, members: list, found: Scan, discovery: Discover
     if set_info.live_id is None or not set_info.id_matches:
         # Which objects belong to such a parent is unknowable; hint checks would only add noise.
         return problems
-    return problems + check_hint_annotations(set_info, discovery) + check_members(set_info, members, found,
-                                                                                   discovery)
+    return (problems + check_hint_annotations(set_info, discovery)
+            + check_members(set_info, members, found, discovery))
 
 
 def check_orphans(found: Scan, known_ids: set, namespace: str | None) -> list[Problem]:

@@ -10,7 +10,15 @@ import glob
 import json
 import os
 
-import yaml
+try:
+    import yaml
+except ImportError as error:
+    # PyYAML is a requirement (requirements.txt). Without it this file still imports, so that
+    # the modules can report the missing library: they fail with YAML_IMPORT_ERROR.
+    yaml = None
+    YAML_IMPORT_ERROR = error
+else:
+    YAML_IMPORT_ERROR = None
 
 from . import spec
 from .errors import InputError, InputErrors
@@ -31,10 +39,13 @@ _SCALAR_BUILDERS = {
     _YAML_TAG + "str": _scalar_text,
     _YAML_TAG + "timestamp": _scalar_text,
     _YAML_TAG + "null": lambda loader, node: None,
-    _YAML_TAG + "bool": yaml.SafeLoader.construct_yaml_bool,
-    _YAML_TAG + "int": yaml.SafeLoader.construct_yaml_int,
-    _YAML_TAG + "float": yaml.SafeLoader.construct_yaml_float,
 }
+if yaml is not None:
+    _SCALAR_BUILDERS.update({
+        _YAML_TAG + "bool": yaml.SafeLoader.construct_yaml_bool,
+        _YAML_TAG + "int": yaml.SafeLoader.construct_yaml_int,
+        _YAML_TAG + "float": yaml.SafeLoader.construct_yaml_float,
+    })
 _MAP_TAG = _YAML_TAG + "map"
 _SEQ_TAG = _YAML_TAG + "seq"
 
@@ -107,11 +118,11 @@ class ManifestLoaderMixin:
         raise _NotPlainYaml
 
 
-class _ManifestLoader(ManifestLoaderMixin, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """The loader used for all input: libyaml's parser when installed, else pure Python."""
+if yaml is not None:
+    class _ManifestLoader(ManifestLoaderMixin, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        """The loader used for all input: libyaml's parser when installed, else pure Python."""
 
-
-_ManifestLoader.add_constructor(_YAML_TAG + "timestamp", _scalar_text)
+    _ManifestLoader.add_constructor(_YAML_TAG + "timestamp", _scalar_text)
 
 _GLOB_CHARACTERS = frozenset("*?[")
 
