@@ -34,8 +34,8 @@ class ActionModule(ActionBase):
 
     def _resolve(self, entry):
         entry = os.path.expanduser(entry)
-        if os.path.isabs(entry):
-            return entry
+        if not entry.strip() or os.path.isabs(entry):
+            return entry  # the module refuses an empty entry, with a message
         candidates = [os.path.join(d, entry) for d in self._search_dirs()]
         for candidate in candidates:
             if glob.has_magic(candidate) and glob.glob(candidate, recursive=True) or os.path.exists(candidate):

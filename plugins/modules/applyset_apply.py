@@ -372,14 +372,33 @@ def argument_spec():
     return spec
 
 
-def load_manifests(params):
+def load_manifests(module):
+    """Load and validate the input; Secret values are masked in all output from here on."""
+    params = module.params
     loaded = []
     if params["src"]:
         loaded += manifests.load_sources(params["src"])
     if params["definition"] is not None:
         loaded += manifests.load_definition(params["definition"])
+    # The definition option holds these values too, and Ansible echoes module arguments
+    # in results at -vvv: mask them before anything can fail.
+    module.no_log_values.update(secret_values(loaded))
     manifests.validate(loaded)
     return loaded
+
+
+def secret_values(loaded):
+    """Every value of every Secret in the input, to be masked in all output (-vvv included)."""
+    values = set()
+    for manifest in loaded:
+        obj = manifest.obj
+        if isinstance(obj, dict) and obj.get("kind") == "Secret":
+            for field in ("data", "stringData"):
+                content = obj.get(field)
+                for value in (content.values() if isinstance(content, dict) else ()):
+                    if isinstance(value, str) and value:
+                        values.add(value)
+    return values
 
 
 def main():
@@ -420,7 +439,7 @@ def main():
         if params["state"] == "present":
             if params["src"] is None and params["definition"] is None and not options.allow_empty:
                 module.fail_json(msg="state=present needs src or definition (or guard.allow_empty=true to empty the set)")
-            desired = load_manifests(params)
+            desired = load_manifests(module)
         client = kube.connect(auth_params(module.params), parallelism=params["parallelism"])
         run = engine.Engine(client, params["parent"], params["namespace"], options)
         report = run.report

@@ -159,6 +159,10 @@ class Discovery:
     def for_group_kind(self, gk: GroupKind) -> Resource | None:
         return self._by_gk.get(gk)
 
+    def with_kind(self, kind: str) -> list[Resource]:
+        """Every group that serves a kind of this name (to suggest the right apiVersion)."""
+        return [res for gk, res in self._by_gk.items() if gk.kind == kind]
+
     def for_resource(self, group: str, name: str) -> Resource | None:
         """Look up ``secrets``, ``secret`` or a short name, like kubectl's RESTMapper."""
         return self._by_name.get((group, name.lower()))

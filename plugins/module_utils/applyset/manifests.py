@@ -85,6 +85,16 @@ class ManifestLoaderMixin:
     def ascend_resolver(self):
         pass
 
+    def construct_mapping(self, node, deep=False):
+        # PyYAML keeps the last of two equal keys; in a manifest that silently drops data.
+        seen = set()
+        for key_node, _value in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _YAML_TAG + "merge":
+                if key_node.value in seen:
+                    raise _duplicate_key(node, key_node)
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep)
+
     def construct_document(self, node):
         try:
             return self._build(node, {})
@@ -109,13 +119,22 @@ class ManifestLoaderMixin:
                 # ("<<") have their own tag, so they take that path too.
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise _NotPlainYaml
-                result[self._build(key_node, built)] = self._build(value_node, built)
+                key = self._build(key_node, built)
+                if key in result:
+                    raise _duplicate_key(node, key_node)
+                result[key] = self._build(value_node, built)
             return result
         if tag == _SEQ_TAG:
             result = built[id(node)] = []
             result.extend(self._build(item, built) for item in node.value)
             return result
         raise _NotPlainYaml
+
+
+def _duplicate_key(mapping_node, key_node):
+    return yaml.constructor.ConstructorError(
+        "while constructing a mapping", mapping_node.start_mark,
+        f"found duplicate key {key_node.value!r}", key_node.start_mark)
 
 
 if yaml is not None:
@@ -376,13 +395,47 @@ def _parse_text(text, source):
     return _parse_yaml(text, source)
 
 
+class _DuplicateJsonKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs):
+    result = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateJsonKey(key)
+        result[key] = value
+    return result
+
+
 def _parse_json(text, source):
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateJsonKey as error:
+        raise InputError(f"JSON object has a duplicate key {error.args[0]!r}", obj=source,
+                         fix="keep one of the two; the second would silently replace the first") from None
     except json.JSONDecodeError as error:
         raise InputError(
             f"JSON syntax error at line {error.lineno}, column {error.colno}: {error.msg}",
             obj=source, fix="correct the JSON at that position") from error
+
+
+# Aliases share one object when loaded but are copied when sent; a small document can
+# stand for billions of values ("billion laughs"). No real manifest comes near this.
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+def _expanded_size(value, memo):
+    """How many values ``value`` becomes once every alias is written out."""
+    if not isinstance(value, (dict, list)):
+        return 1
+    known = memo.get(id(value))
+    if known is not None:
+        return known
+    children = value.values() if isinstance(value, dict) else value
+    size = 1 + sum(_expanded_size(child, memo) for child in children)
+    memo[id(value)] = size
+    return size
 
 
 def _parse_yaml(text, source):
@@ -393,6 +446,14 @@ def _parse_yaml(text, source):
             documents.append(document)
     except yaml.YAMLError as error:
         raise _yaml_error(error, source, len(documents) + 1) from error
+    if "*" in text:  # only documents with aliases can expand
+        for number, document in enumerate(documents, start=1):
+            size = _expanded_size(document, {})
+            if size > MAX_EXPANDED_VALUES:
+                raise InputError(
+                    f"document {number} expands through YAML aliases to {size:,} values "
+                    f"(more than {MAX_EXPANDED_VALUES:,})", obj=source,
+                    fix="write the values out, or use fewer nested aliases")
     return documents
 
 
@@ -503,7 +564,42 @@ def _problems_of(manifest):
                                  "make metadata a mapping with at least a name"))
         return problems
     problems.extend(_metadata_problems(manifest, metadata))
+    problems.extend(_size_problems(manifest, obj))
     return problems
+
+
+# What the API server accepts: ConfigMap and Secret content is limited to 1 MiB, and a
+# request body to 3 MiB. Checked here so the object is refused before any write.
+MAX_DATA_BYTES = 1024 * 1024
+MAX_OBJECT_BYTES = 3 * 1024 * 1024
+
+
+def _size_problems(manifest, obj):
+    kind = obj.get("kind")
+    if obj.get("apiVersion") == "v1" and kind in ("ConfigMap", "Secret"):
+        size = _data_bytes(obj, base64_data=kind == "Secret")
+        if size > MAX_DATA_BYTES:
+            return [_problem(manifest, f"{kind} content is {size} bytes, over the limit of {MAX_DATA_BYTES} bytes",
+                             "split the data over several objects, or mount it from elsewhere")]
+        return []
+    size = len(json.dumps(obj, separators=(",", ":"), default=str))
+    if size > MAX_OBJECT_BYTES:
+        return [_problem(manifest, f"the object is {size} bytes, over the API server's limit of "
+                                   f"{MAX_OBJECT_BYTES} bytes", "make it smaller or split it")]
+    return []
+
+
+def _data_bytes(obj, base64_data):
+    total = 0
+    for field in ("data", "binaryData", "stringData"):
+        values = obj.get(field)
+        if not isinstance(values, dict):
+            continue
+        for key, value in values.items():
+            text = str(value)
+            encoded = base64_data and field == "data" or field == "binaryData"
+            total += len(key) + (len(text) * 3 // 4 if encoded else len(text.encode()))
+    return total
 
 
 def _metadata_problems(manifest, metadata):

@@ -153,14 +153,12 @@ def check_kind_allowed(client: KubeClient, res: Resource) -> None:
     """Secrets and ConfigMaps, or custom resources whose CRD carries the marker label."""
     if res.group_kind in spec.BUILTIN_PARENT_KINDS:
         return
-    forbidden = ParentError(
-        f'resource "{res.api_version}, Resource={res.plural}" is not permitted as an ApplySet parent',
-        obj=f"parent kind {res.group_kind}",
-        fix="use a Secret or ConfigMap, or a custom resource whose CRD is labelled: "
-        f"kubectl label crd {res.plural}.{res.group} {spec.LABEL_PARENT_TYPE}=true",
-    )
+    message = f'resource "{res.api_version}, Resource={res.plural}" is not permitted as an ApplySet parent'
+    builtin = ParentError(message, obj=f"parent kind {res.group_kind}",
+                          fix="use a Secret or ConfigMap, or a custom resource whose CRD is labelled "
+                          f"{spec.LABEL_PARENT_TYPE}=true")
     if not res.group:
-        raise forbidden
+        raise builtin
     try:
         crd = client.get(CRD_RESOURCE, f"{res.plural}.{res.group}")
     except ApiError as err:
@@ -169,8 +167,12 @@ def check_kind_allowed(client: KubeClient, res: Resource) -> None:
             obj=f"parent kind {res.group_kind}",
             fix="the user needs get on customresourcedefinitions to use a custom resource parent",
         ) from None
-    if crd is None or spec.LABEL_PARENT_TYPE not in ((crd.get("metadata") or {}).get("labels") or {}):
-        raise forbidden
+    if crd is None:
+        raise builtin  # a built-in kind of a named group, such as deployments.apps
+    if spec.LABEL_PARENT_TYPE not in ((crd.get("metadata") or {}).get("labels") or {}):
+        raise ParentError(message, obj=f"parent kind {res.group_kind}",
+                          fix="label its CRD as a parent type: "
+                          f"kubectl label crd {res.plural}.{res.group} {spec.LABEL_PARENT_TYPE}=true")
 
 
 def read(client: KubeClient, discovery: Discovery, res: Resource, name: str, namespace: str,

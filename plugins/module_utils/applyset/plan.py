@@ -147,8 +147,8 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
             # Not served yet: its CRD is created by this run, which says what it will be.
             res, crd_in_set = from_crds[(m.group, m.version, m.kind)], True
         if res is None:
-            served_other = discovery.for_group_kind(m.group_kind)
-            hint = (f"; the server serves it as {served_other.api_version}" if served_other else
+            served = sorted(r.api_version for r in discovery.with_kind(m.kind))
+            hint = (f"; the server serves {m.kind} as {' or '.join(served)}" if served else
                     "; add its CustomResourceDefinition to the set or install it first")
             problems.append(InputError(
                 f"unknown kind {m.kind} in apiVersion {m.api_version}{hint}",
