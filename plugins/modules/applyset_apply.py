@@ -387,6 +387,21 @@ def load_manifests(module):
     return loaded
 
 
+def definition_secret_values(definition):
+    """Secret values in the definition option, masked before anything else can fail.
+
+    When the definition cannot even be parsed, each of its strings is masked whole:
+    the failure message must not echo a value we could not tell apart.
+    """
+    if definition is None:
+        return set()
+    try:
+        return secret_values(manifests.load_definition(definition))
+    except ApplySetError:
+        items = definition if isinstance(definition, list) else [definition]
+        return {item for item in items if isinstance(item, str) and item}
+
+
 def secret_values(loaded):
     """Every value of every Secret in the input, to be masked in all output (-vvv included)."""
     values = set()
@@ -406,6 +421,7 @@ def main():
     if IMPORT_ERROR is not None:
         module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
+    module.no_log_values.update(definition_secret_values(params["definition"]))
     if params["parallelism"] < 1:
         module.fail_json(msg="parallelism must be at least 1")
     if not 0 <= params["guard"]["max_prune_percent"] <= 100:

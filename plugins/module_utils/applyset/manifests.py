@@ -5,6 +5,8 @@ Two entry points produce ``Manifest`` lists: ``load_sources`` (files, directorie
 reports every problem at once, so that bad input is refused before the first write.
 """
 
+import base64
+import binascii
 import dataclasses
 import glob
 import json
@@ -590,16 +592,24 @@ def _size_problems(manifest, obj):
 
 
 def _data_bytes(obj, base64_data):
+    """Content size as the API server counts it: the values only, base64 ones decoded."""
     total = 0
     for field in ("data", "binaryData", "stringData"):
         values = obj.get(field)
         if not isinstance(values, dict):
             continue
-        for key, value in values.items():
+        encoded = field == "binaryData" or (base64_data and field == "data")
+        for value in values.values():
             text = str(value)
-            encoded = base64_data and field == "data" or field == "binaryData"
-            total += len(key) + (len(text) * 3 // 4 if encoded else len(text.encode()))
+            total += _decoded_length(text) if encoded else len(text.encode())
     return total
+
+
+def _decoded_length(text):
+    try:
+        return len(base64.b64decode(text, validate=False))
+    except (binascii.Error, ValueError):
+        return len(text) * 3 // 4  # not valid base64: the server will say so
 
 
 def _metadata_problems(manifest, metadata):
