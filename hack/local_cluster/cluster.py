@@ -418,7 +418,8 @@ class LocalCluster:
             f"--service-account-issuer=https://127.0.0.1:{port}",
             f"--service-account-key-file={pki.sa_pub}",
             f"--service-account-signing-key-file={pki.sa_key}",
-            "--service-cluster-ip-range=10.0.0.0/24",
+            # Room for thousands of Services (benchmarks, load tests).
+            "--service-cluster-ip-range=10.96.0.0/16",
             "--authorization-mode=Node,RBAC",
             "--allow-privileged=true",
             # Tests send bursts of requests from one client; do not throttle them.

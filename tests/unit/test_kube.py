@@ -129,3 +129,10 @@ def test_pushback_halves_parallelism_and_successes_restore_it():
     for _ in range(39):
         c.request("GET", "/x")
     assert c.flow.limit == 8  # grown back, never above the configured parallelism
+
+
+def test_a_lasting_500_is_tried_three_times_only():
+    c = client([(500, {"kind": "Status", "message": "range is full"}, None)] * 5)
+    with pytest.raises(ApiError, match="range is full"):
+        c.request("GET", "/x")
+    assert len(c._pool.sent) == 3

@@ -29,6 +29,7 @@ AGGREGATED_DISCOVERY = (
     "application/json"
 )
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+MAX_ATTEMPTS_ON_500 = 3
 USER_AGENT = f"{TOOL_NAME}/{COLLECTION_VERSION}"
 
 
@@ -368,7 +369,10 @@ class KubeClient:
                 self.flow.pushed_back()  # the server is overloaded: send less at once
             else:
                 self.flow.succeeded()
-            if resp.status in RETRYABLE_STATUS and retry and time.monotonic() < deadline:
+            # 500 is as often a lasting server-side error ("range is full") as a passing
+            # one: a few tries only, so a run with many such objects still ends soon.
+            persistent = resp.status == 500 and attempt >= MAX_ATTEMPTS_ON_500
+            if resp.status in RETRYABLE_STATUS and retry and not persistent and time.monotonic() < deadline:
                 time.sleep(_retry_after(resp.headers.get("Retry-After"), attempt))
                 continue
             break
