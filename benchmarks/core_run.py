@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Run our core library directly (no Ansible): what applyset_apply does, minus the module glue.
+
+Usage: core_run.py KUBECONFIG MANIFEST_DIR --parent PARENT_JSON [--namespace NS] [--parallelism P]
+                   [--dry-run] [--no-prune] [--profile OUT.txt]
+
+PARENT_JSON is the module's ``parent`` option as JSON (a string or a dict). Prints one JSON line:
+the report's summary, the client's request count and every request classified by what it is for
+(discovery, parent, list-metadata, list-full, apply, delete, ...), counted on the client side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import os
+
+ROOT = Path(os.environ.get("BENCH_TREE") or Path(__file__).resolve().parents[1])
+sys.path.insert(0, str(ROOT / "plugins" / "module_utils"))
+
+from applyset import engine, kube, manifests  # noqa: E402
+from applyset.kube import METADATA_LIST  # noqa: E402
+
+
+def classify(method: str, path: str, query: dict | None, accept: str, content_type: str | None) -> str:
+    if method == "GET" and path in ("/api", "/apis"):
+        return "GET discovery"
+    if method == "GET" and query and "limit" in query:
+        return "LIST metadata" if accept == METADATA_LIST else "LIST full"
+    if method == "PATCH" and content_type == kube.APPLY_PATCH:
+        return "PATCH apply"
+    return f"{method} other"
+
+
+def instrument(client: kube.KubeClient, log: list) -> None:
+    original = client.request
+
+    def request(method, path, *, query=None, body=None, content_type=None, accept="application/json", retry=None):
+        log.append((classify(method, path, query, accept, content_type), path))
+        return original(method, path, query=query, body=body, content_type=content_type, accept=accept, retry=retry)
+
+    client.request = request
+
+
+def tally(log: list, parent_path: str | None) -> dict:
+    counts: dict[str, int] = {}
+    for kind, path in log:
+        if parent_path and path == parent_path:
+            kind = kind.split()[0] + " parent"
+        elif kind == "POST other":
+            kind = "POST parent (create)"
+        elif path.startswith("/apis/apiextensions.k8s.io/") and kind.startswith("GET"):
+            kind = "GET crd (parent type check)"
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kubeconfig")
+    ap.add_argument("manifests")
+    ap.add_argument("--parent", required=True)
+    ap.add_argument("--namespace")
+    ap.add_argument("--parallelism", type=int, default=8)
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--no-prune", action="store_true")
+    ap.add_argument("--profile", help="write a pyinstrument text profile here")
+    args = ap.parse_args(argv)
+
+    profiler = None
+    if args.profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.001)
+        profiler.start()
+
+    loaded = manifests.load_sources([args.manifests])
+    manifests.validate(loaded)
+    client = kube.connect({"kubeconfig": args.kubeconfig}, parallelism=args.parallelism)
+    log: list = []
+    instrument(client, log)
+    opts = engine.Options(prune=not args.no_prune, dry_run=args.dry_run, max_prune_percent=50)
+    run = engine.Engine(client, json.loads(args.parent), args.namespace, opts)
+    report = run.apply(loaded)
+    if profiler:
+        profiler.stop()
+        Path(args.profile).write_text(profiler.output_text(unicode=True, color=False, show_all=False))
+        Path(args.profile).with_suffix(".html").write_text(profiler.output_html())
+    parent_path = None
+    if run.parent is not None:
+        p = run.parent
+        parent_path = p.resource.path(p.namespace or None, p.name)
+    out = {"summary": report.summary(), "changed": report.changed, "requests_sent": client.requests_sent,
+           "requests": tally(log, parent_path), "warnings": report.warnings[:5]}
+    if report.error:
+        out["error"] = str(report.error)
+    print(json.dumps(out))
+    return 1 if report.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""A small run of the benchmark (benchmarks/run --smoke: N=50, one namespace, one repetition) so that
+its scripts do not rot. It checks that every tool reached the desired state in every scenario and
+that our core library sent exactly one write per applied object; it does not judge speed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_benchmark_smoke(cluster, tmp_path):
+    out = tmp_path / "results.json"
+    cmd = [sys.executable, str(REPO_ROOT / "benchmarks" / "bench.py"), "run", "--smoke",
+           "--kubeconfig", cluster.kubeconfig, "--tree", ".", "--idle", "0", "--timeout", "60",
+           "--workdir", str(tmp_path / "work"), "--out", str(out)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("K8S_AUTH_", "ANSIBLE_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    started = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=REPO_ROOT)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+
+    data = json.loads(out.read_text())
+    runs = data["runs"]
+    tools = {r["tool"] for r in runs}
+    assert {"ansible", "core", "ceiling"} <= tools, (tools, data.get("skipped_tools"))
+    for r in runs:
+        assert r["ok"], r
+        assert r["wall_s"] > 0
+    by_key = {(r["tool"], r["scenario"]): r for r in runs}
+    for scenario in ("initial", "noop", "change", "preview", "prune"):
+        assert ("core", scenario) in by_key and ("ansible", scenario) in by_key
+
+    # Exactly one server-side apply per applied object, counted by the client itself.
+    core = {s: by_key[("core", s)]["client_report"]["requests"] for s in ("initial", "noop", "prune")}
+    assert core["initial"]["PATCH apply"] == 50
+    assert core["noop"]["PATCH apply"] == 50
+    assert core["prune"]["PATCH apply"] == 35 and core["prune"]["DELETE other"] == 15
+    assert core["noop"]["GET discovery"] <= 3
+    assert "LIST full" not in core["prune"]  # prune discovery lists metadata only
+
+    # The module process is measured through the interpreter wrapper.
+    assert by_key[("ansible", "initial")]["module_rss_kb"] > 10_000
+    assert data["summary"], "the summary table is built"
+    print(f"benchmark smoke run: {elapsed:.0f}s")
