@@ -118,7 +118,7 @@ class Admin:
                         time.sleep(0.1)
         time.sleep(0.5)
 
-    def delete_namespaces(self, names, timeout: float = 600) -> float:
+    def delete_namespaces(self, names, timeout: float = 600, wait: bool = True) -> float:
         started = time.monotonic()
         for ns in names:
             try:
@@ -126,7 +126,7 @@ class Admin:
             except kube.ApiError as err:
                 if err.status != 404:
                     raise
-        for ns in names:
+        for ns in names if wait else ():
             while time.monotonic() - started < timeout:
                 try:
                     self.req("GET", f"/api/v1/namespaces/{ns}")
@@ -237,6 +237,7 @@ def request_delta(before: dict, after: dict) -> dict:
     by_verb: dict[str, int] = {}
     by_resource: dict[str, int] = {}
     errors = 0
+    errors_by_code: dict[str, int] = {}
     for key, value in after.items():
         delta = int(round(value - before.get(key, 0.0)))
         if delta <= 0:
@@ -254,11 +255,12 @@ def request_delta(before: dict, after: dict) -> dict:
         by_resource[res_key] = by_resource.get(res_key, 0) + delta
         if code.startswith(("4", "5")) and code != "404":
             errors += delta
+            errors_by_code[f"{code} {res_key}"] = errors_by_code.get(f"{code} {res_key}", 0) + delta
     # Watches are long-running and the controllers' informers restart theirs all the time, so they
     # are shown but left out of the total.
     by_verb["total"] = sum(v for k, v in by_verb.items() if k != "WATCH")
     return {"by_verb": dict(sorted(by_verb.items())), "by_resource": dict(sorted(by_resource.items())),
-            "errors": errors}
+            "errors": errors, "errors_by_code": errors_by_code}
 
 
 # ----- tools --------------------------------------------------------------------------------------
@@ -416,6 +418,10 @@ class CoreTool(AnsibleTool):
     def prepare(self) -> None:
         Tool.prepare(self)
 
+    def tree(self) -> Path:
+        """core@NAME runs the collection tree .state/bench/tree-NAME (e.g. a proposed change)."""
+        return BENCH_STATE / f"tree-{self.name.split('@', 1)[1]}" if "@" in self.name else TREE
+
     def command(self, scenario):
         argv = [str(PY), str(BENCH / "core_run.py"), self.cfg.kubeconfig, str(self.variant_dir(VARIANT_FOR[scenario])),
                 "--parent", json.dumps(self.parent_option()), "--parallelism", str(self.cfg.parallelism)]
@@ -423,7 +429,7 @@ class CoreTool(AnsibleTool):
             argv += ["--namespace", self.namespaces[0]]
         if scenario == "preview":
             argv.append("--dry-run")
-        return argv, self.env(BENCH_TREE=str(TREE))
+        return argv, self.env(BENCH_TREE=str(self.tree()))
 
 
 class KubectlTool(Tool):
@@ -736,7 +742,7 @@ def tune_ceiling(admin: Admin, cfg_base: Config, candidates, n: int, reps: int) 
 
 def tool_order(name: str) -> tuple:
     base, _, variant = name.partition("@")
-    return (ALL_TOOLS.index(base), int(variant or 0))
+    return (ALL_TOOLS.index(base), int(variant) if variant.isdigit() else 0, variant)
 
 
 def summarize(runs: list[dict]) -> list[dict]:
@@ -796,7 +802,10 @@ def main(argv=None) -> int:
     run.add_argument("--out", help="results JSON (default benchmarks/results/bench-<time>.json)")
     run.add_argument("--timeout", type=float, default=900)
     run.add_argument("--idle", type=float, default=20, help="seconds of idle background measurement")
-    run.add_argument("--smoke", action="store_true", help="CI smoke preset: N=50, 1 namespace, 1 rep, few tools")
+    run.add_argument("--no-setup", action="store_true",
+                     help="do not pip-install kubernetes.core when it is missing (the k8s tool is skipped)")
+    run.add_argument("--smoke", action="store_true",
+                     help="CI smoke preset: N=50, 1 namespace, 1 rep; ours, the ceiling, and kubectl's apply")
     prof = sub.add_parser("profile", help="pyinstrument profiles of the core library and of ansible-playbook")
     prof.add_argument("--n", type=int, default=1000)
     prof.add_argument("--scenario", default="noop", choices=SCENARIOS)
@@ -936,7 +945,8 @@ def use_tree(spec_: str) -> Path:
 
 def run_benchmark(args) -> int:
     if args.smoke:
-        args.matrix = "50:1:ansible,core,kubectl,ceiling"
+        # kubectl only applies here: its prune waits 200 ms per DELETE (client-side rate limit)
+        args.matrix = "50:1:ansible,core,ceiling 50:1:kubectl:1:initial,noop"
         args.reps = 1
         if args.ceiling_parallelism == "auto":
             args.ceiling_parallelism = "16"
@@ -966,6 +976,9 @@ def run_benchmark(args) -> int:
             if names_here:
                 matrix.append((n, nsc, names_here, reps, scenarios))
     wanted = sorted({t for _, _, names, _, _ in matrix for t in names}, key=tool_order)
+    if "k8s" in wanted and K8sTool.unavailable() and not args.no_setup:
+        log(f"installing kubernetes.core ({ANSIBLE_PKG_SPEC} from PyPI) for the k8s tool")
+        setup_k8s()
     tools_available, skipped = [], {}
     for name in wanted:
         reason = TOOL_CLASSES[name.split("@")[0]].unavailable()
@@ -982,7 +995,7 @@ def run_benchmark(args) -> int:
         if "kpt" in tools_available:
             subprocess.run(["kpt", "live", "install-resource-group"], env={**os.environ, "KUBECONFIG": kubeconfig},
                            capture_output=True, check=True)
-        time.sleep(2)  # let discovery settle after the CRDs
+        time.sleep(0.5 if args.smoke else 2)  # let discovery settle after the CRDs
         workdir = Path(args.workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         results = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(),
@@ -1033,7 +1046,9 @@ def run_benchmark(args) -> int:
                         tool.after_rep(admin)
                         log(f"  {tool.name:8s} {' | '.join(line)}  (cleanup {cleanup:.1f}s)")
                         out.write_text(json.dumps(results, indent=1))  # a checkpoint after every chain
-                admin.delete_namespaces([ns for tool in tools for ns in tool.namespaces])
+                # Waiting keeps the namespace controller's work out of the next block; the smoke run
+                # (on the test session's shared cluster) does not need that.
+                admin.delete_namespaces([ns for tool in tools for ns in tool.namespaces], wait=not args.smoke)
         results["elapsed_s"] = round(time.monotonic() - started, 1)
         results["summary"] = summarize(results["runs"])
         out.write_text(json.dumps(results, indent=1))

@@ -88,7 +88,6 @@ def main(argv=None) -> int:
     if profiler:
         profiler.stop()
         Path(args.profile).write_text(profiler.output_text(unicode=True, color=False, show_all=False))
-        Path(args.profile).with_suffix(".html").write_text(profiler.output_html())
     parent_path = None
     if run.parent is not None:
         p = run.parent

@@ -1,7 +1,7 @@
 """Turn a results file into the plot and the tables of docs/performance.md.
 
-``benchmarks/run report [RESULTS.json] [--update-docs]``: without a file, the newest
-``benchmarks/results/bench-*.json`` is used. Writes ``docs/performance.png`` and
+``benchmarks/run report [RESULTS.json ...] [--update-docs]``: several files are merged (their runs
+pooled); without a file, the most recently written ``benchmarks/results/bench-*.json`` is used. Writes ``docs/performance.png`` and
 ``benchmarks/results/summary.md``; with ``--update-docs`` also replaces the part of
 ``docs/performance.md`` between the ``BEGIN GENERATED`` and ``END GENERATED`` markers.
 """
@@ -33,17 +33,19 @@ STYLE = {"ansible": ("tab:blue", "o", "-"), "core": ("tab:cyan", "s", "-"), "kub
 def tools_in(idx: dict) -> list[str]:
     """Known tools first, in their order, then variants such as ceiling@8."""
     found = {k[0] for k in idx}
-    extra = sorted(found - set(TOOLS), key=lambda t: (t.partition("@")[0], int(t.partition("@")[2] or 0)))
+    extra = sorted(found - set(TOOLS), key=lambda t: (t.partition("@")[0], t.partition("@")[2].zfill(8)))
     return [t for t in TOOLS if t in found] + extra
 
 
 def short(tool: str) -> str:
     base, _, variant = tool.partition("@")
-    return SHORT.get(tool) or (f"{SHORT.get(base, base)}, parallelism {variant}" if variant else tool)
+    if not variant:
+        return SHORT.get(tool, tool)
+    return f"{SHORT.get(base, base)}, " + (f"parallelism {variant}" if variant.isdigit() else f"tree {variant}")
 
 
 def latest() -> Path:
-    files = sorted(RESULTS.glob("bench-*.json"))
+    files = sorted(RESULTS.glob("bench-*.json"), key=lambda p: p.stat().st_mtime)
     if not files:
         raise SystemExit("no results in benchmarks/results; run benchmarks/run first")
     return files[-1]
@@ -308,15 +310,21 @@ def targets(data: dict) -> list[str]:
 def render(data: dict, source: Path) -> str:
     m = data.get("machine", {})
     cfg = data.get("config", {})
-    lines = [f"Results file: `{source.relative_to(ROOT) if source.is_relative_to(ROOT) else source}` "
-             f"(started {data.get('started')}, {data.get('elapsed_s')} s of runs; collection tree "
-             f"`{(data.get('tree') or {}).get('spec')}` at {((data.get('tree') or {}).get('repo_head') or '')[:12]}).",
+    sources = [source] + [Path(p) for p in data.get("merged", [])]
+    shown = ", ".join(f"`{p.relative_to(ROOT) if p.is_absolute() and p.is_relative_to(ROOT) else p}`" for p in sources)
+    tree = data.get("tree") or {}
+    tuning = data.get("ceiling_tuning")
+    tuned = ""
+    if tuning:
+        tuned = " (picked at the start from " + ", ".join(
+            f"{p}: {' / '.join(f'{t:.1f}' for t in ts)} s" for p, ts in tuning["timings_s"].items()) + f" at N={tuning['n']:,})"
+    lines = [f"Results: {shown} (first started {data.get('started')}; collection `plugins/` hash "
+             f"{tree.get('plugins_sha256')}, repository HEAD then {(tree.get('repo_head') or '')[:7]}).",
              "",
              f"Machine: {m.get('cores')} cores ({m.get('cpu')}), {m.get('memory_gib')} GiB, Linux {m.get('kernel')}, "
              f"Python {m.get('python')}; load average at start {', '.join(f'{x:.2f}' for x in m.get('loadavg_start', []))}. "
              f"{m.get('kubectl')}; kpt {m.get('kpt')}; {m.get('ansible_core')}; kubernetes.core {m.get('kubernetes_core')}. "
-             f"Our module's parallelism: {cfg.get('parallelism')}; ceiling's parallelism: {data.get('ceiling_parallelism')}"
-             + (f" (tuned: {data['ceiling_tuning']['timings_s']})" if data.get("ceiling_tuning") else "") + ".",
+             f"Our module's parallelism: {cfg.get('parallelism')}; the ceiling's: {data.get('ceiling_parallelism')}{tuned}.",
              ""]
     if data.get("skipped_tools"):
         lines += ["Skipped tools: " + "; ".join(f"{k}: {v}" for k, v in data["skipped_tools"].items()), ""]
