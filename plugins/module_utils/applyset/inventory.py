@@ -181,8 +181,8 @@ class SetInfo:
 
     @property
     def ref(self) -> str:
-        """kubectl's reference, as in its messages: ``secrets./shop``, ``applysets.example.com/shop``."""
-        return f"{self.resource.plural}.{self.resource.group}/{self.name}"
+        """kubectl-style reference, e.g. ``secrets./shop`` or ``applysets.example.com/shop``."""
+        return self.resource.parent_ref(self.name)
 
     @property
     def display(self) -> str:

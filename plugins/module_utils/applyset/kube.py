@@ -120,6 +120,10 @@ class Resource:
     def group_kind(self) -> GroupKind:
         return GroupKind(self.group, self.kind)
 
+    def parent_ref(self, name: str) -> str:
+        """kubectl's reference to an ApplySet parent, as in its messages: ``secrets./shop``."""
+        return f"{self.plural}.{self.group}/{name}"
+
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:

@@ -60,7 +60,7 @@ class Parent:
     @property
     def ref(self) -> str:
         """kubectl-style reference, e.g. ``secrets./shop`` or ``applysets.example.com/shop``."""
-        return f"{self.resource.plural}.{self.resource.group}/{self.name}"
+        return self.resource.parent_ref(self.name)
 
     def describe(self) -> dict:
         return {
