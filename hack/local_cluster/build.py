@@ -86,10 +86,49 @@ def _go() -> str:
     if not go:
         raise BuildError(
             "Go is not installed (no `go` on PATH). The local control plane is built from "
-            "upstream Go modules: install Go 1.24 or newer, or point KUBEBUILDER_ASSETS at a "
-            "directory that already holds kube-apiserver and etcd."
+            f"upstream Go modules: install Go {required_go_version()} or newer, or point "
+            "KUBEBUILDER_ASSETS at a directory that already holds kube-apiserver and etcd."
         )
     return go
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    """``go1.25.3`` or ``1.25.0`` -> (1, 25, 3); pre-release suffixes (``rc1``) are ignored."""
+    numbers = []
+    for part in text.removeprefix("go").split("."):
+        digits = part[:len(part) - len(part.lstrip("0123456789"))]
+        if not digits:
+            break
+        numbers.append(int(digits))
+        if digits != part:  # "25rc1": the release candidate ends the version
+            break
+    return tuple(numbers)
+
+
+def required_go_version() -> str:
+    """The newest ``go`` directive of the wrapper modules: the oldest Go that can build them all.
+
+    The build runs with GOTOOLCHAIN=local (no toolchain downloads), so an older Go
+    fails on the first wrapper that needs more; checking up front gives a clear error.
+    """
+    versions = []
+    for component in COMPONENTS:
+        for line in (WRAPPERS_DIR / component.wrapper / "go.mod").read_text().splitlines():
+            if line.startswith("go "):
+                versions.append(line.split()[1])
+    return max(versions, key=_version_tuple)
+
+
+def check_go_version(go_version: str) -> None:
+    """Refuse a Go older than the wrappers need, naming both versions."""
+    required = required_go_version()
+    if _version_tuple(go_version) < _version_tuple(required):
+        raise BuildError(
+            f"{go_version} is too old to build the local control plane: the wrapper modules in "
+            f"hack/controlplane need Go {required} or newer (toolchain downloads are off). "
+            "Install a newer Go, or point KUBEBUILDER_ASSETS at a directory that already holds "
+            "kube-apiserver and etcd."
+        )
 
 
 def _go_env() -> dict[str, str]:
@@ -177,6 +216,7 @@ def ensure_binaries(log=lambda msg: print(msg, file=sys.stderr)) -> dict[str, Pa
     check_pins()
     go = _go()
     go_version = _go_version(go)
+    check_go_version(go_version)
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     for component in missing:
