@@ -322,7 +322,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, manifests
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, manifests, names
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = manifests.YAML_IMPORT_ERROR  # None, or the ImportError of PyYAML
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -452,6 +452,8 @@ def main():
     )
     report = None
     try:
+        # Names as the server checks them, before any request (the engine may take this over).
+        names.check_options(params["parent"], params["namespace"])
         if params["state"] == "present":
             if params["src"] is None and params["definition"] is None and not options.allow_empty:
                 module.fail_json(msg="state=present needs src or definition (or guard.allow_empty=true to empty the set)")

@@ -365,6 +365,15 @@ class TestLoadDefinition:
         loaded = manifests.load_definition([CONFIGMAP.format(name="a"), configmap("b")])
         assert [m.source for m in loaded] == ["definition item 1, document 1", "definition item 2"]
 
+    def test_text_named_by_its_source_comment(self):
+        loaded = manifests.load_definition(["# Source: templates/web.yaml.j2\n" + CONFIGMAP.format(name="a"),
+                                            "# Source:  kustomize overlays/prod \n---\n" + CONFIGMAP.format(name="b")])
+        assert [m.source for m in loaded] == ["templates/web.yaml.j2, document 1",
+                                              "kustomize overlays/prod, document 1"]
+        with pytest.raises(InputErrors) as raised:
+            manifests.load_definition(["# Source: templates/bad.yaml.j2\na: [\n"])
+        assert raised.value.errors[0].obj == "templates/bad.yaml.j2"
+
     def test_custom_source_and_empty_input(self):
         assert manifests.load_definition(configmap("a"), source="vars")[0].source == "vars"
         assert manifests.load_definition(None) == []

@@ -13,6 +13,7 @@ import dataclasses
 import glob
 import json
 import os
+import re
 
 from . import kubeyaml, names, spec
 from .errors import InputError, InputErrors
@@ -248,7 +249,9 @@ def _decode(data, file_ref):
 def load_definition(definition, source="definition"):
     """Load manifests given inline: a dict, a list of dicts, or YAML/JSON text.
 
-    Text is read as kubectl reads a file (``kubeyaml``). A dict was parsed by Ansible already
+    Text is read as kubectl reads a file (``kubeyaml``); a text that starts with a comment line
+    ``# Source: NAME`` (as ``helm template`` writes, and the deploy role for each template and
+    kustomize build) is named NAME in messages. A dict was parsed by Ansible already
     (with PyYAML's rules, not kubectl's), so only its JSON form is made what kubectl would send:
     keys become strings and numbers what the server receives. A list may mix dicts and text.
     Empty documents and None items are skipped. Problems of all items are raised together as
@@ -269,6 +272,8 @@ def load_definition(definition, source="definition"):
     for item, item_source in items:
         try:
             if isinstance(item, str):
+                named = _SOURCE_LINE.match(item)
+                item_source = named[1].strip() if named else item_source
                 manifests.extend(_read_text(item, item_source, item_source))
             elif item is not None:
                 # Anything else is one document; validate() reports what is not a mapping.
@@ -278,6 +283,9 @@ def load_definition(definition, source="definition"):
     if problems:
         raise InputErrors(problems)
     return manifests
+
+
+_SOURCE_LINE = re.compile(r"# Source: *([^\n]*\S)")
 
 
 def _as_sent(item, source):
