@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from kubeapi import wait_for
+from kubectl_parity import KUBECTL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "plugins" / "module_utils"))
@@ -101,7 +102,7 @@ def scalar_crd(kube):
 
 
 def kubectl(cluster, namespace, files: list[Path], *extra) -> subprocess.CompletedProcess:
-    args = ["kubectl", "apply", "--server-side", "--dry-run=server", "-n", namespace, *extra]
+    args = [KUBECTL, "apply", "--server-side", "--dry-run=server", "-n", namespace, *extra]
     for path in files:
         args += ["-f", str(path)]
     return subprocess.run(args, capture_output=True, text=True, env=cluster.env(), timeout=300)

@@ -147,12 +147,15 @@ class TestLoadFiles:
         assert names(loaded) == ["first", "a", "b"]
         assert loaded[2].source == f"{tmp_path}/list.yaml, document 2, item 2"
 
-    def test_typed_and_nested_lists_are_flattened(self):
-        inner = {"apiVersion": "v1", "kind": "ConfigMapList", "items": [configmap("b")]}
-        outer = {"apiVersion": "v1", "kind": "List", "items": [configmap("a"), inner]}
-        loaded = manifests.load_definition(outer)
-        assert names(loaded) == ["a", "b"]
-        assert loaded[1].source == "definition, item 2, item 1"
+    def test_typed_lists_are_flattened_and_nested_lists_refused_as_kubectl_does(self):
+        typed = {"apiVersion": "v1", "kind": "ConfigMapList", "items": [configmap("b")]}
+        assert names(manifests.load_definition(typed)) == ["b"]
+        outer = {"apiVersion": "v1", "kind": "List", "items": [configmap("a"), typed]}
+        with pytest.raises(InputErrors) as raised:
+            manifests.load_definition(outer)
+        [error] = raised.value.errors
+        assert error.obj == "definition, item 2"
+        assert error.message.startswith("a list inside a list: kubectl cannot apply it")
 
     def test_any_list_kind_with_items_is_flattened_whatever_its_group(self):
         # kubectl's unstructured decoder reads any document with items as a list.
@@ -174,11 +177,12 @@ class TestLoadFiles:
         plain = manifests.load_definition({"apiVersion": "v1", "kind": "List", "items": [{"metadata": {"name": "c"}}]})
         assert plain[0].kind is None  # "List" names no item kind: validate says kind is missing
 
-    def test_items_null_is_an_empty_list_and_items_of_another_type_an_error(self):
-        assert manifests.load_definition({"apiVersion": "v1", "kind": "List", "items": None}) == []
+    def test_items_that_are_no_list_are_refused(self):
         with pytest.raises(InputErrors) as raised:
-            manifests.load_definition({"apiVersion": "v1", "kind": "List", "items": "x"})
-        assert raised.value.errors[0].message == "items is a string, not a list"
+            manifests.load_definition([{"apiVersion": "v1", "kind": "List", "items": "x"},
+                                       {"apiVersion": "v1", "kind": "List", "items": None}])
+        assert [e.message for e in raised.value.errors] == ["items is a string, not a list",
+                                                            "items is null, not a list"]
 
     def test_a_kind_that_is_no_list_but_has_items_is_refused(self):
         document = {"apiVersion": "example.com/v1", "kind": "Cart", "metadata": {"name": "x"}, "items": []}

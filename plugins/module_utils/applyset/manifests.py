@@ -327,16 +327,17 @@ def _flatten_into(manifests, document, source):
     Any mapping with an ``items`` field is a list to kubectl (apimachinery's unstructured
     decoder), whatever its kind or group (``v1 List``, ``rbac.authorization.k8s.io/v1
     RoleList``); items without apiVersion and kind get the list's, with ``List`` cut from the
-    kind. Lists inside lists are unwrapped too.
+    kind. kubectl refuses a list inside a list, and ``items: null`` in a v1 List; so do we.
     """
     if not (isinstance(document, dict) and "items" in document):
         manifests.append(Manifest(document, source))
         return
     items = document["items"]
     list_kind = document.get("kind")
-    if items is not None and not isinstance(items, list):
-        raise InputError(f"items is a {_type_name(items)}, not a list", obj=source,
-                         fix="make items a list of objects; kubectl reads any document with items as a list")
+    if not isinstance(items, list):
+        raise InputError(f"items is {'null' if items is None else 'a ' + _type_name(items)}, not a list",
+                         obj=source, fix="make items a list of objects; kubectl reads any document with "
+                                         "items as a list")
     if isinstance(list_kind, str) and not list_kind.endswith("List"):
         # kubectl would apply the items and drop the object itself: surely not what was meant.
         raise InputError(
@@ -344,10 +345,15 @@ def _flatten_into(manifests, document, source):
             "and drops the object itself", obj=source,
             fix="rename the items field, or use kind List to give a list of objects")
     item_kind = list_kind[:-len("List")] if isinstance(list_kind, str) else None
-    for number, item in enumerate(items or [], start=1):
+    for number, item in enumerate(items, start=1):
+        item_source = f"{source}, item {number}"
+        if isinstance(item, dict) and isinstance(item.get("items"), list):
+            raise InputError("a list inside a list: kubectl cannot apply it (\"is not a list: no Items "
+                             "field in this object\")", obj=item_source,
+                             fix="move the inner list's items into the outer list")
         if isinstance(item, dict) and not item.get("apiVersion") and not item.get("kind") and item_kind:
             item = {"apiVersion": document.get("apiVersion"), "kind": item_kind, **item}
-        _flatten_into(manifests, item, f"{source}, item {number}")
+        manifests.append(Manifest(item, item_source))
 
 
 # --------------------------------------------------------------------------------------------
