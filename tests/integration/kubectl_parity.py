@@ -85,8 +85,17 @@ def context_kubeconfig(cluster, namespace: str, directory: Path) -> str:
     return str(path)
 
 
+# What the server makes up anew for every request: the names of Pods' token volumes and Jobs'
+# controller uids.
+_RANDOM = (re.compile(r"kube-api-access-[a-z0-9]{5}"), re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"))
+SECRET_FIELDS = ("data", "stringData")
+
+
 def normalise(obj: dict) -> dict:
-    """The object without server bookkeeping, status and our part-of label."""
+    """The object without server bookkeeping, status, made-up names and our part-of label.
+
+    Secret values are left out (ours are masked in the diff): their keys are compared.
+    """
     out = {k: v for k, v in obj.items() if k != "status"}
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
     labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != PART_OF}
@@ -95,7 +104,31 @@ def normalise(obj: dict) -> dict:
     else:
         meta.pop("labels", None)
     out["metadata"] = meta
-    return json.loads(json.dumps(out))
+    if obj.get("kind") == "Secret":
+        for name in SECRET_FIELDS:
+            if isinstance(out.get(name), dict):
+                out[name] = sorted(out[name])
+    text = json.dumps(out)
+    for pattern in _RANDOM:
+        text = pattern.sub("<generated>", text)
+    return json.loads(text)
+
+
+def template_labels_only(theirs: dict, ours: dict) -> bool:
+    """kubectl's object got metadata.labels copied from its pod template and ours did not.
+
+    The server does this for ReplicationControllers and Jobs (and other old kinds) only when
+    metadata.labels is empty; every ApplySet member carries the part-of label, so ours never is
+    (the same happens with kubectl --applyset).
+    """
+    if ours.get("metadata", {}).get("labels"):
+        return False
+    labels = theirs.get("metadata", {}).get("labels") or {}
+    template = ((theirs.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
+    if not labels or not all(template.get(k) == v for k, v in labels.items()):
+        return False
+    trimmed = dict(theirs, metadata={k: v for k, v in theirs["metadata"].items() if k != "labels"})
+    return trimmed == ours
 
 
 def key_of(obj: dict) -> tuple:
@@ -139,6 +172,18 @@ def our_dry_run(client, namespace: str, paths: list, parent: str) -> Outcome:
     return Outcome(True, objects, uncompared=uncompared, warnings=report.warnings)
 
 
+TEMPLATE_LABELS = "no labels copied from the pod template (the part-of label, as with kubectl --applyset)"
+
+
+LAST_APPLIED = "kubectl rewrote the last-applied-configuration annotation the input carries"
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _without_last_applied(obj: dict) -> dict:
+    annotations = {k: v for k, v in (obj["metadata"].get("annotations") or {}).items() if k != LAST_APPLIED_ANNOTATION}
+    return dict(obj, metadata={**obj["metadata"], "annotations": annotations})
+
+
 def compared(theirs: Outcome, ours: Outcome) -> int:
     """How many objects both sides have and the comparison covers."""
     return len((set(theirs.objects) & set(ours.objects)) - ours.uncompared)
@@ -153,6 +198,10 @@ def differences(theirs: Outcome, ours: Outcome) -> list[str]:
         mine, other = ours.objects.get(key), theirs.objects.get(key)
         if mine is None or other is None:
             found.append(f"{key}: only {'kubectl' if mine is None else 'ours'} has it")
+        elif template_labels_only(other, mine):
+            found.append(f"{key}: {TEMPLATE_LABELS}")
+        elif _without_last_applied(other) == _without_last_applied(mine):
+            found.append(f"{key}: {LAST_APPLIED}")
         elif mine != other:
             fields = sorted(k for k in set(mine) | set(other) if mine.get(k) != other.get(k))
             found.append(f"{key}: differs in {', '.join(fields)}")
