@@ -198,11 +198,13 @@ def differences(theirs: Outcome, ours: Outcome) -> list[str]:
         mine, other = ours.objects.get(key), theirs.objects.get(key)
         if mine is None or other is None:
             found.append(f"{key}: only {'kubectl' if mine is None else 'ours'} has it")
+        elif mine == other:
+            continue
         elif template_labels_only(other, mine):
             found.append(f"{key}: {TEMPLATE_LABELS}")
         elif _without_last_applied(other) == _without_last_applied(mine):
             found.append(f"{key}: {LAST_APPLIED}")
-        elif mine != other:
+        else:
             fields = sorted(k for k in set(mine) | set(other) if mine.get(k) != other.get(k))
             found.append(f"{key}: differs in {', '.join(fields)}")
     return found
