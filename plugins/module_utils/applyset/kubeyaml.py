@@ -39,7 +39,6 @@ except ImportError as error:
 else:
     YAML_IMPORT_ERROR = None
 
-from .errors import InputError
 
 _TAG = "tag:yaml.org,2002:"
 STR_TAG, BOOL_TAG, INT_TAG, FLOAT_TAG = _TAG + "str", _TAG + "bool", _TAG + "int", _TAG + "float"
