@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 import time
-from pathlib import Path
 
 import pytest
 from ansible_cli import run_module, run_playbook
 from test_conformance_corpus import KUBERNETES, module_cache
+from test_roles import write
 
 PART_OF = "applyset.kubernetes.io/part-of"
 FILES = [
@@ -30,11 +29,6 @@ FILES = [
     "hack/testdata/secret.yaml",
     "test/fixtures/doc-yaml/admin/limitrange/limits.yaml",
 ]
-
-
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip())
 
 
 @pytest.fixture
