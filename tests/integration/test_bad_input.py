@@ -341,6 +341,21 @@ CASES = [
          ("parent Namespace @NS@-p", "cluster-scoped, so the parent cannot have a namespace")),
     Case("parent-is-a-list", {"parent": ["good"], "definition": [cm("x")]},
          ("parent", "parent must be a string or a dict")),
+    # --- names, checked as the server checks them, before any request ------------------------------------------
+    Case("namespace-option-invalid", {"namespace": "Tenant_A", "definition": [cm("x")]},
+         ("option namespace", 'namespace "Tenant_A" is not a valid DNS-1123 label', 'e.g. "tenant-a"')),
+    # An unreachable server: the error is still the name's, so no request was made.
+    Case("namespace-option-invalid-before-any-request",
+         {"namespace": "Tenant_A", "definition": [cm("x")], "host": "https://127.0.0.1:9"},
+         ("option namespace", 'namespace "Tenant_A" is not a valid DNS-1123 label')),
+    Case("parent-name-invalid", {"parent": "My_Set", "definition": [cm("x")]},
+         ("option parent", 'name "My_Set" is not a valid DNS-1123 subdomain')),
+    Case("member-namespace-invalid", {"definition": [cm("x", namespace="Tenant_A")]},
+         ("definition item 1 (ConfigMap Tenant_A/x)", 'metadata.namespace "Tenant_A" is not a valid DNS-1123 label')),
+    Case("member-service-name-invalid", {"definition": [{"apiVersion": "v1", "kind": "Service",
+                                                         "metadata": {"name": "1web"}, "spec": {"ports": [{"port": 80}]}}]},
+         ("definition item 1 (Service 1web)", 'metadata.name "1web" is not a valid DNS-1035 label',
+          "a Service name must be a DNS-1035 label")),
     # --- options -----------------------------------------------------------------------------------------------
     Case("present-without-src-or-definition", {}, ("state=present needs src or definition",)),
     Case("src-and-definition-both-empty", {"src": [], "definition": []},
