@@ -44,6 +44,20 @@ def newest_kubectl() -> str:
 
 
 KUBECTL = newest_kubectl()
+
+
+def kubectl_minor() -> int:
+    """The reference kubectl's minor version (33 for 1.33)."""
+    proc = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60)
+    try:
+        return int(re.sub(r"\D", "", json.loads(proc.stdout)["clientVersion"]["minor"]))
+    except (ValueError, KeyError):
+        return 0
+
+
+# kubectl reads a JSON document followed by YAML (or a "JSON" document only YAML can read)
+# since 1.33; older ones refuse the rest of the stream.
+KUBECTL_READS_JSON_THEN_YAML = kubectl_minor() >= 33
 PART_OF = "applyset.kubernetes.io/part-of"
 SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
 

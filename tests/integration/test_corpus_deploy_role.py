@@ -41,8 +41,12 @@ def corpus_app(tmp_path):
                     "run the control plane build (hack/local-cluster build) first")
     # A template made from a corpus file: its name comes from a play variable.
     source = (kubernetes / "hack" / "testdata" / "configmap.yaml").read_text()
+    # Plus a document that only kubectl's YAML rules accept: "n" is false to go-yaml v2, a string
+    # to PyYAML (and so to Ansible's from_yaml), which the server would refuse for immutable.
     write(tmp_path / "templates" / "config.yaml.j2",
-          re.sub(r"(?m)^  name: (.*)$", r"  name: {{ config_prefix }}-\1", source))
+          re.sub(r"(?m)^  name: (.*)$", r"  name: {{ config_prefix }}-\1", source)
+          + "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ config_prefix }}-yaml11\n"
+            "immutable: n\ndata:\n  port: '0o17'\n")
     write(tmp_path / "deploy.yml", """
         - name: Deploy a corpus app
           hosts: localhost
@@ -100,13 +104,15 @@ def test_corpus_app_install_noop_prune_verify_uninstall(cluster, kube, namespace
     expected = {("Deployment", "nginx-deployment"), ("Service", "list-service-test"),
                 ("Deployment", "list-deployment-test"), ("Service", "mock"), ("ReplicationController", "mock"),
                 ("ConfigMap", "test-configmap"), ("Secret", "test-set-env-secret"), ("LimitRange", "mylimits"),
-                ("ConfigMap", "tpl-test-set-env-config"), ("ServiceAccount", "kwok-controller"),
+                ("ConfigMap", "tpl-test-set-env-config"), ("ConfigMap", "tpl-yaml11"),
+                ("ServiceAccount", "kwok-controller"),
                 ("ClusterRole", "kwok-controller"), ("ClusterRoleBinding", "kwok-controller"),
                 ("FlowSchema", "kwok-controller")}
     assert set(actions) == expected
     set_id = kube.get(f"/api/v1/namespaces/{namespace}/secrets/corpus")["metadata"]["labels"]["applyset.kubernetes.io/id"]
     sa = kube.get("/api/v1/namespaces/kube-system/serviceaccounts/kwok-controller")
     assert sa["metadata"]["labels"][PART_OF] == set_id
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/tpl-yaml11")["immutable"] is False
     web = kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/nginx-deployment")
     assert web["status"].get("availableReplicas") == web["spec"]["replicas"]  # the role waited
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from kubectl_parity import Outcome, compared, context_kubeconfig, differences, kubectl_dry_run, our_dry_run
+from kubectl_parity import (KUBECTL_READS_JSON_THEN_YAML, Outcome, compared, context_kubeconfig, differences,
+                            kubectl_dry_run, our_dry_run)
 
 from applyset import kube as core_kube  # noqa: E402  (kubectl_parity puts it on the path)
 
@@ -81,9 +82,11 @@ CASES = [
     # --- JSON -----------------------------------------------------------------------------------
     Case("json-file", {"a.json": json.dumps(cm("a"), indent="\t")}),
     Case("json-stream", {"a.json": json.dumps(cm("a")) + json.dumps(cm("b")) + "\n" + json.dumps(cm("c"))}),
-    Case("json-then-yaml", {"a.json": json.dumps(cm("a")) + "\n---\n" + cm_yaml("b")}),
+    Case("json-then-yaml", {"a.json": json.dumps(cm("a")) + "\n---\n" + cm_yaml("b")},
+         kubectl_accepts=KUBECTL_READS_JSON_THEN_YAML),
     Case("json-with-trailing-comma-is-yaml", {"a.json": '{"apiVersion": "v1", "kind": "ConfigMap", '
-                                                        '"metadata": {"name": "a"},}'}),
+                                                        '"metadata": {"name": "a"},}'},
+         kubectl_accepts=KUBECTL_READS_JSON_THEN_YAML),
     Case("yaml-in-a-json-file", {"a.json": cm_yaml("a")}),
     Case("json-in-a-yaml-file", {"a.yaml": json.dumps(cm("a"))}),
     # Whole floats reach the server as ints, as from kubectl (Go writes 1.0 as 1).
