@@ -101,7 +101,8 @@ def context_kubeconfig(cluster, namespace: str, directory: Path) -> str:
 
 # What the server makes up anew for every request: the names of Pods' token volumes and Jobs'
 # controller uids.
-_RANDOM = (re.compile(r"kube-api-access-[a-z0-9]{5}"), re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"))
+_RANDOM = (re.compile(r"kube-api-access-[a-z0-9]{5}"),
+           re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"))
 SECRET_FIELDS = ("data", "stringData")
 
 

@@ -109,7 +109,8 @@ def test_corpus_app_install_noop_prune_verify_uninstall(cluster, kube, namespace
                 ("ClusterRole", "kwok-controller"), ("ClusterRoleBinding", "kwok-controller"),
                 ("FlowSchema", "kwok-controller")}
     assert set(actions) == expected
-    set_id = kube.get(f"/api/v1/namespaces/{namespace}/secrets/corpus")["metadata"]["labels"]["applyset.kubernetes.io/id"]
+    parent = kube.get(f"/api/v1/namespaces/{namespace}/secrets/corpus")
+    set_id = parent["metadata"]["labels"]["applyset.kubernetes.io/id"]
     sa = kube.get("/api/v1/namespaces/kube-system/serviceaccounts/kwok-controller")
     assert sa["metadata"]["labels"][PART_OF] == set_id
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/tpl-yaml11")["immutable"] is False
@@ -137,5 +138,6 @@ def test_corpus_app_install_noop_prune_verify_uninstall(cluster, kube, namespace
     assert kube.get("/api/v1/namespaces/kube-system/serviceaccounts/kwok-controller") is None
     assert kube.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/kwok-controller") is None
     assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/corpus") is None
-    print(f"\ncorpus app through the deploy role ({len(expected)} objects: the test namespace, kube-system, cluster-scoped): "
+    print(f"\ncorpus app through the deploy role ({len(expected)} objects in the test namespace, kube-system "
+          "and cluster-scoped): "
           + ", ".join(f"{step} {seconds:.1f}s" for step, seconds in times.items()), flush=True)

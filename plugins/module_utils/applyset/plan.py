@@ -207,8 +207,8 @@ def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: s
     elif "namespace" in meta:
         del meta["namespace"]
         if namespace:
-            warnings.append(f"{m.source} ({res.kind} {m.name}): metadata.namespace {namespace!r} ignored: {res.kind} is "
-                            "cluster-scoped (kubectl ignores it too); remove it from the manifest")
+            warnings.append(f"{m.source} ({res.kind} {m.name}): metadata.namespace {namespace!r} ignored: "
+                            f"{res.kind} is cluster-scoped (kubectl ignores it too); remove it from the manifest")
     meta["labels"] = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: applyset_id}
     body = dict(m.obj)
     body["metadata"] = meta
