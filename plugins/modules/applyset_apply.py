@@ -65,17 +65,27 @@ options:
       - Namespace of a namespaced parent, and default namespace of namespaced members that do not set
         C(metadata.namespace).
       - Members may live in other namespaces; they are recorded in the parent's C(additional-namespaces).
+      - Must be a valid namespace name (a DNS-1123 label); it is checked before any request, as are the
+        parent's name and every member's name and namespace.
     type: str
   src:
     description:
-      - Manifest files, directories (all C(*.yaml), C(*.yml) and C(*.json) below them) or glob patterns.
-      - Multi-document YAML is supported, and objects of kind C(List) are flattened.
+      - Manifest files, directories (all C(*.yaml), C(*.yml) and C(*.json) below them, hidden entries
+        skipped) or glob patterns.
+      - Files are read as kubectl reads them, whatever their extension, JSON or YAML by content, YAML with
+        kubectl's rules (go-yaml v2, so C(y), C(on), C(0o17), C(1e3) are a boolean and numbers, C(12:30)
+        and C(=) strings). See the collection's C(docs/kubectl-compatibility.md).
+      - Multi-document YAML and JSON streams are supported, and every list kind with C(items) (C(List),
+        C(RoleList), ...) is flattened.
       - Relative paths are resolved against the playbook or role directory.
     type: list
     elements: str
   definition:
     description:
       - Objects given inline, as a dictionary, a list of dictionaries, or YAML/JSON text. Combined with C(src).
+      - "Text is read as kubectl reads a file, and a text whose first line is C(# Source: NAME) is named
+        NAME in messages. Dictionaries were parsed by Ansible (PyYAML) already; pass text to have YAML
+        read with kubectl's rules."
     type: raw
   state:
     description:
@@ -200,6 +210,7 @@ options:
     default: 120
 notes:
   - Members get the label C(applyset.kubernetes.io/part-of); an input object that already carries it is refused.
+  - As kubectl does, C(metadata.namespace) on a cluster-scoped object is ignored (with a warning).
   - Unlike kubectl, a namespaced parent may have members in several namespaces, a set may be emptied
     (with I(guard.allow_empty)), owner references are checked before pruning, and overlapping sets are detected.
 seealso:
@@ -322,7 +333,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, manifests
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, manifests, names
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = manifests.YAML_IMPORT_ERROR  # None, or the ImportError of PyYAML
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -452,6 +463,8 @@ def main():
     )
     report = None
     try:
+        # Names as the server checks them, before any request (the engine may take this over).
+        names.check_options(params["parent"], params["namespace"])
         if params["state"] == "present":
             if params["src"] is None and params["definition"] is None and not options.allow_empty:
                 module.fail_json(msg="state=present needs src or definition (or guard.allow_empty=true to empty the set)")

@@ -444,8 +444,6 @@ BAD_INPUTS = [
     ("unknown kind", [{"apiVersion": "example.invalid/v1", "kind": "Nope", "metadata": {"name": "a"}}],
      "unknown kind Nope"),
     ("duplicate", [cm("dup"), cm("dup")], "same object"),
-    ("namespace on cluster-scoped", [{"apiVersion": "v1", "kind": "Namespace",
-                                      "metadata": {"name": "zz", "namespace": "default"}}], "cluster-scoped"),
     ("yaml syntax", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [unclosed\n", "line"),
     ("not a mapping", ["just a string"], "mapping"),
     ("unknown field (Strict)", [cm("good"), dict(cm("strict"), spec={"bogus": 1})], "field not declared in schema"),

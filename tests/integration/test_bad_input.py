@@ -157,8 +157,6 @@ CASES = [
          files={"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  finalizers: [x, y\n"}),
     Case("yaml-tab-indentation", src("cm.yaml"), (file_path("cm.yaml"), "line 4, column 1"),
          files={"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: a\n"}),
-    Case("yaml-duplicate-anchor", src("cm.yaml"), (file_path("cm.yaml"), "duplicate anchor"),
-         files={"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: &m\n  name: a\ndata: &m\n  x: '1'\n"}),
     Case("yaml-undefined-alias", src("cm.yaml"), (file_path("cm.yaml"), "undefined alias"),
          files={"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: *nothing\n"}),
     Case("yaml-unclosed-quote", src("cm.yaml"), (file_path("cm.yaml"), "quoted scalar"),
@@ -166,7 +164,8 @@ CASES = [
     Case("yaml-error-in-third-document", src("many.yaml"), (file_path("many.yaml"), "line 18"),
          files={"many.yaml": CONFIGMAP.format(name="one") + "---\n" + CONFIGMAP.format(name="two") + "---\n"
                 + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [three\n"}),
-    Case("yaml-python-tag-refused", src("cm.yaml"), (file_path("cm.yaml"), "could not determine a constructor"),
+    # kubectl ignores tags on collections: this metadata is the list ["id"].
+    Case("yaml-python-tag-is-no-code", src("cm.yaml"), (file_path("cm.yaml"), "metadata is not a mapping but a list"),
          files={"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: !!python/object/apply:os.system [id]\n"}),
     # YAML keys must be unique; PyYAML keeps the last one. The API server refuses duplicate fields
     # under fieldValidation=Strict (the module's default), but never sees them.
@@ -180,13 +179,14 @@ CASES = [
          files={"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dupflow}\ndata: {v: '1', v: '2'}\n"}),
     # 4^10 strings from 11 short lines: just over the loader's limit of a million values.
     Case("yaml-alias-expansion", src("cm.yaml"),
-         (file_path("cm.yaml"), "document 1 expands through YAML aliases to", "more than 1,000,000"), check=True,
+         (file_path("cm.yaml"), "expands through YAML aliases to", "more than 1,000,000"), check=True,
          files={"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: laughs}\ndata: {}\nx:\n"
                            "  l0: &l0 [lol, lol, lol, lol]\n"
                            + "".join(f"  l{i}: &l{i} [*l{i - 1}, *l{i - 1}, *l{i - 1}, *l{i - 1}]\n"
                                      for i in range(1, 10))}),
+    # Unclosed, so that YAML cannot read it either (kubectl reads {...,} as a YAML flow mapping).
     Case("json-syntax-error", src("cm.json"), (file_path("cm.json"), "JSON syntax error at line 1"),
-         files={"cm.json": '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},}'}),
+         files={"cm.json": '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}'}),
     Case("json-duplicate-key", {**src("cm.json"), "definition": [cm(n) for n in GOOD_MEMBERS]},
          (file_path("cm.json"), "JSON object has a duplicate key 'data'"), check=True,
          files={"cm.json": '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dupjson"}, '
@@ -201,10 +201,6 @@ CASES = [
     Case("non-utf8-latin1", src("latin1.yaml"),
          (file_path("latin1.yaml"), f"not valid UTF-8 (byte offset {len(LATIN1_PREFIX)})"),
          files={"latin1.yaml": (LATIN1_PREFIX + "\xe9al\n").encode("latin-1")}),
-    Case("non-utf8-utf16", src("utf16.yaml"), (file_path("utf16.yaml"), "not valid UTF-8"),
-         files={"utf16.yaml": CONFIGMAP.format(name="wide").encode("utf-16")}),
-    # Objects over what the API server stores, refused before the first write (the files are
-    # made here; they are 1 to 3 MiB).
     Case("configmap-over-1mib", src("big.yaml"),
          (file_path("big.yaml") + ", document 1 (ConfigMap big)", "ConfigMap content is",
           "over the limit of 1048576 bytes"), check=True,
@@ -283,14 +279,6 @@ CASES = [
          (file_path("deploy.yaml") + ", document 1 (Deployment web)", "apiVersion apps/v1beta1",
           "the server serves Deployment as apps/v1"),
          files={"deploy.yaml": "apiVersion: apps/v1beta1\nkind: Deployment\nmetadata:\n  name: web\n"}),
-    Case("namespace-on-cluster-scoped-kind", src("ns.yaml"),
-         (file_path("ns.yaml") + ", document 1 (Namespace @NS@/@NS@-x)",
-          "cluster-scoped, so it cannot have metadata.namespace"),
-         files={"ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: \"@NS@-x\"\n  namespace: \"@NS@\"\n"}),
-    Case("namespace-on-cluster-role", {"definition": [{"apiVersion": "rbac.authorization.k8s.io/v1",
-                                                       "kind": "ClusterRole",
-                                                       "metadata": {"name": "@NS@-cr", "namespace": "@NS@"}}]},
-         ("definition item 1 (ClusterRole @NS@/@NS@-cr)", "ClusterRole is cluster-scoped")),
     # --- duplicates ------------------------------------------------------------------------------------------
     Case("duplicate-in-one-file", src("dup.yaml"),
          (file_path("dup.yaml") + ", document 2 (ConfigMap dup)",
@@ -353,6 +341,21 @@ CASES = [
          ("parent Namespace @NS@-p", "cluster-scoped, so the parent cannot have a namespace")),
     Case("parent-is-a-list", {"parent": ["good"], "definition": [cm("x")]},
          ("parent", "parent must be a string or a dict")),
+    # --- names, checked as the server checks them, before any request ------------------------------------------
+    Case("namespace-option-invalid", {"namespace": "Tenant_A", "definition": [cm("x")]},
+         ("option namespace", 'namespace "Tenant_A" is not a valid DNS-1123 label', 'e.g. "tenant-a"')),
+    # An unreachable server: the error is still the name's, so no request was made.
+    Case("namespace-option-invalid-before-any-request",
+         {"namespace": "Tenant_A", "definition": [cm("x")], "host": "https://127.0.0.1:9"},
+         ("option namespace", 'namespace "Tenant_A" is not a valid DNS-1123 label')),
+    Case("parent-name-invalid", {"parent": "My_Set", "definition": [cm("x")]},
+         ("option parent", 'name "My_Set" is not a valid DNS-1123 subdomain')),
+    Case("member-namespace-invalid", {"definition": [cm("x", namespace="Tenant_A")]},
+         ("definition item 1 (ConfigMap Tenant_A/x)", 'metadata.namespace "Tenant_A" is not a valid DNS-1123 label')),
+    Case("member-service-name-invalid", {"definition": [{"apiVersion": "v1", "kind": "Service",
+                                                         "metadata": {"name": "1web"}, "spec": {"ports": [{"port": 80}]}}]},
+         ("definition item 1 (Service 1web)", 'metadata.name "1web" is not a valid DNS-1035 label',
+          "a Service name must be a DNS-1035 label")),
     # --- options -----------------------------------------------------------------------------------------------
     Case("present-without-src-or-definition", {}, ("state=present needs src or definition",)),
     Case("src-and-definition-both-empty", {"src": [], "definition": []},

@@ -147,17 +147,56 @@ class TestLoadFiles:
         assert names(loaded) == ["first", "a", "b"]
         assert loaded[2].source == f"{tmp_path}/list.yaml, document 2, item 2"
 
-    def test_typed_and_nested_lists_are_flattened(self):
-        inner = {"apiVersion": "v1", "kind": "ConfigMapList", "items": [configmap("b")]}
-        outer = {"apiVersion": "v1", "kind": "List", "items": [configmap("a"), inner]}
-        loaded = manifests.load_definition(outer)
-        assert names(loaded) == ["a", "b"]
-        assert loaded[1].source == "definition, item 2, item 1"
+    def test_typed_lists_are_flattened_and_nested_lists_refused_as_kubectl_does(self):
+        typed = {"apiVersion": "v1", "kind": "ConfigMapList", "items": [configmap("b")]}
+        assert names(manifests.load_definition(typed)) == ["b"]
+        outer = {"apiVersion": "v1", "kind": "List", "items": [configmap("a"), typed]}
+        with pytest.raises(InputErrors) as raised:
+            manifests.load_definition(outer)
+        [error] = raised.value.errors
+        assert error.obj == "definition, item 2"
+        assert error.message.startswith("a list inside a list: kubectl cannot apply it")
 
-    def test_list_like_objects_that_are_not_v1_lists_stay_whole(self):
-        document = {"apiVersion": "example.com/v1", "kind": "ShoppingList", "items": [],
+    def test_any_list_kind_with_items_is_flattened_whatever_its_group(self):
+        # kubectl's unstructured decoder reads any document with items as a list.
+        role = {"kind": "Role", "apiVersion": "rbac.authorization.k8s.io/v1", "metadata": {"name": "r"}}
+        document = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleList", "items": [role]}
+        loaded = manifests.load_definition(document)
+        assert [m.obj for m in loaded] == [role]
+        assert loaded[0].source == "definition, item 1"
+        shopping = {"apiVersion": "example.com/v1", "kind": "ShoppingList", "items": [],
                     "metadata": {"name": "x"}}
-        assert [m.obj for m in manifests.load_definition(document)] == [document]
+        assert manifests.load_definition(shopping) == []
+
+    def test_items_inherit_the_kind_and_api_version_of_a_typed_list(self):
+        document = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleList",
+                    "items": [{"metadata": {"name": "a"}}, {"kind": "ClusterRole", "metadata": {"name": "b"}}]}
+        loaded = manifests.load_definition(document)
+        assert [(m.api_version, m.kind, m.name) for m in loaded] == [
+            ("rbac.authorization.k8s.io/v1", "Role", "a"), (None, "ClusterRole", "b")]
+        plain = manifests.load_definition({"apiVersion": "v1", "kind": "List", "items": [{"metadata": {"name": "c"}}]})
+        assert plain[0].kind is None  # "List" names no item kind: validate says kind is missing
+
+    def test_items_that_are_no_list_are_refused(self):
+        with pytest.raises(InputErrors) as raised:
+            manifests.load_definition([{"apiVersion": "v1", "kind": "List", "items": "x"},
+                                       {"apiVersion": "v1", "kind": "List", "items": None}])
+        assert [e.message for e in raised.value.errors] == ["items is a string, not a list",
+                                                            "items is null, not a list"]
+
+    def test_a_kind_that_is_no_list_but_has_items_is_refused(self):
+        document = {"apiVersion": "example.com/v1", "kind": "Cart", "metadata": {"name": "x"}, "items": []}
+        with pytest.raises(InputErrors) as raised:
+            manifests.load_definition(document)
+        assert "kubectl reads it as a list of its items" in raised.value.errors[0].message
+
+    def test_list_items_are_named_per_item_in_files(self, tmp_path):
+        write(tmp_path / "roles.yaml", "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleList\nitems:\n"
+              "- metadata: {name: a}\n- metadata: {name: b}\n")
+        loaded = manifests.load_sources(str(tmp_path / "roles.yaml"))
+        assert [m.source for m in loaded] == [f"{tmp_path}/roles.yaml, document 1, item 1",
+                                              f"{tmp_path}/roles.yaml, document 1, item 2"]
+        assert {m.kind for m in loaded} == {"Role"}
 
 
 class TestLoadDirectoriesAndGlobs:
@@ -277,14 +316,6 @@ class TestFileErrors:
         assert error.message.startswith("YAML syntax error at line 8, column 5:")
         assert "line 8" in str(error)
 
-    def test_yaml_error_with_pure_python_loader(self, tmp_path, monkeypatch):
-        pure_python = type("PurePython", (manifests.ManifestLoaderMixin, yaml.SafeLoader), {})
-        monkeypatch.setattr(manifests, "_ManifestLoader", pure_python)
-        write(tmp_path / "bad.yaml", "a: 1\nb:\n\t- tab\n")
-        with pytest.raises(InputErrors) as raised:
-            manifests.load_sources("bad.yaml", base_dir=str(tmp_path))
-        assert raised.value.errors[0].message.startswith("YAML syntax error at line 3, column 1:")
-
     def test_file_too_big(self, tmp_path, monkeypatch):
         monkeypatch.setattr(manifests, "MAX_FILE_BYTES", 10)
         write(tmp_path / "big.yaml", CONFIGMAP.format(name="a"))
@@ -307,87 +338,6 @@ class TestFileErrors:
         text = str(raised.value)
         assert text.splitlines()[0] == "3 problems in the input:"
         assert len(text.splitlines()) == 4
-
-
-PLAIN_YAML = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: &meta
-  name: tricky
-  labels: {a: "1", b: 'yes'}
-numbers: [0x1F, 017, 1_000, 1:30, -7, .5, 1e3, .inf, .NaN]
-booleans: [yes, No, on, OFF, true, False]
-nulls: [~, null, Null]
-empty:
-strings: [nginx:1.25, "quoted", plain text, '', 100m, 64Mi, 1.2.3, "2024-01-01"]
-dates: [2024-01-01, 2024-01-01T10:00:00Z, !!timestamp 2001-12-14 21:59:43.10 -5]
-1: integer key
-alias: *meta
-"""
-
-# Features the fast path hands over to PyYAML.
-TRICKY_YAML = PLAIN_YAML + """\
-merged:
-  <<: *meta
-  extra: 1
-binary: !!binary aGVsbG8=
-set: !!set {x, y}
-when: 2024-01-01T10:00:00Z
----
-- second document
-"""
-
-
-@pytest.mark.parametrize("base", [yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)])
-class TestYamlFastPath:
-    def loaders(self, base):
-        fast = type("Fast", (manifests.ManifestLoaderMixin, base), {})
-        standard = type("Standard", (base,), {})
-        for loader in (fast, standard):
-            loader.add_constructor("tag:yaml.org,2002:timestamp", manifests._scalar_text)
-        return fast, standard
-
-    def test_plain_documents_take_the_fast_path(self, base):
-        fast, _standard = self.loaders(base)
-        loader = fast(PLAIN_YAML)
-        document = loader._build(loader.get_single_node(), {})
-        assert document["dates"] == ["2024-01-01", "2024-01-01T10:00:00Z", "2001-12-14 21:59:43.10 -5"]
-        assert document["numbers"][:4] == [31, 15, 1000, 90]
-        assert document["booleans"] == [True, False, True, False, True, False]
-        assert document["alias"] is document["metadata"]
-
-    @pytest.mark.parametrize("text", [
-        PLAIN_YAML,
-        TRICKY_YAML,
-        "a: [1, {b: [2, {c: 3}]}]\nd: ''\n",
-        "a: &x [1, 2]\nb: *x\n",
-        "just a string\n",
-        "",
-    ])
-    def test_same_result_as_the_safe_loader(self, base, text):
-        fast, standard = self.loaders(base)
-        assert _load_all(text, fast) == _load_all(text, standard)
-
-    def test_shared_anchors_stay_shared(self, base):
-        fast, _standard = self.loaders(base)
-        [document] = yaml.load_all("a: &x {k: v}\nb: *x\n", Loader=fast)
-        assert document["a"] is document["b"]
-
-    def test_recursive_alias(self, base):
-        fast, _standard = self.loaders(base)
-        [document] = yaml.load_all("&x [1, *x]\n", Loader=fast)
-        assert document[1] is document
-
-    def test_complex_key_error_comes_from_pyyaml(self, base):
-        fast, _standard = self.loaders(base)
-        with pytest.raises(yaml.constructor.ConstructorError, match="unhashable key"):
-            _load_all("? [complex, key]\n: value\n", fast)
-
-
-def _load_all(text, loader):
-    values = list(yaml.load_all(text, Loader=loader))
-    # NaN never equals itself; compare its text instead.
-    return repr(values)
 
 
 class TestLoadDefinition:
@@ -418,6 +368,15 @@ class TestLoadDefinition:
     def test_list_of_yaml_texts(self):
         loaded = manifests.load_definition([CONFIGMAP.format(name="a"), configmap("b")])
         assert [m.source for m in loaded] == ["definition item 1, document 1", "definition item 2"]
+
+    def test_text_named_by_its_source_comment(self):
+        loaded = manifests.load_definition(["# Source: templates/web.yaml.j2\n" + CONFIGMAP.format(name="a"),
+                                            "# Source:  kustomize overlays/prod \n---\n" + CONFIGMAP.format(name="b")])
+        assert [m.source for m in loaded] == ["templates/web.yaml.j2, document 1",
+                                              "kustomize overlays/prod, document 1"]
+        with pytest.raises(InputErrors) as raised:
+            manifests.load_definition(["# Source: templates/bad.yaml.j2\na: [\n"])
+        assert raised.value.errors[0].obj == "templates/bad.yaml.j2"
 
     def test_custom_source_and_empty_input(self):
         assert manifests.load_definition(configmap("a"), source="vars")[0].source == "vars"
@@ -454,6 +413,20 @@ class TestLoadDefinition:
     def test_documents_are_not_copied(self):
         document = configmap("a")
         assert manifests.load_definition(document)[0].obj is document
+
+    def test_dicts_are_made_what_kubectl_would_send(self):
+        document = {**configmap("a"), "spec": {2: "x", True: "y", "n": 1.0, "big": 2 ** 64, "f": 0.5}}
+        [loaded] = manifests.load_definition(document)
+        assert loaded.obj["spec"] == {"2": "x", "true": "y", "n": 1, "big": float(2 ** 64), "f": 0.5}
+        assert loaded.obj["metadata"] is document["metadata"]  # unchanged parts are not copied
+
+    def test_dicts_with_values_json_cannot_hold_are_refused(self):
+        with pytest.raises(InputErrors) as raised:
+            manifests.load_definition([{**configmap("a"), "spec": {"x": float("nan")}}, {None: 1}])
+        assert [(e.obj, e.message) for e in raised.value.errors] == [
+            ("definition item 1", "the object.spec.x: json: unsupported value: NaN"),
+            ("definition item 2", "the object: unsupported map key of type: <nil> (a null key such as ~, "
+                                  "null or an empty key)")]
 
 
 class TestValidate:

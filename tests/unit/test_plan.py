@@ -13,6 +13,7 @@ RESOURCES = [
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False),
     Resource("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
              "validatingwebhookconfigurations", False),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
 ]
 ID = "applyset-test-v1"
 
@@ -60,11 +61,24 @@ def test_members_get_the_label_and_the_default_namespace_without_touching_the_in
 
 def test_all_problems_are_reported_together():
     with pytest.raises(InputErrors) as err:
-        build([obj("Nope", "a", "example.invalid/v1"), obj("Namespace", "n", namespace="x"),
+        build([obj("Nope", "a", "example.invalid/v1"), obj("Nope", "b", "example.invalid/v1"),
                obj("ConfigMap", "dup"), obj("ConfigMap", "dup", namespace="default")])
     text = str(err.value)
     assert "3 problems" in text
-    assert "unknown kind Nope" in text and "cluster-scoped" in text and "twice" in text
+    assert "unknown kind Nope" in text and "twice" in text
+
+
+def test_namespace_of_a_cluster_scoped_object_is_dropped_with_a_warning():
+    # kubectl's resource builder drops it (FilterNamespace); Kubernetes' addon manifests rely on it.
+    docs = [obj("ClusterRole", "reader", "rbac.authorization.k8s.io/v1", namespace="kube-system"),
+            obj("Namespace", "shop", namespace=""), obj("Namespace", "other")]
+    p = build(docs, namespace="shop")
+    bodies = [m.body["metadata"] for m in p.members]
+    assert all("namespace" not in meta for meta in bodies)
+    assert p.warnings == ["definition item 1 (ClusterRole reader): metadata.namespace 'kube-system' ignored: ClusterRole is "
+                          "cluster-scoped (kubectl ignores it too); remove it from the manifest"]
+    assert docs[0]["metadata"]["namespace"] == "kube-system"  # the input is left alone
+    assert p.namespaces == set()
 
 
 def test_namespaced_object_without_any_namespace_is_refused():

@@ -362,6 +362,7 @@ class Engine:
         """Apply the desired set and prune what left it."""
         parent = self._load_parent()
         plan = plans.build(manifests, self.discovery, parent.id, self.namespace or parent.namespace or None)
+        self.report.warnings += plan.warnings
         want_full = self.opts.diff or self.opts.dry_run
 
         desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)

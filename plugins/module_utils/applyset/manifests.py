@@ -1,8 +1,10 @@
 """Load and validate the user's manifests, without any cluster access.
 
 Two entry points produce ``Manifest`` lists: ``load_sources`` (files, directories, globs) and
-``load_definition`` (inline dicts, lists or YAML text). ``validate`` then checks them all and
-reports every problem at once, so that bad input is refused before the first write.
+``load_definition`` (inline dicts, lists or YAML/JSON text). Text of either kind is read by
+``kubeyaml`` exactly as kubectl reads it, and List kinds are unwrapped as kubectl's resource
+builder unwraps them. ``validate`` then checks them all and reports every problem at once, so
+that bad input is refused before the first write.
 """
 
 import base64
@@ -11,139 +13,17 @@ import dataclasses
 import glob
 import json
 import os
+import re
 
-try:
-    import yaml
-except ImportError as error:
-    # PyYAML is a requirement (requirements.txt). Without it this file still imports, so that
-    # the modules can report the missing library: they fail with YAML_IMPORT_ERROR.
-    yaml = None
-    YAML_IMPORT_ERROR = error
-else:
-    YAML_IMPORT_ERROR = None
-
-from . import spec
+from . import kubeyaml, names, spec
 from .errors import InputError, InputErrors
 
+# Kept here for the modules, which report a missing PyYAML with it.
+YAML_IMPORT_ERROR = kubeyaml.YAML_IMPORT_ERROR
+
 MAX_FILE_BYTES = 64 * 1024 * 1024
+# What kubectl reads from a directory (k8s.io/cli-runtime's FileExtensions, case-sensitive).
 MANIFEST_EXTENSIONS = (".yaml", ".yml", ".json")
-
-_YAML_TAG = "tag:yaml.org,2002:"
-
-
-def _scalar_text(loader, node):
-    return node.value
-
-
-# How the fast path builds each plain scalar, by resolved tag. Timestamps stay strings as
-# written: a datetime cannot be sent as JSON, and to Kubernetes "2024-01-01" is text.
-_SCALAR_BUILDERS = {
-    _YAML_TAG + "str": _scalar_text,
-    _YAML_TAG + "timestamp": _scalar_text,
-    _YAML_TAG + "null": lambda loader, node: None,
-}
-if yaml is not None:
-    _SCALAR_BUILDERS.update({
-        _YAML_TAG + "bool": yaml.SafeLoader.construct_yaml_bool,
-        _YAML_TAG + "int": yaml.SafeLoader.construct_yaml_int,
-        _YAML_TAG + "float": yaml.SafeLoader.construct_yaml_float,
-    })
-_MAP_TAG = _YAML_TAG + "map"
-_SEQ_TAG = _YAML_TAG + "seq"
-
-
-class _NotPlainYaml(Exception):
-    """The document uses a YAML feature the fast path leaves to PyYAML."""
-
-
-class ManifestLoaderMixin:
-    """Speed-ups for a PyYAML safe loader reading Kubernetes manifests.
-
-    Plain documents (maps, lists, strings, numbers, booleans, nulls) are built by a direct
-    recursive walk instead of PyYAML's generic constructor, and plain-scalar tags are resolved
-    once per distinct value. Together with libyaml this loads about 1.5 times faster than
-    ``yaml.CSafeLoader``. Anything else (merge keys, explicit tags such as !!binary, complex
-    keys) goes through the standard safe constructor, errors included, so the result is
-    always what the safe loader gives, except that timestamps stay strings.
-    """
-
-    def __init__(self, stream):
-        super().__init__(stream)
-        # Manifests repeat the same plain scalars (keys above all) thousands of times.
-        self._plain_scalar_tags = {}
-
-    def resolve(self, kind, value, implicit):
-        if kind is yaml.ScalarNode and implicit[0]:
-            tag = self._plain_scalar_tags.get(value)
-            if tag is None:
-                tag = self._plain_scalar_tags[value] = super().resolve(kind, value, implicit)
-            return tag
-        return super().resolve(kind, value, implicit)
-
-    # This loader has no path resolvers, so the composer's path tracking can be skipped.
-    def descend_resolver(self, current_node, current_index):
-        pass
-
-    def ascend_resolver(self):
-        pass
-
-    def construct_mapping(self, node, deep=False):
-        # PyYAML keeps the last of two equal keys; in a manifest that silently drops data.
-        seen = set()
-        for key_node, _value in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _YAML_TAG + "merge":
-                if key_node.value in seen:
-                    raise _duplicate_key(node, key_node)
-                seen.add(key_node.value)
-        return super().construct_mapping(node, deep)
-
-    def construct_document(self, node):
-        try:
-            return self._build(node, {})
-        except _NotPlainYaml:
-            return super().construct_document(node)
-
-    def _build(self, node, built):
-        tag = node.tag
-        if isinstance(node, yaml.ScalarNode):
-            build_scalar = _SCALAR_BUILDERS.get(tag)
-            if build_scalar is None:
-                raise _NotPlainYaml
-            return build_scalar(self, node)
-        # An alias is the same node object again: build it once, as PyYAML does.
-        known = built.get(id(node))
-        if known is not None:
-            return known
-        if tag == _MAP_TAG:
-            result = built[id(node)] = {}
-            for key_node, value_node in node.value:
-                # Complex keys may be unhashable: let PyYAML report those. Merge keys
-                # ("<<") have their own tag, so they take that path too.
-                if not isinstance(key_node, yaml.ScalarNode):
-                    raise _NotPlainYaml
-                key = self._build(key_node, built)
-                if key in result:
-                    raise _duplicate_key(node, key_node)
-                result[key] = self._build(value_node, built)
-            return result
-        if tag == _SEQ_TAG:
-            result = built[id(node)] = []
-            result.extend(self._build(item, built) for item in node.value)
-            return result
-        raise _NotPlainYaml
-
-
-def _duplicate_key(mapping_node, key_node):
-    return yaml.constructor.ConstructorError(
-        "while constructing a mapping", mapping_node.start_mark,
-        f"found duplicate key {key_node.value!r}", key_node.start_mark)
-
-
-if yaml is not None:
-    class _ManifestLoader(ManifestLoaderMixin, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-        """The loader used for all input: libyaml's parser when installed, else pure Python."""
-
-    _ManifestLoader.add_constructor(_YAML_TAG + "timestamp", _scalar_text)
 
 _GLOB_CHARACTERS = frozenset("*?[")
 
@@ -341,25 +221,41 @@ def _load_file(path, shown):
     except OSError as error:
         raise InputError(f"cannot read the file: {error.strerror}", obj=file_ref,
                          fix="check that the file exists and is readable") from error
+    # Whatever the extension: kubectl tells JSON from YAML by the content.
+    return _read_text(_decode(data, file_ref), shown, file_ref)
+
+
+def _decode(data, file_ref):
+    """File bytes to text as kubectl decodes them: a UTF-16 byte order mark means UTF-16.
+
+    Other files must be UTF-8 (a UTF-8 byte order mark is dropped). kubectl replaces bytes that
+    are not UTF-8 with U+FFFD and goes on; we refuse the file rather than change its data.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as error:
+            raise InputError(f"the file is not valid UTF-16 (byte offset {error.start})", obj=file_ref,
+                             fix="save the file as UTF-8") from error
     try:
         # Plain utf-8, not utf-8-sig, so that the offset counts from the start of the file.
-        text = data.decode("utf-8").removeprefix("\ufeff")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
         raise InputError(
             f"the file is not valid UTF-8 (byte offset {error.start})", obj=file_ref,
             fix="save the file as UTF-8") from error
-    if path.endswith(".json"):
-        documents = [_parse_json(text, file_ref)]
-    else:
-        documents = _parse_yaml(text, file_ref)
-    return _to_manifests(documents, shown)
 
 
 def load_definition(definition, source="definition"):
     """Load manifests given inline: a dict, a list of dicts, or YAML/JSON text.
 
-    A list may also hold YAML text items. Empty documents and None items are skipped.
-    Syntax errors of all text items are raised together as ``InputErrors``.
+    Text is read as kubectl reads a file (``kubeyaml``); a text that starts with a comment line
+    ``# Source: NAME`` (as ``helm template`` writes, and the deploy role for each template and
+    kustomize build) is named NAME in messages. A dict was parsed by Ansible already
+    (with PyYAML's rules, not kubectl's), so only its JSON form is made what kubectl would send:
+    keys become strings and numbers what the server receives. A list may mix dicts and text.
+    Empty documents and None items are skipped. Problems of all items are raised together as
+    ``InputErrors``.
     """
     if definition is None:
         return []
@@ -374,129 +270,90 @@ def load_definition(definition, source="definition"):
     manifests = []
     problems = []
     for item, item_source in items:
-        if isinstance(item, str):
-            try:
-                manifests.extend(_to_manifests(_parse_text(item, item_source), item_source))
-            except InputError as error:
-                problems.append(error)
-        elif item is not None:
-            # Anything else is one document; validate() reports what is not a mapping.
-            manifests.extend(_to_manifests([item], item_source, single=True))
+        try:
+            if isinstance(item, str):
+                named = _SOURCE_LINE.match(item)
+                item_source = named[1].strip() if named else item_source
+                manifests.extend(_read_text(item, item_source, item_source))
+            elif item is not None:
+                # Anything else is one document; validate() reports what is not a mapping.
+                _flatten_into(manifests, _as_sent(item, item_source), item_source)
+        except InputError as error:
+            problems.append(error)
     if problems:
         raise InputErrors(problems)
     return manifests
 
 
-def _parse_text(text, source):
-    """Parse inline text: JSON when it is JSON (tabs and all), YAML otherwise."""
-    if text.lstrip().startswith(("{", "[")):
-        try:
-            return [json.loads(text)]
-        except ValueError:
-            pass  # YAML flow style also starts with '{' or '['.
-    return _parse_yaml(text, source)
+_SOURCE_LINE = re.compile(r"# Source: *([^\n]*\S)")
 
 
-class _DuplicateJsonKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs):
-    result = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateJsonKey(key)
-        result[key] = value
-    return result
-
-
-def _parse_json(text, source):
+def _as_sent(item, source):
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
-    except _DuplicateJsonKey as error:
-        raise InputError(f"JSON object has a duplicate key {error.args[0]!r}", obj=source,
-                         fix="keep one of the two; the second would silently replace the first") from None
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"JSON syntax error at line {error.lineno}, column {error.colno}: {error.msg}",
-            obj=source, fix="correct the JSON at that position") from error
+        return kubeyaml.to_json_value(item, where="the object")
+    except kubeyaml.YamlError as error:
+        raise InputError(str(error), obj=source, fix="give a value that JSON can hold") from None
 
 
-# Aliases share one object when loaded but are copied when sent; a small document can
-# stand for billions of values ("billion laughs"). No real manifest comes near this.
-MAX_EXPANDED_VALUES = 1_000_000
-
-
-def _expanded_size(value, memo):
-    """How many values ``value`` becomes once every alias is written out."""
-    if not isinstance(value, (dict, list)):
-        return 1
-    known = memo.get(id(value))
-    if known is not None:
-        return known
-    children = value.values() if isinstance(value, dict) else value
-    size = 1 + sum(_expanded_size(child, memo) for child in children)
-    memo[id(value)] = size
-    return size
-
-
-def _parse_yaml(text, source):
-    """Parse every YAML document of ``text``; None stands for an empty document."""
-    documents = []
+def _read_text(text, source, error_ref):
+    """Manifests of one text (a file's or an inline one): ``source, document N`` each."""
     try:
-        for document in yaml.load_all(text, Loader=_ManifestLoader):
-            documents.append(document)
-    except yaml.YAMLError as error:
-        raise _yaml_error(error, source, len(documents) + 1) from error
-    if "*" in text:  # only documents with aliases can expand
-        for number, document in enumerate(documents, start=1):
-            size = _expanded_size(document, {})
-            if size > MAX_EXPANDED_VALUES:
-                raise InputError(
-                    f"document {number} expands through YAML aliases to {size:,} values "
-                    f"(more than {MAX_EXPANDED_VALUES:,})", obj=source,
-                    fix="write the values out, or use fewer nested aliases")
-    return documents
-
-
-def _yaml_error(error, source, document_number):
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error)
-    if mark is not None:
-        where = f"line {mark.line + 1}, column {mark.column + 1}"
-    else:
-        where = f"document {document_number}"
-    context = getattr(error, "context", None)
-    detail = f"{problem} ({context})" if context else problem
-    return InputError(f"YAML syntax error at {where}: {detail}", obj=source,
-                      fix="correct the YAML at that position")
-
-
-def _to_manifests(documents, source, single=False):
-    """Wrap parsed documents as manifests, skipping empty ones and flattening Lists."""
+        documents = kubeyaml.read_stream(text)
+    except kubeyaml.YamlError as error:
+        raise _syntax_error(error, error_ref) from None
     manifests = []
-    for number, document in enumerate(documents, start=1):
-        if document is None:
-            continue
-        document_source = source if single else f"{source}, document {number}"
-        _flatten_into(manifests, document, document_source)
+    for number, document in documents:
+        _flatten_into(manifests, document, f"{source}, document {number}")
     return manifests
 
 
-def _flatten_into(manifests, document, source):
-    if _is_list(document):
-        for number, item in enumerate(document["items"], start=1):
-            _flatten_into(manifests, item, f"{source}, item {number}")
+def _syntax_error(error, source):
+    message = str(error)
+    language = "JSON" if message.startswith("JSON") else "YAML"
+    message = message.removeprefix("JSON syntax error: ").removeprefix("JSON: ")
+    if error.line is None:
+        where = ""
+    elif error.column is None:
+        where = f" at line {error.line + 1}"
     else:
+        where = f" at line {error.line + 1}, column {error.column + 1}"
+    return InputError(f"{language} syntax error{where}: {message}", obj=source,
+                      fix=f"correct the {language} at that position")
+
+
+def _flatten_into(manifests, document, source):
+    """Add ``document``, or each item of a List, as kubectl's resource builder unwraps them.
+
+    Any mapping with an ``items`` field is a list to kubectl (apimachinery's unstructured
+    decoder), whatever its kind or group (``v1 List``, ``rbac.authorization.k8s.io/v1
+    RoleList``); items without apiVersion and kind get the list's, with ``List`` cut from the
+    kind. kubectl refuses a list inside a list, and ``items: null`` in a v1 List; so do we.
+    """
+    if not (isinstance(document, dict) and "items" in document):
         manifests.append(Manifest(document, source))
-
-
-def _is_list(document):
-    # kubectl's own List wrapper (kubectl get -o yaml), and typed lists such as ConfigMapList.
-    if not isinstance(document, dict) or document.get("apiVersion") != "v1":
-        return False
-    kind = document.get("kind")
-    return isinstance(kind, str) and kind.endswith("List") and isinstance(document.get("items"), list)
+        return
+    items = document["items"]
+    list_kind = document.get("kind")
+    if not isinstance(items, list):
+        raise InputError(f"items is {'null' if items is None else 'a ' + _type_name(items)}, not a list",
+                         obj=source, fix="make items a list of objects; kubectl reads any document with "
+                                         "items as a list")
+    if isinstance(list_kind, str) and not list_kind.endswith("List"):
+        # kubectl would apply the items and drop the object itself: surely not what was meant.
+        raise InputError(
+            f"a {list_kind} with a top-level items field: kubectl reads it as a list of its items "
+            "and drops the object itself", obj=source,
+            fix="rename the items field, or use kind List to give a list of objects")
+    item_kind = list_kind[:-len("List")] if isinstance(list_kind, str) else None
+    for number, item in enumerate(items, start=1):
+        item_source = f"{source}, item {number}"
+        if isinstance(item, dict) and isinstance(item.get("items"), list):
+            raise InputError("a list inside a list: kubectl cannot apply it (\"is not a list: no Items "
+                             "field in this object\")", obj=item_source,
+                             fix="move the inner list's items into the outer list")
+        if isinstance(item, dict) and not item.get("apiVersion") and not item.get("kind") and item_kind:
+            item = {"apiVersion": document.get("apiVersion"), "kind": item_kind, **item}
+        manifests.append(Manifest(item, item_source))
 
 
 # --------------------------------------------------------------------------------------------
@@ -508,14 +365,16 @@ _OBJECT_FIX = "each document must be a Kubernetes object with apiVersion, kind a
 def validate(manifests):
     """Check every manifest and raise one ``InputErrors`` listing all problems found.
 
-    Checks: each document is a mapping with string apiVersion, kind and metadata.name; no
-    generateName; labels and annotations map strings to strings; no ApplySet member label
-    in the input; no object given twice.
+    Checks: each document is a mapping with string apiVersion, kind and metadata.name; the
+    name and namespace are valid as the API server checks them (``names``); no generateName;
+    labels and annotations map strings to strings; no ApplySet member label in the input; no
+    object given twice.
     """
     problems = []
     first_seen = {}
+    crd_kinds = _kinds_defined_by_crds(manifests)
     for manifest in manifests:
-        found = _problems_of(manifest)
+        found = _problems_of(manifest, crd_kinds)
         problems.extend(found)
         if found:
             continue
@@ -538,7 +397,25 @@ def _problem(manifest, message, fix, extra=None):
     return InputError(message, obj=obj, fix=fix, details=details)
 
 
-def _problems_of(manifest):
+def _kinds_defined_by_crds(manifests):
+    """{(group, kind): namespaced} of the custom resources that CRDs in the input define."""
+    kinds = {}
+    for manifest in manifests:
+        obj = manifest.obj
+        if manifest.api_version is None or manifest.group_kind != CRD_GROUP_KIND:
+            continue
+        crd_spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        crd_names = crd_spec.get("names") if isinstance(crd_spec.get("names"), dict) else {}
+        group, kind = crd_spec.get("group"), crd_names.get("kind")
+        if isinstance(group, str) and isinstance(kind, str):
+            kinds[(group, kind)] = crd_spec.get("scope", "Namespaced") != "Cluster"
+    return kinds
+
+
+CRD_GROUP_KIND = spec.GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
+
+
+def _problems_of(manifest, crd_kinds=None):
     """Return the problems of one manifest (the duplicate check aside)."""
     obj = manifest.obj
     if not isinstance(obj, dict):
@@ -566,6 +443,7 @@ def _problems_of(manifest):
                                  "make metadata a mapping with at least a name"))
         return problems
     problems.extend(_metadata_problems(manifest, metadata))
+    problems.extend(_name_problems(manifest, metadata, crd_kinds or {}))
     problems.extend(_size_problems(manifest, obj))
     return problems
 
@@ -633,6 +511,24 @@ def _metadata_problems(manifest, metadata):
         problems.append(_problem(
             manifest, f'ApplySet label "{spec.LABEL_PART_OF}" already set in input data',
             "remove the label from the manifest; the ApplySet tooling adds it itself"))
+    return problems
+
+
+def _name_problems(manifest, metadata, crd_kinds):
+    """metadata.name and metadata.namespace as the API server would check them."""
+    problems = []
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    group, kind = manifest.group, manifest.kind
+    if _text_or_none(name) and kind:
+        problem = names.name_problem(group, kind, name, served_by_crd=(group, kind) in crd_kinds)
+        if problem:
+            problems.append(_problem(manifest, problem, names.fix_for(name)))
+    # A namespace on a cluster-scoped object is dropped later, as kubectl does.
+    cluster_scoped = (group, kind) in names.CLUSTER_SCOPED or crd_kinds.get((group, kind)) is False
+    if _text_or_none(namespace) and not cluster_scoped:
+        problem = names.namespace_problem(namespace)
+        if problem:
+            problems.append(_problem(manifest, problem, names.fix_for(namespace)))
     return problems
 
 

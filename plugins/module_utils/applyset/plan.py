@@ -1,8 +1,8 @@
 """Desired manifests + discovery + parent -> a Plan: what to apply, in which order, where to look for prune.
 
-Every input problem that needs the server's knowledge (unknown kinds, a
-namespace on a cluster-scoped kind, duplicates after namespace defaulting) is
-found here, before the first write.
+Every input problem that needs the server's knowledge (unknown kinds, duplicates
+after namespace defaulting) is found here, before the first write. A namespace on
+a cluster-scoped object is dropped with a warning, as kubectl drops it.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ class Plan:
     group_kinds: set  # this run's group-kinds
     namespaces: set  # namespaces holding this run's namespaced members
     ranks: list = field(default_factory=list)  # member lists, in apply order
+    warnings: list = field(default_factory=list)  # input kubectl would accept but we changed
 
     def keys(self) -> set:
         return {m.key for m in self.members}
@@ -138,6 +139,7 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
     """Resolve every manifest to a resource and a namespace; collect all problems at once."""
     from_crds = _resources_from_crds(manifests)
     problems: list[InputError] = []
+    warnings: list[str] = []
     members: list[Member] = []
     seen: dict[tuple, Manifest] = {}
     for m in manifests:
@@ -155,7 +157,7 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
                 obj=f"{m.source} ({m.ref})", fix="check apiVersion and kind",
             ))
             continue
-        body = _body_for(m, res, applyset_id, default_namespace, problems)
+        body = _body_for(m, res, applyset_id, default_namespace, problems, warnings)
         if body is None:
             continue
         member = Member(manifest=m, resource=res, body=body, rank=rank_of(res.group_kind, res.namespaced),
@@ -174,6 +176,7 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
         members=members,
         group_kinds={m.resource.group_kind for m in members},
         namespaces={m.namespace for m in members if m.resource.namespaced},
+        warnings=warnings,
     )
     by_rank: dict[int, list[Member]] = {}
     for member in members:
@@ -183,7 +186,13 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
 
 
 def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: str | None,
-              problems: list) -> dict | None:
+              problems: list, warnings: list) -> dict | None:
+    """What is sent for ``m``: its namespace defaulted or dropped, and our part-of label added.
+
+    Like kubectl's resource builder, a namespaced object without metadata.namespace gets the
+    default namespace, and the namespace of a cluster-scoped object is dropped (kubectl does so
+    silently; we say so in ``warnings``).
+    """
     meta = dict(m.obj.get("metadata") or {})
     namespace = meta.get("namespace")
     if res.namespaced:
@@ -195,12 +204,11 @@ def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: s
             ))
             return None
         meta["namespace"] = namespace
-    elif namespace:
-        problems.append(InputError(
-            f"{res.kind} is cluster-scoped, so it cannot have metadata.namespace ({namespace})",
-            obj=f"{m.source} ({m.ref})", fix="remove metadata.namespace",
-        ))
-        return None
+    elif "namespace" in meta:
+        del meta["namespace"]
+        if namespace:
+            warnings.append(f"{m.source} ({res.kind} {m.name}): metadata.namespace {namespace!r} ignored: "
+                            f"{res.kind} is cluster-scoped (kubectl ignores it too); remove it from the manifest")
     meta["labels"] = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: applyset_id}
     body = dict(m.obj)
     body["metadata"] = meta
