@@ -6,6 +6,7 @@ stdin and prints the report (or the error) as JSON on stdout.
 
 import json
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
@@ -21,10 +22,12 @@ def main() -> int:
     try:
         report = run.apply(manifests.load_definition(job["definition"]))
     except ApplySetError as err:
-        print(json.dumps({"failed": True, "error": str(err)}))
+        print(json.dumps({"failed": True, "error": str(err), "finished_at": time.time()}))
         return 1
+    # finished_at: when this run let go of the set, so that a test can tell which of two
+    # concurrent runs wrote last (the order in which it reads their output says nothing).
     print(json.dumps({"failed": report.failed, "error": str(report.error) if report.error else None,
-                      **report.to_dict()}))
+                      "finished_at": time.time(), **report.to_dict()}))
     return 1 if report.failed else 0
 
 

@@ -24,9 +24,11 @@ def start(cluster, parent, namespace, definition, **options):
 
 
 def finish(proc):
+    """(returncode, report, when the run ended by the wall clock)."""
     out = proc.stdout.read()
     proc.wait(timeout=300)
-    return proc.returncode, json.loads(out) if out.strip() else {"error": proc.stderr.read()}, time.monotonic()
+    report = json.loads(out) if out.strip() else {"error": proc.stderr.read()}
+    return proc.returncode, report, report.get("finished_at", time.time())
 
 
 def desired(namespace, prefix, count):
