@@ -191,15 +191,18 @@ def _set_label(applyset: dict) -> str:
 
 
 def _cell(cluster: dict, applyset: dict | None, problems: list, stale: list, drifted: bool) -> dict:
+    """One set on one cluster, as the report's matrix shows it; every cell has the same keys."""
+    cell = {"state": STATE_UNKNOWN, "members": None, "derived": None, "errors": None, "warnings": None,
+            "stale": False, "drift": False, "tooling": None}
     if not cluster["checked"] or (applyset is None and not cluster["complete"]):
-        return {"state": STATE_UNKNOWN, "drift": False}
+        return cell
     if applyset is None:
-        return {"state": STATE_ABSENT, "drift": drifted}
-    errors = sum(p["severity"] == "error" and not p.get("fixed") for p in problems)
-    warnings = sum(p["severity"] == "warning" for p in problems)
-    return {"state": STATE_OK if applyset.get("ok") else STATE_PROBLEMS, "members": applyset.get("member_count", 0),
-            "derived": len(applyset.get("derived") or []), "errors": errors, "warnings": warnings,
-            "stale": bool(stale), "drift": drifted, "tooling": applyset.get("tooling")}
+        return dict(cell, state=STATE_ABSENT, drift=drifted)
+    return dict(cell, state=STATE_OK if applyset.get("ok") else STATE_PROBLEMS,
+                members=applyset.get("member_count", 0), derived=len(applyset.get("derived") or []),
+                errors=sum(p["severity"] == "error" and not p.get("fixed") for p in problems),
+                warnings=sum(p["severity"] == "warning" for p in problems),
+                stale=bool(stale), drift=drifted, tooling=applyset.get("tooling"))
 
 
 def build_report(hosts: list, *, now: str | None = None, stale_days: int = 30, scope: dict | None = None) -> dict:
