@@ -88,6 +88,15 @@ options:
       - For example C(^(?P<stage>[a-z]+)-(?P<region>[a-z0-9-]+)$) puts the context C(prod-eu-west) into the
         groups C(stage_prod) and C(region_eu_west). Contexts that do not match get no such group.
     type: str
+  set_kubeconfig:
+    description:
+      - Set C(applyset_kubeconfig) to the file each host came from.
+      - Turn it off when the files are somewhere else when the play runs. AWX, for example, writes a credential's
+        kubeconfig to a new temporary path for the inventory sync and for each job. The hosts then carry only their
+        C(applyset_context), and the modules read the file named by E(K8S_AUTH_KUBECONFIG) or E(KUBECONFIG) when
+        the job runs (or a C(group_vars) file sets C(applyset_kubeconfig)).
+    type: bool
+    default: true
   connection:
     description: The C(ansible_connection) of every host; the modules run where the play runs. Empty sets none.
     type: str
@@ -312,6 +321,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         for context in chosen:
             self._check_context(context, config, file_path)
             variables = self._variables(context, config, file_path)
+            if not self.get_option("set_kubeconfig"):
+                del variables["applyset_kubeconfig"]
             host = entry.get("name") or self._host_name(context, config, file_path)
             if not isinstance(host, str) or not host or BAD_HOST_NAME.search(host):
                 raise AnsibleParserError(

@@ -134,7 +134,8 @@ def fleet_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_") and k != "KUBECONFIG"}
     env.update(ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_INVENTORY_UNPARSED_FAILED="1",
-               KUBECONFIG=os.devnull, **extra)  # no default cluster: a host without its own would fail
+               KUBECONFIG=os.devnull)  # no default cluster: a host without its own would fail
+    env.update(extra)
     return env
 
 
@@ -167,8 +168,8 @@ def fleet(tmp_path_factory):
     try:
         yield run_scenario(tmp_path_factory.mktemp("fleet"), kubeconfigs, bool(started), steps)
     finally:
-        for local in started:
-            steps.run(f"stop {local.state_dir.name}", local.down, log=lambda msg: print(msg, file=sys.stderr))
+        for host, local in zip(HOSTS, started):
+            steps.run(f"stop {host}", local.down, log=lambda msg: print(msg, file=sys.stderr))
             shutil.rmtree(local.state_dir, ignore_errors=True)
         steps.seconds["total"] = round(time.monotonic() - started_at, 1)
         (OUTPUT / "timings.json").write_text(json.dumps(steps.seconds, indent=2) + "\n")
@@ -206,6 +207,9 @@ def run_scenario(work: Path, admin_kubeconfigs: list, fresh: bool, steps: Steps)
     run["settings"] = {host: (kube.get(f"{SHOP_CONFIGMAPS}/shop-cluster-settings") or {}).get("data")
                        for host, kube in kubes.items()}
 
+    run["awx"] = steps.run("AWX-style: stored inventory, credential file moved, preview", awx_style_preview,
+                           work, inventory_dir, admin_kubeconfigs)
+
     # eu-2 becomes RBAC-limited: its deployer may read everything and write nothing.
     run["eu2_token"] = read_only_kubeconfig(kubes["eu-2"], admin_kubeconfigs[1], inventory_dir / "eu-2.kubeconfig")
     run["gated"] = steps.run("rollout v2, stopped by the preview", fleet_playbook, "fleet-deploy.yml",
@@ -227,6 +231,43 @@ def run_scenario(work: Path, admin_kubeconfigs: list, fresh: bool, steps: Steps)
     run["audit"] = steps.run("fleet audit (4 hosts)", fleet_playbook, "fleet-audit.yml", audit_inventory,
                              extra_vars={"audit_output_dir": str(OUTPUT)})
     return run
+
+
+def merged_kubeconfig(admin_kubeconfigs: list, path: Path):
+    """One kubeconfig with a context (and its own cluster and user entries) per host, as one AWX credential holds."""
+    merged = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    for host, admin in zip(HOSTS, admin_kubeconfigs):
+        config = yaml.safe_load(Path(admin).read_text())
+        merged["clusters"].append({"name": host, "cluster": config["clusters"][0]["cluster"]})
+        merged["users"].append({"name": host, "user": config["users"][0]["user"]})
+        merged["contexts"].append({"name": host, "context": {"cluster": host, "user": host}})
+    merged["current-context"] = HOSTS[0]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(merged))
+    path.chmod(0o600)
+
+
+def awx_style_preview(work: Path, inventory_dir: Path, admin_kubeconfigs: list):
+    """AWX syncs the inventory once, with the credential's kubeconfig at one temporary path, and runs each
+    job with the same credential at another. With set_kubeconfig: false the hosts keep only their
+    context, and the modules find the file through K8S_AUTH_KUBECONFIG when the job runs."""
+    sync_file, job_file = work / "sync" / "kubeconfig", work / "job" / "kubeconfig"
+    merged_kubeconfig(admin_kubeconfigs, sync_file)
+    source = work / "awx.kubeconfig.yml"
+    source.write_text(yaml.safe_dump({"plugin": "applyset.kubernetes.kubeconfig", "set_kubeconfig": False,
+                                      "groups": {"canary": "inventory_hostname == 'eu-1'"}}))
+    stored = inventory_dir / "awx-stored-inventory.yml"  # AWX imports the host_vars beside it too
+    sync = subprocess.run([str(BIN / "ansible-inventory"), "-i", str(source), "--list", "--yaml",
+                           "--output", str(stored)], capture_output=True, text=True,
+                          env=fleet_env(KUBECONFIG=str(sync_file)), timeout=120)
+    assert sync.returncode == 0, sync.stdout + sync.stderr
+    job_file.parent.mkdir()
+    sync_file.rename(job_file)
+    cmd = [str(BIN / "ansible-playbook"), str(REPO_ROOT / "playbooks" / "fleet-deploy.yml"), "-i", str(stored),
+           "--tags", "preview"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=fleet_env(K8S_AUTH_KUBECONFIG=str(job_file)),
+                          cwd=REPO_ROOT, timeout=600)
+    return {"inventory": stored.read_text(), "preview": proc}
 
 
 def leave_an_empty_set(admin_kubeconfig: str, work: Path):
@@ -301,6 +342,16 @@ def test_rollout_reaches_every_cluster_canary_first_with_per_cluster_values(flee
     assert fleet["settings"]["eu-1"] == {"cluster": "eu-1", "currency": "EUR", "max-connections": "100"}
     assert fleet["settings"]["us-1"]["currency"] == "USD"  # host_vars next to the inventory
     assert fleet["settings"]["eu-2"]["cluster"] == "eu-2"
+
+
+def test_awx_style_stored_inventory_reaches_each_cluster_through_the_job_credential(fleet):
+    stored = yaml.safe_load(fleet["awx"]["inventory"])
+    hosts = stored["all"]["children"]["kubernetes_clusters"]["hosts"]
+    assert sorted(hosts) == sorted(HOSTS) and all("applyset_kubeconfig" not in v for v in hosts.values())
+    proc = fleet["awx"]["preview"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for host in HOSTS:  # each host previewed its own cluster, which holds the shop already: no change
+        assert f"{host}: {{'created': 0, 'configured': 0," in proc.stdout
 
 
 # ----- 3. the preview gate ---------------------------------------------------------------------------

@@ -171,6 +171,11 @@ def test_default_files_come_from_kubeconfig_like_kubectl(tmp_path):
     rc, data, output = inventory(tmp_path, "plugin: applyset.kubernetes.kubeconfig\nexclude_contexts: [one]\n",
                                  env={"KUBECONFIG": str(tmp_path / "two.yaml")})
     assert rc == 0 and list(data["_meta"]["hostvars"]) == ["two"]
+    # AWX: the credential's file is elsewhere when the job runs; the hosts keep only their context.
+    rc, data, output = inventory(tmp_path, "plugin: applyset.kubernetes.kubeconfig\nset_kubeconfig: false\n",
+                                 env={"KUBECONFIG": str(tmp_path / "one.yaml")})
+    assert rc == 0 and "applyset_kubeconfig" not in data["_meta"]["hostvars"]["one"]
+    assert data["_meta"]["hostvars"]["one"]["applyset_context"] == "one"
 
 
 @pytest.mark.parametrize("files, config, message", [
