@@ -112,11 +112,11 @@ notes:
     of its host, not the inventory.
   - Per-cluster variables come from C(group_vars/) and C(host_vars/) next to the inventory file or the playbook,
     as for any inventory.
+  - The collection's C(docs/fleet.md) shows laptop and AWX set-ups, canary rollouts (C(playbooks/fleet-deploy.yml)),
+    the fleet audit (C(playbooks/fleet-audit.yml)) and how runs scale with the number of clusters.
 seealso:
   - module: applyset.kubernetes.applyset_apply
-  - name: The fleet guide
-    description: Laptop and AWX set-ups, canary rollouts, fleet audits and how runs scale.
-    link: https://github.com/applyset/kubernetes/blob/main/docs/fleet.md
+  - module: applyset.kubernetes.applyset_verify
 """
 
 EXAMPLES = r"""
