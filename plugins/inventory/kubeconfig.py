@@ -124,39 +124,37 @@ EXAMPLES = r"""
 plugin: applyset.kubernetes.kubeconfig
 kubeconfigs: [~/.kube/fleet.yaml]
 exclude_contexts: [kind-*]
-context_pattern: '^(?P<stage>[a-z]+)-(?P<region>[a-z0-9-]+)$'   # groups stage_prod, region_eu_west, ...
+context_pattern: '^(?P<stage>[a-z]+)-(?P<region>[a-z0-9-]+)$' # groups stage_prod, region_eu_west, ...
+groups:
+  canary: applyset_context.startswith('staging-')
 keyed_groups:
   - key: applyset_cluster
     prefix: cluster
 
-# ---
-# clusters.kubeconfig.yml: one host per file, named by the entry (each file holds one context)
-plugin: applyset.kubernetes.kubeconfig
-kubeconfigs:
-  - {path: /etc/fleet/staging-eu.yaml, name: staging-eu}
-  - {path: /etc/fleet/prod-eu.yaml, name: prod-eu}
-  - {path: /etc/fleet/prod-us.yaml, name: prod-us}
-groups:
-  canary: inventory_hostname == 'staging-eu'
-
-# ---
-# every file in a directory, one host per file, named after the file
-plugin: applyset.kubernetes.kubeconfig
-kubeconfigs: [/etc/fleet/*.yaml]
-current_context_only: true
-host_name: file
-
-# ---
+# Other sources, each in an inventory file of its own:
+#
+# One host per file, named by the entry (each file holds one context):
+#   plugin: applyset.kubernetes.kubeconfig
+#   kubeconfigs:
+#     - {path: /etc/fleet/staging-eu.yaml, name: staging-eu}
+#     - {path: /etc/fleet/prod-eu.yaml, name: prod-eu}
+#
+# Every file in a directory, one host per file, named after the file:
+#   plugin: applyset.kubernetes.kubeconfig
+#   kubeconfigs: [/etc/fleet/*.yaml]
+#   current_context_only: true
+#   host_name: file
+#
 # A play over the fleet: the roles connect by themselves; module_defaults wires the modules.
-# - hosts: kubernetes_clusters
-#   gather_facts: false
-#   module_defaults:
-#     group/applyset.kubernetes.applyset:
-#       kubeconfig: "{{ applyset_kubeconfig }}"
-#       context: "{{ applyset_context }}"
-#   tasks:
-#     - name: List the sets on every cluster
-#       applyset.kubernetes.applyset_info: {}
+#   - hosts: kubernetes_clusters
+#     gather_facts: false
+#     module_defaults:
+#       group/applyset.kubernetes.applyset:
+#         kubeconfig: "{{ applyset_kubeconfig | default(omit) }}"
+#         context: "{{ applyset_context | default(omit) }}"
+#     tasks:
+#       - name: List the sets on every cluster
+#         applyset.kubernetes.applyset_info: {}
 """
 
 import fnmatch
