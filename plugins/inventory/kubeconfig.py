@@ -336,8 +336,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         if context["cluster"] not in config["clusters"]:
             raise AnsibleParserError(
                 "context %s in %s uses the cluster %s, which the file does not define. Fix: add the cluster to the "
-                "file, or leave the context out with exclude_contexts" % (context["name"], file_path,
-                                                                         context["cluster"]))
+                "file, or leave the context out with exclude_contexts"
+                % (context["name"], file_path, context["cluster"]))
         if context["user"] and context["user"] not in config["users"]:
             raise AnsibleParserError(
                 "context %s in %s uses the user %s, which the file does not define. Fix: add the user to the file, "
