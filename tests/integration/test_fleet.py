@@ -199,7 +199,8 @@ def run_scenario(work: Path, admin_kubeconfigs: list, fresh: bool, steps: Steps)
            "admin_kubeconfigs": admin_kubeconfigs}
 
     run["inventory_list"] = steps.run("ansible-inventory --list", subprocess.run,
-                                      [str(BIN / "ansible-inventory"), "-i", str(run["inventory"]), "--list"],
+                                      [str(BIN / "ansible-inventory"), "-i", str(run["inventory"]), "--list",
+                                       "--yaml"],
                                       capture_output=True, text=True, env=fleet_env(), timeout=120)
     run["v1"] = steps.run("rollout v1 (preview + 3 batches)", fleet_playbook, "fleet-deploy.yml", run["inventory"])
     run["after_v1"] = {host: snapshot(kube) for host, kube in kubes.items()}
@@ -291,16 +292,6 @@ def leave_an_empty_set(admin_kubeconfig: str, work: Path):
     kube.delete(f"{SHOP_CONFIGMAPS}/legacy-settings")
 
 
-def unwrap(value):
-    if isinstance(value, dict):
-        if set(value) == {"__ansible_unsafe"}:
-            return value["__ansible_unsafe"]
-        return {k: unwrap(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [unwrap(v) for v in value]
-    return value
-
-
 def failed_hosts(proc) -> set:
     return set(re.findall(r"^fatal: \[([^\]]+)\]", proc.stdout, flags=re.M))
 
@@ -309,20 +300,19 @@ def failed_hosts(proc) -> set:
 
 
 def test_inventory_plugin_makes_one_host_per_cluster_without_credentials(fleet):
-    proc = fleet["inventory_list"]
+    proc = fleet["inventory_list"]  # in YAML: an inventory file as AWX would store it
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    data = unwrap(json.loads(proc.stdout))
-    hostvars = data["_meta"]["hostvars"]
-    assert sorted(hostvars) == list(HOSTS)
-    assert data["kubernetes_clusters"]["hosts"] == list(HOSTS)
-    assert data["canary"]["hosts"] == ["eu-1"]
+    groups = yaml.safe_load(proc.stdout)["all"]["children"]
+    hostvars = groups["kubernetes_clusters"]["hosts"]
+    assert list(hostvars) == list(HOSTS)
+    assert list(groups["canary"]["hosts"]) == ["eu-1"]
     for host, admin in zip(HOSTS, fleet["admin_kubeconfigs"]):
         variables = hostvars[host]
         assert variables["applyset_kubeconfig"] == str(fleet["inventory"].parent / f"{host}.kubeconfig")
         assert variables["applyset_context"] == "applyset-local"
         server = yaml.safe_load(Path(admin).read_text())["clusters"][0]["cluster"]["server"]
         assert variables["applyset_server"] == server
-        assert host in data[f"port_{server.rsplit(':', 1)[1]}"]["hosts"]
+        assert host in groups[f"port_{server.rsplit(':', 1)[1]}"]["hosts"]
         key = yaml.safe_load(Path(admin).read_text())["users"][0]["user"]["client-key-data"]
         assert key[:40] not in proc.stdout
 

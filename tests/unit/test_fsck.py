@@ -224,6 +224,10 @@ def test_what_controllers_derive_from_members_is_neither_a_leak_nor_recorded():
     client.member(ENDPOINTS, "web", "shop", applyset_id)  # no owner reference, same name
     report = run(client, parent_spec="shop", namespace="shop")
     assert report.problems == [] and report.fixes == []
+    # Listed apart, and not counted as members.
+    [entry] = report.to_dict()["applysets"]
+    assert entry["member_count"] == 1
+    assert [(o["kind"], o["name"]) for o in entry["derived"]] == [("Endpoints", "web"), ("EndpointSlice", "web-x7k2p")]
 
 
 def test_an_endpoints_object_of_no_member_service_is_a_leak():
@@ -425,14 +429,3 @@ def test_fix_waits_for_a_running_deploy_but_not_for_an_expired_claim(expires_in,
         # The body leaves the expired claim out (server-side apply drops it if our manager applied it).
         assert spec.ANNOTATION_LOCK not in client.applied[0][1]["metadata"]["annotations"]
 
-
-def test_derived_objects_are_listed_apart_and_not_counted_as_members():
-    client = StubClient(resources=[*STANDARD, ENDPOINTS, ENDPOINT_SLICE])
-    applyset_id = client.parent(SECRET, "shop", "shop", kinds="Service")
-    web = client.member(SERVICE, "web", "shop", applyset_id)
-    client.member(ENDPOINT_SLICE, "web-x7k2p", "shop", applyset_id, ownerReferences=[
-        {"kind": "Service", "name": "web", "uid": web["metadata"]["uid"], "controller": True}])
-    client.member(ENDPOINTS, "web", "shop", applyset_id)
-    [entry] = run(client, parent_spec="shop", namespace="shop").to_dict()["applysets"]
-    assert entry["member_count"] == 1
-    assert [(o["kind"], o["name"]) for o in entry["derived"]] == [("Endpoints", "web"), ("EndpointSlice", "web-x7k2p")]
