@@ -203,3 +203,26 @@ def test_bad_sources_fail_with_the_file_and_the_fix_and_never_show_credentials(t
     assert rc != 0
     assert message in " ".join(output.split()), output
     assert not any(secret in output for secret in SECRETS)
+
+
+def test_the_example_fleet_inventory_and_its_per_cluster_variables(tmp_path):
+    """playbooks/fleet.kubeconfig.yml over a kubeconfig, with the example's group_vars and host_vars."""
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    environ = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    environ.update(ANSIBLE_CONFIG=str(REPO_ROOT / "ansible.cfg"), ANSIBLE_INVENTORY_UNPARSED_FAILED="1",
+                   KUBECONFIG=str(tmp_path / "fleet.yaml"))
+
+    def host(name):
+        proc = subprocess.run([str(BIN / "ansible-inventory"), "-i", str(REPO_ROOT / "playbooks" / "fleet.kubeconfig.yml"),
+                               "--playbook-dir", str(REPO_ROOT / "playbooks"), "--host", name],
+                              capture_output=True, text=True, env=environ, cwd=REPO_ROOT, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return unwrap(json.loads(proc.stdout))
+
+    us, eu, staging = host("prod-us-east"), host("prod-eu-west"), host("staging-eu-west")
+    assert (us["shop_currency"], us["shop_max_connections"]) == ("USD", 500)  # host_vars, group_vars/stage_prod
+    assert (eu["shop_currency"], eu["shop_max_connections"]) == ("EUR", 500)
+    assert (staging["shop_currency"], staging["shop_max_connections"]) == ("EUR", 100)  # the fleet's defaults
+    proc = subprocess.run([str(BIN / "ansible-inventory"), "-i", str(REPO_ROOT / "playbooks" / "fleet.kubeconfig.yml"),
+                           "--graph", "canary"], capture_output=True, text=True, env=environ, cwd=REPO_ROOT)
+    assert proc.returncode == 0 and "staging-eu-west" in proc.stdout and "prod-" not in proc.stdout
