@@ -85,25 +85,27 @@ def members_by_set(info) -> dict | None:
     found = {}
     for entry in info["applysets"]:
         if "members" in entry:
-            found[entry.get("id")] = sorted(object_key(m) for m in entry["members"])
+            # Members belong to the id computed from the parent, whatever its label says.
+            found[entry.get("expected_id") or entry.get("id")] = sorted(object_key(m) for m in entry["members"])
     return found
 
 
 # ----- stale sets ----------------------------------------------------------------------------
 
 
-def stale_reasons(applyset: dict, now: datetime, stale_days: int) -> list:
+def stale_reasons(applyset: dict, now: datetime, stale_days: int, members_known: bool = True) -> list:
     """Why one set on one cluster looks abandoned or unfinished; empty when it does not.
 
-    - no members and no derived objects: a parent left behind (everything pruned, or deleted
-      by hand), which keeps costing every audit and can be adopted by accident;
+    - no members and no derived objects (only said when ``members_known``: the cluster's scan
+      was complete): a parent left behind (everything pruned, or deleted by hand), which keeps
+      costing every audit and can be adopted by accident;
     - a claim that has expired: the run that held it died, its hints may be wider than its
       members until the next deploy finishes the job;
     - not written for ``stale_days`` days: nothing deployed the set for that long (a run of
       applyset_apply always writes its parent; kubectl only when the hints change).
     """
     reasons = []
-    if not applyset.get("member_count") and not applyset.get("derived"):
+    if members_known and not applyset.get("member_count") and not applyset.get("derived"):
         reasons.append("it has no members: a parent left behind after everything was pruned or deleted; "
                        "remove it with applyset_apply state=absent (or kubectl delete) if the app is gone")
     claim = applyset.get("claim")
@@ -239,7 +241,7 @@ def build_report(hosts: list, *, now: str | None = None, stale_days: int = 30, s
             instances.setdefault(set_id, {})[name] = applyset
             if listed is not None and set_id in listed:
                 members.setdefault(set_id, {})[name] = listed[set_id]
-            reasons = stale_reasons(applyset, moment, stale_days)
+            reasons = stale_reasons(applyset, moment, stale_days, members_known=cluster["complete"])
             if reasons:
                 stale.append({"cluster": name, "set": _set_label(applyset), "id": set_id,
                               "parent": applyset.get("parent"), "reasons": reasons})

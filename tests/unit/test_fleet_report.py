@@ -137,6 +137,18 @@ def test_stale_reasons(extra, expected):
         assert fragment in reason
 
 
+def test_no_members_is_not_claimed_where_the_scan_was_incomplete():
+    assert fr.stale_reasons(applyset(member_count=0), fr.parse_time(NOW), 30, members_known=False) == []
+    incomplete = verify(applyset(member_count=0), unlisted=[{"group_kind": "Secret", "namespace": None,
+                                                             "reason": "HTTP 403"}], ok=False)
+    assert fr.build_report([{"name": "eu", "verify": incomplete}], now=NOW)["stale"] == []
+
+
+def test_members_are_keyed_by_the_id_computed_from_the_parent():
+    listed = {"applysets": [{"id": "forged", "expected_id": "applyset-shop-v1", "members": []}]}
+    assert fr.members_by_set(listed) == {"applyset-shop-v1": []}
+
+
 def test_age_rule_can_be_switched_off():
     old = applyset(last_written="2020-01-01T00:00:00Z")
     assert fr.stale_reasons(old, fr.parse_time(NOW), -1) == []
