@@ -189,6 +189,19 @@ applysets:
           sets made by kubectl 1.27 and 1.28, C(applyset.kubernetes.io/contains-group-resources); null when the
           parent has neither.
       type: str
+    claim:
+      description:
+        - The claim of a run of M(applyset.kubernetes.applyset_apply) that is changing the set (C(run), C(expires) as
+          Unix time), or null. A claim whose C(expires) has passed was left by a run that died; the next run takes
+          the set over and finishes the job.
+      type: dict
+    last_written:
+      description:
+        - When any tool last changed the parent (the newest C(managedFields) time, RFC 3339 UTC), or null.
+          Every run of M(applyset.kubernetes.applyset_apply) writes the parent; kubectl writes it only when its
+          hints change.
+      type: str
+      sample: "2025-06-01T12:00:00Z"
     member_count:
       description: The number of members.
       returned: when O(members), O(member_count), O(full_objects) or O(readiness) is set

@@ -230,9 +230,23 @@ applysets:
     hint_annotation:
       description: The annotation the group-kinds were read from.
       type: str
+    claim:
+      description: The claim of a run that is changing the set, or null (see M(applyset.kubernetes.applyset_info)).
+      type: dict
+    last_written:
+      description: When any tool last changed the parent (the newest C(managedFields) time), or null.
+      type: str
     member_count:
-      description: Members found by the scan (any kind, any namespace).
+      description:
+        - Members found by the scan (any kind, any namespace), without RV(applysets[].derived).
       type: int
+    derived:
+      description:
+        - Objects that a controller made for a member and labelled like it (the EndpointSlices and Endpoints of a
+          member Service). They go with their owner, so they are not counted as members nor recorded in the hints.
+      type: list
+      elements: dict
+      sample: [{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, namespace: shop, name: web-x7k2p}]
     ok:
       description: Whether the check was complete and no error remains for this set.
       type: bool

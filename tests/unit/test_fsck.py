@@ -224,6 +224,10 @@ def test_what_controllers_derive_from_members_is_neither_a_leak_nor_recorded():
     client.member(ENDPOINTS, "web", "shop", applyset_id)  # no owner reference, same name
     report = run(client, parent_spec="shop", namespace="shop")
     assert report.problems == [] and report.fixes == []
+    # Listed apart, and not counted as members.
+    [entry] = report.to_dict()["applysets"]
+    assert entry["member_count"] == 1
+    assert [(o["kind"], o["name"]) for o in entry["derived"]] == [("Endpoints", "web"), ("EndpointSlice", "web-x7k2p")]
 
 
 def test_an_endpoints_object_of_no_member_service_is_a_leak():
@@ -424,3 +428,4 @@ def test_fix_waits_for_a_running_deploy_but_not_for_an_expired_claim(expires_in,
     else:
         # The body leaves the expired claim out (server-side apply drops it if our manager applied it).
         assert spec.ANNOTATION_LOCK not in client.applied[0][1]["metadata"]["annotations"]
+

@@ -352,3 +352,19 @@ def test_describe_one_set_with_members_and_readiness():
 def test_describe_a_missing_parent_gives_no_set():
     client = StubClient()
     assert inventory.describe(client, parent_spec="nope", namespace="shop", members=True).applysets == []
+
+
+def test_set_info_carries_the_newest_managed_fields_time_and_the_claim():
+    client = StubClient()
+    client.parent(SECRET, "shop", "shop", kinds="")
+    meta = client.objects[-1][1]["metadata"]
+    meta["annotations"][spec.ANNOTATION_LOCK] = '{"run": "host/1/ab", "expires": 12.5}'
+    meta["managedFields"] = [
+        {"manager": "kubectl-client-side-apply", "time": "2024-01-02T03:04:05Z"},
+        {"manager": "applyset.kubernetes-applyset", "time": "2025-06-01T12:00:00Z"},
+        {"manager": "no-time"}]
+    [entry] = inventory.describe(client).to_dict()["applysets"]
+    assert entry["last_written"] == "2025-06-01T12:00:00Z"
+    assert entry["claim"] == {"run": "host/1/ab", "expires": 12.5}
+    client.parent(SECRET, "plain", "shop")
+    assert [e["last_written"] for e in inventory.describe(client).to_dict()["applysets"]] == [None, "2025-06-01T12:00:00Z"]

@@ -511,7 +511,8 @@ def apply_fix(client: KubeClient, fix: HintFix, *, dry_run: bool) -> None:
 @dataclass
 class VerifyReport:
     sets: list = field(default_factory=list)  # SetInfo
-    member_counts: dict = field(default_factory=dict)  # expected id -> members found
+    member_counts: dict = field(default_factory=dict)  # expected id -> members found, derived ones apart
+    derived: dict = field(default_factory=dict)  # expected id -> refs of objects controllers made for members
     problems: list = field(default_factory=list)
     fixes: list = field(default_factory=list)
     unlisted: list = field(default_factory=list)
@@ -556,6 +557,7 @@ class VerifyReport:
             own = problems_by_set.get(set_info.expected_id, [])
             entry = set_info.to_dict()
             entry["member_count"] = self.member_counts.get(set_info.expected_id, 0)
+            entry["derived"] = self.derived.get(set_info.expected_id, [])
             entry["ok"] = self.complete and not any(p.severity == ERROR and not p.fixed for p in own)
             applysets.append(entry)
         return {
@@ -593,7 +595,9 @@ def verify(client: KubeClient, *, parent_spec=None, namespace: str | None = None
                 report.warnings.append(f"{set_info.display}: a run of applyset_apply is changing the set right now, "
                                        "so its hints may be wider than its members until that run ends")
             members = grouped.get(set_info.expected_id, [])
-            report.member_counts[set_info.expected_id] = len(members)
+            derived = classify_members(set_info, members).derived
+            report.member_counts[set_info.expected_id] = len(members) - len(derived)
+            report.derived[set_info.expected_id] = _refs(derived)
             report.problems += check_set(set_info, members, found, discovery)
             planned = plan_fix(set_info, members, found, discovery)
             if planned is not None:

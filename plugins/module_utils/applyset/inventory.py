@@ -141,6 +141,7 @@ class SetInfo:
     additional_namespaces: frozenset
     hint_source: str | None  # the annotation the group-kinds came from; None when there is none
     claim: dict | None = None  # applyset_apply's {"run", "expires"} while a run changes the set
+    last_written: str | None = None  # newest managedFields time: when any tool last changed the parent
 
     def claimed(self, now: float | None = None) -> bool:
         """True while a run of applyset_apply holds an unexpired claim on the set."""
@@ -209,6 +210,8 @@ class SetInfo:
             "group_kinds": sorted(str(gk) for gk in self.group_kinds),
             "namespaces": sorted(self.namespaces),
             "hint_annotation": self.hint_source,
+            "claim": self.claim,
+            "last_written": self.last_written,
         }
 
 
@@ -232,7 +235,14 @@ def inspect_parent(res: Resource, obj: dict, discovery: Discovery) -> SetInfo:
         additional_namespaces=frozenset(spec.parse_namespaces(annotations.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES))),
         hint_source=source,
         claim=_parse_claim(annotations.get(spec.ANNOTATION_LOCK)),
+        last_written=_last_written(meta),
     )
+
+
+def _last_written(meta: dict) -> str | None:
+    """The newest time in managedFields (RFC 3339 UTC, so the text sorts as the time does)."""
+    times = [entry.get("time") for entry in meta.get("managedFields") or () if isinstance(entry, dict)]
+    return max((t for t in times if isinstance(t, str)), default=None)
 
 
 def _parse_claim(text: str | None) -> dict | None:
