@@ -282,7 +282,9 @@ applyset:
       type: dict
       sample: {apiVersion: v1, kind: Secret, name: shop, namespace: shop}
     tooling:
-      description: The parent's tooling annotation as found before the run (null for a new parent).
+      description: The parent's tooling annotation as it is after the run; this collection's value once the run has
+        written the parent (a new parent, a takeover). In check mode, and for O(state=absent) or O(state=disbanded),
+        as found before the run (null for a parent that does not exist).
       type: str
       sample: applyset.kubernetes/0.1.0
     group_kinds:
