@@ -484,3 +484,39 @@ def test_the_legacy_annotation_beside_contains_group_kinds_is_reported_and_remov
     assert problem(report, "legacy_annotation").fixed
     [(_res, body, _kwargs)] = client.applied
     assert spec.ANNOTATION_GROUP_RESOURCES not in body["metadata"]["annotations"]
+
+
+# ----- a kind that vanishes during the scan (issue 10 point 5) ---------------------------------------
+
+class VanishingClient(StubClient):
+    """WIDGET's LIST answers 404, as when its CRD is deleted between discovery and the LIST."""
+
+    def __init__(self, still_served):
+        super().__init__()
+        self.still_served = still_served
+        self.discoveries = 0
+
+    def discover(self):
+        self.discoveries += 1
+        if self.discoveries == 1 or self.still_served:
+            return self.discovery
+        return Discovery([r for r in STANDARD if r != WIDGET])
+
+    def list(self, res, namespace=None, **kwargs):
+        if res.group_kind == WIDGET.group_kind:
+            from applyset.errors import ApiError
+            raise ApiError("the server could not find the requested resource", status=404, reason="NotFound")
+        return super().list(res, namespace, **kwargs)
+
+
+def test_a_kind_deleted_during_the_scan_leaves_the_scan_complete():
+    client = VanishingClient(still_served=False)
+    found = fsck.scan(client, client.discover())
+    assert found.unlisted == [] and WIDGET.group_kind in found.listed
+    assert client.discoveries == 2
+
+
+def test_a_404_of_a_kind_still_served_is_reported_as_unlisted():
+    client = VanishingClient(still_served=True)
+    found = fsck.scan(client, client.discover())
+    assert [u.group_kind for u in found.unlisted] == [WIDGET.group_kind]

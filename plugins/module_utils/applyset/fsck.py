@@ -151,14 +151,27 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
     def fetch(res):
         return list(client.list(res, None, label_selector=selector))
 
+    not_found = []
     for res, items in zip(resources, client.map(fetch, resources)):
         if isinstance(items, ApiError):
-            result.unlisted.append(unlisted_from(items, res))
+            if items.status == 404:
+                not_found.append((res, items))
+            else:
+                result.unlisted.append(unlisted_from(items, res))
             continue
         if isinstance(items, Exception):
             raise items
         result.listed.add(res.group_kind)
         result.members += [Member.from_item(res, item) for item in items]
+    if not_found:
+        # A kind that vanished between discovery and its LIST (a CRD deleted meanwhile) holds
+        # nothing any more: asked again, discovery proves it, and the scan stays complete.
+        fresh = client.discover()
+        for res, err in not_found:
+            if fresh.for_group_kind(res.group_kind) is None:
+                result.listed.add(res.group_kind)
+            else:
+                result.unlisted.append(unlisted_from(err, res))
     result.members.sort(key=lambda m: m.sort_key)
     return result
 
