@@ -365,7 +365,7 @@ def parent_body(parent: Parent, group_kinds, namespaces, lock: dict | None = Non
         },
     }
     if lock:
-        meta["annotations"][spec.ANNOTATION_LOCK] = json.dumps(lock, sort_keys=True, separators=(",", ":"))
+        meta["annotations"][spec.ANNOTATION_LOCK] = _lock_text(lock)
     if parent.namespace:
         meta["namespace"] = parent.namespace
     if parent.resource_version:
@@ -403,8 +403,10 @@ def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, lock: 
     body = parent_body(parent, group_kinds, namespaces, lock)
     # force: after a takeover, or after the create above (an Update operation),
     # other managers may own these fields; the resourceVersion guards concurrency.
-    result = _guarded(parent, lambda: client.apply(parent.resource, body, field_manager=spec.PARENT_FIELD_MANAGER,
-                                                   force=True, dry_run=dry_run))
+    result = _guarded(client, parent, lambda: client.apply(parent.resource, body,
+                                                           field_manager=spec.PARENT_FIELD_MANAGER,
+                                                           force=True, dry_run=dry_run),
+                      landed=lambda live: _says(live, body["metadata"], lock_expected=lock is not None))
     if not dry_run:
         parent.resource_version = result["metadata"]["resourceVersion"]
         parent.tooling = spec.tooling_value()
@@ -422,9 +424,12 @@ def drop_legacy_annotation(client: KubeClient, parent: Parent, *, dry_run: bool 
     """
     patch = {"metadata": {"annotations": {spec.ANNOTATION_GROUP_RESOURCES: None},
                           "resourceVersion": parent.resource_version}}
-    result = _guarded(parent, lambda: client.merge_patch(parent.resource, parent.name, parent.namespace or None,
-                                                         patch, field_manager=spec.PARENT_FIELD_MANAGER,
-                                                         dry_run=dry_run))
+    result = _guarded(client, parent, lambda: client.merge_patch(parent.resource, parent.name,
+                                                                 parent.namespace or None, patch,
+                                                                 field_manager=spec.PARENT_FIELD_MANAGER,
+                                                                 dry_run=dry_run),
+                      landed=lambda live: spec.ANNOTATION_GROUP_RESOURCES not in _annotations(live)
+                      and _annotations(live).get(spec.ANNOTATION_LOCK) == _lock_text(parent.lock))
     if not dry_run:
         parent.resource_version = result["metadata"]["resourceVersion"]
         parent.legacy_annotation = False
@@ -447,14 +452,46 @@ def _creation_body(parent: Parent, group_kinds, namespaces, lock: dict | None) -
     return body
 
 
-def _guarded(parent: Parent, send) -> dict:
-    """Send one write to the parent; a 409 means someone changed it since this run read it."""
+def _guarded(client: KubeClient, parent: Parent, send, landed) -> dict:
+    """Send one write to the parent, guarded by the resourceVersion this run read.
+
+    A 409 means the parent changed since then. Usually someone else changed it; but when the
+    connection dropped after the server had done our write, the client's retry meets our own
+    write. So the parent is read again: if it already says exactly what we wrote (for a claim,
+    the claim's value names this run and its expiry, which no one else can write), the write
+    landed and the run goes on.
+    """
     try:
         return send().body
     except ApiError as err:
-        if err.status == 409:
-            raise _stale_error(parent) from None
+        if err.status != 409:
+            raise _write_error(parent, err) from None
+    try:
+        live = client.get(parent.resource, parent.name, parent.namespace or None)
+    except ApiError as err:
         raise _write_error(parent, err) from None
+    if live is not None and landed(live):
+        return live
+    raise _stale_error(parent)
+
+
+def _annotations(live: dict) -> dict:
+    return (live.get("metadata") or {}).get("annotations") or {}
+
+
+def _lock_text(lock: dict | None) -> str | None:
+    return json.dumps(lock, sort_keys=True, separators=(",", ":")) if lock else None
+
+
+def _says(live: dict, wanted_meta: dict, *, lock_expected: bool) -> bool:
+    """Whether the live parent carries every label and annotation of a body we sent."""
+    meta = live.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    if any(labels.get(k) != v for k, v in (wanted_meta.get("labels") or {}).items()):
+        return False
+    if any(annotations.get(k) != v for k, v in (wanted_meta.get("annotations") or {}).items()):
+        return False
+    return lock_expected or spec.ANNOTATION_LOCK not in annotations
 
 
 def _stale_error(parent: Parent) -> ParentError:
@@ -467,6 +504,13 @@ def _stale_error(parent: Parent) -> ParentError:
 
 
 def _write_error(parent: Parent, err: ApiError) -> ParentError:
+    if err.status is None:  # no answer at all: the network, not the credentials
+        return ParentError(
+            f"failed to update ApplySet: {err.message}",
+            obj=f"parent {parent.ref}",
+            fix="a connection problem, not a conflict: check that the API server is reachable and run again; "
+            "the parent still covers every object that may exist",
+        )
     return ParentError(
         f"failed to update ApplySet: {err.message}",
         obj=f"parent {parent.ref}",
