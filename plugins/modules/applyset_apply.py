@@ -130,6 +130,33 @@ options:
         an error, found before anything is written.
     type: bool
     default: false
+  adopt_legacy:
+    description:
+      - Take over a set that C(kubectl apply --prune -l SELECTOR) managed. The objects that kubectl's legacy prune
+        would consider, of the O(adopt_legacy.kinds) in the namespaces this run applies to (cluster-scoped kinds
+        anywhere), that match O(adopt_legacy.selector) and were made by C(kubectl apply) (they carry the
+        C(kubectl.kubernetes.io/last-applied-configuration) annotation), are taken into the set; those no longer in
+        the manifests are pruned in the same run, under every rule of a prune (guard, keep annotations, foreign
+        controllers).
+      - Meant for the run that creates the set, and harmless to repeat; remove it once the set has taken over. Check
+        mode lists exactly what is adopted (RV(applyset.adopted)) and what is pruned.
+      - Objects Helm manages are refused, naming the release, unless O(adopt_legacy.allow_helm=true).
+    type: dict
+    suboptions:
+      selector:
+        description: The label selector that C(kubectl apply --prune -l) used.
+        type: str
+        required: true
+      kinds:
+        description:
+          - The kinds to look at, as C(Kind) or C(Kind.group), as C(--prune-allowlist) did. By default kubectl's
+            default prune allowlist.
+        type: list
+        elements: str
+      allow_helm:
+        description: Take in objects that Helm manages too (when retiring the release).
+        type: bool
+        default: false
   guard:
     description: The blast-radius guard, checked before anything is written.
     type: dict
@@ -297,6 +324,12 @@ applyset:
       type: list
       elements: str
       sample: [shop]
+    adopted:
+      description: With O(adopt_legacy), the objects of the legacy prune set taken into the set (desired or pruned).
+      type: list
+      elements: str
+      returned: when O(adopt_legacy) is set
+      sample: [ConfigMap shop/banner, Deployment shop/web]
 summary:
   description: How many objects got each action.
   returned: always
@@ -335,7 +368,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, manifests, names
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, legacy, manifests, names
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = manifests.YAML_IMPORT_ERROR  # None, or the ImportError of PyYAML
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -356,6 +389,14 @@ def argument_spec():
         field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
         takeover=dict(type="bool", default=False),
         adopt=dict(type="bool", default=False),
+        adopt_legacy=dict(
+            type="dict",
+            options=dict(
+                selector=dict(type="str", required=True),
+                kinds=dict(type="list", elements="str"),
+                allow_helm=dict(type="bool", default=False),
+            ),
+        ),
         guard=dict(
             type="dict",
             default={},
@@ -429,6 +470,13 @@ def secret_values(loaded):
     return values
 
 
+def legacy_options(params):
+    if not params:
+        return None
+    return legacy.Options(selector=params["selector"], kinds=tuple(params["kinds"] or legacy.DEFAULT_KINDS),
+                          allow_helm=params["allow_helm"])
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     if IMPORT_ERROR is not None:
@@ -449,6 +497,7 @@ def main():
         propagation_policy=params["propagation_policy"],
         takeover=params["takeover"],
         adopt=params["adopt"],
+        adopt_legacy=legacy_options(params["adopt_legacy"]),
         allow_empty=params["guard"]["allow_empty"],
         max_prune_percent=params["guard"]["max_prune_percent"],
         allow_prune_kinds=frozenset(params["guard"]["allow_prune_kinds"]),

@@ -29,7 +29,8 @@ try:
 except ImportError:
     yaml = None  # a requirement: without PyYAML the modules stop first, with manifests.YAML_IMPORT_ERROR
 
-from . import health
+from . import csa, health
+from . import legacy as legacies
 from . import parent as parents
 from . import plan as plans
 from . import prune as prunes
@@ -66,6 +67,7 @@ class Options:
     wait: bool = False  # after a successful run: applied objects ready, pruned ones gone
     wait_timeout: float = 300.0
     wait_rules: dict = field(default_factory=dict)  # health.is_ready keywords
+    adopt_legacy: legacies.Options | None = None  # take over a `kubectl apply --prune -l` set
 
 
 @dataclass
@@ -220,6 +222,7 @@ class Engine:
         self._not_listed: set = set()  # recorded kinds whose members could not be listed
         self._candidates: list = []  # (resource, metadata) of listed set members not desired
         self._about_to_apply: set = set()  # UIDs of the live objects the desired set names
+        self._adopted: list = []  # (resource, metadata) of legacy prune objects taken in, not desired
         self.run_id = new_run_id()
         self.claim: Claim | None = None
 
@@ -288,8 +291,71 @@ class Engine:
     def _prune_context(self, applied_uids=frozenset()) -> prunes.Context:
         return prunes.Context(
             applyset_id=self.parent.id, parent_uid=self.parent.uid,
-            scope=prunes.scope_of(self.parent.recorded_group_kinds, self.parent.namespaces),
+            scope=prunes.scope_of(self.parent.recorded_group_kinds | self._adopted_group_kinds(),
+                                  self.parent.namespaces | self._adopted_namespaces()),
             applied_uids=frozenset(applied_uids))
+
+    def _adopted_group_kinds(self) -> set:
+        return {res.group_kind for res, _meta in self._adopted}
+
+    def _adopted_namespaces(self) -> set:
+        return {meta["namespace"] for _res, meta in self._adopted if meta.get("namespace")}
+
+    def _adopt_legacy(self, plan: plans.Plan) -> list:
+        """Objects of the legacy prune set (legacy.py) that this run takes in.
+
+        Returns those that are not desired, with this set's label already in their metadata
+        (a real run writes it right after claiming the set, before any member is applied).
+        """
+        options = self.opts.adopt_legacy
+        served, missing = legacies.scope_kinds(options, self.discovery)
+        namespaces = sorted({m.namespace for m in plan.members if m.resource.namespaced and m.namespace})
+        pairs = [(res, ns) for res in served if res.namespaced for ns in namespaces]
+        pairs += [(res, None) for res in served if not res.namespaced]
+        listed = self._list(pairs, selector_for=lambda pair: options.selector)
+        found = [(res, item["metadata"]) for (res, _ns), items in listed.items() for item in items]
+        selection = legacies.select(found, self.parent.id, options, self.parent.ref)
+        desired_keys = plan.keys()
+        adopted, refs = [], []
+        for res, meta in selection.adopted:
+            refs.append(legacies.ref(res, meta))
+            if (res.group, res.kind, meta.get("namespace") or "", meta["name"]) in desired_keys:
+                continue  # applying it labels it
+            labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: self.parent.id}
+            adopted.append((res, {**meta, "labels": labels}))
+        self.report.applyset["adopted"] = refs
+        if refs:
+            self.report.warnings.append(
+                f"adopt_legacy: {len(refs)} object(s) matching {options.selector} taken into the set: "
+                + ", ".join(refs[:10]) + (f" and {len(refs) - 10} more" if len(refs) > 10 else ""))
+        if selection.not_applied:
+            self.report.warnings.append(
+                f"adopt_legacy: {len(selection.not_applied)} object(s) match {options.selector} but were not made by "
+                "kubectl apply (no last-applied-configuration annotation), so they are left alone, as kubectl's "
+                "prune leaves them")
+        for res, meta, other in selection.elsewhere:
+            self.report.warnings.append(f"adopt_legacy: {legacies.ref(res, meta)} belongs to the ApplySet {other} "
+                                        "already; left alone")
+        if missing:
+            self.report.warnings.append("adopt_legacy: the server does not serve "
+                                        + ", ".join(sorted(map(str, missing))) + "; nothing of those is adopted")
+        return adopted
+
+    def _label_adopted(self) -> bool:
+        """Write this set's label on the adopted objects, each guarded by the resourceVersion listed."""
+        ok = True
+        for res, meta in self._adopted:
+            patch = {"metadata": {"labels": {spec.LABEL_PART_OF: self.parent.id},
+                                  "resourceVersion": meta.get("resourceVersion")}}
+            try:
+                self.client.merge_patch(res, meta["name"], meta.get("namespace"), patch,
+                                        field_manager=self.opts.field_manager)
+            except ApiError as err:
+                ok = False
+                result = _live_result(res, meta, "failed", f"could not take it into the set: {err.message}")
+                result.error = err.to_dict()
+                self.report.objects.append(result)
+        return ok
 
     def _retained_hint(self, group_kinds, namespaces) -> tuple[set, set]:
         """A final hint plus what must stay recorded: kinds whose members could not be listed
@@ -410,10 +476,13 @@ class Engine:
                 meta = item["metadata"]
                 live[(res.group, res.kind, meta.get("namespace") or "", meta["name"])] = (res, item)
         self._check_overlap(plan, live)
+        if self.opts.adopt_legacy is not None and self.opts.prune:
+            self._adopted = self._adopt_legacy(plan)
 
         desired_keys = plan.keys()
         in_set = [(res, item["metadata"]) for key, (res, item) in live.items()
                   if (item["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
+        in_set += self._adopted
         candidates = [(res, meta) for res, meta in in_set
                       if (res.group, res.kind, meta.get("namespace") or "", meta["name"]) not in desired_keys]
         # UIDs of the live objects this run is about to apply: the same object listed under
@@ -424,14 +493,15 @@ class Engine:
         delete, keep, skip = (self._classify(candidates, about_to_apply - {None}) if self.opts.prune
                               else ([], [], []))
         if self.opts.prune:
-            self._guard(delete, len(in_set), emptying=not plan.members)
+            adopted_desired = len(self.report.applyset.get("adopted") or ()) - len(self._adopted)
+            self._guard(delete, len(in_set) + adopted_desired, emptying=not plan.members)
         elif not plan.members:
             raise InputError("no objects passed to apply", obj=f"ApplySet {parent.ref}",
                              fix="give src or definition, or use state: absent")
 
         # Hints: the union first (crash safety), exactly this run's set at the end.
-        superset_gks = parent.recorded_group_kinds | plan.group_kinds
-        superset_ns = parent.namespaces | plan.namespaces
+        superset_gks = parent.recorded_group_kinds | plan.group_kinds | self._adopted_group_kinds()
+        superset_ns = parent.namespaces | plan.namespaces | self._adopted_namespaces()
         final_gks, final_ns = superset_gks, superset_ns
         if self.opts.prune:
             final_gks, final_ns = self._retained_hint(
@@ -488,6 +558,12 @@ class Engine:
 
     def _apply_and_prune(self, plan, live, delete, keep, skip) -> bool:
         """Steps 4 and 5; True when every object went through."""
+        if self._adopted and not self.opts.dry_run and not self._label_adopted():
+            self.report.error = ApplySetError(
+                "some objects of the legacy prune set could not be taken into the set; nothing was applied or "
+                "pruned:\n" + self._failures(), obj=f"ApplySet {self.parent.ref}",
+                fix="fix the errors listed per object and run again")
+            return False
         if not self._apply_members(plan, live):
             self.report.error = ApplySetError(
                 "some objects could not be applied; nothing was pruned and the parent keeps "
@@ -633,7 +709,7 @@ class Engine:
                 return _result_for(member, "failed", reason=err.message, error=err)
         for warning in resp.warnings:
             self.report.warnings.append(f"{member.ref}: {warning}")
-        after = resp.body
+        after = self._take_over_client_side_fields(member, resp.body)
         uid = after["metadata"].get("uid")
         if before is None or resp.status == 201:
             action = "created"
@@ -645,6 +721,51 @@ class Engine:
         if action != "unchanged":
             self._diff_entry(member.ref, before, after)
         return _result_for(member, action, uid=None if opts.dry_run and action == "created" else uid)
+
+    def _take_over_client_side_fields(self, member: plans.Member, applied: dict) -> dict:
+        """Make fields that client-side tools own ours where csa.py says so, as kubectl's
+        managed-fields upgrade does; returns the object as it is afterwards.
+
+        Runs after a successful apply, like kubectl: one extra request in the rare case, none
+        otherwise. A failure is a warning (the apply itself went through), and the next run
+        tries again.
+        """
+        opts = self.opts
+        meta = applied.get("metadata") or {}
+        migration = csa.plan(meta.get("managedFields"), opts.field_manager)
+        if migration is None:
+            return applied
+        if opts.dry_run:
+            self.report.warnings.append(
+                f"{member.ref}: a real run takes over {migration.describe()}"
+                + ("; fields they set that the manifest does not are then removed" if migration.needs_reapply
+                   else ""))
+            return applied
+        res, name, namespace = member.resource, member.name, member.namespace
+        try:
+            for _attempt in range(3):
+                try:
+                    applied = self.client.json_patch(res, name, namespace,
+                                                     csa.patch(migration, meta.get("resourceVersion")),
+                                                     field_manager=opts.field_manager).body
+                    break
+                except ConflictError:  # changed since our apply: plan again on what is there now
+                    applied = self.client.get(res, name, namespace) or applied
+                    meta = applied.get("metadata") or {}
+                    migration = csa.plan(meta.get("managedFields"), opts.field_manager)
+                    if migration is None:
+                        return applied
+            else:
+                raise ApiError("the object kept changing", status=409)
+            self.report.warnings.append(f"{member.ref}: took over {migration.describe()}")
+            if migration.needs_reapply:
+                applied = self.client.apply(res, member.body, field_manager=opts.field_manager,
+                                            force=opts.force_conflicts,
+                                            field_validation=opts.field_validation).body
+        except ApiError as err:
+            self.report.warnings.append(f"{member.ref}: could not take over the fields of client-side tools "
+                                        f"({err.message}); the next run tries again")
+        return applied
 
     def _take_part_of_label(self, member: plans.Member, before: dict) -> None:
         """Set the part-of label to this set's id with a merge patch guarded by the resourceVersion
@@ -702,6 +823,9 @@ class Engine:
                 if isinstance(result, Exception):
                     result = _live_result(res, meta, "failed", f"pruning failed: {result}")
                 ok = ok and result.action != "failed"
+                if result.action == "pruned" and any(m.get("uid") == meta.get("uid") for _r, m in self._adopted):
+                    result.reason = (f"taken over from the legacy prune set ({self.opts.adopt_legacy.selector}) and "
+                                     "no longer in the manifests")
                 self.report.objects.append(result)
                 if result.action == "pruned":
                     key = (res.group, res.kind, meta.get("namespace") or "", meta["name"])
