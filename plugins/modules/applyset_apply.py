@@ -263,7 +263,7 @@ EXAMPLES = r"""
 
 - name: Objects given inline, without pruning
   applyset.kubernetes.applyset_apply:
-    parent: {kind: ConfigMap, name: settings}
+    parent: {kind: ConfigMap, name: settings-set}
     namespace: shop
     prune: false
     definition:

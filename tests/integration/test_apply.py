@@ -517,3 +517,18 @@ def test_api_server_warnings_reach_the_user(cluster, kube, namespace):
     rc, result, out = apply(cluster, namespace, [pod])
     assert rc == 0, out
     assert "[WARNING]" in out and "Pod " + namespace + "/legacy" in out and "seccomp" in out, out
+
+
+def test_a_parent_that_is_also_in_the_input_is_refused_before_anything_is_written(cluster, kube, namespace):
+    rc, result, out = apply(cluster, namespace, [cm("settings")], parent={"kind": "ConfigMap", "name": "settings"},
+                            prune=False)
+    assert rc != 0
+    assert "is also one of the objects to apply" in result["msg"] and "settings-set" in result["msg"], result["msg"]
+    assert names(kube, namespace) == []
+    # The documented example, with the parent under its own name.
+    rc, result, out = apply(cluster, namespace, [cm("settings")], parent={"kind": "ConfigMap", "name": "settings-set"},
+                            prune=False)
+    assert rc == 0, out
+    rc, result, out = apply(cluster, namespace, [cm("settings")], parent={"kind": "ConfigMap", "name": "settings-set"},
+                            prune=False)
+    assert rc == 0 and not result["changed"], out

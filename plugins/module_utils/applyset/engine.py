@@ -451,6 +451,7 @@ class Engine:
         parent = self._load_parent()
         plan = plans.build(manifests, self.discovery, parent.id, self.namespace or parent.namespace or None)
         self.report.warnings += plan.warnings
+        self._refuse_parent_as_member(plan)
         want_full = self.opts.diff or self.opts.dry_run
 
         desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)
@@ -531,6 +532,20 @@ class Engine:
         if done and self.opts.wait:
             self._wait_until_settled(plan)
         return self.report
+
+    def _refuse_parent_as_member(self, plan: plans.Plan) -> None:
+        """A parent that is also one of its own members would be labelled part-of its own set, and
+        each member apply would race the run's claim on it; refuse it before anything is written."""
+        p = self.parent
+        member = next((m for m in plan.members
+                       if m.key == (p.resource.group, p.resource.kind, p.namespace or "", p.name)), None)
+        if member is not None:
+            raise InputError(
+                f"the set's parent {member.ref} is also one of the objects to apply; an ApplySet's parent records "
+                "the set and cannot be a member of it",
+                obj=f"{member.manifest.source} ({member.ref})",
+                fix=f"give the parent another name (for example parent: {{kind: {p.resource.kind}, name: "
+                f"{p.name}-set}}), or leave that object out of src/definition")
 
     def _wait_until_settled(self, plan: plans.Plan) -> None:
         """Wait (bounded) until applied objects are ready and pruned ones are gone.
