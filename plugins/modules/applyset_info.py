@@ -128,7 +128,7 @@ EXAMPLES = r"""
 
 - name: Names of its Deployments and whether they are ready
   applyset.kubernetes.applyset_info:
-    parent: {kind: ConfigMap, name: shop, namespace: shop}
+    parent: {kind: Secret, name: shop, namespace: shop}
     readiness: true
     query: "applysets[0].members[?kind=='Deployment'].{name: name, ready: ready}"
   register: deployments
@@ -147,7 +147,7 @@ RETURN = r"""
 applysets:
   description:
     - One entry per set, sorted by parent namespace, group, kind and name.
-    - With O(parent), one entry, or none when the parent does not exist.
+    - With O(parent), one entry, or none when the parent does not exist (a warning then names the parent looked for).
   returned: always
   type: list
   elements: dict

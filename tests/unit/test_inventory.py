@@ -349,9 +349,12 @@ def test_describe_one_set_with_members_and_readiness():
     assert seen == ["ConfigMap", "Service"]
 
 
-def test_describe_a_missing_parent_gives_no_set():
+def test_describe_a_missing_parent_gives_no_set_and_says_so():
     client = StubClient()
-    assert inventory.describe(client, parent_spec="nope", namespace="shop", members=True).applysets == []
+    report = inventory.describe(client, parent_spec="nope", namespace="shop", members=True)
+    assert report.applysets == []
+    assert report.warnings == ["the ApplySet parent Secret nope in namespace shop does not exist, so applysets is "
+                               "empty; check the parent's kind, name and namespace"]
 
 
 def test_set_info_carries_the_newest_managed_fields_time_and_the_claim():

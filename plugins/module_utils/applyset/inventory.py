@@ -471,8 +471,12 @@ def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = No
     discovery = client.discover()
     report = InfoReport()
     if parent_spec is not None:
-        set_info = get_set(client, discovery, parent_spec, namespace)[0]
+        set_info, res, name, parent_namespace = get_set(client, discovery, parent_spec, namespace)
         sets = [set_info] if set_info is not None else []
+        if set_info is None:
+            where = f" in namespace {parent_namespace}" if parent_namespace else ""
+            report.warnings.append(f"the ApplySet parent {res.kind} {name}{where} does not exist, so applysets is "
+                                   "empty; check the parent's kind, name and namespace")
     else:
         listing = find_sets(client, discovery, namespace)
         sets, report.unlisted, report.warnings = listing.sets, listing.unlisted, listing.warnings
