@@ -206,6 +206,23 @@ def fail_from_error(module, err, **extra):
     module.fail_json(msg=message, error=_error_dict(err), **kwargs)
 
 
+class OptionError(Exception):
+    """A module option that cannot work, reported in the same shape as the core's errors
+    (``<option>: <what is wrong>. Fix: <what to do>`` plus ``error``), without needing the core."""
+
+    def __init__(self, option, message, fix):
+        super().__init__(f"option {option}: {message}. Fix: {fix}")
+        self.message, self.obj, self.fix = message, f"option {option}", fix
+
+    def to_dict(self):
+        return {"type": "InputError", "message": self.message, "object": self.obj, "fix": self.fix}
+
+
+def fail_option(module, option, message, fix):
+    """Fail the module for a bad option value, before any request."""
+    fail_from_error(module, OptionError(option, message, fix), changed=False)
+
+
 def _warning_text(warning):
     if isinstance(warning, str):
         return warning

@@ -369,6 +369,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     auth_arg_spec,
     auth_params,
     fail_from_error,
+    fail_option,
     warn_all,
 )
 
@@ -489,9 +490,10 @@ def main():
     params = module.params
     module.no_log_values.update(definition_secret_values(params["definition"]))
     if params["parallelism"] < 1:
-        module.fail_json(msg="parallelism must be at least 1")
+        fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
     if not 0 <= params["guard"]["max_prune_percent"] <= 100:
-        module.fail_json(msg="guard.max_prune_percent must be between 0 and 100")
+        fail_option(module, "guard.max_prune_percent", "must be between 0 and 100",
+                    "set it to 100 to allow any prune, or lower to guard more")
     options = engine.Options(
         field_manager=params["field_manager"],
         force_conflicts=params["force_conflicts"],
@@ -523,7 +525,8 @@ def main():
         names.check_options(params["parent"], params["namespace"])
         if params["state"] == "present":
             if params["src"] is None and params["definition"] is None and not options.allow_empty:
-                module.fail_json(msg="state=present needs src or definition (or guard.allow_empty=true to empty the set)")
+                fail_option(module, "state", "state=present needs src or definition",
+                            "give src or definition; to empty the set on purpose set guard.allow_empty: true")
             desired = load_manifests(module)
         client = kube.connect(auth_params(module.params), parallelism=params["parallelism"])
         run = engine.Engine(client, params["parent"], params["namespace"], options)
@@ -538,18 +541,20 @@ def main():
         result = report.to_dict() if report is not None else {"changed": False}
         if report is not None:
             warn_all(module, report.warnings)
-        fail_from_error(module, err, **_shape(result, module))
+        fail_from_error(module, err, **_shape(result, module, failed=True))
     warn_all(module, report.warnings)
-    result = _shape(report.to_dict(), module)
+    result = _shape(report.to_dict(), module, failed=report.failed)
     if report.failed:
         error = report.error or ApplySetError("some objects failed; see objects", fix="fix them and run again")
         fail_from_error(module, error, **result)
     module.exit_json(**result)
 
 
-def _shape(result, module):
+def _shape(result, module, failed=False):
     if not module._diff:
         result.pop("diff", None)
+    if failed and module.check_mode:
+        result["changed"] = False  # a preview that fails changed nothing, and its objects say what it found
     return result
 
 

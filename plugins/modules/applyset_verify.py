@@ -316,6 +316,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     auth_arg_spec,
     auth_params,
     fail_from_error,
+    fail_option,
     warn_all,
 )
 
@@ -378,7 +379,7 @@ def main():
         module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
     if params["parallelism"] < 1:
-        module.fail_json(msg="parallelism must be at least 1")
+        fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
     try:
         client = kube.connect(auth_params(params), parallelism=params["parallelism"])
         report = fsck.verify(client, parent_spec=params["parent"], namespace=params["namespace"],
