@@ -157,8 +157,9 @@ def _expand_entry(entry, base_dir):
         return _expand_glob(path, entry, base_dir)
     raise InputError(
         "no such file or directory", obj=entry,
-        fix="check the path; relative paths are resolved against "
-            + (base_dir if base_dir else "the current directory"))
+        fix="check the path; applyset_apply looks a relative src up in the role's files/ directory and the "
+            "role (in a role), then the playbook's directory"
+            + (f"; here it was resolved against {base_dir}" if base_dir else ""))
 
 
 def _expand_glob(pattern, entry, base_dir):
