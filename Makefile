@@ -8,7 +8,7 @@ COLLECTION_LINK := .state/collections/ansible_collections/applyset/kubernetes
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: deps binaries cluster-up cluster-down demo test unit integration lint sanity bench chromium clean
+.PHONY: deps binaries cluster-up cluster-down demo test unit integration lint sanity bench chromium clean readme-check
 
 # Against an existing cluster (APPLYSET_TEST_KUBECONFIG) the tests need no local
 # control plane, so nothing is built.
@@ -44,6 +44,10 @@ cluster-down:
 demo: cluster-up
 	KUBECONFIG=$$(hack/local-cluster kubeconfig) ansible-playbook playbooks/deploy.yml
 	KUBECONFIG=$$(hack/local-cluster kubeconfig) ansible-playbook playbooks/deploy.yml -e shop_without_banner=true
+
+# The README's quickstart, run as written on a fresh clone with a control plane of its own.
+readme-check:
+	hack/readme-check
 
 # ansible-lint (production profile) and the execution environment definition.
 lint: deps
