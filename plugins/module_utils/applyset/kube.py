@@ -499,7 +499,6 @@ class KubeClient:
         return self.request("PATCH", res.path(namespace, name), query=query, body=patch,
                             content_type="application/merge-patch+json")
 
-
     def json_patch(self, res: Resource, name: str, namespace: str | None, operations: list, *,
                    field_manager: str) -> Response:
         """An RFC 6902 JSON patch (used to rewrite managedFields; guard it with a resourceVersion op)."""
