@@ -255,11 +255,13 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     auth_arg_spec,
     auth_params,
     fail_from_error,
+    protected_input,
+    protected_input_spec,
     warn_all,
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import health, inventory, kube
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import health, inventory, kube, redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -268,6 +270,7 @@ except ImportError as err:  # PyYAML or kubernetes missing
 
 def argument_spec():
     spec = auth_arg_spec()
+    spec.update(protected_input_spec())  # an inline kubeconfig, passed by the action plugin
     spec.update(
         parent=dict(type="raw"),
         namespace=dict(type="str"),
@@ -299,13 +302,14 @@ def main():
     if IMPORT_ERROR is not None:
         module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
+    _definition, kubeconfig = protected_input(module)
     if params["parallelism"] < 1:
         module.fail_json(msg="parallelism must be at least 1")
     members = params["members"]
     if members is None:
         members = params["parent"] is not None
     try:
-        client = kube.connect(auth_params(params), parallelism=params["parallelism"])
+        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         report = inventory.describe(
             client,
             parent_spec=params["parent"],
@@ -321,7 +325,8 @@ def main():
     result = report.to_dict()
     if params["query"] is not None:
         result["query_result"] = run_query(module, params["query"], dict(result))
-    module.exit_json(changed=False, **result)
+    # full_objects hides Secret values already; this makes sure of it for every path, by structure.
+    module.exit_json(changed=False, **redact.hide_secret_data(result))
 
 
 if __name__ == "__main__":

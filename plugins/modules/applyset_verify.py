@@ -314,13 +314,15 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     auth_arg_spec,
     auth_params,
     fail_from_error,
+    protected_input,
+    protected_input_spec,
     warn_all,
 )
 
 try:
     import yaml
 
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import fsck, kube
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import fsck, kube, redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -329,6 +331,7 @@ except ImportError as err:  # PyYAML or kubernetes missing
 
 def argument_spec():
     spec = auth_arg_spec()
+    spec.update(protected_input_spec())  # an inline kubeconfig, passed by the action plugin
     spec.update(
         parent=dict(type="raw"),
         namespace=dict(type="str"),
@@ -375,10 +378,11 @@ def main():
     if IMPORT_ERROR is not None:
         module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
+    _definition, kubeconfig = protected_input(module)
     if params["parallelism"] < 1:
         module.fail_json(msg="parallelism must be at least 1")
     try:
-        client = kube.connect(auth_params(params), parallelism=params["parallelism"])
+        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         report = fsck.verify(client, parent_spec=params["parent"], namespace=params["namespace"],
                              fix=params["fix"], allow_foreign=params["allow_foreign"], dry_run=module.check_mode)
     except ApplySetError as err:
@@ -387,6 +391,7 @@ def main():
     result = report.to_dict()
     if module._diff:
         result["diff"] = diff_entries(report)
+    result = redact.hide_secret_data(result)  # parents' hints only; made sure of by structure
     if report.fix_errors or (params["fail_on_problems"] and report.remaining_errors):
         fail_from_error(module, failure(report), **result)
     module.exit_json(**result)
