@@ -269,4 +269,7 @@ def protected_input(module):
     kubeconfig = carried.get("kubeconfig", params.get("kubeconfig"))
     if isinstance(kubeconfig, dict):
         module.no_log_values.update(redact.kubeconfig_secrets(kubeconfig))
+    # client_key is a path, but a key pasted in by content (option or K8S_AUTH_CLIENT_KEY)
+    # would be echoed by "no such file" errors: mask it whole.
+    module.no_log_values.update(redact.pasted_private_key(params.get("client_key")))
     return definition, kubeconfig

@@ -114,6 +114,13 @@ def test_short_values_are_never_masked_as_text():
     assert redact.maskable(["1234567", "12345678", None, 5]) == {"12345678"}
 
 
+def test_a_private_key_pasted_where_a_path_belongs_is_masked_but_not_its_armour_lines():
+    key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nAbC\n-----END PRIVATE KEY-----\n"
+    assert redact.pasted_private_key(key) == {key, key.strip(), "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"}
+    assert redact.pasted_private_key("/etc/kube/client.key") == set()
+    assert redact.pasted_private_key(None) == set()
+
+
 @pytest.mark.parametrize("config", [None, "path", {"users": None}, {"users": ["x", {"user": "y"}]}])
 def test_odd_kubeconfigs_have_no_credentials_and_do_not_fail(config):
     assert redact.kubeconfig_secrets(config) == set()

@@ -165,6 +165,14 @@ def kubeconfig_secrets(config) -> set:
     return maskable(found)
 
 
+def pasted_private_key(value) -> set:
+    """A private key given by content where a path was expected: the text and each of its lines."""
+    if not isinstance(value, str) or "PRIVATE KEY" not in value:
+        return set()
+    return maskable({value, value.strip(), *value.splitlines()}) - {
+        line for line in value.splitlines() if line.startswith("-----")}
+
+
 def maskable(values) -> set:
     """The values long enough to be masked wherever their text appears (``MIN_MASKED_LENGTH``)."""
     return {value for value in values if isinstance(value, str) and len(value.strip()) >= MIN_MASKED_LENGTH}
