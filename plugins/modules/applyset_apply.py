@@ -37,6 +37,9 @@ requirements:
 extends_documentation_fragment:
   - applyset.kubernetes.auth
 attributes:
+  async:
+    support: full
+    description: "Runs with C(async) and C(poll) like any module, for example several sets at once with C(poll: 0) and C(async_status)."
   check_mode:
     support: full
     description: Every apply is sent with C(dryRun=All); no object and no parent is written.

@@ -36,6 +36,9 @@ requirements:
 extends_documentation_fragment:
   - applyset.kubernetes.auth
 attributes:
+  async:
+    support: full
+    description: "Runs with C(async) and C(poll) like any module."
   check_mode:
     support: full
     description: The module only reads, so check mode changes nothing about what it does.

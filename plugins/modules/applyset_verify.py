@@ -41,6 +41,9 @@ requirements:
 extends_documentation_fragment:
   - applyset.kubernetes.auth
 attributes:
+  async:
+    support: full
+    description: "Runs with C(async) and C(poll) like any module."
   check_mode:
     support: full
     description:

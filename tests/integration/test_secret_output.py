@@ -251,3 +251,71 @@ def test_inline_kubeconfig_basic_password_is_never_shown(cluster, kube, namespac
     assert 'User \\"system:anonymous\\" cannot get path' in output, output[-3000:]
     assert leaks(output, [password]) == []
     assert b64(f"deployer:{password}") not in output  # the Authorization header's content
+
+
+# ----- async and poll (issue #19 point 5) -------------------------------------------------------------------------
+
+
+def test_three_sets_run_in_parallel_with_async_and_check_mode_works_under_async(
+        cluster, kube, namespace, tmp_path, secret_values):
+    """poll: 0 starts three sets at once, async_status collects them; a check-mode preview and a
+    plain poll run under async too. The async job files hold no Secret value either."""
+    def parent_task(number, **extra):
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"creds-{number}"},
+                  "stringData": {"PASSWORD": secret_values["inline"], "USER": "postgres"}}
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"settings-{number}"},
+              "data": {"set": f"set-{number}"}}
+        return dict({"applyset.kubernetes.applyset_apply": {
+            "parent": f"set{number}", "namespace": namespace, "definition": [secret, cm]}}, **extra)
+
+    tasks = [
+        {"name": "start three sets", "loop": [1, 2, 3], "async": 300, "poll": 0, "register": "started",
+         **{k: v for k, v in parent_task("{{ item }}").items()}},
+        {"name": "collect them", "ansible.builtin.async_status": {"jid": "{{ item.ansible_job_id }}"},
+         "loop": "{{ started.results }}", "register": "finished", "until": "finished is finished",
+         "retries": 120, "delay": 1},
+        {"name": "every set was applied", "ansible.builtin.assert": {"that": [
+            "finished.results | map(attribute='summary.created') | list == [2, 2, 2]",
+            "finished.results | map(attribute='changed') | list == [true, true, true]"]}},
+        {"name": "keep the collected results", "ansible.builtin.copy": {
+            "dest": str(tmp_path / "finished.json"), "content": "{{ finished.results | to_json }}"}},
+        dict(parent_task(4), name="preview under async", check_mode=True, register="preview",
+             **{"async": 300, "poll": 1}),
+        {"name": "the preview wrote nothing", "ansible.builtin.assert": {"that": [
+            "preview.summary.created == 2", "preview is changed"]}},
+        dict(parent_task(1), name="poll until done", register="again", **{"async": 300, "poll": 2}),
+        {"name": "nothing to do the second time", "ansible.builtin.assert": {"that": [
+            "again.summary.unchanged == 2", "again is not changed"]}},
+        {"name": "info under async", "applyset.kubernetes.applyset_info": {"namespace": namespace},
+         "register": "info", "async": 120, "poll": 1},
+        {"name": "verify under async", "applyset.kubernetes.applyset_verify": {"namespace": namespace},
+         "register": "verified", "async": 120, "poll": 1},
+        {"name": "info and verify saw the three sets", "ansible.builtin.assert": {"that": [
+            "info.applysets | length == 3", "verified.applysets | length == 3"]}},
+    ]
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}],
+                                       sort_keys=False))
+    async_dir = tmp_path / "async"
+    env = ansible_env(cluster, ANSIBLE_ASYNC_DIR=str(async_dir))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-vvv", str(playbook)], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=tmp_path)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-5000:]
+    assert "does not support async" not in output
+    finished = json.loads((tmp_path / "finished.json").read_text())
+    assert [sorted(o["name"] for o in r["objects"]) for r in finished] == [
+        [f"creds-{n}", f"settings-{n}"] for n in (1, 2, 3)]
+    for number in (1, 2, 3):
+        parent = kube.get(f"/api/v1/namespaces/{namespace}/secrets/set{number}")
+        assert parent["metadata"]["annotations"]["applyset.kubernetes.io/contains-group-kinds"] == "ConfigMap,Secret"
+        assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/settings-{number}") is not None
+    # Check mode under async wrote nothing, not even the parent.
+    assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/set4") is None
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/settings-4") is None
+    assert leaks(output, [secret_values["inline"]]) == []
+    assert MASKED.findall(output) == []
+    job_files = [path for path in async_dir.rglob("*") if path.is_file()]
+    assert job_files
+    for path in job_files:
+        assert leaks(path.read_text(errors="replace"), [secret_values["inline"]]) == [], path
