@@ -319,3 +319,44 @@ def test_three_sets_run_in_parallel_with_async_and_check_mode_works_under_async(
     assert job_files
     for path in job_files:
         assert leaks(path.read_text(errors="replace"), [secret_values["inline"]]) == [], path
+
+
+# ----- the audit role -----------------------------------------------------------------------------------------------
+
+
+def test_audit_role_with_an_inline_kubeconfig_writes_no_secret_anywhere(cluster, kube, namespace, tmp_path,
+                                                                          secret_values):
+    """A set with a Secret parent and Secret members, audited with the admin kubeconfig given
+    inline (its client-key-data is a credential) at -vvv: neither the key nor any Secret value
+    reaches the output or the report files."""
+    config = admin_kubeconfig(cluster)
+    key_data = config["users"][0]["user"].get("client-key-data")
+    members = [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"},
+                "stringData": {"PASSWORD": secret_values["inline"], "USER": "postgres"}},
+               {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "encoded"},
+                "data": {"KEY": b64(secret_values["data"])}}]
+    extra_vars = tmp_path / "vars.json"
+    extra_vars.write_text(json.dumps({"inline_config": config, "members": members}))
+    report_dir = tmp_path / "reports"
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "deploy", "applyset.kubernetes.applyset_apply": {
+            "kubeconfig": "{{ inline_config }}", "parent": "postgres", "namespace": namespace,
+            "definition": "{{ members }}"}},
+        {"name": "audit", "ansible.builtin.include_role": {"name": "applyset.kubernetes.audit"}, "vars": {
+            "audit_kubeconfig": "{{ inline_config }}", "audit_namespace": namespace,
+            "audit_output_dir": str(report_dir)}},
+    ]}]))
+    env = ansible_env(cluster, KUBECONFIG=str(tmp_path / "no-such-kubeconfig"))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-vvv", "-e", f"@{extra_vars}", str(playbook)],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-5000:]
+    reports = {path.name: path.read_text() for path in report_dir.iterdir()}
+    assert sorted(reports) == ["applyset-audit.html", "applyset-audit.json", "applyset-audit.md"]
+    assert f"{namespace}/postgres" in reports["applyset-audit.md"], reports["applyset-audit.md"]
+    for text in [output, *reports.values()]:
+        assert leaks(text, [secret_values["inline"], secret_values["data"]]) == []
+        if key_data:
+            assert key_data not in text and key_data[-60:] not in text
+    assert MASKED.findall(output) == []
