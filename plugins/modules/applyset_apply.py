@@ -89,6 +89,9 @@ options:
       - "Text is read as kubectl reads a file, and a text whose first line is C(# Source: NAME) is named
         NAME in messages. Dictionaries were parsed by Ansible (PyYAML) already; pass text to have YAML
         read with kubectl's rules."
+      - The action plugin hands this option to the module in a hidden C(no_log) parameter, so the
+        module invocation (C(-vvv), AWX job events) and the syslog/journal line never show it; Secret data
+        is hidden in every result by structure, and nothing else is masked. See the collection's C(docs/secrets.md).
     type: raw
   state:
     description:
