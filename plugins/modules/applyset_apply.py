@@ -51,6 +51,12 @@ attributes:
     support: full
     description: Runs where the module runs (usually C(localhost)); C(src) files are read there.
 options:
+  _protected_input:
+    description:
+      - Internal, set by the collection's action plugin; do not set it in a task.
+      - Carries the O(kubeconfig) given as a dictionary and O(definition) to the module as one
+        C(no_log) text, so that neither appears in the module invocation or the syslog/journal line.
+    type: str
   parent:
     description:
       - The ApplySet parent.

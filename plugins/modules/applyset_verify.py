@@ -57,6 +57,12 @@ attributes:
     support: full
     description: Runs where the module runs (usually C(localhost)).
 options:
+  _protected_input:
+    description:
+      - Internal, set by the collection's action plugin; do not set it in a task.
+      - Carries the O(kubeconfig) given as a dictionary to the module as one C(no_log) text, so that it
+        appears neither in the module invocation nor in the syslog/journal line.
+    type: str
   parent:
     description:
       - Check only this set. The same syntax as O(applyset.kubernetes.applyset_apply#module:parent).
