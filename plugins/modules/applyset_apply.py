@@ -142,6 +142,33 @@ options:
         an error, found before anything is written.
     type: bool
     default: false
+  adopt_legacy:
+    description:
+      - Take over a set that C(kubectl apply --prune -l SELECTOR) managed. The objects that kubectl's legacy prune
+        would consider, of the O(adopt_legacy.kinds) in the namespaces this run applies to (cluster-scoped kinds
+        anywhere), that match O(adopt_legacy.selector) and were made by C(kubectl apply) (they carry the
+        C(kubectl.kubernetes.io/last-applied-configuration) annotation), are taken into the set; those no longer in
+        the manifests are pruned in the same run, under every rule of a prune (guard, keep annotations, foreign
+        controllers).
+      - Meant for the run that creates the set, and harmless to repeat; remove it once the set has taken over. Check
+        mode lists exactly what is adopted (RV(applyset.adopted)) and what is pruned.
+      - Objects Helm manages are refused, naming the release, unless O(adopt_legacy.allow_helm=true).
+    type: dict
+    suboptions:
+      selector:
+        description: The label selector that C(kubectl apply --prune -l) used.
+        type: str
+        required: true
+      kinds:
+        description:
+          - The kinds to look at, as C(Kind) or C(Kind.group), as C(--prune-allowlist) did. By default kubectl's
+            default prune allowlist.
+        type: list
+        elements: str
+      allow_helm:
+        description: Take in objects that Helm manages too (when retiring the release).
+        type: bool
+        default: false
   guard:
     description: The blast-radius guard, checked before anything is written.
     type: dict
@@ -248,7 +275,7 @@ EXAMPLES = r"""
 
 - name: Objects given inline, without pruning
   applyset.kubernetes.applyset_apply:
-    parent: {kind: ConfigMap, name: settings}
+    parent: {kind: ConfigMap, name: settings-set}
     namespace: shop
     prune: false
     definition:
@@ -294,7 +321,9 @@ applyset:
       type: dict
       sample: {apiVersion: v1, kind: Secret, name: shop, namespace: shop}
     tooling:
-      description: The parent's tooling annotation as found before the run (null for a new parent).
+      description: The parent's tooling annotation as it is after the run; this collection's value once the run has
+        written the parent (a new parent, a takeover). In check mode, and for O(state=absent) or O(state=disbanded),
+        as found before the run (null for a parent that does not exist).
       type: str
       sample: applyset.kubernetes/0.1.0
     group_kinds:
@@ -307,6 +336,12 @@ applyset:
       type: list
       elements: str
       sample: [shop]
+    adopted:
+      description: With O(adopt_legacy), the objects of the legacy prune set taken into the set (desired or pruned).
+      type: list
+      elements: str
+      returned: when O(adopt_legacy) is set
+      sample: [ConfigMap shop/banner, Deployment shop/web]
 summary:
   description: How many objects got each action.
   returned: always
@@ -347,7 +382,8 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, manifests, names, redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import (
+        engine, kube, legacy, manifests, names, redact)
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = manifests.YAML_IMPORT_ERROR  # None, or the ImportError of PyYAML
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -369,6 +405,14 @@ def argument_spec():
         field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
         takeover=dict(type="bool", default=False),
         adopt=dict(type="bool", default=False),
+        adopt_legacy=dict(
+            type="dict",
+            options=dict(
+                selector=dict(type="str", required=True),
+                kinds=dict(type="list", elements="str"),
+                allow_helm=dict(type="bool", default=False),
+            ),
+        ),
         guard=dict(
             type="dict",
             default={},
@@ -409,6 +453,13 @@ def load_manifests(params, definition):
     return loaded
 
 
+def legacy_options(params):
+    if not params:
+        return None
+    return legacy.Options(selector=params["selector"], kinds=tuple(params["kinds"] or legacy.DEFAULT_KINDS),
+                          allow_helm=params["allow_helm"])
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     if IMPORT_ERROR is not None:
@@ -431,6 +482,7 @@ def main():
         propagation_policy=params["propagation_policy"],
         takeover=params["takeover"],
         adopt=params["adopt"],
+        adopt_legacy=legacy_options(params["adopt_legacy"]),
         allow_empty=params["guard"]["allow_empty"],
         max_prune_percent=params["guard"]["max_prune_percent"],
         allow_prune_kinds=frozenset(params["guard"]["allow_prune_kinds"]),

@@ -19,7 +19,9 @@ description:
   - "Problems of the parent: C(parent_missing), C(id_missing), C(id_mismatch) (the id label does not match the
     parent: a possible impersonation), C(tooling_missing), C(hint_missing), C(legacy_hint) (only the
     C(contains-group-resources) of kubectl 1.27/1.28), C(hint_not_canonical) (hint annotations not sorted or not
-    minimal), C(unserved_group_kind) (a recorded kind the server no longer serves)."
+    minimal), C(legacy_annotation) (C(contains-group-resources) left beside C(contains-group-kinds)),
+    C(unserved_group_kind) (a recorded kind that no CRD or APIService defines any more),
+    C(unlistable_group_kind) (a recorded kind not served right now that may still hold members: never dropped)."
   - "Problems of the members: C(unrecorded_group_kind) and C(unrecorded_namespace) (members a prune can never see:
     leaks), C(stale_group_kind) and C(stale_namespace) (recorded hints without members), C(foreign_controller)
     (members controlled by an object outside the set, which a prune leaves alone), C(orphan) (objects whose

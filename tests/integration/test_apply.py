@@ -156,13 +156,13 @@ def test_crd_and_custom_resource_in_one_set_then_unserved_kind_is_dropped(cluste
         kinds = kube.get(f"/api/v1/namespaces/{namespace}/secrets/set1")["metadata"]["annotations"][KINDS]
         assert kinds == f"ConfigMap,CustomResourceDefinition.apiextensions.k8s.io,Widget.{group}"
 
-        # The CRD disappears behind our back: its kind is no longer served. kubectl fails
-        # from then on; we warn and drop it from the hint.
+        # The CRD disappears behind our back, and with it every Widget: its kind provably
+        # holds nothing. kubectl fails from then on; we warn and drop it from the hint.
         delete_crd(kube, f"widgets.{group}")
         wait_for(lambda: kube.request("GET", f"/apis/{group}/v1")[0] == 404, timeout=30, what="group gone")
         rc, result, out = apply(cluster, namespace, [cm("plain")], guard={"max_prune_percent": 100})
         assert rc == 0, out
-        assert "no longer serves" in out, out
+        assert "no CRD or APIService defines any more" in out, out
         kinds = kube.get(f"/api/v1/namespaces/{namespace}/secrets/set1")["metadata"]["annotations"][KINDS]
         assert kinds == "ConfigMap"
     finally:
@@ -517,3 +517,18 @@ def test_api_server_warnings_reach_the_user(cluster, kube, namespace):
     rc, result, out = apply(cluster, namespace, [pod])
     assert rc == 0, out
     assert "[WARNING]" in out and "Pod " + namespace + "/legacy" in out and "seccomp" in out, out
+
+
+def test_a_parent_that_is_also_in_the_input_is_refused_before_anything_is_written(cluster, kube, namespace):
+    rc, result, out = apply(cluster, namespace, [cm("settings")], parent={"kind": "ConfigMap", "name": "settings"},
+                            prune=False)
+    assert rc != 0
+    assert "is also one of the objects to apply" in result["msg"] and "settings-set" in result["msg"], result["msg"]
+    assert names(kube, namespace) == []
+    # The documented example, with the parent under its own name.
+    rc, result, out = apply(cluster, namespace, [cm("settings")], parent={"kind": "ConfigMap", "name": "settings-set"},
+                            prune=False)
+    assert rc == 0, out
+    rc, result, out = apply(cluster, namespace, [cm("settings")], parent={"kind": "ConfigMap", "name": "settings-set"},
+                            prune=False)
+    assert rc == 0 and not result["changed"], out

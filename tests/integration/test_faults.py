@@ -158,13 +158,17 @@ def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_name
         desired_b = {key(o) for o in state_b}
         removed = {key(o) for o in state_a} - desired_b
         points = sample_points(total)
-        runs = violations = 0
+        runs = violations = misreported = 0
         started = time.monotonic()
         for fault in FAULTS:
             for k in points:
                 direct(state_a)
                 rc, out, err = faulted_run(fault, k)
                 runs += 1
+                if fault in ("reset", "timeout") and "someone else" in out:
+                    # A lost answer is a connection problem, never another run (issue 19 point 6).
+                    misreported += 1
+                    print(f"MISREPORTED fault={fault} k={k}: {out[-400:]}")
                 problems = []
                 covered, why = hints_cover(kube, ns1, (ns1, ns2), set_id)
                 if not covered:
@@ -183,7 +187,51 @@ def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_name
                     violations += 1
                     print(f"VIOLATION fault={fault} k={k} rc={rc}: {problems}\n{out[-400:]}{err[-400:]}")
         print(f"fault sweep: {runs} injected runs ({len(points)} points of {total} mutating requests x "
-              f"{len(FAULTS)} fault kinds), {violations} violations, {time.monotonic() - started:.0f}s")
+              f"{len(FAULTS)} fault kinds), {violations} violations, {misreported} lost answers reported as "
+              f"another run, {time.monotonic() - started:.0f}s")
         assert violations == 0
+        assert misreported == 0
     finally:
         proxy.close()
+
+
+@pytest.mark.parametrize("which", ["claim", "release"])
+def test_a_lost_answer_to_a_parent_write_is_recognised_as_this_runs_own(cluster, kube, two_namespaces, which):
+    """The parent write lands, its answer is lost, the retry meets a 409: the run re-reads the
+    parent, finds its own write and goes on (issue 19 point 6)."""
+    ns1, ns2 = two_namespaces
+    admin = core_kube.connect({"kubeconfig": cluster.kubeconfig})
+    state_a, state_b = states(ns1, ns2)
+    options = {"max_prune_percent": 100, "lock_ttl": 30}
+    first = engine.Engine(admin, PARENT, ns1, engine.Options(**options)).apply(manifests.load_definition(state_a))
+    assert not first.failed, first.error
+    set_id = first.applyset["id"]
+
+    proxy = FaultProxy(cluster.kubeconfig, hang_seconds=3)
+    job = {"auth": {"host": proxy.url}, "parent": PARENT, "namespace": ns1, "definition": state_b,
+           "options": options, "client": {"timeout": 5}}
+    try:
+        # Count the mutating requests of this change without a fault, then undo it.
+        proxy.reset(None, None)
+        rc, out, err = _drive(job)
+        assert rc == 0, out + err
+        total = proxy.mutating_seen
+        undo = engine.Engine(admin, PARENT, ns1, engine.Options(**options)).apply(manifests.load_definition(state_a))
+        assert not undo.failed, undo.error
+
+        proxy.reset("reset", 1 if which == "claim" else total)
+        rc, out, err = _drive(job)
+        assert proxy.injected
+        assert rc == 0, out + err
+        assert "someone else" not in out
+        assert labelled(kube, (ns1, ns2), set_id) == {key(o) for o in state_b}
+        annotations = kube.get(f"/api/v1/namespaces/{ns1}/secrets/{PARENT}")["metadata"]["annotations"]
+        assert spec.ANNOTATION_LOCK not in annotations  # the claim was released
+    finally:
+        proxy.close()
+
+
+def _drive(job):
+    proc = subprocess.run([sys.executable, str(DRIVER)], input=json.dumps(job), capture_output=True, text=True,
+                          timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr

@@ -477,3 +477,33 @@ def test_a_user_who_cannot_list_every_kind_gets_an_incomplete_check(cluster, kub
     assert [m["name"] for m in result["applysets"][0]["members"]] == ["settings"]
     assert result["unlisted"] == [{"group_kind": "Service", "namespace": namespace,
                                    "reason": result["unlisted"][0]["reason"]}]
+
+
+# ----- a kind deleted during the scan (issue 10 point 5) -------------------------------------------
+
+
+def test_a_crd_deleted_during_the_scan_leaves_the_scan_complete(cluster, kube, core, namespace):
+    from test_apply import crd, delete_crd
+
+    group = f"t{secrets.token_hex(3)}.example.com"
+    kube.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(group))
+    try:
+        wait_for(lambda: kube.request("GET", f"/apis/{group}/v1")[0] == 200, timeout=30, what="CRD served")
+        discovery = core.discover()
+        assert discovery.for_group_kind(spec.GroupKind(group, "Widget")) is not None
+        real_list = core.list
+
+        def list_after_deleting_the_crd(res, namespace=None, **kwargs):
+            if res.group == group:  # the CRD goes away between discovery and this LIST
+                delete_crd(kube, f"widgets.{group}")
+                wait_for(lambda: kube.request("GET", f"/apis/{group}/v1/widgets")[0] == 404, timeout=30,
+                         what="widgets gone")
+            return real_list(res, namespace, **kwargs)
+
+        core_for_scan = core_kube.connect({"kubeconfig": cluster.kubeconfig})
+        core_for_scan.list = list_after_deleting_the_crd
+        found = fsck.scan(core_for_scan, discovery)
+        assert found.unlisted == [], found.unlisted
+        assert spec.GroupKind(group, "Widget") in found.listed
+    finally:
+        delete_crd(kube, f"widgets.{group}")

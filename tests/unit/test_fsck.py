@@ -136,7 +136,7 @@ def test_unserved_group_kind_suggests_the_kind_of_a_resource_name():
     report = run(client, parent_spec="shop", namespace="shop")
     messages = sorted(p.message for p in report.problems if p.code == "unserved_group_kind")
     assert len(messages) == 2
-    assert "its CustomResourceDefinition was probably deleted" in messages[0]
+    assert "no CRD or APIService defines it, so it cannot hold objects" in messages[0]
     assert "the entry for it is Deployment.apps" in messages[1]
     assert all(p.fixable and p.severity == "error" for p in report.problems)
 
@@ -429,3 +429,94 @@ def test_fix_waits_for_a_running_deploy_but_not_for_an_expired_claim(expires_in,
         # The body leaves the expired claim out (server-side apply drops it if our manager applied it).
         assert spec.ANNOTATION_LOCK not in client.applied[0][1]["metadata"]["annotations"]
 
+
+
+# ----- kinds the server does not serve right now (issue 17) ------------------------------------------
+
+def _unserved_widget_crd(client, served=False):
+    crd = client.add(CRD, "widgets.example.com")
+    crd["spec"] = {"group": "example.com", "names": {"kind": "Widget", "plural": "widgets"},
+                   "versions": [{"name": "v1", "served": served}]}
+
+
+def test_an_unserved_kind_whose_crd_exists_is_reported_and_never_dropped_by_a_fix():
+    resources = [r for r in STANDARD if r != WIDGET]  # the CRD's only version is served: false
+    client = StubClient(resources=resources)
+    _unserved_widget_crd(client)
+    applyset_id = client.parent(SECRET, "shop", "shop", kinds="ConfigMap,Service,Widget.example.com",
+                                namespaces="extra")
+    client.member(CONFIGMAP, "settings", "shop", applyset_id)
+    report = run(client, parent_spec="shop", namespace="shop", fix=True)
+    unlistable = problem(report, "unlistable_group_kind")
+    assert "widgets.example.com exists but serves no version" in unlistable.message
+    assert not unlistable.fixable and not unlistable.fixed and not report.ok
+    # The fix drops the stale Service but keeps Widget and every recorded namespace.
+    assert report.fixes[0].after == {KINDS: "ConfigMap,Widget.example.com", NAMESPACES: "extra"}
+
+
+def test_an_unserved_kind_without_any_crd_or_apiservice_is_dropped():
+    resources = [r for r in STANDARD if r != WIDGET]
+    client = StubClient(resources=resources)
+    applyset_id = client.parent(SECRET, "shop", "shop", kinds="ConfigMap,Widget.example.com")
+    client.member(CONFIGMAP, "settings", "shop", applyset_id)
+    report = run(client, parent_spec="shop", namespace="shop")
+    assert codes(report.problems) == ["unserved_group_kind"]
+    assert report.fixes[0].after == {KINDS: "ConfigMap", NAMESPACES: ""}
+
+
+def test_a_legacy_entry_that_may_hold_objects_blocks_the_repair():
+    resources = [r for r in STANDARD if r != WIDGET]
+    client = StubClient(resources=resources)
+    _unserved_widget_crd(client)
+    client.parent(SECRET, "old", "shop", tooling="kubectl/v1.28.15", kinds=None,
+                  contains_group_resources="configmaps,widgets.example.com")
+    report = run(client, parent_spec="old", namespace="shop", fix=True, allow_foreign=True)
+    assert "unlistable_group_kind" in codes(report.problems)
+    assert report.fixes == [] and client.applied == []
+
+
+def test_the_legacy_annotation_beside_contains_group_kinds_is_reported_and_removed_by_a_fix():
+    client = StubClient()
+    applyset_id = client.parent(SECRET, "shop", "shop", kinds="ConfigMap", contains_group_resources="configmaps")
+    client.member(CONFIGMAP, "settings", "shop", applyset_id)
+    report = run(client, parent_spec="shop", namespace="shop", fix=True)
+    assert codes(report.problems) == ["legacy_annotation"]
+    assert problem(report, "legacy_annotation").fixed
+    [(_res, body, _kwargs)] = client.applied
+    assert spec.ANNOTATION_GROUP_RESOURCES not in body["metadata"]["annotations"]
+
+
+# ----- a kind that vanishes during the scan (issue 10 point 5) ---------------------------------------
+
+class VanishingClient(StubClient):
+    """WIDGET's LIST answers 404, as when its CRD is deleted between discovery and the LIST."""
+
+    def __init__(self, still_served):
+        super().__init__()
+        self.still_served = still_served
+        self.discoveries = 0
+
+    def discover(self):
+        self.discoveries += 1
+        if self.discoveries == 1 or self.still_served:
+            return self.discovery
+        return Discovery([r for r in STANDARD if r != WIDGET])
+
+    def list(self, res, namespace=None, **kwargs):
+        if res.group_kind == WIDGET.group_kind:
+            from applyset.errors import ApiError
+            raise ApiError("the server could not find the requested resource", status=404, reason="NotFound")
+        return super().list(res, namespace, **kwargs)
+
+
+def test_a_kind_deleted_during_the_scan_leaves_the_scan_complete():
+    client = VanishingClient(still_served=False)
+    found = fsck.scan(client, client.discover())
+    assert found.unlisted == [] and WIDGET.group_kind in found.listed
+    assert client.discoveries == 2
+
+
+def test_a_404_of_a_kind_still_served_is_reported_as_unlisted():
+    client = VanishingClient(still_served=True)
+    found = fsck.scan(client, client.discover())
+    assert [u.group_kind for u in found.unlisted] == [WIDGET.group_kind]

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import parent as parents
-from . import spec
-from .errors import ApiError, ApplySetError
+from . import retention, spec
+from .errors import ApiError, ApplySetError, ParentError
 from .inventory import Member, SetInfo, find_sets, get_set, unlisted_from
 from .kube import Discovery, KubeClient, Resource
 from .spec import GroupKind
@@ -32,8 +32,10 @@ ID_MISMATCH = "id_mismatch"
 TOOLING_MISSING = "tooling_missing"
 HINT_MISSING = "hint_missing"
 LEGACY_HINT = "legacy_hint"
+LEGACY_ANNOTATION = "legacy_annotation"
 HINT_NOT_CANONICAL = "hint_not_canonical"
 UNSERVED_GROUP_KIND = "unserved_group_kind"
+UNLISTABLE_GROUP_KIND = "unlistable_group_kind"
 UNRECORDED_GROUP_KIND = "unrecorded_group_kind"
 UNRECORDED_NAMESPACE = "unrecorded_namespace"
 STALE_GROUP_KIND = "stale_group_kind"
@@ -44,7 +46,7 @@ INCOMPLETE_SCAN = "incomplete_scan"
 
 # Problems that rewriting the parent's hints resolves.
 HINT_CODES = frozenset({
-    HINT_MISSING, LEGACY_HINT, HINT_NOT_CANONICAL, UNSERVED_GROUP_KIND, UNRECORDED_GROUP_KIND,
+    HINT_MISSING, LEGACY_HINT, LEGACY_ANNOTATION, HINT_NOT_CANONICAL, UNSERVED_GROUP_KIND, UNRECORDED_GROUP_KIND,
     UNRECORDED_NAMESPACE, STALE_GROUP_KIND, STALE_NAMESPACE,
 })
 
@@ -149,14 +151,27 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
     def fetch(res):
         return list(client.list(res, None, label_selector=selector))
 
+    not_found = []
     for res, items in zip(resources, client.map(fetch, resources)):
         if isinstance(items, ApiError):
-            result.unlisted.append(unlisted_from(items, res))
+            if items.status == 404:
+                not_found.append((res, items))
+            else:
+                result.unlisted.append(unlisted_from(items, res))
             continue
         if isinstance(items, Exception):
             raise items
         result.listed.add(res.group_kind)
         result.members += [Member.from_item(res, item) for item in items]
+    if not_found:
+        # A kind that vanished between discovery and its LIST (a CRD deleted meanwhile) holds
+        # nothing any more: asked again, discovery proves it, and the scan stays complete.
+        fresh = client.discover()
+        for res, err in not_found:
+            if fresh.for_group_kind(res.group_kind) is None:
+                result.listed.add(res.group_kind)
+            else:
+                result.unlisted.append(unlisted_from(err, res))
     result.members.sort(key=lambda m: m.sort_key)
     return result
 
@@ -189,8 +204,12 @@ def check_identity(set_info: SetInfo) -> list[Problem]:
     return problems
 
 
-def check_hint_annotations(set_info: SetInfo, discovery: Discovery) -> list[Problem]:
-    """The hint annotations themselves: present, current format, served kinds, canonical text."""
+def check_hint_annotations(set_info: SetInfo, discovery: Discovery, may_hold: dict | None = None) -> list[Problem]:
+    """The hint annotations themselves: present, current format, served kinds, canonical text.
+
+    ``may_hold``: unserved recorded kinds (and unmapped legacy entries) that may still hold
+    objects, with why (see ``kinds_that_may_hold``); they are reported, never dropped.
+    """
     problems = []
     annotations = set_info.annotations
     if set_info.hint_source is None:
@@ -206,7 +225,13 @@ def check_hint_annotations(set_info: SetInfo, discovery: Discovery) -> list[Prob
             f"1.28; kubectl 1.29 and later read {spec.ANNOTATION_GROUP_KINDS}",
             "run applyset_verify with fix: true (or apply the set with kubectl 1.29 or later) to write "
             f"{spec.ANNOTATION_GROUP_KINDS}"))
-    problems += _unserved_hint_entries(set_info, discovery)
+    elif spec.ANNOTATION_GROUP_RESOURCES in annotations:
+        problems.append(_set_problem(
+            set_info, LEGACY_ANNOTATION, WARNING,
+            f"the parent still carries {spec.ANNOTATION_GROUP_RESOURCES} beside {spec.ANNOTATION_GROUP_KINDS}; "
+            "kubectl 1.29 and later remove it when they update a set, and no tool reads it any more",
+            f"run applyset_verify with fix: true to remove {spec.ANNOTATION_GROUP_RESOURCES}"))
+    problems += _unserved_hint_entries(set_info, discovery, may_hold or {})
 
     kinds_text = annotations.get(spec.ANNOTATION_GROUP_KINDS)
     namespaces_text = annotations.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES)
@@ -227,25 +252,58 @@ def check_hint_annotations(set_info: SetInfo, discovery: Discovery) -> list[Prob
     return problems
 
 
-def _unserved_hint_entries(set_info: SetInfo, discovery: Discovery) -> list[Problem]:
+def _unserved_hint_entries(set_info: SetInfo, discovery: Discovery, may_hold: dict) -> list[Problem]:
     problems = []
     for gk in sorted(set_info.group_kinds):
         if discovery.for_group_kind(gk) is not None:
             continue
+        if gk in may_hold:
+            problems.append(_unlistable_problem(set_info, str(gk), may_hold[gk]))
+            continue
         looks_like_resource = discovery.for_resource(gk.group, gk.kind)
         hint = (f"; it looks like a resource name, the entry for it is {looks_like_resource.group_kind}"
-                if looks_like_resource else "; its CustomResourceDefinition was probably deleted")
+                if looks_like_resource else "; no CRD or APIService defines it, so it cannot hold objects")
         problems.append(_set_problem(
             set_info, UNSERVED_GROUP_KIND, ERROR,
             f"{spec.ANNOTATION_GROUP_KINDS} lists {gk}, which the server does not serve{hint} (kubectl fails with "
             "'could not find mapping' on every apply of this set)",
             f"run applyset_verify with fix: true to drop {gk} from the hint, or reinstall its CRD"))
     for group_resource in sorted(set_info.unmapped_resources):
+        shown = f"{group_resource.resource}.{group_resource.group}"
+        if group_resource in may_hold:
+            problems.append(_unlistable_problem(set_info, shown, may_hold[group_resource]))
+            continue
         problems.append(_set_problem(
             set_info, UNSERVED_GROUP_KIND, ERROR,
-            f"{spec.ANNOTATION_GROUP_RESOURCES} lists {group_resource}, which the server does not serve",
-            f"run applyset_verify with fix: true to drop {group_resource} from the hint, or reinstall its CRD"))
+            f"{spec.ANNOTATION_GROUP_RESOURCES} lists {shown}, which the server does not serve and no CRD or "
+            "APIService defines",
+            f"run applyset_verify with fix: true to drop {shown} from the hint, or reinstall its CRD"))
     return problems
+
+
+def _unlistable_problem(set_info: SetInfo, shown: str, reason: str) -> Problem:
+    return _set_problem(
+        set_info, UNLISTABLE_GROUP_KIND, ERROR,
+        f"the hint lists {shown}, which the server does not serve right now, but {reason}; its members can be "
+        "neither checked nor pruned until it is served again, and the hint keeps it so that none of them leaks",
+        f"make the server serve {shown} again (a CRD version with served: true, or an available APIService); "
+        "a repair never drops it")
+
+
+def kinds_that_may_hold(client: KubeClient, discovery: Discovery, sets: list) -> dict:
+    """Unserved hint entries of these sets that may still hold objects -> why (retention.py).
+
+    Keys are GroupKinds, and legacy (group, resource) entries discovery cannot map. Only reads
+    the cluster's CRDs and APIServices when some set records an unserved entry.
+    """
+    unserved = {gk for s in sets for gk in s.group_kinds if discovery.for_group_kind(gk) is None}
+    unmapped = {gr for s in sets for gr in s.unmapped_resources}
+    if not unserved and not unmapped:
+        return {}
+    defs = retention.load(client, discovery)
+    reasons = {gk: retention.why_it_may_hold_objects(gk, defs) for gk in unserved}
+    reasons.update({gr: retention.why_resource_may_hold_objects(gr.group, gr.resource, defs) for gr in unmapped})
+    return {key: reason for key, reason in reasons.items() if reason is not None}
 
 
 SERVICE = GroupKind("", "Service")
@@ -354,12 +412,13 @@ def _stale_hints(set_info: SetInfo, members: list, found: Scan, discovery: Disco
     return problems
 
 
-def check_set(set_info: SetInfo, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
+def check_set(set_info: SetInfo, members: list, found: Scan, discovery: Discovery,
+              may_hold: dict | None = None) -> list[Problem]:
     problems = check_identity(set_info)
     if set_info.live_id is None or not set_info.id_matches:
         # Which objects belong to such a parent is unknowable; hint checks would only add noise.
         return problems
-    return (problems + check_hint_annotations(set_info, discovery)
+    return (problems + check_hint_annotations(set_info, discovery, may_hold)
             + check_members(set_info, members, found, discovery))
 
 
@@ -430,15 +489,21 @@ class HintFix:
         return data
 
 
-def plan_fix(set_info: SetInfo, members: list, found: Scan, discovery: Discovery) -> HintFix | None:
+def plan_fix(set_info: SetInfo, members: list, found: Scan, discovery: Discovery,
+             may_hold: dict | None = None) -> HintFix | None:
     """The hints the members call for, or None when the recorded ones are already right.
 
     Only entries the scan proved empty are dropped: a recorded kind that could not be listed
     stays (it may hold members), and so do the recorded namespaces while any recorded
-    namespaced kind could not be listed. Kinds the server does not serve are dropped: no
-    object of them can exist.
+    namespaced kind could not be listed. Kinds the server does not serve are dropped only when
+    no CRD or APIService defines them (``may_hold`` lists the others, which stay, with every
+    recorded namespace). A legacy entry that may hold objects but cannot be mapped to a kind
+    blocks the repair: rewriting the hint would lose it.
     """
+    may_hold = may_hold or {}
     if not _identity_intact(set_info):
+        return None
+    if any(gr in may_hold for gr in set_info.unmapped_resources):
         return None
     unproven = {gk for gk in set_info.group_kinds
                 if discovery.for_group_kind(gk) is not None and gk not in found.listed}
@@ -449,7 +514,9 @@ def plan_fix(set_info: SetInfo, members: list, found: Scan, discovery: Discovery
                    | {m.group_kind for m in members if m.group_kind in set_info.group_kinds})
     namespaces = ({m.namespace for m in own if m.namespace}
                   | {m.namespace for m in members if m.namespace in set_info.additional_namespaces})
-    if any(discovery.for_group_kind(gk).namespaced for gk in unproven):
+    kept = {gk for gk in set_info.group_kinds if gk in may_hold}
+    group_kinds |= kept
+    if kept or any(discovery.for_group_kind(gk).namespaced for gk in unproven):
         namespaces |= set(set_info.additional_namespaces)
     fix = HintFix(set_info, group_kinds, namespaces)
     live = set_info.annotations
@@ -457,7 +524,8 @@ def plan_fix(set_info: SetInfo, members: list, found: Scan, discovery: Discovery
     # kubectl always writes additional-namespaces, but an absent one means the same as "".
     namespaces_differ = (live.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES) or "") != \
         fix.after[spec.ANNOTATION_ADDITIONAL_NAMESPACES]
-    return fix if kinds_differ or namespaces_differ else None
+    legacy_left = set_info.hint_source == spec.ANNOTATION_GROUP_KINDS and spec.ANNOTATION_GROUP_RESOURCES in live
+    return fix if kinds_differ or namespaces_differ or legacy_left else None
 
 
 def fix_body(fix: HintFix) -> dict:
@@ -489,8 +557,18 @@ def apply_fix(client: KubeClient, fix: HintFix, *, dry_run: bool) -> None:
     """Write the hints with server-side apply, guarded by the resourceVersion that was read."""
     set_info = fix.set_info
     try:
-        client.apply(set_info.resource, fix_body(fix), field_manager=field_manager_for(set_info), force=True,
-                     dry_run=dry_run)
+        written = client.apply(set_info.resource, fix_body(fix), field_manager=field_manager_for(set_info),
+                               force=True, dry_run=dry_run).body
+        annotations = ((written or {}).get("metadata") or {}).get("annotations") or {}
+        if spec.ANNOTATION_GROUP_RESOURCES in annotations:
+            # Owned by another manager (a kubectl set taken over): the apply cannot remove it.
+            parent = parents.Parent(resource=set_info.resource, name=set_info.name, namespace=set_info.namespace,
+                                    id=set_info.expected_id, exists=True, uid=set_info.uid,
+                                    resource_version=written["metadata"].get("resourceVersion"))
+            parents.drop_legacy_annotation(client, parent, dry_run=dry_run)
+    except ParentError as err:
+        fix.error = err
+        return
     except ApiError as err:
         if err.status == 409:
             fix.error = ApplySetError(
@@ -590,6 +668,7 @@ def verify(client: KubeClient, *, parent_spec=None, namespace: str | None = None
     if found is not None:
         report.unlisted += found.unlisted
         grouped = found.by_id()
+        may_hold = kinds_that_may_hold(client, discovery, report.sets)
         for set_info in report.sets:
             if set_info.claimed():
                 report.warnings.append(f"{set_info.display}: a run of applyset_apply is changing the set right now, "
@@ -598,8 +677,8 @@ def verify(client: KubeClient, *, parent_spec=None, namespace: str | None = None
             derived = classify_members(set_info, members).derived
             report.member_counts[set_info.expected_id] = len(members) - len(derived)
             report.derived[set_info.expected_id] = _refs(derived)
-            report.problems += check_set(set_info, members, found, discovery)
-            planned = plan_fix(set_info, members, found, discovery)
+            report.problems += check_set(set_info, members, found, discovery, may_hold)
+            planned = plan_fix(set_info, members, found, discovery, may_hold)
             if planned is not None:
                 report.fixes.append(planned)
     report.unlisted = list(dict.fromkeys(report.unlisted))  # the same LIST can fail for two reasons to look

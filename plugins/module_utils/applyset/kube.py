@@ -500,6 +500,13 @@ class KubeClient:
                             content_type="application/merge-patch+json")
 
 
+    def json_patch(self, res: Resource, name: str, namespace: str | None, operations: list, *,
+                   field_manager: str) -> Response:
+        """An RFC 6902 JSON patch (used to rewrite managedFields; guard it with a resourceVersion op)."""
+        return self.request("PATCH", res.path(namespace, name), query={"fieldManager": field_manager},
+                            body=operations, content_type="application/json-patch+json")
+
+
 def connect(auth: dict, **kwargs) -> KubeClient:
     cfg = load_configuration(auth)
     groups = auth.get("impersonate_groups")

@@ -14,15 +14,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from . import spec
+from . import retention, spec
 from .errors import ApiError, InputError, ParentError
 from .kube import Discovery, KubeClient, Resource
 from .spec import GroupKind
 
-CRD_RESOURCE = Resource(
-    group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition",
-    plural="customresourcedefinitions", namespaced=False,
-)
+CRD_RESOURCE = retention.CRD_RESOURCE
 
 
 @dataclass
@@ -38,10 +35,15 @@ class Parent:
     resource_version: str | None = None
     tooling: str | None = None
     group_kinds: set = field(default_factory=set)  # recorded hint, served kinds only
-    unserved_group_kinds: set = field(default_factory=set)
+    # Recorded kinds not served right now that may still hold objects: they stay in the hint,
+    # but their members cannot be listed (kind -> why they may hold objects).
+    unlistable_group_kinds: dict = field(default_factory=dict)
+    # Recorded kinds that provably cannot hold objects any more: they leave the hint.
+    dropped_group_kinds: set = field(default_factory=set)
     namespaces: set = field(default_factory=set)  # recorded scope, incl. the parent's own namespace
     definition: dict | None = None  # body for creating a custom-resource parent
     legacy_hint: bool = False  # recorded only as contains-group-resources (kubectl < 1.29)
+    legacy_annotation: bool = False  # contains-group-resources present, alone or beside contains-group-kinds
     lock: dict | None = None  # {"run", "expires"} while some run changes the set
 
     def locked_by_other(self, run_id: str, now: float) -> bool:
@@ -61,6 +63,11 @@ class Parent:
     def ref(self) -> str:
         """kubectl-style reference, e.g. ``secrets./shop`` or ``applysets.example.com/shop``."""
         return self.resource.parent_ref(self.name)
+
+    @property
+    def recorded_group_kinds(self) -> set:
+        """Every kind the hint keeps: served ones and those that may still hold objects."""
+        return self.group_kinds | set(self.unlistable_group_kinds)
 
     def describe(self) -> dict:
         return {
@@ -245,49 +252,91 @@ def read(client: KubeClient, discovery: Discovery, res: Resource, name: str, nam
             "or delete the label by hand",
         )
 
-    recorded = _recorded_group_kinds(parent, annotations, discovery, warnings, allow_missing=takeover)
-    for gk in recorded:
-        if discovery.for_group_kind(gk) is None:
-            parent.unserved_group_kinds.add(gk)
-        else:
-            parent.group_kinds.add(gk)
-    if parent.unserved_group_kinds:
-        warnings.append(
-            f"{where} lists group-kinds the server no longer serves: "
-            f"{spec.format_group_kinds(parent.unserved_group_kinds)}; they cannot hold objects any more and are "
-            "dropped from the hint"
-        )
+    parent.legacy_annotation = spec.ANNOTATION_GROUP_RESOURCES in annotations
+    recorded, unmapped = _recorded_group_kinds(parent, annotations, discovery, allow_missing=takeover)
+    unserved = {gk for gk in recorded if discovery.for_group_kind(gk) is None}
+    parent.group_kinds = recorded - unserved
+    if unserved or unmapped:
+        _sort_unserved(client, discovery, parent, unserved, unmapped, warnings)
     parent.namespaces = spec.parse_namespaces(annotations.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES))
     if namespace:
         parent.namespaces.add(namespace)
     return parent, warnings
 
 
-def _recorded_group_kinds(parent: Parent, annotations: dict, discovery: Discovery, warnings: list,
-                          allow_missing: bool) -> set:
+def _recorded_group_kinds(parent: Parent, annotations: dict, discovery: Discovery,
+                          allow_missing: bool) -> tuple[set, set]:
+    """(recorded kinds, legacy (group, resource) entries discovery cannot map).
+
+    kubectl reads contains-group-resources only when contains-group-kinds is absent. When both
+    are present (a kubectl 1.27/1.28 set that a newer tool took over), we read both: a prune
+    scope may only be wider than kubectl's, never narrower.
+    """
     kinds_text = annotations.get(spec.ANNOTATION_GROUP_KINDS)
-    if kinds_text is not None:
-        return spec.parse_group_kinds(kinds_text)
     legacy = annotations.get(spec.ANNOTATION_GROUP_RESOURCES)
-    if legacy:
+    kinds, unmapped = set(), set()
+    if kinds_text is not None:
+        kinds = spec.parse_group_kinds(kinds_text)
+    elif legacy:
         parent.legacy_hint = True
-        kinds = set()
-        for group, resource in spec.parse_group_resources(legacy):
-            res = discovery.for_resource(group, resource)
-            if res is None:
-                warnings.append(f"{spec.ANNOTATION_GROUP_RESOURCES} on {parent.ref} names {resource}.{group}, "
-                                "which the server does not serve; it is dropped from the hint")
-            else:
-                kinds.add(res.group_kind)
-        return kinds
-    if allow_missing:
-        return set()
-    raise ParentError(
-        f'parsing ApplySet annotation on "{parent.ref}": the "{spec.ANNOTATION_GROUP_KINDS}" annotation must be '
-        "set on all ApplySet parent objects",
-        obj=f"parent {parent.ref}",
-        fix="run applyset_verify with fix: true to rebuild the hint from the members, or set takeover: true",
-    )
+    elif not allow_missing:
+        raise ParentError(
+            f'parsing ApplySet annotation on "{parent.ref}": the "{spec.ANNOTATION_GROUP_KINDS}" annotation must be '
+            "set on all ApplySet parent objects",
+            obj=f"parent {parent.ref}",
+            fix="run applyset_verify with fix: true to rebuild the hint from the members, or set takeover: true",
+        )
+    for group, resource in spec.parse_group_resources(legacy or ""):
+        res = discovery.for_resource(group, resource)
+        if res is None:
+            unmapped.add((group, resource))
+        else:
+            kinds.add(res.group_kind)
+    return kinds, unmapped
+
+
+def _sort_unserved(client: KubeClient, discovery: Discovery, parent: Parent, unserved: set, unmapped: set,
+                   warnings: list) -> None:
+    """Split recorded kinds the server does not serve into kept (may hold objects) and dropped.
+
+    A legacy entry whose kind cannot be known (its group's aggregated API is down) cannot be
+    carried over into contains-group-kinds, so the run stops before it writes anything.
+    """
+    defs = retention.load(client, discovery)
+    where = f'ApplySet parent object "{parent.ref}"'
+    for group, resource in sorted(unmapped):
+        crd = defs.crd_for_resource(group, resource)
+        if crd is not None:
+            names = (crd.get("spec") or {}).get("names") or {}
+            unserved.add(GroupKind(group, names.get("kind", "")))
+            continue
+        reason = retention.why_resource_may_hold_objects(group, resource, defs)
+        if reason is None:
+            warnings.append(f"{spec.ANNOTATION_GROUP_RESOURCES} on {parent.ref} names {resource}.{group}; no CRD "
+                            "or APIService defines it, so it cannot hold objects and is dropped from the hint")
+            continue
+        raise ParentError(
+            f"{spec.ANNOTATION_GROUP_RESOURCES} on {where} names {resource}.{group}, which the server does not "
+            f"serve right now, and its kind cannot be known, but it may still hold members: {reason}",
+            obj=f"parent {parent.ref}",
+            fix="run again when the API is served again (check kubectl get apiservices); nothing was changed",
+        )
+    for gk in sorted(unserved):
+        reason = retention.why_it_may_hold_objects(gk, defs)
+        if reason is None:
+            parent.dropped_group_kinds.add(gk)
+        else:
+            parent.unlistable_group_kinds[gk] = reason
+    if parent.dropped_group_kinds:
+        warnings.append(
+            f"{where} lists group-kinds that no CRD or APIService defines any more: "
+            f"{spec.format_group_kinds(parent.dropped_group_kinds)}; they cannot hold objects and are dropped "
+            "from the hint")
+    for gk, reason in sorted(parent.unlistable_group_kinds.items()):
+        warnings.append(
+            f"{where} lists {gk}, which the server does not serve right now, but {reason}; its members cannot "
+            "be listed, so none of them is pruned in this run, and it stays in the hint so that a later run "
+            "prunes them once it is served again")
 
 
 def _parse_lock(text: str | None) -> dict | None:
@@ -316,7 +365,7 @@ def parent_body(parent: Parent, group_kinds, namespaces, lock: dict | None = Non
         },
     }
     if lock:
-        meta["annotations"][spec.ANNOTATION_LOCK] = json.dumps(lock, sort_keys=True, separators=(",", ":"))
+        meta["annotations"][spec.ANNOTATION_LOCK] = _lock_text(lock)
     if parent.namespace:
         meta["namespace"] = parent.namespace
     if parent.resource_version:
@@ -352,24 +401,38 @@ def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, lock: 
         if lock is None:
             return
     body = parent_body(parent, group_kinds, namespaces, lock)
-    try:
-        # force: after a takeover, or after the create above (an Update operation),
-        # other managers may own these fields; the resourceVersion guards concurrency.
-        result = client.apply(parent.resource, body, field_manager=spec.PARENT_FIELD_MANAGER, force=True,
-                              dry_run=dry_run).body
-    except ApiError as err:
-        if err.status == 409:
-            raise ParentError(
-                f"{parent.ref} was changed by someone else during this run (resourceVersion "
-                f"{parent.resource_version} is stale)",
-                obj=f"parent {parent.ref}",
-                fix="another run is probably deploying the same set; wait for it and run again",
-            ) from None
-        raise _write_error(parent, err) from None
+    # force: after a takeover, or after the create above (an Update operation),
+    # other managers may own these fields; the resourceVersion guards concurrency.
+    result = _guarded(client, parent, lambda: client.apply(parent.resource, body,
+                                                           field_manager=spec.PARENT_FIELD_MANAGER,
+                                                           force=True, dry_run=dry_run),
+                      landed=lambda live: _says(live, body["metadata"], lock_expected=lock is not None))
     if not dry_run:
         parent.resource_version = result["metadata"]["resourceVersion"]
         parent.tooling = spec.tooling_value()
         parent.lock = lock
+        if parent.legacy_annotation:
+            drop_legacy_annotation(client, parent)
+
+
+def drop_legacy_annotation(client: KubeClient, parent: Parent, *, dry_run: bool = False) -> None:
+    """Remove contains-group-resources once contains-group-kinds covers it, as kubectl 1.29 does.
+
+    kubectl removes it by leaving it out of its next server-side apply, which works because its
+    own parent field manager wrote it. Another manager's apply cannot remove a field it does not
+    own, so this is a JSON merge patch of just that key, guarded by the resourceVersion read.
+    """
+    patch = {"metadata": {"annotations": {spec.ANNOTATION_GROUP_RESOURCES: None},
+                          "resourceVersion": parent.resource_version}}
+    result = _guarded(client, parent, lambda: client.merge_patch(parent.resource, parent.name,
+                                                                 parent.namespace or None, patch,
+                                                                 field_manager=spec.PARENT_FIELD_MANAGER,
+                                                                 dry_run=dry_run),
+                      landed=lambda live: spec.ANNOTATION_GROUP_RESOURCES not in _annotations(live)
+                      and _annotations(live).get(spec.ANNOTATION_LOCK) == _lock_text(parent.lock))
+    if not dry_run:
+        parent.resource_version = result["metadata"]["resourceVersion"]
+        parent.legacy_annotation = False
 
 
 def _creation_body(parent: Parent, group_kinds, namespaces, lock: dict | None) -> dict:
@@ -389,7 +452,65 @@ def _creation_body(parent: Parent, group_kinds, namespaces, lock: dict | None) -
     return body
 
 
+def _guarded(client: KubeClient, parent: Parent, send, landed) -> dict:
+    """Send one write to the parent, guarded by the resourceVersion this run read.
+
+    A 409 means the parent changed since then. Usually someone else changed it; but when the
+    connection dropped after the server had done our write, the client's retry meets our own
+    write. So the parent is read again: if it already says exactly what we wrote (for a claim,
+    the claim's value names this run and its expiry, which no one else can write), the write
+    landed and the run goes on.
+    """
+    try:
+        return send().body
+    except ApiError as err:
+        if err.status != 409:
+            raise _write_error(parent, err) from None
+    try:
+        live = client.get(parent.resource, parent.name, parent.namespace or None)
+    except ApiError as err:
+        raise _write_error(parent, err) from None
+    if live is not None and landed(live):
+        return live
+    raise _stale_error(parent)
+
+
+def _annotations(live: dict) -> dict:
+    return (live.get("metadata") or {}).get("annotations") or {}
+
+
+def _lock_text(lock: dict | None) -> str | None:
+    return json.dumps(lock, sort_keys=True, separators=(",", ":")) if lock else None
+
+
+def _says(live: dict, wanted_meta: dict, *, lock_expected: bool) -> bool:
+    """Whether the live parent carries every label and annotation of a body we sent."""
+    meta = live.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    if any(labels.get(k) != v for k, v in (wanted_meta.get("labels") or {}).items()):
+        return False
+    if any(annotations.get(k) != v for k, v in (wanted_meta.get("annotations") or {}).items()):
+        return False
+    return lock_expected or spec.ANNOTATION_LOCK not in annotations
+
+
+def _stale_error(parent: Parent) -> ParentError:
+    return ParentError(
+        f"{parent.ref} was changed by someone else during this run (resourceVersion "
+        f"{parent.resource_version} is stale)",
+        obj=f"parent {parent.ref}",
+        fix="another run is probably deploying the same set; wait for it and run again",
+    )
+
+
 def _write_error(parent: Parent, err: ApiError) -> ParentError:
+    if err.status is None:  # no answer at all: the network, not the credentials
+        return ParentError(
+            f"failed to update ApplySet: {err.message}",
+            obj=f"parent {parent.ref}",
+            fix="a connection problem, not a conflict: check that the API server is reachable and run again; "
+            "the parent still covers every object that may exist",
+        )
     return ParentError(
         f"failed to update ApplySet: {err.message}",
         obj=f"parent {parent.ref}",

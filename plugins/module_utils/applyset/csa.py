@@ -1,0 +1,152 @@
+"""Move field ownership from client-side tools to our server-side apply manager.
+
+Server-side apply only removes a field that the applying manager owned and no longer sets.
+An object written before by client-side ``kubectl apply``, ``kubectl create`` or kubernetes.core
+has its fields owned by those tools' Update managers, so removing a field from our manifest
+would leave it in place for good. kubectl solves this for its own client-side apply with
+client-go's ``csaupgrade`` (``kubectl apply --server-side``, ``migrateToSSAIfNecessary``); we
+follow the same model and name the managers we migrate:
+
+- **Client-side apply** (the Update managers that own the
+  ``kubectl.kubernetes.io/last-applied-configuration`` annotation: ``kubectl apply`` and
+  kubernetes.core's ``apply: true``): all their fields become ours, as kubectl does it, and
+  the object is applied once more, so that what the manifest no longer sets is removed.
+  The annotation goes too: only kubectl's own ``kubectl`` manager gets it kept up to date by
+  the server, so left behind it would go stale, and a later client-side ``kubectl apply``
+  would compute its deletions from that stale copy.
+- **Imperative commands** (``kubectl create``, ``edit``, ``patch``, ``replace``, ``label``,
+  ``annotate``, ``set``, and kubernetes.core's other modes): only the fields that our
+  manifest sets too become ours. Those tools record no intent, so a field only they set may
+  be a person's deliberate change (a label, an annotation) and is left alone; a field our
+  manifest sets is ours from now on, so removing it from the manifest later really removes it.
+
+Controllers and other appliers are never touched: their fields are theirs.
+
+Pure functions over the ``managedFields`` list (FieldsV1 sets handled as sets of paths).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+_LAST_APPLIED_PATH = ("f:metadata", "f:annotations", f"f:{LAST_APPLIED_ANNOTATION}")
+
+# Update managers of imperative tools whose fields we take where our manifest sets them too.
+# "OpenAPI-Generator" is what the API server records for the Python kubernetes client
+# (kubernetes.core's k8s module) when it sends no field manager of its own.
+IMPERATIVE_MANAGERS = frozenset({
+    "kubectl-create", "kubectl-edit", "kubectl-patch", "kubectl-replace", "kubectl-label",
+    "kubectl-annotate", "kubectl-set", "kubectl-client-side-apply", "OpenAPI-Generator",
+})
+
+
+def field_paths(fields_v1: dict | None, prefix: tuple = ()) -> set:
+    """The set of field paths a FieldsV1 trie holds (``{"f:data": {"f:a": {}}}`` -> {("f:data", "f:a")})."""
+    paths = set()
+    for key, child in (fields_v1 or {}).items():
+        if key == ".":
+            continue
+        path = prefix + (key,)
+        if not child or "." in child:
+            paths.add(path)
+        paths |= field_paths(child, path)
+    return paths
+
+
+def fields_v1(paths) -> dict:
+    """The FieldsV1 trie of a set of paths (the inverse of ``field_paths``)."""
+    root: dict = {}
+    members = set(paths)
+    for path in sorted(members):
+        node = root
+        for key in path:
+            node = node.setdefault(key, {})
+    _mark_members(root, (), members)
+    return root
+
+
+def _mark_members(node: dict, prefix: tuple, members: set) -> None:
+    for key, child in list(node.items()):
+        path = prefix + (key,)
+        _mark_members(child, path, members)
+        if child and path in members:
+            child["."] = {}
+
+
+@dataclass
+class Migration:
+    managed_fields: list  # the new managedFields
+    whole: list = field(default_factory=list)  # client-side apply managers whose fields all became ours
+    shared: list = field(default_factory=list)  # imperative managers whose shared fields became ours
+
+    @property
+    def needs_reapply(self) -> bool:
+        """Fields of the client-side apply that the manifest no longer sets are only removed by
+        applying again, now that we own them."""
+        return bool(self.whole)
+
+    def describe(self) -> str:
+        parts = []
+        if self.whole:
+            parts.append(f"all fields of {', '.join(sorted(set(self.whole)))} (client-side apply)")
+        if self.shared:
+            parts.append(f"the fields the manifest sets from {', '.join(sorted(set(self.shared)))}")
+        return " and ".join(parts)
+
+
+def _is_update(entry: dict) -> bool:
+    return entry.get("operation") == "Update" and not entry.get("subresource")
+
+
+def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
+    """The managedFields after the migration, or None when there is nothing to move."""
+    entries = copy.deepcopy(managed_fields or [])
+    ours = next((e for e in entries if e.get("manager") == ssa_manager and e.get("operation") == "Apply"
+                 and not e.get("subresource")), None)
+    if ours is None:
+        return None
+    ours_before = field_paths(ours.get("fieldsV1"))
+    owned = set(ours_before)
+    migration = Migration(managed_fields=[])
+    csa_names = {e.get("manager") for e in entries if _is_update(e) and e.get("manager") != ssa_manager
+                 and _LAST_APPLIED_PATH in field_paths(e.get("fieldsV1"))}
+    kept = []
+    for entry in entries:
+        name = entry.get("manager")
+        if entry is ours or not _is_update(entry):
+            kept.append(entry)
+            continue
+        if name in csa_names:
+            # csaupgrade: the entry of our API version joins ours; the manager's others go.
+            if entry.get("apiVersion") == ours.get("apiVersion"):
+                owned |= field_paths(entry.get("fieldsV1"))
+            migration.whole.append(name)
+            continue
+        if name in IMPERATIVE_MANAGERS and entry.get("apiVersion") == ours.get("apiVersion"):
+            theirs = field_paths(entry.get("fieldsV1"))
+            shared = theirs & ours_before
+            if shared:
+                migration.shared.append(name)
+                if theirs == shared:
+                    continue  # nothing of theirs is left
+                entry["fieldsV1"] = fields_v1(theirs - shared)
+        kept.append(entry)
+    if not migration.whole and not migration.shared:
+        return None
+    ours["fieldsV1"] = fields_v1(owned)
+    migration.managed_fields = kept
+    return migration
+
+
+def patch(migration: Migration, resource_version: str) -> list:
+    """A JSON patch that writes the new managedFields, guarded by the resourceVersion.
+
+    ``replace`` rather than ``test`` on the resourceVersion, as client-go does: a stale one
+    then fails with 409 Conflict from storage instead of 422 from the patch.
+    """
+    return [
+        {"op": "replace", "path": "/metadata/managedFields", "value": migration.managed_fields},
+        {"op": "replace", "path": "/metadata/resourceVersion", "value": resource_version},
+    ]
