@@ -308,7 +308,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 applyset:
-  description: The set's identity and its recorded scope after the run.
+  description:
+    - The set's identity and its recorded scope after the run.
+    - Empty when the parent could not be resolved or read (a parent error); then RV(error) says why.
   returned: always
   type: dict
   contains:
@@ -327,12 +329,15 @@ applyset:
       type: str
       sample: applyset.kubernetes/0.1.0
     group_kinds:
-      description: The group-kinds the set records after the run, as C(Kind.group).
+      description:
+        - The group-kinds the parent records after the run, as C(Kind.group); in check mode, what a real run would
+          leave. After a failed run, what the parent still records (the union of the old and new ones when members
+          were touched).
       type: list
       elements: str
       sample: [ConfigMap, Deployment.apps]
     namespaces:
-      description: The namespaces the set records after the run, the parent's own included.
+      description: The namespaces the parent records after the run, the parent's own included (as for RV(applyset.group_kinds)).
       type: list
       elements: str
       sample: [shop]

@@ -244,8 +244,13 @@ class Engine:
                 parent = wait_until_free(lambda: read()[0], self.run_id, self.opts.lock_wait, parent)
         self.report.warnings += warnings
         self.parent = parent
-        self.report.applyset = parent.describe()
+        self._describe_hint(parent.recorded_group_kinds, parent.namespaces)
         return parent
+
+    def _describe_hint(self, group_kinds, namespaces) -> None:
+        """The parent as the result shows it, with the hint it records (or would record, in check mode)."""
+        self.report.applyset = {**self.report.applyset, **self.parent.describe(),
+                                "group_kinds": sorted(map(str, group_kinds)), "namespaces": sorted(namespaces)}
 
     def _claim(self, group_kinds, namespaces) -> None:
         self.claim = Claim(self.client, self.parent, self.run_id, self.opts.lock_ttl)
@@ -507,12 +512,12 @@ class Engine:
         if self.opts.prune:
             final_gks, final_ns = self._retained_hint(
                 plan.group_kinds, plan.namespaces | ({parent.namespace} if parent.namespace else set()))
-        self.report.applyset.update(group_kinds=sorted(map(str, final_gks)), namespaces=sorted(final_ns))
 
         superset_changes = not parent.exists or self._hint_differs(superset_gks, superset_ns)
         final_changes = not parent.exists or self._hint_differs(final_gks, final_ns)
         if self.opts.dry_run:
             self.report.parent_changed = final_changes
+            self._describe_hint(final_gks, final_ns)
             self._apply_and_prune(plan, live, delete, keep, skip)
             return self.report
 
@@ -527,6 +532,7 @@ class Engine:
             # The parent keeps the superset unless everything went through.
             self._release(final_gks if done else superset_gks, final_ns if done else superset_ns,
                           failing=not done)
+            self._describe_hint(final_gks if done else superset_gks, final_ns if done else superset_ns)
         self.report.parent_changed = self.report.parent_changed or (done and final_changes)
         self.report.applyset["tooling"] = parent.tooling  # what the parent says now
         if done and self.opts.wait:
