@@ -2,12 +2,24 @@
 # Copyright: applyset.kubernetes contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Resolve relative ``src`` paths the way users expect, then run the module.
+"""Run the collection's modules so that no secret is ever a visible module parameter.
 
-A module runs in a temporary directory, so a relative ``src`` would mean
-nothing there. Like ``template`` or ``copy``, we resolve it on the controller:
-against the role's ``files/`` directory and the role itself when the task is
-in a role, then against the playbook's directory.
+Every module of the collection goes through ``ApplySetAction``:
+
+* ``definition`` (which may hold Secret data) and an inline ``kubeconfig`` (a dict, which holds
+  credentials) are moved into one hidden ``no_log`` parameter as a JSON text
+  (``redact.pack_protected_input``). Ansible shows that parameter as
+  ``VALUE_SPECIFIED_IN_NO_LOG_PARAMETER`` in the invocation (-vvv, AWX job events) and
+  leaves it out of the syslog/journal line, and masks only that whole text, which no output
+  contains. Marking ``definition`` itself ``no_log`` would instead mask every string inside
+  it (names, ``apps/v1``) everywhere in the output. See docs/secrets.md.
+* ``async``/``poll`` work as for any module (the module is wrapped the usual way).
+
+For ``applyset_apply`` a relative ``src`` is also resolved the way users expect: a module
+runs in a temporary directory, so a relative ``src`` would mean nothing there. Like
+``template`` or ``copy``, we resolve it on the controller: against the role's ``files/``
+directory and the role itself when the task is in a role, then against the playbook's
+directory.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,9 +32,36 @@ import os
 from ansible.plugins.action import ActionBase
 
 
-class ActionModule(ActionBase):
+class ApplySetAction(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = True
+
+    DEFAULT_MODULE = None  # set by each plugin
+
+    def module_args(self, args):
+        """The task's arguments as the module gets them (before the secrets are packed)."""
+        return args
+
+    def run(self, tmp=None, task_vars=None):
+        # Imported here so that the path resolution below can be tested without a collection tree.
+        from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
+
+        result = super().run(tmp, task_vars)
+        del tmp  # no effect since Ansible 2.x; the connection's tmpdir is used
+        args = redact.pack_protected_input(self.module_args(dict(self._task.args)))
+        wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
+        result.update(self._execute_module(module_name=self._task.resolved_action or self.DEFAULT_MODULE,
+                                           module_args=args, task_vars=task_vars, wrap_async=wrap_async))
+        if not wrap_async:
+            # An async job removes its own directory when it ends.
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        return result
+
+
+class ActionModule(ApplySetAction):
+    DEFAULT_MODULE = "applyset.kubernetes.applyset_apply"
 
     def _search_dirs(self):
         dirs = []
@@ -44,14 +83,10 @@ class ActionModule(ActionBase):
         # module's error names a path the user can check.
         return candidates[-1]
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        args = dict(self._task.args)
+    def module_args(self, args):
         src = args.get("src")
         if isinstance(src, str):
             src = [src]
         if isinstance(src, list):
             args["src"] = [self._resolve(str(entry)) for entry in src]
-        result.update(self._execute_module(module_name=self._task.resolved_action or "applyset.kubernetes.applyset_apply",
-                                           module_args=args, task_vars=task_vars))
-        return result
+        return args

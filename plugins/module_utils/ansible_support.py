@@ -11,7 +11,9 @@ It holds:
   with the kubernetes.core-compatible ``K8S_AUTH_*`` environment fallbacks;
 * ``auth_params()``: picks the authentication options out of ``module.params`` in the
   plain-dict shape the core's connection builder takes;
-* ``fail_from_error()`` and ``warn_all()``: result shaping for core errors and warnings.
+* ``fail_from_error()`` and ``warn_all()``: result shaping for core errors and warnings;
+* ``protected_input_spec()`` and ``protected_input()``: the hidden ``no_log`` parameter in which
+  the action plugins pass ``definition`` and an inline ``kubeconfig`` (docs/secrets.md).
 
 Nothing here imports the core package: errors and warnings are handled by duck typing,
 so this file stays importable (and testable) on its own.
@@ -26,6 +28,9 @@ import os
 
 from ansible.module_utils.common.parameters import env_fallback
 from ansible.module_utils.parsing.convert_bool import boolean
+
+# Standard library only: importing it keeps this file importable on its own.
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
 
 
 # Environment variables read for each option, in order of preference. Where
@@ -253,3 +258,35 @@ def warn_all(module, warnings):
             continue
         seen.add(text)
         module.warn(text)
+
+
+def protected_input_spec():
+    """The hidden parameter the action plugins fill (``redact.pack_protected_input``).
+
+    ``no_log`` on a text parameter masks exactly that text, a JSON document no output
+    contains, and keeps it out of the invocation and the syslog/journal line. (``no_log`` on
+    ``definition`` itself would mask every string in it, names and ``apps/v1`` included.)
+    """
+    return {redact.PROTECTED_INPUT: {"type": "str", "no_log": True}}
+
+
+def protected_input(module):
+    """``(definition, kubeconfig)`` from the protected parameter, or from the visible ones.
+
+    The visible parameters still work when the module is run without its action plugin.
+    Every credential of an inline kubeconfig (long enough, see ``redact.MIN_MASKED_LENGTH``)
+    is added to ``no_log_values``, so that no error message of the client can show it.
+    """
+    params = module.params
+    try:
+        carried = redact.unpack_protected_input(params.get(redact.PROTECTED_INPUT))
+    except ValueError as err:
+        module.fail_json(msg=f"internal parameter {redact.PROTECTED_INPUT} is not valid: {err}")
+    definition = carried.get("definition", params.get("definition"))
+    kubeconfig = carried.get("kubeconfig", params.get("kubeconfig"))
+    if isinstance(kubeconfig, dict):
+        module.no_log_values.update(redact.kubeconfig_secrets(kubeconfig))
+    # client_key is a path, but a key pasted in by content (option or K8S_AUTH_CLIENT_KEY)
+    # would be echoed by "no such file" errors: mask it whole.
+    module.no_log_values.update(redact.pasted_private_key(params.get("client_key")))
+    return definition, kubeconfig

@@ -37,6 +37,9 @@ requirements:
 extends_documentation_fragment:
   - applyset.kubernetes.auth
 attributes:
+  async:
+    support: full
+    description: "Runs with C(async) and C(poll) like any module, for example several sets at once with C(poll: 0) and C(async_status)."
   check_mode:
     support: full
     description: Every apply is sent with C(dryRun=All); no object and no parent is written.
@@ -48,6 +51,12 @@ attributes:
     support: full
     description: Runs where the module runs (usually C(localhost)); C(src) files are read there.
 options:
+  _protected_input:
+    description:
+      - Internal, set by the collection's action plugin; do not set it in a task.
+      - Carries the O(kubeconfig) given as a dictionary and O(definition) to the module as one
+        C(no_log) text, so that neither appears in the module invocation or the syslog/journal line.
+    type: str
   parent:
     description:
       - The ApplySet parent.
@@ -86,6 +95,9 @@ options:
       - "Text is read as kubectl reads a file, and a text whose first line is C(# Source: NAME) is named
         NAME in messages. Dictionaries were parsed by Ansible (PyYAML) already; pass text to have YAML
         read with kubectl's rules."
+      - The action plugin hands this option to the module in a hidden C(no_log) parameter, so the
+        module invocation (C(-vvv), AWX job events) and the syslog/journal line never show it; Secret data
+        is hidden in every result by structure, and nothing else is masked. See the collection's C(docs/secrets.md).
     type: raw
   state:
     description:
@@ -370,11 +382,14 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     auth_params,
     fail_from_error,
     fail_option,
+    protected_input,
+    protected_input_spec,
     warn_all,
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine, kube, legacy, manifests, names
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import (
+        engine, kube, legacy, manifests, names, redact)
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = manifests.YAML_IMPORT_ERROR  # None, or the ImportError of PyYAML
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -383,6 +398,7 @@ except ImportError as err:  # PyYAML or kubernetes missing
 
 def argument_spec():
     spec = auth_arg_spec()
+    spec.update(protected_input_spec())
     spec.update(
         parent=dict(type="raw", required=True),
         namespace=dict(type="str"),
@@ -432,48 +448,15 @@ def argument_spec():
     return spec
 
 
-def load_manifests(module):
-    """Load and validate the input; Secret values are masked in all output from here on."""
-    params = module.params
+def load_manifests(params, definition):
+    """Load and validate the input (before any request)."""
     loaded = []
     if params["src"]:
         loaded += manifests.load_sources(params["src"])
-    if params["definition"] is not None:
-        loaded += manifests.load_definition(params["definition"])
-    # The definition option holds these values too, and Ansible echoes module arguments
-    # in results at -vvv: mask them before anything can fail.
-    module.no_log_values.update(secret_values(loaded))
+    if definition is not None:
+        loaded += manifests.load_definition(definition)
     manifests.validate(loaded)
     return loaded
-
-
-def definition_secret_values(definition):
-    """Secret values in the definition option, masked before anything else can fail.
-
-    When the definition cannot even be parsed, each of its strings is masked whole:
-    the failure message must not echo a value we could not tell apart.
-    """
-    if definition is None:
-        return set()
-    try:
-        return secret_values(manifests.load_definition(definition))
-    except ApplySetError:
-        items = definition if isinstance(definition, list) else [definition]
-        return {item for item in items if isinstance(item, str) and item}
-
-
-def secret_values(loaded):
-    """Every value of every Secret in the input, to be masked in all output (-vvv included)."""
-    values = set()
-    for manifest in loaded:
-        obj = manifest.obj
-        if isinstance(obj, dict) and obj.get("kind") == "Secret":
-            for field in ("data", "stringData"):
-                content = obj.get(field)
-                for value in (content.values() if isinstance(content, dict) else ()):
-                    if isinstance(value, str) and value:
-                        values.add(value)
-    return values
 
 
 def legacy_options(params):
@@ -488,7 +471,9 @@ def main():
     if IMPORT_ERROR is not None:
         module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
-    module.no_log_values.update(definition_secret_values(params["definition"]))
+    # Secret data never goes to no_log_values (that would mask every equal word in the output);
+    # it is kept out of results by structure instead. See protected_input().
+    definition, kubeconfig = protected_input(module)
     if params["parallelism"] < 1:
         fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
     if not 0 <= params["guard"]["max_prune_percent"] <= 100:
@@ -524,11 +509,11 @@ def main():
         # Names as the server checks them, before any request (the engine may take this over).
         names.check_options(params["parent"], params["namespace"])
         if params["state"] == "present":
-            if params["src"] is None and params["definition"] is None and not options.allow_empty:
+            if params["src"] is None and definition is None and not options.allow_empty:
                 fail_option(module, "state", "state=present needs src or definition",
                             "give src or definition; to empty the set on purpose set guard.allow_empty: true")
-            desired = load_manifests(module)
-        client = kube.connect(auth_params(module.params), parallelism=params["parallelism"])
+            desired = load_manifests(params, definition)
+        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         run = engine.Engine(client, params["parent"], params["namespace"], options)
         report = run.report
         if params["state"] == "present":
@@ -555,7 +540,8 @@ def _shape(result, module, failed=False):
         result.pop("diff", None)
     if failed and module.check_mode:
         result["changed"] = False  # a preview that fails changed nothing, and its objects say what it found
-    return result
+    # The engine returns no Secret data; this makes sure of it for every path, by structure.
+    return redact.hide_secret_data(result)
 
 
 if __name__ == "__main__":

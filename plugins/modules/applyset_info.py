@@ -36,6 +36,9 @@ requirements:
 extends_documentation_fragment:
   - applyset.kubernetes.auth
 attributes:
+  async:
+    support: full
+    description: "Runs with C(async) and C(poll) like any module."
   check_mode:
     support: full
     description: The module only reads, so check mode changes nothing about what it does.
@@ -47,6 +50,12 @@ attributes:
     support: full
     description: Runs where the module runs (usually C(localhost)).
 options:
+  _protected_input:
+    description:
+      - Internal, set by the collection's action plugin; do not set it in a task.
+      - Carries the O(kubeconfig) given as a dictionary to the module as one C(no_log) text, so that it
+        appears neither in the module invocation nor in the syslog/journal line.
+    type: str
   parent:
     description:
       - Show only this set. The same syntax as O(applyset.kubernetes.applyset_apply#module:parent).
@@ -256,11 +265,13 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     auth_params,
     fail_from_error,
     fail_option,
+    protected_input,
+    protected_input_spec,
     warn_all,
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import health, inventory, kube
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import health, inventory, kube, redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -269,6 +280,7 @@ except ImportError as err:  # PyYAML or kubernetes missing
 
 def argument_spec():
     spec = auth_arg_spec()
+    spec.update(protected_input_spec())  # an inline kubeconfig, passed by the action plugin
     spec.update(
         parent=dict(type="raw"),
         namespace=dict(type="str"),
@@ -300,13 +312,14 @@ def main():
     if IMPORT_ERROR is not None:
         module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
+    _definition, kubeconfig = protected_input(module)
     if params["parallelism"] < 1:
         fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
     members = params["members"]
     if members is None:
         members = params["parent"] is not None
     try:
-        client = kube.connect(auth_params(params), parallelism=params["parallelism"])
+        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         report = inventory.describe(
             client,
             parent_spec=params["parent"],
@@ -322,7 +335,8 @@ def main():
     result = report.to_dict()
     if params["query"] is not None:
         result["query_result"] = run_query(module, params["query"], dict(result))
-    module.exit_json(changed=False, **result)
+    # full_objects hides Secret values already; this makes sure of it for every path, by structure.
+    module.exit_json(changed=False, **redact.hide_secret_data(result))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,9 @@ requirements:
 extends_documentation_fragment:
   - applyset.kubernetes.auth
 attributes:
+  async:
+    support: full
+    description: "Runs with C(async) and C(poll) like any module."
   check_mode:
     support: full
     description:
@@ -56,6 +59,12 @@ attributes:
     support: full
     description: Runs where the module runs (usually C(localhost)).
 options:
+  _protected_input:
+    description:
+      - Internal, set by the collection's action plugin; do not set it in a task.
+      - Carries the O(kubeconfig) given as a dictionary to the module as one C(no_log) text, so that it
+        appears neither in the module invocation nor in the syslog/journal line.
+    type: str
   parent:
     description:
       - Check only this set. The same syntax as O(applyset.kubernetes.applyset_apply#module:parent).
@@ -317,13 +326,15 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     auth_params,
     fail_from_error,
     fail_option,
+    protected_input,
+    protected_input_spec,
     warn_all,
 )
 
 try:
     import yaml
 
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import fsck, kube
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import fsck, kube, redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -332,6 +343,7 @@ except ImportError as err:  # PyYAML or kubernetes missing
 
 def argument_spec():
     spec = auth_arg_spec()
+    spec.update(protected_input_spec())  # an inline kubeconfig, passed by the action plugin
     spec.update(
         parent=dict(type="raw"),
         namespace=dict(type="str"),
@@ -378,10 +390,11 @@ def main():
     if IMPORT_ERROR is not None:
         module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
+    _definition, kubeconfig = protected_input(module)
     if params["parallelism"] < 1:
         fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
     try:
-        client = kube.connect(auth_params(params), parallelism=params["parallelism"])
+        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         report = fsck.verify(client, parent_spec=params["parent"], namespace=params["namespace"],
                              fix=params["fix"], allow_foreign=params["allow_foreign"], dry_run=module.check_mode)
     except ApplySetError as err:
@@ -390,6 +403,7 @@ def main():
     result = report.to_dict()
     if module._diff:
         result["diff"] = diff_entries(report)
+    result = redact.hide_secret_data(result)  # parents' hints only; made sure of by structure
     if report.fix_errors or (params["fail_on_problems"] and report.remaining_errors):
         fail_from_error(module, failure(report), **result)
     module.exit_json(**result)
