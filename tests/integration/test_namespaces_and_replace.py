@@ -9,7 +9,8 @@ import re
 import secrets
 
 import pytest
-from ansible_cli import run_module
+import yaml
+from ansible_cli import run_module, run_playbook
 
 PART_OF = "applyset.kubernetes.io/part-of"
 KINDS = "applyset.kubernetes.io/contains-group-kinds"
@@ -247,3 +248,24 @@ def test_protected_kinds_are_never_recreated(cluster, kube, namespace):
     reason = by_ref(result)["PersistentVolumeClaim/data"]["reason"]
     assert "immutable" in reason and "protected kind" in reason and "recreate_on_immutable" not in reason
     assert kube.get(path)["metadata"]["uid"] == first_uid
+
+
+# ----- through the deploy role -------------------------------------------------------------------
+
+
+def test_deploy_role_creates_the_namespace_and_recreates_a_job(cluster, kube, absent_namespace, tmp_path):
+    ns = absent_namespace
+    playbook = tmp_path / "deploy.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False,
+        "roles": [{"role": "applyset.kubernetes.deploy", "vars": {
+            "deploy_app": "migrations", "deploy_namespace": ns, "deploy_wait": False,
+            "deploy_create_namespace": True, "deploy_recreate_on_immutable": ["Job"],
+            "deploy_definition": "{{ [job_definition] }}"}}],
+    }]))
+    for image in ("busybox:1.36", "busybox:1.37"):
+        proc = run_playbook(cluster, playbook, extra_vars={"job_definition": job(image)})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        live = kube.get(f"/apis/batch/v1/namespaces/{ns}/jobs/migrate")
+        assert live["spec"]["template"]["spec"]["containers"][0]["image"] == image
+    assert kube.get(f"/api/v1/namespaces/{ns}/secrets/migrations") is not None
