@@ -89,7 +89,8 @@ def test_missing_member_namespace_is_named_and_nothing_is_written(cluster, kube,
     rc, result, out = apply(cluster, namespace, [cm("here"), cm("there", absent_namespace)])
     assert rc != 0, out
     msg = result["msg"]
-    assert f"namespace {absent_namespace} does not exist (needed by ConfigMap {absent_namespace}/there)" in msg
+    assert (f'namespace {absent_namespace} does not exist (namespaces "{absent_namespace}" not found; '
+            f"needed by ConfigMap {absent_namespace}/there)") in msg
     assert "Namespace object" in msg and "create it beforehand" in msg
     # Found before the first write: no parent, no member.
     assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/set1") is None

@@ -701,12 +701,17 @@ class Engine:
                 users.setdefault(m.namespace, []).append(m.ref)
         parts = []
         for name in missing + terminating:
-            state = "does not exist" if name in missing else "is being deleted"
             who = users.get(name, [])
             if name == self.parent.namespace and not self.parent.exists:
                 who = [f"the parent {self.parent.ref}"] + who
-            shown = ", ".join(who[:3]) + (f" and {len(who) - 3} more" if len(who) > 3 else "")
-            parts.append(f"namespace {name} {state}" + (f" (needed by {shown})" if shown else ""))
+            notes = []
+            if name in missing:
+                # The server's own words too, as kubectl shows them: people search for them.
+                notes.append(f'namespaces "{name}" not found')
+            if who:
+                notes.append("needed by " + ", ".join(who[:3]) + (f" and {len(who) - 3} more" if len(who) > 3 else ""))
+            state = "does not exist" if name in missing else "is being deleted"
+            parts.append(f"namespace {name} {state}" + (f" ({'; '.join(notes)})" if notes else ""))
         fixes = []
         if missing:
             fixes.append("add a Namespace object for " + ", ".join(missing) + " to the set (it is then "
@@ -910,9 +915,9 @@ class Engine:
         fix = f"add a Namespace object for {name} to the set, or create it beforehand"
         if name == self._home_namespace():
             fix += ", or set create_namespace: true"
-        error = ApiError(f"namespace {name} does not exist", status=err.status, reason=err.reason, body=err.body,
+        error = ApiError(f"namespace {name} does not exist ({err.message})", status=err.status, reason=err.reason, body=err.body,
                          obj=member.ref, fix=fix, details=err.details)
-        return _result_for(member, "failed", reason=f"namespace {name} does not exist. Fix: {fix}", error=error)
+        return _result_for(member, "failed", reason=f"{error.message}. Fix: {fix}", error=error)
 
     def _immutable(self, member: plans.Member, before: dict | None, err: ApiError, immutable: list) -> ObjectResult:
         """A change the server refuses in place: recreate when asked to, else name the fields and the way out."""

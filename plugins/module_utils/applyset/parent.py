@@ -513,7 +513,7 @@ def _write_error(parent: Parent, err: ApiError) -> ParentError:
         )
     if missing_namespace(err):
         return ParentError(
-            f"namespace {missing_namespace(err)} does not exist", obj=f"parent {parent.ref}",
+            f"namespace {missing_namespace(err)} does not exist ({err.message})", obj=f"parent {parent.ref}",
             fix="add a Namespace object for it to the set, or set create_namespace: true")
     return ParentError(
         f"failed to update ApplySet: {err.message}",
