@@ -129,6 +129,33 @@ options:
     type: str
     choices: [Strict, Warn, Ignore]
     default: Strict
+  create_namespace:
+    description:
+      - Create the parent's namespace (for a cluster-scoped parent, I(namespace)) when it does not exist,
+        as C(helm install --create-namespace) does.
+      - The namespace is not a member of the set, so C(state=absent) leaves it, as Helm does; it may hold
+        what other tools put there. To have the set own it, put a Namespace object in the set instead
+        (its prune is then guarded, see I(guard.allow_prune_kinds)).
+      - Without it, a missing namespace, the parent's or a member's, fails the run before anything is
+        written, and names the namespace. In check mode the namespace is reported as C(created).
+    type: bool
+    default: false
+  recreate_on_immutable:
+    description:
+      - Kinds, as C(Kind) or C(Kind.group), whose objects are deleted and created again when the server
+        refuses a change as immutable (a Job's template, a Deployment's selector, a Service's clusterIP).
+        For example C([Job]).
+      - The object is deleted with a UID precondition, waited for until gone (at most 120 seconds), and
+        applied again; its action is C(replaced). The replacement is first validated by the server
+        (a dry-run create), so an invalid manifest never gets the live object deleted.
+      - Per object, the annotation C(applyset.kubernetes.ansible/update-strategy) set to
+        C(recreate-on-immutable) opts in, and C(apply) opts out of this list.
+      - Protected kinds (CustomResourceDefinition, Namespace, PersistentVolume, PersistentVolumeClaim) are
+        never recreated; listing them is an error.
+      - Without it, such a refusal fails the object and names the immutable fields.
+    type: list
+    elements: str
+    default: []
   takeover:
     description:
       - Manage a set whose parent was made by another tool (for example kubectl), or adopt an existing
@@ -273,6 +300,14 @@ EXAMPLES = r"""
       - manifests/shop/*.yaml
   check_mode: true
 
+- name: Deploy into a namespace that may not exist yet; a changed migration Job is recreated
+  applyset.kubernetes.applyset_apply:
+    parent: argocd
+    namespace: argocd
+    src: manifests/argocd/
+    create_namespace: true         # made like helm --create-namespace; not a member, so uninstall leaves it
+    recreate_on_immutable: [Job]   # a Job whose template changed is deleted and created again
+
 - name: Objects given inline, without pruning
   applyset.kubernetes.applyset_apply:
     parent: {kind: ConfigMap, name: settings-set}
@@ -355,8 +390,10 @@ summary:
 objects:
   description:
     - One entry per object, in the order the actions happened.
-    - C(action) is one of C(created), C(configured), C(unchanged), C(pruned), C(kept) (protected by an annotation
+    - C(action) is one of C(created), C(configured), C(replaced) (deleted and created again, see
+      I(recreate_on_immutable)), C(unchanged), C(pruned), C(kept) (protected by an annotation
       and removed from the set), C(skipped) (controlled by another object, left alone), C(disbanded) or C(failed).
+    - A namespace made for I(create_namespace) is listed as C(created) with a C(reason); it is no member.
   returned: always
   type: list
   elements: dict
@@ -409,6 +446,8 @@ def argument_spec():
         force_conflicts=dict(type="bool", default=False),
         field_manager=dict(type="str", default="applyset.kubernetes"),
         field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
+        create_namespace=dict(type="bool", default=False),
+        recreate_on_immutable=dict(type="list", elements="str", default=[]),
         takeover=dict(type="bool", default=False),
         adopt=dict(type="bool", default=False),
         adopt_legacy=dict(
@@ -503,6 +542,8 @@ def main():
         ),
         lock_ttl=float(params["lock_ttl"]),
         lock_wait=float(params["lock_wait"]),
+        create_namespace=params["create_namespace"],
+        recreate_on_immutable=frozenset(params["recreate_on_immutable"]),
     )
     report = None
     try:

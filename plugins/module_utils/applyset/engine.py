@@ -36,7 +36,8 @@ from . import plan as plans
 from . import prune as prunes
 from . import spec
 from .claim import Claim, new_run_id, wait_until_free
-from .errors import ApiError, ApplySetError, ConflictError, GuardError, InputError
+from .errors import (ApiError, ApplySetError, ConflictError, GuardError, InputError, InputErrors,
+                     NamespaceMissingError, immutable_refusal, missing_namespace)
 from .kube import Discovery, KubeClient, Resource
 from .manifests import Manifest
 
@@ -68,6 +69,9 @@ class Options:
     wait_timeout: float = 300.0
     wait_rules: dict = field(default_factory=dict)  # health.is_ready keywords
     adopt_legacy: legacies.Options | None = None  # take over a `kubectl apply --prune -l` set
+    create_namespace: bool = False  # create the parent's namespace when missing (not a member)
+    recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
+    recreate_timeout: float = 120.0  # how long a recreated object may take to be gone
 
 
 @dataclass
@@ -76,7 +80,7 @@ class ObjectResult:
     kind: str
     namespace: str | None
     name: str
-    action: str  # created, configured, unchanged, pruned, kept, skipped, failed, deleted, disbanded
+    action: str  # created, configured, replaced, unchanged, pruned, kept, skipped, failed, deleted, disbanded
     reason: str | None = None
     uid: str | None = None
     error: dict | None = None
@@ -98,7 +102,7 @@ class ObjectResult:
         return data
 
 
-CHANGING_ACTIONS = frozenset({"created", "configured", "pruned", "kept", "deleted", "disbanded"})
+CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
 
 
 @dataclass
@@ -225,6 +229,7 @@ class Engine:
         self._adopted: list = []  # (resource, metadata) of legacy prune objects taken in, not desired
         self.run_id = new_run_id()
         self.claim: Claim | None = None
+        self._namespace_to_create: str | None = None  # create_namespace: missing, made before the parent
 
     # -- shared steps ----------------------------------------------------------------------
     def _load_parent(self) -> parents.Parent:
@@ -513,6 +518,7 @@ class Engine:
             final_gks, final_ns = self._retained_hint(
                 plan.group_kinds, plan.namespaces | ({parent.namespace} if parent.namespace else set()))
 
+        self._check_before_writes(plan, live)
         superset_changes = not parent.exists or self._hint_differs(superset_gks, superset_ns)
         final_changes = not parent.exists or self._hint_differs(final_gks, final_ns)
         if self.opts.dry_run:
@@ -521,7 +527,7 @@ class Engine:
             self._apply_and_prune(plan, live, delete, keep, skip)
             return self.report
 
-        if not parent.exists and not self._ensure_parent_namespace(plan, live):
+        if not self._ensure_parent_namespace(plan, live):
             return self.report
         self._claim(superset_gks, superset_ns)
         self.report.parent_changed = superset_changes
@@ -559,7 +565,7 @@ class Engine:
         Runs after the claim is released: waiting changes nothing in the set.
         """
         applied = {(o.kind, o.namespace, o.name) for o in self.report.objects
-                   if o.action in ("created", "configured", "unchanged")}
+                   if o.action in ("created", "configured", "replaced", "unchanged")}
         ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members
                          if (m.resource.kind, m.namespace, m.name) in applied]
         by_kind = {(m.resource.group, m.resource.kind): m.resource for m in plan.members}
@@ -598,7 +604,7 @@ class Engine:
             # Again with the UIDs the applies returned (kubectl's visitedUids): whatever was
             # listed before, nothing this run applied is deleted or taken out of the set.
             applied = {o.uid for o in self.report.objects
-                       if o.uid and o.action in ("created", "configured", "unchanged")}
+                       if o.uid and o.action in ("created", "configured", "replaced", "unchanged")}
             delete, keep, skip = self._classify(self._candidates, applied | self._about_to_apply)
             if not self._prune(delete, keep, skip, live):
                 self.report.error = ApplySetError(
@@ -610,13 +616,26 @@ class Engine:
         return True
 
     def _ensure_parent_namespace(self, plan: plans.Plan, live: dict) -> bool:
-        """Create the parent's namespace first when the set itself defines it.
+        """Create the parent's namespace first when the set defines it or create_namespace asks.
 
         The parent must exist before any member is written, but it cannot be
         created in a namespace that does not exist yet. Applying just that
         Namespace first keeps the order crash-safe enough: the Namespace is in
         this run's desired set, so the parent written next records its kind.
+        A namespace made for create_namespace is no member (see _create_namespace).
         """
+        if self._namespace_to_create:
+            result = self._create_namespace(self._namespace_to_create)
+            self.report.objects.append(result)
+            if result.action == "failed":
+                self.report.error = ApplySetError(
+                    f"could not create namespace {self._namespace_to_create}: {result.reason}",
+                    obj=f"ApplySet {self.parent.ref}",
+                    fix="the credentials need create on namespaces for create_namespace: true; or create it "
+                    "beforehand; nothing else was changed")
+                return False
+        if self.parent.exists:
+            return True
         ns_key = ("", "Namespace", "", self.parent.namespace)
         member = next((m for m in plan.members if m.key == ns_key), None)
         if member is None or ns_key in live:
@@ -630,6 +649,102 @@ class Engine:
                 obj=f"ApplySet {self.parent.ref}", fix="see the error of the Namespace object")
             return False
         return True
+
+    # -- namespaces and recreate: checks before the first write ---------------------------------
+    def _check_before_writes(self, plan: plans.Plan, live: dict) -> None:
+        """Input problems only the server can show: recreate settings, missing namespaces."""
+        problems = plans.recreate_problems(plan.members, self.opts.recreate_on_immutable)
+        if problems:
+            raise InputErrors(problems)
+        self._check_namespaces(plan)
+
+    def _home_namespace(self) -> str | None:
+        """The namespace create_namespace makes: the parent's, else the default one of members."""
+        return self.parent.namespace or self.namespace or None
+
+    def _check_namespaces(self, plan: plans.Plan) -> None:
+        """One GET per namespace that this run writes into and does not create itself.
+
+        Without it, a missing namespace surfaces as the parent write's 404 (blamed on RBAC)
+        or as one failure per member, after other writes. A GET that is refused (credentials
+        limited to a namespace) tells nothing; the writes then report what they meet.
+        """
+        made_by_set = {m.name for m in plan.members if m.resource.group_kind == plans.NAMESPACE_GROUP_KIND}
+        needed = {m.namespace for m in plan.members if m.resource.namespaced and m.namespace}
+        if self.parent.namespace and not self.parent.exists:
+            needed.add(self.parent.namespace)
+        home = self._home_namespace()
+        if self.opts.create_namespace and home:
+            needed.add(home)
+        if self.parent.exists and self.parent.namespace:
+            needed.discard(self.parent.namespace)  # the parent lives there
+        names = sorted(needed - made_by_set)
+        ns_res = self.discovery.for_group_kind(plans.NAMESPACE_GROUP_KIND) if names else None
+        if ns_res is None:
+            return
+        found = self.client.map(lambda name: self.client.get(ns_res, name), names)
+        missing = [n for n, obj in zip(names, found) if obj is None]
+        terminating = [n for n, obj in zip(names, found)
+                       if isinstance(obj, dict) and (obj.get("metadata") or {}).get("deletionTimestamp")]
+        if self.opts.create_namespace and home in missing:
+            missing.remove(home)
+            self._namespace_to_create = home
+            if self.opts.dry_run:
+                self.report.objects.append(self._create_namespace(home))
+        if missing or terminating:
+            raise self._namespace_error(plan, missing, terminating, home)
+
+    def _namespace_error(self, plan, missing, terminating, home) -> NamespaceMissingError:
+        users = {}
+        for m in plan.members:
+            if m.namespace in missing or m.namespace in terminating:
+                users.setdefault(m.namespace, []).append(m.ref)
+        parts = []
+        for name in missing + terminating:
+            who = users.get(name, [])
+            if name == self.parent.namespace and not self.parent.exists:
+                who = [f"the parent {self.parent.ref}"] + who
+            notes = []
+            if name in missing:
+                # The server's own words too, as kubectl shows them: people search for them.
+                notes.append(f'namespaces "{name}" not found')
+            if who:
+                notes.append("needed by " + ", ".join(who[:3]) + (f" and {len(who) - 3} more" if len(who) > 3 else ""))
+            state = "does not exist" if name in missing else "is being deleted"
+            parts.append(f"namespace {name} {state}" + (f" ({'; '.join(notes)})" if notes else ""))
+        fixes = []
+        if missing:
+            fixes.append("add a Namespace object for " + ", ".join(missing) + " to the set (it is then "
+                         "created first, and a later prune of it is guarded)")
+            if home in missing:
+                fixes.append(f"set create_namespace: true to create {home} as helm --create-namespace does "
+                             "(it stays out of the set)")
+            else:
+                fixes.append("create it beforehand")
+        if terminating:
+            fixes.append("wait until " + ", ".join(terminating) + " is gone and run again")
+        return NamespaceMissingError(
+            "; ".join(parts), obj=f"ApplySet {self.parent.ref}", fix=", or ".join(fixes) + "; nothing was changed",
+            details={"missing": missing, "terminating": terminating})
+
+    def _create_namespace(self, name: str) -> ObjectResult:
+        """create_namespace: the namespace is made, but does not join the set.
+
+        As with helm --create-namespace, uninstall leaves it: it may hold what other tools put
+        there (Secrets, PVCs), and as a member its removal from the set would be a prune the
+        guard refuses anyway. Apply without the part-of label, so it is never a prune candidate.
+        """
+        res = self.discovery.for_group_kind(plans.NAMESPACE_GROUP_KIND)
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        reason = "create_namespace: true; not a member of the set, so state=absent leaves it"
+        try:
+            resp = self.client.apply(res, body, field_manager=self.opts.field_manager, dry_run=self.opts.dry_run)
+        except ApiError as err:
+            return ObjectResult(api_version="v1", kind="Namespace", namespace=None, name=name, action="failed",
+                                reason=err.message, error=err.to_dict())
+        self._diff_entry(f"Namespace {name}", None, resp.body)
+        return ObjectResult(api_version="v1", kind="Namespace", namespace=None, name=name, action="created",
+                            reason=reason, uid=None if self.opts.dry_run else resp.body["metadata"].get("uid"))
 
     def _failures(self, limit: int = 10) -> str:
         failed = [o for o in self.report.objects if o.action == "failed"]
@@ -723,10 +838,16 @@ class Engine:
                 if err.status == 404 and member.crd_in_set and time.monotonic() < deadline:
                     time.sleep(0.5)  # the new CRD's endpoint is not served yet
                     continue
-                if (opts.dry_run and err.status == 404 and member.namespace in created_namespaces):
+                if (opts.dry_run and err.status == 404 and (member.namespace in created_namespaces
+                                                            or member.namespace == self._namespace_to_create)):
                     self._diff_entry(member.ref, None, member.body)
                     return _result_for(member, "created", reason=f"namespace {member.namespace} is created by "
                                        "this run, so the server cannot dry-run it yet")
+                if missing_namespace(err):
+                    return self._missing_namespace_result(member, err)
+                immutable = immutable_refusal(err)
+                if immutable:
+                    return self._immutable(member, before, err, immutable)
                 return _result_for(member, "failed", reason=err.message, error=err)
         for warning in resp.warnings:
             self.report.warnings.append(f"{member.ref}: {warning}")
@@ -787,6 +908,102 @@ class Engine:
             self.report.warnings.append(f"{member.ref}: could not take over the fields of client-side tools "
                                         f"({err.message}); the next run tries again")
         return applied
+
+    def _missing_namespace_result(self, member: plans.Member, err: ApiError) -> ObjectResult:
+        """The namespace went missing after the check (or could not be read): say so, not just 404."""
+        name = missing_namespace(err)
+        fix = f"add a Namespace object for {name} to the set, or create it beforehand"
+        if name == self._home_namespace():
+            fix += ", or set create_namespace: true"
+        error = ApiError(f"namespace {name} does not exist ({err.message})", status=err.status, reason=err.reason, body=err.body,
+                         obj=member.ref, fix=fix, details=err.details)
+        return _result_for(member, "failed", reason=f"{error.message}. Fix: {fix}", error=error)
+
+    def _immutable(self, member: plans.Member, before: dict | None, err: ApiError, immutable: list) -> ObjectResult:
+        """A change the server refuses in place: recreate when asked to, else name the fields and the way out."""
+        fields = "; ".join(text for _field, text in immutable)
+        gk = member.resource.group_kind
+        if gk in plans.PROTECTED_KINDS:
+            fix = (f"revert the change; a {member.resource.kind} is a protected kind and is never deleted to be "
+                   "created again (its data or contents would be lost)")
+        elif plans.update_strategy(member, self.opts.recreate_on_immutable) == plans.STRATEGY_RECREATE:
+            return self._recreate(member, before, fields)
+        else:
+            fix = (f"revert the change, or let it be deleted and created again: list {member.resource.kind} in "
+                   f"recreate_on_immutable, or annotate the object {plans.ANNOTATION_UPDATE_STRATEGY}: "
+                   f"{plans.STRATEGY_RECREATE}")
+        message = f"the server cannot change it in place: {fields}"
+        error = ApiError(message, status=err.status, reason=err.reason, obj=member.ref, fix=fix,
+                         details={**(err.details or {}), "immutable_fields": [f for f, _text in immutable if f]})
+        return _result_for(member, "failed", reason=f"{message}. Fix: {fix}", error=error)
+
+    def _recreate(self, member: plans.Member, before: dict | None, fields: str) -> ObjectResult:
+        """Delete (UID precondition), wait until gone (bounded), and apply again.
+
+        The replacement is first sent as a dry-run create: the server validates and admits
+        a create before it finds the name taken, so AlreadyExists means the new object
+        will be accepted. An invalid manifest never gets the live object deleted.
+        """
+        opts = self.opts
+        res = member.resource
+        live = before if before is not None else self.client.get(res, member.name, member.namespace)
+        if live is None or not live["metadata"].get("uid"):
+            return _result_for(member, "failed", reason=f"{fields}; and it was not found to recreate it; run again")
+        uid = live["metadata"]["uid"]
+        why = f"the server cannot change it in place ({fields})"
+        try:
+            self.client.create(res, member.body, field_manager=opts.field_manager, dry_run=True)
+        except ConflictError as err:
+            if err.reason != "AlreadyExists":
+                return _result_for(member, "failed", reason=f"{why}; its replacement was refused, so it was "
+                                   f"not deleted: {err.message}", error=err)
+        except ApiError as err:
+            return _result_for(member, "failed", reason=f"{why}; its replacement would be refused, so it was "
+                               f"not deleted: {err.message}", error=err)
+        if opts.dry_run:
+            self._diff_entry(member.ref, live, member.body)
+            return _result_for(member, "replaced", reason=f"would be replaced (deleted and created again): {why}",
+                               uid=uid)
+        try:
+            self.client.delete(res, member.name, member.namespace, uid=uid,
+                               propagation_policy=opts.propagation_policy)
+        except ApiError as err:
+            if err.status == 409:
+                return _result_for(member, "failed", reason=f"{why}; it was replaced by someone else meanwhile, "
+                                   "so it was not deleted; run again", error=err)
+            if err.status != 404:
+                return _result_for(member, "failed", reason=f"{why}; deleting it to recreate it failed: "
+                                   f"{err.message}", error=err)
+        left = self._wait_deleted(member, uid)
+        if left is not None:
+            finalizers = (left.get("metadata") or {}).get("finalizers") or []
+            held = f" (finalizers: {', '.join(finalizers)})" if finalizers else ""
+            return _result_for(member, "failed", reason=f"{why}; it was deleted but is still there after "
+                               f"{opts.recreate_timeout:.0f}s{held}; the next run creates it once it is gone")
+        try:
+            resp = self.client.apply(res, member.body, field_manager=opts.field_manager,
+                                     force=opts.force_conflicts, field_validation=opts.field_validation)
+        except ApiError as err:
+            return _result_for(member, "failed", reason=f"{why}; it was deleted, but creating it again failed: "
+                               f"{err.message}; the next run creates it", error=err)
+        for warning in resp.warnings:
+            self.report.warnings.append(f"{member.ref}: {warning}")
+        self._diff_entry(member.ref, live, resp.body)
+        return _result_for(member, "replaced", reason=f"deleted and created again: {why}",
+                           uid=resp.body["metadata"].get("uid"))
+
+    def _wait_deleted(self, member: plans.Member, uid: str) -> dict | None:
+        """Wait until the object with ``uid`` is gone; returns it if it is still there at the deadline."""
+        deadline = time.monotonic() + self.opts.recreate_timeout
+        pause = 0.1
+        while True:
+            live = self.client.get(member.resource, member.name, member.namespace)
+            if live is None or live["metadata"].get("uid") != uid:
+                return None
+            if time.monotonic() >= deadline:
+                return live
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
 
     def _take_part_of_label(self, member: plans.Member, before: dict) -> None:
         """Set the part-of label to this set's id with a merge patch guarded by the resourceVersion

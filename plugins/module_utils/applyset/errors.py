@@ -118,3 +118,69 @@ class PruneError(ApplySetError):
 
 class WaitTimeout(ApplySetError):
     """Objects did not become ready within the allowed time."""
+
+
+class NamespaceMissingError(InputError):
+    """Namespaces the set writes into do not exist; found before the first write.
+
+    ``details["missing"]`` lists them; ``details["terminating"]`` those being deleted.
+    """
+
+
+# How the API server words a refusal to change a field in place. "field is immutable" is
+# apimachinery's ValidateImmutableField (Job template, Deployment selector, immutable
+# ConfigMaps, ...); a Service's clusterIP "may not change once set"; a StatefulSet refuses
+# "updates to statefulset spec for fields other than ..."; a PVC's "spec is immutable
+# after creation".
+_IMMUTABLE_MARKERS = ("immutable", "may not change once set", "updates to statefulset spec for fields other than")
+
+
+def _status_causes(err):
+    causes = (((getattr(err, "body", None) or {}).get("details") or {}).get("causes")) or []
+    return [cause for cause in causes if isinstance(cause, dict)]
+
+
+def _is_immutable_text(text):
+    text = (text or "").lower()
+    return any(marker in text for marker in _IMMUTABLE_MARKERS)
+
+
+def _short_cause(cause):
+    """``field: why`` without the value dump: a Job's refusal quotes its whole pod template."""
+    message = cause.get("message") or ""
+    if message.startswith("Invalid value:"):
+        # "Invalid value: {...}: field is immutable" -> "field is immutable"
+        message = message.rpartition(": ")[2]
+    message = message.strip()
+    if len(message) > 200:
+        message = message[:200] + "..."
+    return f"{cause['field']}: {message}" if cause.get("field") else message
+
+
+def immutable_refusal(err):
+    """The fields an ``ApiError`` refused because they cannot change in place, or ``[]``.
+
+    Only a refusal whose every cause is such a field counts (HTTP 422, reason Invalid):
+    when the server also found a plain mistake, deleting and creating the object again
+    would not help. Returns ``[(field, "field: why"), ...]``; the field is "" when the
+    server named none.
+    """
+    if getattr(err, "status", None) != 422:
+        return []
+    causes = _status_causes(err)
+    if not causes:
+        message = getattr(err, "message", "") or ""
+        return [("", message[:200])] if _is_immutable_text(message) and len(message) <= 1000 else []
+    if not all(_is_immutable_text(cause.get("message")) for cause in causes):
+        return []
+    return [(cause.get("field") or "", _short_cause(cause)) for cause in causes]
+
+
+def missing_namespace(err):
+    """The namespace named by a 404 ``namespaces "x" not found``, or None."""
+    if getattr(err, "status", None) != 404:
+        return None
+    details = (getattr(err, "body", None) or {}).get("details") or {}
+    if details.get("kind") == "namespaces" and details.get("name"):
+        return details["name"]
+    return None

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 
 from . import retention, spec
-from .errors import ApiError, InputError, ParentError
+from .errors import ApiError, InputError, ParentError, missing_namespace
 from .kube import Discovery, KubeClient, Resource
 from .spec import GroupKind
 
@@ -511,6 +511,10 @@ def _write_error(parent: Parent, err: ApiError) -> ParentError:
             fix="a connection problem, not a conflict: check that the API server is reachable and run again; "
             "the parent still covers every object that may exist",
         )
+    if missing_namespace(err):
+        return ParentError(
+            f"namespace {missing_namespace(err)} does not exist ({err.message})", obj=f"parent {parent.ref}",
+            fix="add a Namespace object for it to the set, or set create_namespace: true")
     return ParentError(
         f"failed to update ApplySet: {err.message}",
         obj=f"parent {parent.ref}",

@@ -67,6 +67,56 @@ PROTECTED_KINDS = frozenset({
 })
 
 
+# Per-object update strategy, on the manifest. The key follows kapp's kapp.k14s.io/update-strategy;
+# the value says exactly when the object is deleted and created again: only when the server
+# refuses the change as immutable (kapp's fallback-on-replace, Flux's force: enabled, Argo CD's
+# Replace=true applied on failure). "apply" opts one object out of recreate_on_immutable.
+ANNOTATION_UPDATE_STRATEGY = spec.OWN_PREFIX + "update-strategy"
+STRATEGY_RECREATE = "recreate-on-immutable"
+STRATEGY_APPLY = "apply"
+UPDATE_STRATEGIES = (STRATEGY_APPLY, STRATEGY_RECREATE)
+
+
+def kind_matches(gk: GroupKind, names) -> bool:
+    """Whether ``Kind`` or ``Kind.group`` in ``names`` designates ``gk``."""
+    return gk.kind in names or str(gk) in names
+
+
+def update_strategy(member: "Member", recreate_kinds) -> str:
+    """How a member's refused immutable change is handled: the annotation, else the kind list."""
+    annotations = member.body["metadata"].get("annotations") or {}
+    value = annotations.get(ANNOTATION_UPDATE_STRATEGY)
+    if value in UPDATE_STRATEGIES:
+        return value
+    return STRATEGY_RECREATE if kind_matches(member.resource.group_kind, recreate_kinds) else STRATEGY_APPLY
+
+
+def recreate_problems(members: list, recreate_kinds) -> list[InputError]:
+    """Input errors of the recreate settings: unknown annotation values, protected kinds."""
+    problems = []
+    protected = sorted(k for k in recreate_kinds
+                       if any(k in (gk.kind, str(gk)) for gk in PROTECTED_KINDS))
+    if protected:
+        problems.append(InputError(
+            f"recreate_on_immutable lists protected kinds: {', '.join(protected)}; deleting them loses data "
+            "or many objects at once, so they are never recreated",
+            obj="option recreate_on_immutable", fix="remove them from recreate_on_immutable"))
+    for m in members:
+        value = (m.body["metadata"].get("annotations") or {}).get(ANNOTATION_UPDATE_STRATEGY)
+        if value is None:
+            continue
+        if value not in UPDATE_STRATEGIES:
+            problems.append(InputError(
+                f"annotation {ANNOTATION_UPDATE_STRATEGY} has the unknown value {value!r}",
+                obj=f"{m.manifest.source} ({m.ref})", fix=f"use one of {', '.join(UPDATE_STRATEGIES)}"))
+        elif value == STRATEGY_RECREATE and m.resource.group_kind in PROTECTED_KINDS:
+            problems.append(InputError(
+                f"annotation {ANNOTATION_UPDATE_STRATEGY}: {STRATEGY_RECREATE} on a protected kind: a "
+                f"{m.resource.kind} is never deleted to be created again (its data or contents would be lost)",
+                obj=f"{m.manifest.source} ({m.ref})", fix="remove the annotation; change such objects by hand"))
+    return problems
+
+
 def rank_of(gk: GroupKind, namespaced: bool) -> int:
     if gk in RANK_TABLE:
         return RANK_TABLE[gk]
