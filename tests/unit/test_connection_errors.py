@@ -8,6 +8,7 @@ test_every_troubleshooting_message_is_asserted_by_a_test at the end.
 
 import json
 import re
+import socket
 import ssl
 from pathlib import Path
 from types import SimpleNamespace
@@ -77,8 +78,9 @@ def test_a_directory_is_not_a_kubeconfig(tmp_path):
 def test_no_configuration_at_all_says_what_was_looked_for():
     with pytest.raises(ConfigError) as info:
         kube.load_connection({})
-    assert "no Kubernetes configuration found" in str(info.value)
-    assert ".kube/config does not exist, KUBECONFIG is not set" in str(info.value)
+    assert str(info.value).startswith("no Kubernetes configuration found: ")
+    assert ("/.kube/config does not exist, KUBECONFIG is not set, and this is not a pod with a service account"
+            in str(info.value))
     assert "host and api_key" in info.value.fix
 
 
@@ -255,3 +257,38 @@ def test_tls_verification_failure_names_the_ca_source_and_is_not_retried():
     assert 'The CA used: the certificate-authority-data of cluster "c1" in kubeconfig /k' in str(info.value)
     assert "ca_cert" in info.value.fix
     assert pool.calls == 1
+
+
+def test_unknown_host_name_says_it_does_not_resolve():
+    failure = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.NameResolutionError(
+        "k8s.test", None, socket.gaierror(-2, "Name or service not known")))
+    source = kube.ConnectionSource(server="the K8S_AUTH_HOST environment variable")
+    with pytest.raises(ConnectionFailed) as info:
+        client(Canned(raises=failure), source).discover()
+    message = "cannot connect (the host name does not resolve)"
+    assert str(info.value).startswith(f"API server https://k8s.test:6443: {message}")
+    assert "The address comes from the K8S_AUTH_HOST environment variable" in str(info.value)
+
+
+# ----- the troubleshooting guide -------------------------------------------------------------------
+
+
+def doc_messages():
+    """Every message the guide quotes: the ``> `...` `` line under each ``###`` heading."""
+    text = (REPO_ROOT / "docs" / "troubleshooting.md").read_text()
+    return re.findall(r"^### .*\n+> `([^`]+)`", text, flags=re.M)
+
+
+def test_every_troubleshooting_message_is_asserted_by_a_test():
+    """Each literal part of each quoted message (between ``<placeholders>``) is in a test's source."""
+    tests = "".join(path.read_text() for path in (REPO_ROOT / "tests").rglob("test_*.py"))
+    messages = doc_messages()
+    headings = re.findall(r"^### ", (REPO_ROOT / "docs" / "troubleshooting.md").read_text(), flags=re.M)
+    assert len(messages) == len(headings) >= 12  # every heading quotes its message
+    missing = []
+    for message in messages:
+        for fragment in re.split(r"<[^>]+>|\.\.\.", message):
+            fragment = fragment.strip(' .:;,"')
+            if len(fragment) >= 8 and fragment not in tests:
+                missing.append(f"{fragment!r} of {message!r}")
+    assert not missing, f"quoted in docs/troubleshooting.md but asserted by no test: {missing}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
 import threading
 import time
 import urllib.parse
@@ -629,7 +630,7 @@ class KubeClient:
                     f"({src.server}) is the cluster's; validate_certs: false only for a test cluster")
         if _caused_by(err, ConnectionRefusedError):
             what, fix = "connection refused", "check that the cluster is running and that the address and port are right"
-        elif "Name or service not known" in cause or "nodename nor servname" in cause or "getaddrinfo" in cause:
+        elif _caused_by(err, socket.gaierror) or "Failed to resolve" in cause:
             what, fix = "the host name does not resolve", "check the server address and DNS where the module runs"
         elif isinstance(err, self._urllib3.exceptions.TimeoutError) or "timed out" in cause:
             what, fix = "timed out", "check the address, firewalls and proxy (proxy, no_proxy) between here and the cluster"
