@@ -73,7 +73,6 @@ def kubectl_says(kubeconfig):
 def info(cluster, args, env=None):
     rc, result, out = run_module(cluster, "applyset_info", args, env=env)
     assert rc != 0, out
-    assert result.get("failed"), out
     return result
 
 
@@ -91,7 +90,7 @@ def test_wrong_token_in_kubeconfig_names_user_file_and_context_like_kubectl(clus
     context, user, _ = names_in(doc)
     result = info(cluster, {"kubeconfig": path, "namespace": namespace})
     server = doc["clusters"][0]["cluster"]["server"]
-    refused = f'the API server did not accept the token of user "{user}" in kubeconfig {path}, context "{context}"'
+    refused = f'the token of user "{user}" in kubeconfig {path}, context "{context}" was not accepted'
     assert result["msg"].startswith(f"API server {server}: {refused}: it is wrong or has expired")
     assert "You must be logged in to the server (Unauthorized)" in result["msg"]
     assert "You must be logged in to the server (Unauthorized)" in kubectl_says(path)
@@ -113,7 +112,7 @@ def test_revoked_awx_bearer_token_names_the_environment_variable(cluster, kube, 
     rc, result, out = run_module(cluster, "applyset_apply",
                                  {"parent": "set1", "namespace": namespace, "definition": [CONFIGMAP]}, env=env)
     assert rc != 0, out
-    refused = "the API server did not accept the bearer token from the K8S_AUTH_API_KEY environment variable: it is wrong or has expired"  # noqa: E501
+    refused = "the bearer token from the K8S_AUTH_API_KEY environment variable was not accepted: it is wrong or has expired"  # noqa: E501
     assert result["msg"].startswith(f"API server {server}: {refused}")
     assert "update the bearer token of the job template's Kubernetes credential" in result["error"]["fix"]
     assert token not in out
@@ -125,7 +124,8 @@ def test_client_certificate_from_another_ca_is_refused_naming_the_user(cluster, 
     path, doc = broken_kubeconfig(cluster, tmp_path, user={"client-certificate": str(crt), "client-key": str(key)})
     _, user, _ = names_in(doc)
     result = info(cluster, {"kubeconfig": path, "namespace": namespace})
-    assert f'the API server did not accept the client certificate of user "{user}"' in result["msg"]
+    assert f'the client certificate of user "{user}" in kubeconfig {path}' in result["msg"]
+    assert "was not accepted: it is wrong or has expired" in result["msg"]
     assert "signed by another CA" in result["error"]["fix"]
 
 
@@ -134,7 +134,7 @@ def test_no_credentials_is_a_403_on_discovery_that_says_so(cluster, namespace, t
     _, user, _ = names_in(doc)
     result = info(cluster, {"kubeconfig": path, "namespace": namespace})
     # kube-apiserver allows anonymous requests by default and refuses them discovery.
-    assert "the API server refused discovery (403 Forbidden) to no credentials" in result["msg"]
+    assert "discovery refused (403 Forbidden) to no credentials" in result["msg"]
     assert f'(user "{user}" in kubeconfig {path}' in result["msg"]
     assert 'User \\"system:anonymous\\"' in result["msg"] or 'User "system:anonymous"' in result["msg"]
     assert result["error"]["fix"].startswith("the server took the request as anonymous: give credentials")

@@ -214,8 +214,8 @@ def test_401_names_server_and_credential_source_and_gives_a_fix(source, named, f
     with pytest.raises(AuthenticationFailed) as info:
         c.discover()
     err = info.value
-    assert str(err).startswith(f"API server https://k8s.test:6443: the API server did not accept {named}: "
-                               "it is wrong or has expired")
+    assert str(err).startswith(f"API server https://k8s.test:6443: {named} was not accepted: it is wrong or has "
+                               "expired")
     assert "You must be logged in to the server (Unauthorized)" in str(err)
     assert fix in err.fix
     assert err.status == 401 and err.to_dict()["fix"]
@@ -228,9 +228,27 @@ def test_403_on_discovery_for_anonymous_says_no_credentials_were_accepted():
     source = kube.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)')
     with pytest.raises(AuthenticationFailed) as info:
         client(Canned(403, forbidden), source).discover()
-    assert "the API server refused discovery (403 Forbidden) to no credentials" in str(info.value)
+    assert "discovery refused (403 Forbidden) to no credentials" in str(info.value)
     assert 'User "system:anonymous"' in str(info.value)
     assert "give credentials" in info.value.fix
+
+
+def test_403_on_discovery_for_a_known_user_points_at_the_discovery_role():
+    forbidden = {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
+                 "message": 'forbidden: User "bob" cannot get path "/apis"'}
+    source = kube.ConnectionSource(credential="the bearer token from the api_key option", credential_kind="api_key")
+    with pytest.raises(AuthenticationFailed) as info:
+        client(Canned(403, forbidden), source).discover()
+    assert "discovery refused (403 Forbidden) to the bearer token from the api_key option" in str(info.value)
+    assert "system:discovery" in info.value.fix
+
+
+def test_401_without_credentials_says_none_were_sent():
+    source = kube.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)')
+    with pytest.raises(AuthenticationFailed) as info:
+        client(Canned(401, UNAUTHORIZED), source).discover()
+    assert "the server requires credentials and none were sent" in str(info.value)
+    assert info.value.fix.startswith("give credentials")
 
 
 def test_connection_refused_names_the_server_and_its_source():

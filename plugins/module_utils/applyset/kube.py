@@ -645,10 +645,10 @@ class KubeClient:
         status = payload if isinstance(payload, dict) and payload.get("kind") == "Status" else None
         details = {"request": f"{method} {path}", "server": self.host, "credential_source": src.credential}
         if src.credential_kind == "none":
-            message = (f"the API server requires credentials and none were sent: {src.credential} "
+            message = (f"the server requires credentials and none were sent: {src.credential} "
                        "(kubectl says: You must be logged in to the server (Unauthorized))")
         else:
-            message = (f"the API server did not accept {src.credential}: it is wrong or has expired "
+            message = (f"{src.credential} was not accepted: it is wrong or has expired "
                        "(401 Unauthorized; kubectl says: You must be logged in to the server (Unauthorized))")
         return AuthenticationFailed(message, status=401, reason="Unauthorized", body=status,
                                     obj=f"API server {self.host}", fix=_credential_fix(src), details=details)
@@ -663,7 +663,7 @@ class KubeClient:
             fix = ("the user needs the system:discovery ClusterRole (every authenticated user has it by "
                    "default): ask the cluster's admin to restore its binding, or use other credentials")
         return AuthenticationFailed(
-            f"the API server refused discovery (403 Forbidden) to {src.credential}: {err.message}",
+            f"discovery refused (403 Forbidden) to {src.credential}: {err.message}",
             status=403, reason=err.reason, body=err.body, obj=f"API server {self.host}", fix=fix,
             details=dict(err.details or {}, server=self.host, credential_source=src.credential))
 
