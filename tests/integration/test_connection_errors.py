@@ -25,7 +25,8 @@ from local_cluster.pki import PKI
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 from applyset import kube as core  # noqa: E402
-from applyset.errors import ConnectionFailed  # noqa: E402
+from applyset import names  # noqa: E402
+from applyset.errors import ApiError, ConnectionFailed  # noqa: E402
 
 
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1"}, "data": {"v": "1"}}
@@ -284,3 +285,44 @@ def test_invalid_names_are_refused_before_any_request(cluster, module, args, mes
     assert message in result["msg"]
     assert result["error"]["type"] == "InputErrors"
     assert server.connections == 0
+
+
+# Kinds whose names the server checks with rules of their own (APIService: VERSION.GROUP, IPAddress:
+# an IP address, CRD: PLURAL.GROUP): names.py applies a necessary part of the rule only.
+SERVER_STRICTER = {("apiregistration.k8s.io", "APIService"), ("networking.k8s.io", "IPAddress"),
+                   ("apiextensions.k8s.io", "CustomResourceDefinition")}
+# One name per rule, each valid under the looser rules only: path segment < subdomain < label < DNS-1035.
+PROBES = ("Ab_c", "a.b", "1a")
+
+
+def test_name_rules_are_the_servers_for_every_served_kind(cluster, namespace):
+    """A server-side dry-run apply of each probe name, for every kind the server serves: names.py
+    never refuses a name the server accepts, and refuses what it refuses (but for special kinds)."""
+    client = core.connect({"kubeconfig": cluster.kubeconfig})
+    discovery = client.discover()
+
+    def server_refuses(res, name):
+        obj = {"apiVersion": res.api_version, "kind": res.kind, "metadata": {"name": name}}
+        if res.namespaced:
+            obj["metadata"]["namespace"] = namespace
+        try:
+            client.apply(res, obj, field_manager="name-probe", dry_run=True, field_validation="Ignore")
+        except ApiError as err:
+            causes = ((err.body or {}).get("details") or {}).get("causes") or []
+            return any(cause.get("field") == "metadata.name" for cause in causes)
+        return False
+
+    checked, wrong = 0, []
+    seen = set()
+    for res in discovery.resources:
+        if res.group_kind in seen or not {"create", "patch"} <= res.verbs:
+            continue
+        seen.add(res.group_kind)
+        checked += 1
+        for probe in PROBES:
+            ours = names.name_problem(res.group, res.kind, probe) is not None
+            theirs = server_refuses(res, probe)
+            if ours and not theirs or (ours != theirs and (res.group, res.kind) not in SERVER_STRICTER):
+                wrong.append(f"{res.kind}.{res.group} {probe!r}: server refuses={theirs}, names.py refuses={ours}")
+    assert checked >= 40
+    assert not wrong

@@ -310,3 +310,13 @@ def test_every_troubleshooting_message_is_asserted_by_a_test():
             if len(fragment) >= 8 and fragment not in tests:
                 missing.append(f"{fragment!r} of {message!r}")
     assert not missing, f"quoted in docs/troubleshooting.md but asserted by no test: {missing}"
+
+
+def test_names_of_core_events_and_pod_disruption_budgets_are_only_path_segments():
+    # As the API server checks them (proven for every served kind in the integration test).
+    from applyset import names
+
+    assert names.name_problem("", "Event", "Web_1.abc") is None
+    assert names.name_problem("policy", "PodDisruptionBudget", "Web_PDB") is None
+    assert names.name_problem("policy", "PodDisruptionBudget", "a/b") is not None
+    assert "DNS-1123 subdomain" in names.name_problem("events.k8s.io", "Event", "Web_1")

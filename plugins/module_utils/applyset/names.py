@@ -45,6 +45,11 @@ _NAME_RULES = {
     ("", "Namespace"): DNS1123_LABEL,
     ("", "Service"): DNS1035_LABEL,  # DNS-1123 label with the alpha gate RelaxedServiceNameValidation
     ("apps", "StatefulSet"): DNS1123_LABEL,
+    # Checked against a real API server (tests/integration/test_connection_errors.py): the server
+    # checks these only as path segments; a stricter rule here would refuse valid input.
+    ("", "Event"): PATH_SEGMENT,
+    ("policy", "PodDisruptionBudget"): PATH_SEGMENT,
+    ("events.k8s.io", "Event"): DNS1123_SUBDOMAIN,
     ("rbac.authorization.k8s.io", "Role"): PATH_SEGMENT,
     ("rbac.authorization.k8s.io", "ClusterRole"): PATH_SEGMENT,
     ("rbac.authorization.k8s.io", "RoleBinding"): PATH_SEGMENT,
