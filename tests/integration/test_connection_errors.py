@@ -326,3 +326,15 @@ def test_name_rules_are_the_servers_for_every_served_kind(cluster, namespace):
                 wrong.append(f"{res.kind}.{res.group} {probe!r}: server refuses={theirs}, names.py refuses={ours}")
     assert checked >= 40
     assert not wrong
+
+
+def test_conflict_reason_names_the_fix(cluster, kube, namespace):
+    """The per-object reason docs/troubleshooting.md quotes for a field owned by another manager."""
+    kube.apply(f"/api/v1/namespaces/{namespace}/configmaps/c1", dict(CONFIGMAP, data={"v": "theirs"}),
+               field_manager="other-tool")
+    rc, result, out = run_module(cluster, "applyset_apply",
+                                 {"parent": "set1", "namespace": namespace, "definition": [CONFIGMAP]})
+    assert rc != 0, out
+    (failed,) = [o for o in result["objects"] if o["action"] == "failed"]
+    assert failed["reason"].startswith("conflicts with another field manager: ")
+    assert "force_conflicts: true" in failed["reason"]
