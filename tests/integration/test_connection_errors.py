@@ -201,7 +201,8 @@ def test_connection_refused_names_the_server_and_where_its_address_came_from(clu
     client = core.connect({"kubeconfig": path}, retry_seconds=1)
     with pytest.raises(ConnectionFailed) as caught:
         client.discover()
-    assert str(caught.value).startswith(f"API server {server}: cannot connect (connection refused)")
+    assert str(caught.value).startswith(f"API server {server}: cannot connect (connection refused, ")
+    assert " tries in 1 s): " in str(caught.value)
     assert f'The address comes from the server of cluster "{cluster_name}" in kubeconfig {path}' \
         in str(caught.value)
     assert "check that the cluster is running" in caught.value.fix

@@ -589,7 +589,7 @@ class KubeClient:
                 if retry and time.monotonic() < deadline and not _is_tls_failure(err):
                     time.sleep(_backoff(attempt))
                     continue
-                raise self._connection_failed(method, path, err) from None
+                raise self._connection_failed(method, path, err, attempt) from None
             finally:
                 with self._count_lock:
                     self.requests_sent += 1
@@ -616,11 +616,13 @@ class KubeClient:
         return Response(resp.status, payload, warnings)
 
     # -- errors that name the server and the credential's source ------------------------------
-    def _connection_failed(self, method: str, path: str, err: Exception) -> ConnectionFailed:
+    def _connection_failed(self, method: str, path: str, err: Exception, attempts: int = 1) -> ConnectionFailed:
         cause = _unwrap(err)
         src = self.source
         details = {"request": f"{method} {path}", "server": self.host, "server_source": src.server,
                    "ca_source": src.ca}
+        # Say so when the wait was spent retrying, so that nobody takes it for a hang.
+        tried = f", {attempts} tries in {self.retry_seconds:.0f} s" if attempts > 1 else ""
         if _is_tls_failure(err):
             return ConnectionFailed(
                 f"TLS verification of the API server's certificate failed: {cause}. The CA used: {src.ca}",
@@ -637,7 +639,7 @@ class KubeClient:
         else:
             what, fix = "no answer", "check that the API server is reachable (address, proxy, firewalls)"
         return ConnectionFailed(
-            f"cannot connect ({what}): {cause}. The address comes from {src.server}",
+            f"cannot connect ({what}{tried}): {cause}. The address comes from {src.server}",
             obj=f"API server {self.host}", details=details, fix=fix)
 
     def _unauthorized(self, method: str, path: str, payload) -> AuthenticationFailed:
