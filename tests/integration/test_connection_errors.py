@@ -118,6 +118,13 @@ def test_revoked_awx_bearer_token_names_the_environment_variable(cluster, kube, 
     assert "update the bearer token of the job template's Kubernetes credential" in result["error"]["fix"]
     assert token not in out
 
+    # The same token given as the api_key option.
+    rc, result, out = run_module(cluster, "applyset_info", {"namespace": namespace, "host": server, "ca_cert": ca,
+                                                             "api_key": token})
+    assert rc != 0, out
+    assert result["msg"].startswith(f"API server {server}: the bearer token from the api_key option was not accepted")
+    assert token not in out
+
 
 def test_client_certificate_from_another_ca_is_refused_naming_the_user(cluster, namespace, tmp_path):
     pki = a_fresh_ca(tmp_path)
