@@ -244,7 +244,8 @@ def test_403_on_discovery_for_a_known_user_points_at_the_discovery_role():
 
 
 def test_401_without_credentials_says_none_were_sent():
-    source = kube.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)')
+    source = kube.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)',
+                                   credential_kind="none")
     with pytest.raises(AuthenticationFailed) as info:
         client(Canned(401, UNAUTHORIZED), source).discover()
     assert "the server requires credentials and none were sent" in str(info.value)

@@ -67,10 +67,10 @@ class ConnectionSource:
     certificate``, ``exec``, ``auth-provider``, ``basic``, ``in-cluster`` or ``none``.
     """
 
-    server: str = "the host option"
-    credential: str = "no credentials"
-    credential_kind: str = "none"
-    ca: str = "the system's trusted CAs"
+    server: str = "the configuration"
+    credential: str = "the configured credential"
+    credential_kind: str = "unknown"
+    ca: str = "the configured CA"
     kubeconfig: str | None = None
     context: str | None = None
 
@@ -232,7 +232,9 @@ def load_connection(auth: dict):
     cfg = client.Configuration()
     kubeconfig = auth.get("kubeconfig")
     context = auth.get("context")
-    source = ConnectionSource()
+    # What is left when only options are given (host and a credential, no kubeconfig).
+    source = ConnectionSource(server="the host option", credential="no credentials", credential_kind="none",
+                              ca="the system's trusted CAs")
     label = None
     try:
         if isinstance(kubeconfig, dict):
