@@ -346,3 +346,57 @@ def test_conflict_reason_names_the_fix(cluster, kube, namespace):
     (failed,) = [o for o in result["objects"] if o["action"] == "failed"]
     assert failed["reason"].startswith("conflicts with another field manager: ")
     assert "force_conflicts: true" in failed["reason"]
+
+
+LABEL_KEY_PROBES = ["app", "app.kubernetes.io/name", "A1", "Example.com/app", "has space", "-app", "a/b/c", "/app",
+                    "x" * 64, "example.com/" + "x" * 63, "a_b-c.d"]
+LABEL_VALUE_PROBES = ["", "1.0", "v1_2-3", "has space", "v1.2.3+build", "-x", "x" * 63, "x" * 64]
+
+
+def test_label_and_annotation_rules_are_the_servers(cluster, namespace):
+    """Each probe key and value, in a ConfigMap sent as a server-side dry-run apply: names.py refuses
+    exactly what the server refuses."""
+    client = core.connect({"kubeconfig": cluster.kubeconfig})
+    configmaps = client.discover().for_gvk("", "v1", "ConfigMap")
+
+    def server_refuses(field, labels=None, annotations=None):
+        meta = {"name": "probe", "namespace": namespace, "labels": labels or {}, "annotations": annotations or {}}
+        try:
+            client.apply(configmaps, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta},
+                         field_manager="name-probe", dry_run=True)
+        except ApiError as err:
+            causes = ((err.body or {}).get("details") or {}).get("causes") or []
+            return any(cause.get("field") == field for cause in causes)
+        return False
+
+    wrong = []
+    for key in LABEL_KEY_PROBES:
+        for field, labels, annotations in (("metadata.labels", {key: "v"}, None),
+                                           ("metadata.annotations", None, {key: "v"})):
+            ours = bool(names.metadata_map_problems(labels, annotations))
+            theirs = server_refuses(field, labels, annotations)
+            if ours != theirs:
+                wrong.append(f"{field} key {key!r}: server refuses={theirs}, names.py refuses={ours}")
+    for value in LABEL_VALUE_PROBES:
+        ours = bool(names.metadata_map_problems({"app": value}, None))
+        theirs = server_refuses("metadata.labels", {"app": value})
+        if ours != theirs:
+            wrong.append(f"label value {value!r}: server refuses={theirs}, names.py refuses={ours}")
+    big = {"a": "x" * (256 * 1024 - 1)}, {"a": "x" * (256 * 1024)}
+    for annotations in big:
+        ours = bool(names.metadata_map_problems(None, annotations))
+        theirs = server_refuses("metadata.annotations", annotations=annotations)
+        if ours != theirs:
+            wrong.append(f"annotations of {len(annotations['a']) + 1} bytes: server refuses={theirs}, ours={ours}")
+    assert not wrong
+
+
+def test_bad_label_value_is_refused_before_the_parent_is_written(cluster, kube, namespace):
+    labelled = dict(CONFIGMAP, metadata={"name": "c1", "labels": {"app": "my app"}})
+    rc, result, out = run_module(cluster, "applyset_apply",
+                                 {"parent": "set1", "namespace": namespace, "definition": [labelled]})
+    assert rc != 0, out
+    assert 'metadata.labels["app"] value "my app" is not a valid label value' in result["msg"]
+    assert 'e.g. "my-app"' in result["msg"]
+    assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/set1") is None
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/c1") is None
