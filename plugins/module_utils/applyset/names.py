@@ -49,7 +49,6 @@ _NAME_RULES = {
     # checks these only as path segments; a stricter rule here would refuse valid input.
     ("", "Event"): PATH_SEGMENT,
     ("policy", "PodDisruptionBudget"): PATH_SEGMENT,
-    ("events.k8s.io", "Event"): DNS1123_SUBDOMAIN,
     ("rbac.authorization.k8s.io", "Role"): PATH_SEGMENT,
     ("rbac.authorization.k8s.io", "ClusterRole"): PATH_SEGMENT,
     ("rbac.authorization.k8s.io", "RoleBinding"): PATH_SEGMENT,
@@ -63,7 +62,7 @@ BUILT_IN_GROUPS = frozenset({
     "", "apps", "batch", "autoscaling", "policy", "networking.k8s.io", "storage.k8s.io",
     "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io", "node.k8s.io",
     "admissionregistration.k8s.io", "apiextensions.k8s.io", "flowcontrol.apiserver.k8s.io",
-    "certificates.k8s.io", "resource.k8s.io", "storagemigration.k8s.io",
+    "certificates.k8s.io", "resource.k8s.io", "storagemigration.k8s.io", "events.k8s.io",
 })
 # Kinds of built-in groups with special names, left to the server (IP addresses, version.group,
 # signer-derived names); they still get the path-segment minimum.
