@@ -323,3 +323,13 @@ def test_names_of_core_events_and_pod_disruption_budgets_are_only_path_segments(
     assert names.name_problem("policy", "PodDisruptionBudget", "Web_PDB") is None
     assert names.name_problem("policy", "PodDisruptionBudget", "a/b") is not None
     assert "DNS-1123 subdomain" in names.name_problem("events.k8s.io", "Event", "Web_1")
+
+
+def test_kubeconfig_content_given_as_a_path_is_refused_without_echoing_it():
+    content = yaml.safe_dump(kubeconfig_doc(user={"token": "secret-token-value"}))
+    with pytest.raises(ConfigError) as info:
+        kube.load_connection({"kubeconfig": content})
+    assert str(info.value).startswith(
+        "kubeconfig (from the kubeconfig option): the kubeconfig option holds a kubeconfig's content, not a path")
+    assert "secret-token-value" not in str(info.value) and "secret-token-value" not in repr(info.value.to_dict())
+    assert "from_yaml" in info.value.fix

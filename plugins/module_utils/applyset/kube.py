@@ -87,6 +87,13 @@ def _kubeconfig_files(kubeconfig) -> tuple[list[str], str]:
     """The kubeconfig files to read, as kubectl chooses them, and how they were chosen."""
     if kubeconfig:
         origin = _option_source("kubeconfig", kubeconfig)
+        if "\n" in str(kubeconfig) or str(kubeconfig).lstrip().startswith(("{", "apiVersion:", "clusters:")):
+            # Never echoed: the text is a kubeconfig's content, credentials included.
+            raise ConfigError(
+                "the kubeconfig option holds a kubeconfig's content, not a path",
+                obj=f"kubeconfig (from {origin})",
+                fix="give the path of the file, or the content as a mapping: "
+                    "kubeconfig: \"{{ lookup('file', 'PATH') | from_yaml }}\"")
         paths = str(kubeconfig).split(os.pathsep)
     elif os.environ.get("KUBECONFIG"):
         origin = "the KUBECONFIG environment variable"
