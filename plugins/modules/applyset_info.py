@@ -271,7 +271,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import health, inventory, kube, redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import health, inventory, kube, names, redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -319,6 +319,7 @@ def main():
     if members is None:
         members = params["parent"] is not None
     try:
+        names.check_options(params["parent"], params["namespace"])  # before any request
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         report = inventory.describe(
             client,

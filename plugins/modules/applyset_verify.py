@@ -334,7 +334,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 try:
     import yaml
 
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import fsck, kube, redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import fsck, kube, names, redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -394,6 +394,7 @@ def main():
     if params["parallelism"] < 1:
         fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
     try:
+        names.check_options(params["parent"], params["namespace"])  # before any request
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         report = fsck.verify(client, parent_spec=params["parent"], namespace=params["namespace"],
                              fix=params["fix"], allow_foreign=params["allow_foreign"], dry_run=module.check_mode)

@@ -184,3 +184,18 @@ def missing_namespace(err):
     if details.get("kind") == "namespaces" and details.get("name"):
         return details["name"]
     return None
+
+
+class ConfigError(InputError):
+    """The connection settings cannot be used: no such kubeconfig file, an empty one, a context
+    that does not exist. Raised before any request is sent."""
+
+
+class ConnectionFailed(ApiError):
+    """No HTTP answer from the API server: connection refused, unknown host, TLS verification
+    failed, timeout. ``details`` names the server and where its address and CA came from."""
+
+
+class AuthenticationFailed(ApiError):
+    """The API server did not accept the credentials (HTTP 401), or sent only anonymous access
+    away (HTTP 403 on discovery). ``details`` names the server and the credential's source."""

@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
 import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .errors import ApiError, ConflictError, InputError
+from .errors import ApiError, AuthenticationFailed, ConfigError, ConflictError, ConnectionFailed, InputError
 from .spec import COLLECTION_VERSION, TOOL_NAME, GroupKind
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -36,12 +37,194 @@ USER_AGENT = f"{TOOL_NAME}/{COLLECTION_VERSION}"
 # ----- configuration ----------------------------------------------------------------------
 
 
+IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+DEFAULT_KUBECONFIG = "~/.kube/config"
+
+# The environment variables that can stand for an option (ansible_support.AUTH_ENV_VARS); read
+# here only to say where a value came from. AWX's "OpenShift or Kubernetes API Bearer Token"
+# credential sets K8S_AUTH_HOST, K8S_AUTH_API_KEY and K8S_AUTH_SSL_CA_CERT.
+_OPTION_ENV_VARS = {
+    "kubeconfig": ("K8S_AUTH_KUBECONFIG",),
+    "context": ("K8S_AUTH_CONTEXT",),
+    "host": ("K8S_AUTH_HOST",),
+    "api_key": ("K8S_AUTH_API_KEY",),
+    "ca_cert": ("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"),
+}
+
+# Where the module runs is a frequent surprise: files are looked up there, not on the controller.
+_WHERE_FILES_ARE = ("the path is read where the module runs: on the managed host, unless the task has "
+                    "delegate_to: localhost or connection: local")
+
+
+@dataclass(frozen=True)
+class ConnectionSource:
+    """Where the connection settings came from, in words, for error messages.
+
+    ``server``, ``credential`` and ``ca`` each say which setting was used and where it was
+    found (``cluster "prod" in kubeconfig /home/me/.kube/config``, ``the K8S_AUTH_API_KEY
+    environment variable``); ``credential_kind`` is ``token``, ``api_key``, ``client
+    certificate``, ``exec``, ``auth-provider``, ``basic``, ``in-cluster`` or ``none``.
+    """
+
+    server: str = "the configuration"
+    credential: str = "the configured credential"
+    credential_kind: str = "unknown"
+    ca: str = "the configured CA"
+    kubeconfig: str | None = None
+    context: str | None = None
+
+
+def _option_source(name: str, value) -> str:
+    for var in _OPTION_ENV_VARS.get(name, ()):
+        env = os.environ.get(var)
+        if env and (env == value or os.path.expanduser(os.path.expandvars(env)) == value):
+            return f"the {var} environment variable"
+    return f"the {name} option"
+
+
+def _kubeconfig_files(kubeconfig) -> tuple[list[str], str]:
+    """The kubeconfig files to read, as kubectl chooses them, and how they were chosen."""
+    if kubeconfig:
+        origin = _option_source("kubeconfig", kubeconfig)
+        if "\n" in str(kubeconfig) or str(kubeconfig).lstrip().startswith(("{", "apiVersion:", "clusters:")):
+            # Never echoed: the text is a kubeconfig's content, credentials included.
+            raise ConfigError(
+                "the kubeconfig option holds a kubeconfig's content, not a path",
+                obj=f"kubeconfig (from {origin})",
+                fix="give the path of the file, or the content as a mapping: "
+                    "kubeconfig: \"{{ lookup('file', 'PATH') | from_yaml }}\"")
+        paths = str(kubeconfig).split(os.pathsep)
+    elif os.environ.get("KUBECONFIG"):
+        origin = "the KUBECONFIG environment variable"
+        paths = os.environ["KUBECONFIG"].split(os.pathsep)
+    else:
+        origin = "the default location"
+        paths = [DEFAULT_KUBECONFIG]
+    return [os.path.expanduser(path) for path in paths if path], origin
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(IN_CLUSTER_TOKEN)
+
+
+def _read_kubeconfigs(paths: list[str]) -> dict:
+    """The files merged as kubectl merges them: the first of each name wins."""
+    import yaml  # a dependency of the kubernetes package
+
+    merged: dict = {"clusters": [], "contexts": [], "users": []}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                doc = yaml.safe_load(handle)
+        except OSError as err:
+            raise ConfigError(f"cannot read the file: {err.strerror}", obj=f"kubeconfig {path}",
+                              fix="check the path and the file's permissions") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as err:
+            raise ConfigError(f"not a valid kubeconfig (YAML): {err}", obj=f"kubeconfig {path}",
+                              fix=f"check it with: kubectl --kubeconfig {path} config view") from None
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise ConfigError("not a kubeconfig: the file holds no mapping", obj=f"kubeconfig {path}",
+                              fix=f"check it with: kubectl --kubeconfig {path} config view")
+        _merge_kubeconfig(merged, doc)
+    return merged
+
+
+def _merge_kubeconfig(merged: dict, doc: dict) -> None:
+    for section in ("clusters", "contexts", "users"):
+        known = {entry.get("name") for entry in merged[section]}
+        for entry in doc.get(section) or []:
+            if isinstance(entry, dict) and entry.get("name") not in known:
+                merged[section].append(entry)
+                known.add(entry.get("name"))
+    if doc.get("current-context") and not merged.get("current-context"):
+        merged["current-context"] = doc["current-context"]
+
+
+def _named(doc: dict, section: str, name) -> dict | None:
+    for entry in doc.get(section) or []:
+        if isinstance(entry, dict) and entry.get("name") == name:
+            return entry
+    return None
+
+
+def _choose_context(doc: dict, context: str | None, label: str) -> dict:
+    """The context entry to use; ``ConfigError`` names the ones that exist when it is missing."""
+    names = [entry.get("name") for entry in doc.get("contexts") or [] if isinstance(entry, dict)]
+    listed = ", ".join(f'"{name}"' for name in names)
+    if not names:
+        raise ConfigError(
+            "the kubeconfig is empty: it defines no contexts (kubectl says: no configuration has been provided)",
+            obj=label,
+            fix="point kubeconfig (or K8S_AUTH_KUBECONFIG, KUBECONFIG) at the cluster's kubeconfig; "
+                "kubectl --kubeconfig FILE config get-contexts lists a file's contexts")
+    if context:
+        if context not in names:
+            raise ConfigError(f'context "{context}" does not exist; the contexts there are {listed}', obj=label,
+                              fix="set context (or K8S_AUTH_CONTEXT) to one of them",
+                              details={"contexts": names})
+        return _named(doc, "contexts", context)
+    current = doc.get("current-context")
+    if not current:
+        raise ConfigError(f"the kubeconfig has no current-context; its contexts are {listed}", obj=label,
+                          fix="set context (or K8S_AUTH_CONTEXT) to one of them, or run kubectl config use-context",
+                          details={"contexts": names})
+    if current not in names:
+        raise ConfigError(f'current-context "{current}" does not exist; the contexts there are {listed}',
+                          obj=label, fix="set context (or K8S_AUTH_CONTEXT) to one of them, or run "
+                                         "kubectl config use-context", details={"contexts": names})
+    return _named(doc, "contexts", current)
+
+
+def _describe_kubeconfig(doc: dict, context_entry: dict, label: str) -> ConnectionSource:
+    context_name = context_entry.get("name")
+    ctx = context_entry.get("context") or {}
+    where = f'{label}, context "{context_name}"'
+    cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
+    cluster = (_named(doc, "clusters", cluster_name) or {}).get("cluster") or {}
+    user = (_named(doc, "users", user_name) or {}).get("user") or {}
+    of_user = f'user "{user_name}" in {where}'
+    if user.get("token"):
+        credential, kind = f"the token of {of_user}", "token"
+    elif user.get("tokenFile"):
+        credential, kind = f"the token file {user['tokenFile']} of {of_user}", "token"
+    elif user.get("client-certificate") or user.get("client-certificate-data"):
+        credential, kind = f"the client certificate of {of_user}", "client certificate"
+    elif isinstance(user.get("exec"), dict):
+        credential, kind = f'the exec plugin "{user["exec"].get("command")}" of {of_user}', "exec"
+    elif isinstance(user.get("auth-provider"), dict):
+        credential, kind = f'the auth provider "{user["auth-provider"].get("name")}" of {of_user}', "auth-provider"
+    elif user.get("username"):
+        credential, kind = f"the user name and password of {of_user}", "basic"
+    else:
+        credential, kind = f"no credentials ({of_user} has none)", "none"
+    of_cluster = f'cluster "{cluster_name}" in {label}'
+    if cluster.get("insecure-skip-tls-verify"):
+        ca = f"none: insecure-skip-tls-verify is set for {of_cluster}"
+    elif cluster.get("certificate-authority-data"):
+        ca = f"the certificate-authority-data of {of_cluster}"
+    elif cluster.get("certificate-authority"):
+        ca = f"the certificate-authority file {cluster['certificate-authority']} of {of_cluster}"
+    else:
+        ca = f"the system's trusted CAs ({of_cluster} names no certificate-authority)"
+    return ConnectionSource(server=f"the server of {of_cluster}", credential=credential, credential_kind=kind,
+                            ca=ca, kubeconfig=label, context=context_name)
+
+
 def load_configuration(auth: dict):
-    """Build a ``kubernetes.client.Configuration`` from kubernetes.core-style options.
+    """Build a ``kubernetes.client.Configuration`` from kubernetes.core-style options."""
+    return load_connection(auth)[0]
+
+
+def load_connection(auth: dict):
+    """Build a ``kubernetes.client.Configuration`` and its ``ConnectionSource``.
 
     Precedence follows kubernetes.core: explicit options win; a kubeconfig (given,
     or the default one) is loaded unless only ``host`` and credentials are given;
-    in-cluster configuration is the last resort.
+    in-cluster configuration is the last resort. Missing files, empty kubeconfigs and
+    unknown contexts are ``ConfigError``s that say which file and what to do.
     """
     try:
         import kubernetes  # noqa: F401  (imported lazily: unit tests of pure code do not need it)
@@ -52,48 +235,98 @@ def load_configuration(auth: dict):
             fix="pip install kubernetes (see requirements.txt)",
         ) from err
 
-    auth = {k: v for k, v in (auth or {}).items() if v is not None}
+    auth = {k: v for k, v in (auth or {}).items() if v is not None and v != ""}
     cfg = client.Configuration()
     kubeconfig = auth.get("kubeconfig")
     context = auth.get("context")
+    # What is left when only options are given (host and a credential, no kubeconfig).
+    source = ConnectionSource(server="the host option", credential="no credentials", credential_kind="none",
+                              ca="the system's trusted CAs")
+    label = None
     try:
         if isinstance(kubeconfig, dict):
+            label = "the kubeconfig option (a mapping)"
+            doc = _read_kubeconfig_dict(kubeconfig)
+            context_entry = _choose_context(doc, context, label)
             config.load_kube_config_from_dict(kubeconfig, context=context, client_configuration=cfg)
+            source = _describe_kubeconfig(doc, context_entry, label)
         elif kubeconfig or context or not auth.get("host"):
-            path = os.path.expanduser(kubeconfig) if kubeconfig else None
-            default = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
-            if path or os.path.exists(default):
-                config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
-                                        persist_config=False)
-            else:
+            paths, origin = _kubeconfig_files(kubeconfig)
+            existing = [path for path in paths if os.path.isfile(path)]
+            if not existing and not kubeconfig and not context and _in_cluster():
                 config.load_incluster_config(client_configuration=cfg)
+                source = ConnectionSource(
+                    server="the in-cluster configuration (KUBERNETES_SERVICE_HOST)",
+                    credential=f"the pod's service account token ({IN_CLUSTER_TOKEN})",
+                    credential_kind="in-cluster", ca=IN_CLUSTER_CA)
+            else:
+                if not existing:
+                    raise _no_kubeconfig(paths, origin)
+                label = "kubeconfig " + os.pathsep.join(existing)
+                doc = _read_kubeconfigs(existing)
+                context_entry = _choose_context(doc, context, label)
+                config.load_kube_config(config_file=os.pathsep.join(existing), context=context,
+                                        client_configuration=cfg, persist_config=False)
+                source = _describe_kubeconfig(doc, context_entry, label)
     except config.ConfigException as err:
-        raise InputError(
+        raise ConfigError(
             f"could not load Kubernetes configuration: {err}",
-            obj=f"kubeconfig {kubeconfig}" if isinstance(kubeconfig, str) else None,
-            fix="pass kubeconfig/context, set KUBECONFIG, or give host and api_key (K8S_AUTH_HOST, K8S_AUTH_API_KEY)",
+            obj=label,
+            fix="check it with kubectl config view; or give host and api_key (K8S_AUTH_HOST, K8S_AUTH_API_KEY)",
         ) from None
     except OSError as err:
-        raise InputError(f"could not read the kubeconfig: {err}", fix="check the kubeconfig path") from None
+        raise ConfigError(f"could not read the kubeconfig: {err}", obj=label,
+                          fix="check the kubeconfig path and permissions") from None
 
     if auth.get("host"):
         cfg.host = auth["host"]
+        source = replace(source, server=_option_source("host", auth["host"]))
     if auth.get("api_key"):
         key = auth["api_key"]
         cfg.api_key = {"authorization": key if key.lower().startswith("bearer ") else f"Bearer {key}"}
+        source = replace(source, credential=f"the bearer token from {_option_source('api_key', key)}",
+                         credential_kind="api_key")
     if auth.get("ca_cert"):
         cfg.ssl_ca_cert = auth["ca_cert"]
+        source = replace(source, ca=f"the CA file {auth['ca_cert']} from {_option_source('ca_cert', auth['ca_cert'])}")
     if auth.get("client_cert"):
         cfg.cert_file = auth["client_cert"]
+        if not auth.get("api_key"):
+            source = replace(source, credential=f"the client certificate {auth['client_cert']} from the "
+                                                "client_cert option", credential_kind="client certificate")
     if auth.get("client_key"):
         cfg.key_file = auth["client_key"]
     if "validate_certs" in auth:
         cfg.verify_ssl = bool(auth["validate_certs"])
+        if not cfg.verify_ssl:
+            source = replace(source, ca="none: validate_certs is false")
     if auth.get("proxy"):
         cfg.proxy = auth["proxy"]
     if auth.get("no_proxy"):
         cfg.no_proxy = auth["no_proxy"]
-    return cfg
+    return cfg, source
+
+
+def _read_kubeconfig_dict(doc: dict) -> dict:
+    merged: dict = {"clusters": [], "contexts": [], "users": []}
+    _merge_kubeconfig(merged, doc)
+    return merged
+
+
+def _no_kubeconfig(paths: list[str], origin: str) -> ConfigError:
+    shown = os.pathsep.join(paths)
+    if origin == "the default location":
+        return ConfigError(
+            f"no Kubernetes configuration found: {shown} does not exist, KUBECONFIG is not set, and this "
+            "is not a pod with a service account",
+            fix="give kubeconfig (or K8S_AUTH_KUBECONFIG), or host and api_key (K8S_AUTH_HOST, "
+                f"K8S_AUTH_API_KEY); {_WHERE_FILES_ARE}")
+    directories = [path for path in paths if os.path.isdir(path)]
+    if directories:
+        return ConfigError(f"{', '.join(directories)} is a directory, not a kubeconfig file",
+                           obj=f"kubeconfig {shown} (from {origin})", fix="give the path of the kubeconfig file")
+    return ConfigError(f"no such file: {shown}", obj=f"kubeconfig {shown} (from {origin})",
+                       fix=f"check the path; {_WHERE_FILES_ARE}")
 
 
 # ----- API resources --------------------------------------------------------------------
@@ -287,12 +520,14 @@ class KubeClient:
     """
 
     def __init__(self, cfg, parallelism: int = 8, retry_seconds: float = 30.0, timeout: float = 60.0,
-                 impersonate_user: str | None = None, impersonate_groups: list[str] | None = None):
+                 impersonate_user: str | None = None, impersonate_groups: list[str] | None = None,
+                 source: ConnectionSource | None = None):
         import urllib3
 
         self._urllib3 = urllib3
         self.cfg = cfg
         self.host = cfg.host.rstrip("/")
+        self.source = source or ConnectionSource()
         self.parallelism = max(1, int(parallelism))
         self.retry_seconds = retry_seconds
         self.timeout = urllib3.Timeout(connect=10.0, read=timeout)
@@ -359,13 +594,11 @@ class KubeClient:
                     resp = self._pool.request(method, url, body=data, headers=headers, timeout=self.timeout,
                                               preload_content=True)
             except self._urllib3.exceptions.HTTPError as err:
-                if retry and time.monotonic() < deadline:
+                # A certificate that does not verify will not verify on the next try either.
+                if retry and time.monotonic() < deadline and not _is_tls_failure(err):
                     time.sleep(_backoff(attempt))
                     continue
-                raise ApiError(
-                    f"{method} {path} failed: {_unwrap(err)}",
-                    fix="check that the API server is reachable (host, proxy, certificates)",
-                ) from None
+                raise self._connection_failed(method, path, err, attempt) from None
             finally:
                 with self._count_lock:
                     self.requests_sent += 1
@@ -385,9 +618,65 @@ class KubeClient:
             payload = json.loads(resp.data) if resp.data else None
         except ValueError:
             payload = resp.data.decode(errors="replace")
+        if resp.status == 401:
+            raise self._unauthorized(method, path, payload)
         if resp.status >= 400:
             raise _api_error(method, path, resp.status, payload)
         return Response(resp.status, payload, warnings)
+
+    # -- errors that name the server and the credential's source ------------------------------
+    def _connection_failed(self, method: str, path: str, err: Exception, attempts: int = 1) -> ConnectionFailed:
+        cause = _unwrap(err)
+        src = self.source
+        details = {"request": f"{method} {path}", "server": self.host, "server_source": src.server,
+                   "ca_source": src.ca}
+        # Say so when the wait was spent retrying, so that nobody takes it for a hang.
+        tried = f", {attempts} tries in {self.retry_seconds:.0f} s" if attempts > 1 else ""
+        if _is_tls_failure(err):
+            return ConnectionFailed(
+                f"TLS verification of the API server's certificate failed: {cause}. The CA used: {src.ca}",
+                obj=f"API server {self.host}", details=details,
+                fix="give the CA that signed the server's certificate (ca_cert or K8S_AUTH_SSL_CA_CERT, or "
+                    "certificate-authority-data in the kubeconfig), and check that the server address "
+                    f"({src.server}) is the cluster's; validate_certs: false only for a test cluster")
+        if _caused_by(err, ConnectionRefusedError):
+            what, fix = "connection refused", "check that the cluster is running and that the address and port are right"
+        elif _caused_by(err, socket.gaierror) or "Failed to resolve" in cause:
+            what, fix = "the host name does not resolve", "check the server address and DNS where the module runs"
+        elif isinstance(err, self._urllib3.exceptions.TimeoutError) or "timed out" in cause:
+            what, fix = "timed out", "check the address, firewalls and proxy (proxy, no_proxy) between here and the cluster"
+        else:
+            what, fix = "no answer", "check that the API server is reachable (address, proxy, firewalls)"
+        return ConnectionFailed(
+            f"cannot connect ({what}{tried}): {cause}. The address comes from {src.server}",
+            obj=f"API server {self.host}", details=details, fix=fix)
+
+    def _unauthorized(self, method: str, path: str, payload) -> AuthenticationFailed:
+        src = self.source
+        status = payload if isinstance(payload, dict) and payload.get("kind") == "Status" else None
+        details = {"request": f"{method} {path}", "server": self.host, "credential_source": src.credential}
+        if src.credential_kind == "none":
+            message = (f"the server requires credentials and none were sent: {src.credential} "
+                       "(kubectl says: You must be logged in to the server (Unauthorized))")
+        else:
+            message = (f"{src.credential} was not accepted: it is wrong or has expired "
+                       "(401 Unauthorized; kubectl says: You must be logged in to the server (Unauthorized))")
+        return AuthenticationFailed(message, status=401, reason="Unauthorized", body=status,
+                                    obj=f"API server {self.host}", fix=_credential_fix(src), details=details)
+
+    def _forbidden_discovery(self, err: ApiError) -> AuthenticationFailed:
+        src = self.source
+        anonymous = "system:anonymous" in (err.message or "")
+        if anonymous:
+            fix = ("the server took the request as anonymous: give credentials (a token in api_key or "
+                   "K8S_AUTH_API_KEY, or a kubeconfig user with a token or client certificate)")
+        else:
+            fix = ("the user needs the system:discovery ClusterRole (every authenticated user has it by "
+                   "default): ask the cluster's admin to restore its binding, or use other credentials")
+        return AuthenticationFailed(
+            f"discovery refused (403 Forbidden) to {src.credential}: {err.message}",
+            status=403, reason=err.reason, body=err.body, obj=f"API server {self.host}", fix=fix,
+            details=dict(err.details or {}, server=self.host, credential_source=src.credential))
 
     def map(self, func, items):
         """Run ``func`` over items with bounded parallelism; results keep input order.
@@ -411,8 +700,13 @@ class KubeClient:
     # -- discovery -------------------------------------------------------------------------
     def discover(self) -> Discovery:
         """One discovery pass: aggregated discovery (2 requests) where served."""
-        core = self.request("GET", "/api", accept=AGGREGATED_DISCOVERY).body
-        groups = self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY).body
+        try:
+            core = self.request("GET", "/api", accept=AGGREGATED_DISCOVERY).body
+            groups = self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY).body
+        except ApiError as err:
+            if err.status == 403:
+                raise self._forbidden_discovery(err) from None
+            raise
         if (isinstance(core, dict) and core.get("kind") == "APIGroupDiscoveryList"
                 and isinstance(groups, dict) and groups.get("kind") == "APIGroupDiscoveryList"):
             return Discovery(_resources_from_aggregated(core.get("items", []) + groups.get("items", [])))
@@ -507,11 +801,12 @@ class KubeClient:
 
 
 def connect(auth: dict, **kwargs) -> KubeClient:
-    cfg = load_configuration(auth)
+    cfg, source = load_connection(auth)
     groups = auth.get("impersonate_groups")
     if isinstance(groups, str):
         groups = [g.strip() for g in groups.split(",") if g.strip()]
-    return KubeClient(cfg, impersonate_user=auth.get("impersonate_user"), impersonate_groups=groups, **kwargs)
+    return KubeClient(cfg, impersonate_user=auth.get("impersonate_user"), impersonate_groups=groups, source=source,
+                      **kwargs)
 
 
 # ----- helpers ----------------------------------------------------------------------------
@@ -542,6 +837,50 @@ def _retry_after(value: str | None, attempt: int) -> float:
 def _unwrap(err: Exception) -> str:
     reason = getattr(err, "reason", None)
     return str(reason or err)
+
+
+def _causes(err: BaseException):
+    """The exception and everything it wraps: urllib3 nests the socket or TLS error in ``reason``,
+    ``__cause__`` or ``args``."""
+    pending, seen = [err], set()
+    while pending:
+        current = pending.pop(0)
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        pending += [getattr(current, "reason", None), current.__cause__, current.__context__, *current.args]
+
+
+def _caused_by(err: BaseException, kind) -> bool:
+    return any(isinstance(cause, kind) for cause in _causes(err))
+
+
+def _is_tls_failure(err: BaseException) -> bool:
+    import ssl
+
+    return any(isinstance(cause, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(cause)
+               or "certificate verify failed" in str(cause) for cause in _causes(err))
+
+
+def _credential_fix(src: ConnectionSource) -> str:
+    kind = src.credential_kind
+    if kind == "api_key":
+        return ("get a new token and pass it in api_key or K8S_AUTH_API_KEY (in AWX: update the bearer token of "
+                "the job template's Kubernetes credential; an expired token is the usual cause of a scheduled "
+                "job failing here); kubectl create token SERVICEACCOUNT makes one")
+    if kind == "token":
+        return (f"renew the token in {src.kubeconfig} (log in again, or kubectl create token SERVICEACCOUNT), "
+                "or pass a valid one in api_key")
+    if kind in ("exec", "auth-provider"):
+        return "log in again with the tool the kubeconfig's user runs, then retry; kubectl get ns shows the same error"
+    if kind == "client certificate":
+        return "the client certificate is not valid for this cluster (expired, or signed by another CA): get a new one"
+    if kind == "in-cluster":
+        return "the pod's service account token was refused: check that the service account still exists"
+    if kind == "none":
+        return "give credentials: a kubeconfig user with a token or client certificate, or api_key (K8S_AUTH_API_KEY)"
+    return "check the credentials"
 
 
 def _api_error(method: str, path: str, status: int, payload) -> ApiError:

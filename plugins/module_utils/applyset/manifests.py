@@ -530,6 +530,8 @@ def _name_problems(manifest, metadata, crd_kinds):
         problem = names.namespace_problem(namespace)
         if problem:
             problems.append(_problem(manifest, problem, names.fix_for(namespace)))
+    for problem, fix in names.metadata_map_problems(metadata.get("labels"), metadata.get("annotations")):
+        problems.append(_problem(manifest, problem, fix))
     return problems
 
 

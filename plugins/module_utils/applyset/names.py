@@ -45,6 +45,10 @@ _NAME_RULES = {
     ("", "Namespace"): DNS1123_LABEL,
     ("", "Service"): DNS1035_LABEL,  # DNS-1123 label with the alpha gate RelaxedServiceNameValidation
     ("apps", "StatefulSet"): DNS1123_LABEL,
+    # Checked against a real API server (tests/integration/test_connection_errors.py): the server
+    # checks these only as path segments; a stricter rule here would refuse valid input.
+    ("", "Event"): PATH_SEGMENT,
+    ("policy", "PodDisruptionBudget"): PATH_SEGMENT,
     ("rbac.authorization.k8s.io", "Role"): PATH_SEGMENT,
     ("rbac.authorization.k8s.io", "ClusterRole"): PATH_SEGMENT,
     ("rbac.authorization.k8s.io", "RoleBinding"): PATH_SEGMENT,
@@ -58,7 +62,7 @@ BUILT_IN_GROUPS = frozenset({
     "", "apps", "batch", "autoscaling", "policy", "networking.k8s.io", "storage.k8s.io",
     "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io", "node.k8s.io",
     "admissionregistration.k8s.io", "apiextensions.k8s.io", "flowcontrol.apiserver.k8s.io",
-    "certificates.k8s.io", "resource.k8s.io", "storagemigration.k8s.io",
+    "certificates.k8s.io", "resource.k8s.io", "storagemigration.k8s.io", "events.k8s.io",
 })
 # Kinds of built-in groups with special names, left to the server (IP addresses, version.group,
 # signer-derived names); they still get the path-segment minimum.
@@ -194,3 +198,91 @@ def _parent_name_and_namespace(parent):
         ref = parent.get("metadata") if isinstance(parent.get("metadata"), dict) else parent
         return ref.get("name"), ref.get("namespace")
     return None, None
+
+
+# ----- label and annotation keys and values (ValidateObjectMeta, for every kind) -----------------
+
+QUALIFIED_NAME_MAX = 63
+LABEL_VALUE_MAX = 63
+ANNOTATIONS_TOTAL_MAX = 256 * 1024  # bytes of all keys and values together
+
+_QUALIFIED_NAME = re.compile("([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_LABEL_VALUE = re.compile("(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+KEY_RULE = ('[PREFIX/]NAME: NAME at most 63 letters, digits, "-", "_" and ".", starting and ending with a '
+            "letter or digit; PREFIX a DNS-1123 subdomain")
+LABEL_VALUE_RULE = ('at most 63 letters, digits, "-", "_" and ".", starting and ending with a letter or digit, '
+                    "or empty")
+
+
+def qualified_name_problems(key):
+    """What is wrong with a label or annotation key (apimachinery's IsQualifiedName); [] if nothing."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return ["has more than one '/'"]
+    problems = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("has an empty prefix before '/'")
+        elif rule_problems(DNS1123_SUBDOMAIN, prefix):
+            problems.append(f'has a prefix "{prefix}" that is not a {DNS1123_SUBDOMAIN}')
+    if not name:
+        problems.append("has an empty name part")
+    else:
+        if len(name) > QUALIFIED_NAME_MAX:
+            problems.append(f"has a name part longer than {QUALIFIED_NAME_MAX} characters")
+        if not _QUALIFIED_NAME.fullmatch(name):
+            problems.append(f'has a name part "{name}" with characters other than letters, digits, "-", "_" '
+                            'and ".", or that does not start and end with a letter or digit')
+    return problems
+
+
+def label_value_problems(value):
+    problems = []
+    if len(value) > LABEL_VALUE_MAX:
+        problems.append(f"is longer than {LABEL_VALUE_MAX} characters")
+    if not _LABEL_VALUE.fullmatch(value):
+        problems.append("is not a valid label value")
+    return problems
+
+
+def metadata_map_problems(labels, annotations):
+    """(problem, fix) pairs for ``metadata.labels`` and ``metadata.annotations``, checked as the API
+    server checks them for every kind. Maps and values of the wrong type are left to the caller."""
+    found = []
+    for key, value in (labels if isinstance(labels, dict) else {}).items():
+        if not isinstance(key, str):
+            continue
+        problems = qualified_name_problems(key)
+        if problems:
+            found.append((f'metadata.labels key "{key}" {" and ".join(problems)}; a label key is {KEY_RULE}',
+                          "rename the key"))
+        if isinstance(value, str):
+            problems = label_value_problems(value)
+            if problems:
+                found.append((f'metadata.labels["{key}"] value "{value}" {" and ".join(problems)}; a label value '
+                              f"is {LABEL_VALUE_RULE}", _value_fix(value)))
+    if isinstance(annotations, dict):
+        total = 0
+        for key, value in annotations.items():
+            if not isinstance(key, str):
+                continue
+            # The server lower-cases annotation keys before the check: upper case is allowed.
+            problems = qualified_name_problems(key.lower())
+            if problems:
+                found.append((f'metadata.annotations key "{key}" {" and ".join(problems)}; an annotation key '
+                              f"is {KEY_RULE} (upper case allowed)", "rename the key"))
+            total += len(key.encode()) + (len(value.encode()) if isinstance(value, str) else 0)
+        if total > ANNOTATIONS_TOTAL_MAX:
+            found.append((f"metadata.annotations are {total} bytes, more than the {ANNOTATIONS_TOTAL_MAX} bytes "
+                          "(256 KiB) the API server allows", "move large data into a ConfigMap or Secret"))
+    return found
+
+
+def _value_fix(value):
+    suggestion = re.sub(r"[^A-Za-z0-9_.-]+", "-", value)[:LABEL_VALUE_MAX].strip("-_.")
+    if suggestion and suggestion != value:
+        return f'use letters, digits, "-", "_" and ".", e.g. "{suggestion}"'
+    return 'use letters, digits, "-", "_" and "."'

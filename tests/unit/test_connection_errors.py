@@ -1,0 +1,335 @@
+"""Connection settings and connection errors: each names the server, the source and the fix.
+
+Configuration loading runs on real files in a temporary directory; HTTP errors are stubbed at
+the urllib3 boundary. tests/integration/test_connection_errors.py proves the same messages
+against the real API server. The doc docs/troubleshooting.md quotes these messages: see
+test_every_troubleshooting_message_is_asserted_by_a_test at the end.
+"""
+
+import json
+import re
+import socket
+import ssl
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import urllib3
+import yaml
+from applyset import kube
+from applyset.errors import ApiError, AuthenticationFailed, ConfigError, ConnectionFailed, InputError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def kubeconfig_doc(user=None, cluster=None, contexts=("dev", "prod"), current="dev"):
+    return {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "c1", "cluster": cluster or {"server": "https://k8s.test:6443",
+                                                          "certificate-authority-data": "Zm9v"}}],
+        "users": [{"name": "alice", "user": {"token": "secret-token"} if user is None else user}],
+        "contexts": [{"name": name, "context": {"cluster": "c1", "user": "alice"}} for name in contexts],
+        **({"current-context": current} if current else {}),
+    }
+
+
+def write(tmp_path, doc, name="config"):
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc))
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch, tmp_path):
+    for var in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG", "K8S_AUTH_API_KEY", "K8S_AUTH_HOST", "K8S_AUTH_CONTEXT",
+                "K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT", "KUBERNETES_SERVICE_HOST"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+# ----- configuration -----------------------------------------------------------------------------
+
+
+def test_missing_kubeconfig_file_says_no_such_file_and_names_the_path(tmp_path):
+    missing = str(tmp_path / "nope" / "config")
+    with pytest.raises(ConfigError) as info:
+        kube.load_connection({"kubeconfig": missing})
+    text = str(info.value)
+    assert f"kubeconfig {missing} (from the kubeconfig option): no such file: {missing}" in text
+    assert "Invalid kube-config" not in text
+    assert "managed host" in info.value.fix
+
+
+def test_missing_kubeconfig_from_the_environment_names_the_variable(tmp_path, monkeypatch):
+    missing = str(tmp_path / "gone")
+    monkeypatch.setenv("K8S_AUTH_KUBECONFIG", missing)
+    with pytest.raises(ConfigError, match="from the K8S_AUTH_KUBECONFIG environment variable"):
+        kube.load_connection({"kubeconfig": missing})
+    monkeypatch.setenv("KUBECONFIG", missing)
+    with pytest.raises(ConfigError, match=f"from the KUBECONFIG environment variable.*no such file: {missing}"):
+        kube.load_connection({})
+
+
+def test_a_directory_is_not_a_kubeconfig(tmp_path):
+    with pytest.raises(ConfigError, match="is a directory, not a kubeconfig file"):
+        kube.load_connection({"kubeconfig": str(tmp_path)})
+
+
+def test_no_configuration_at_all_says_what_was_looked_for():
+    with pytest.raises(ConfigError) as info:
+        kube.load_connection({})
+    assert str(info.value).startswith("no Kubernetes configuration found: ")
+    assert ("/.kube/config does not exist, KUBECONFIG is not set, and this is not a pod with a service account"
+            in str(info.value))
+    assert "host and api_key" in info.value.fix
+
+
+@pytest.mark.parametrize("content", ["", "# nothing\n", "apiVersion: v1\nkind: Config\n",
+                                     "apiVersion: v1\nkind: Config\ncontexts: []\n"])
+def test_empty_kubeconfig_is_called_empty(tmp_path, content):
+    path = write(tmp_path, content)
+    with pytest.raises(ConfigError) as info:
+        kube.load_connection({"kubeconfig": path})
+    assert f"kubeconfig {path}: the kubeconfig is empty: it defines no contexts" in str(info.value)
+
+
+def test_unknown_context_lists_the_contexts_that_exist(tmp_path):
+    path = write(tmp_path, kubeconfig_doc())
+    with pytest.raises(ConfigError) as info:
+        kube.load_connection({"kubeconfig": path, "context": "staging"})
+    assert 'context "staging" does not exist; the contexts there are "dev", "prod"' in str(info.value)
+    assert info.value.details == {"contexts": ["dev", "prod"]}
+    assert "set context" in info.value.fix
+
+
+def test_no_current_context_lists_the_contexts(tmp_path):
+    path = write(tmp_path, kubeconfig_doc(current=None))
+    with pytest.raises(ConfigError, match='the kubeconfig has no current-context; its contexts are "dev", "prod"'):
+        kube.load_connection({"kubeconfig": path})
+    path = write(tmp_path, kubeconfig_doc(current="gone"))
+    with pytest.raises(ConfigError, match='current-context "gone" does not exist'):
+        kube.load_connection({"kubeconfig": path})
+
+
+def test_not_yaml_is_refused_with_the_path(tmp_path):
+    path = write(tmp_path, "clusters: [\n")
+    with pytest.raises(ConfigError, match="not a valid kubeconfig"):
+        kube.load_connection({"kubeconfig": path})
+
+
+def test_config_errors_are_input_errors():
+    # Input errors are found before the first request; callers that catch InputError keep working.
+    assert issubclass(ConfigError, InputError)
+    assert issubclass(AuthenticationFailed, ApiError) and issubclass(ConnectionFailed, ApiError)
+
+
+def test_source_names_kubeconfig_context_user_and_ca(tmp_path):
+    path = write(tmp_path, kubeconfig_doc())
+    cfg, source = kube.load_connection({"kubeconfig": path, "context": "prod"})
+    assert cfg.host == "https://k8s.test:6443"
+    where = f'kubeconfig {path}, context "prod"'
+    assert source.credential == f'the token of user "alice" in {where}'
+    assert source.credential_kind == "token"
+    assert source.server == f'the server of cluster "c1" in kubeconfig {path}'
+    assert source.ca == f'the certificate-authority-data of cluster "c1" in kubeconfig {path}'
+
+
+@pytest.mark.parametrize("user, described, kind", [
+    ({"client-certificate-data": "Zm9v", "client-key-data": "Zm9v"}, "the client certificate of user",
+     "client certificate"),
+    ({"exec": {"command": "aws", "apiVersion": "client.authentication.k8s.io/v1beta1"}},
+     'the exec plugin "aws" of user', "exec"),
+    ({}, "no credentials (user", "none"),
+])
+def test_source_describes_each_credential_kind(tmp_path, user, described, kind):
+    doc = kubeconfig_doc(user=user)
+    path = write(tmp_path, doc)
+    _, source = kube.load_connection({"kubeconfig": path})
+    assert source.credential.startswith(described)
+    assert source.credential_kind == kind
+
+
+def test_options_override_the_kubeconfig_and_say_so(tmp_path, monkeypatch):
+    path = write(tmp_path, kubeconfig_doc())
+    ca = write(tmp_path, "not read here", name="ca.crt")
+    monkeypatch.setenv("K8S_AUTH_API_KEY", "from-env")
+    _, source = kube.load_connection({"kubeconfig": path, "api_key": "from-env", "ca_cert": ca})
+    assert source.credential == "the bearer token from the K8S_AUTH_API_KEY environment variable"
+    assert source.credential_kind == "api_key"
+    assert source.ca == f"the CA file {ca} from the ca_cert option"
+    _, source = kube.load_connection({"host": "https://h:6443", "api_key": "given", "validate_certs": False})
+    assert source.credential == "the bearer token from the api_key option"
+    assert source.server == "the host option"
+    assert source.ca == "none: validate_certs is false"
+
+
+def test_kubeconfig_given_as_a_mapping(tmp_path):
+    _, source = kube.load_connection({"kubeconfig": kubeconfig_doc()})
+    assert source.credential == 'the token of user "alice" in the kubeconfig option (a mapping), context "dev"'
+    with pytest.raises(ConfigError, match='context "x" does not exist'):
+        kube.load_connection({"kubeconfig": kubeconfig_doc(), "context": "x"})
+
+
+# ----- HTTP errors ---------------------------------------------------------------------------------
+
+
+class Canned:
+    """Stands in for urllib3.PoolManager: raises or answers the same way every time."""
+
+    def __init__(self, status=None, payload=None, raises=None):
+        self.status, self.payload, self.raises = status, payload, raises
+        self.calls = 0
+
+    def request(self, *args, **kwargs):
+        self.calls += 1
+        if self.raises is not None:
+            raise self.raises
+        data = json.dumps(self.payload).encode()
+        return SimpleNamespace(status=self.status, data=data, headers=urllib3.HTTPHeaderDict())
+
+
+def client(pool, source):
+    cfg = SimpleNamespace(host="https://k8s.test:6443", verify_ssl=True, ssl_ca_cert=None, cert_file=None,
+                          key_file=None, proxy=None, no_proxy=None, proxy_headers=None, tls_server_name=None,
+                          refresh_api_key_hook=None, get_api_key_with_prefix=lambda *a, **k: "Bearer x")
+    c = kube.KubeClient(cfg, retry_seconds=0.3, source=source)
+    c._pool = pool
+    return c
+
+
+UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized",
+                "reason": "Unauthorized", "code": 401}
+
+
+@pytest.mark.parametrize("source, named, fix", [
+    (kube.ConnectionSource(credential="the bearer token from the K8S_AUTH_API_KEY environment variable",
+                           credential_kind="api_key"),
+     "the bearer token from the K8S_AUTH_API_KEY environment variable", "AWX"),
+    (kube.ConnectionSource(credential='the token of user "alice" in kubeconfig /k, context "dev"',
+                           credential_kind="token", kubeconfig="kubeconfig /k"),
+     'the token of user "alice" in kubeconfig /k, context "dev"', "renew the token in kubeconfig /k"),
+])
+def test_401_names_server_and_credential_source_and_gives_a_fix(source, named, fix):
+    c = client(Canned(401, UNAUTHORIZED), source)
+    with pytest.raises(AuthenticationFailed) as info:
+        c.discover()
+    err = info.value
+    assert str(err).startswith(f"API server https://k8s.test:6443: {named} was not accepted: it is wrong or has "
+                               "expired")
+    assert "You must be logged in to the server (Unauthorized)" in str(err)
+    assert fix in err.fix
+    assert err.status == 401 and err.to_dict()["fix"]
+    assert c._pool.calls == 1  # a refused credential is not retried
+
+
+def test_403_on_discovery_for_anonymous_says_no_credentials_were_accepted():
+    forbidden = {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
+                 "message": 'forbidden: User "system:anonymous" cannot get path "/api"'}
+    source = kube.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)')
+    with pytest.raises(AuthenticationFailed) as info:
+        client(Canned(403, forbidden), source).discover()
+    assert "discovery refused (403 Forbidden) to no credentials" in str(info.value)
+    assert 'User "system:anonymous"' in str(info.value)
+    assert "give credentials" in info.value.fix
+
+
+def test_403_on_discovery_for_a_known_user_points_at_the_discovery_role():
+    forbidden = {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
+                 "message": 'forbidden: User "bob" cannot get path "/apis"'}
+    source = kube.ConnectionSource(credential="the bearer token from the api_key option", credential_kind="api_key")
+    with pytest.raises(AuthenticationFailed) as info:
+        client(Canned(403, forbidden), source).discover()
+    assert "discovery refused (403 Forbidden) to the bearer token from the api_key option" in str(info.value)
+    assert "system:discovery" in info.value.fix
+
+
+def test_401_without_credentials_says_none_were_sent():
+    source = kube.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)',
+                                   credential_kind="none")
+    with pytest.raises(AuthenticationFailed) as info:
+        client(Canned(401, UNAUTHORIZED), source).discover()
+    assert "the server requires credentials and none were sent" in str(info.value)
+    assert info.value.fix.startswith("give credentials")
+
+
+def test_connection_refused_names_the_server_and_its_source():
+    refused = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.NewConnectionError(
+        None, "Failed to establish a new connection: [Errno 111] Connection refused"))
+    refused.reason.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    source = kube.ConnectionSource(server='the server of cluster "c1" in kubeconfig /k')
+    with pytest.raises(ConnectionFailed) as info:
+        client(Canned(raises=refused), source).discover()
+    assert str(info.value).startswith("API server https://k8s.test:6443: cannot connect (connection refused, ")
+    # Retried until retry_seconds ran out, and the message says so (a 30 s wait is no hang).
+    assert re.search(r"\(connection refused, \d+ tries in 0 s\): ", str(info.value))
+    assert 'The address comes from the server of cluster "c1" in kubeconfig /k' in str(info.value)
+    assert "cluster is running" in info.value.fix
+
+
+def test_tls_verification_failure_names_the_ca_source_and_is_not_retried():
+    verify = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+                                             "unable to get local issuer certificate")
+    failure = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.SSLError(verify))
+    source = kube.ConnectionSource(ca='the certificate-authority-data of cluster "c1" in kubeconfig /k')
+    pool = Canned(raises=failure)
+    with pytest.raises(ConnectionFailed) as info:
+        client(pool, source).discover()
+    assert "TLS verification of the API server's certificate failed" in str(info.value)
+    assert 'The CA used: the certificate-authority-data of cluster "c1" in kubeconfig /k' in str(info.value)
+    assert "ca_cert" in info.value.fix
+    assert pool.calls == 1
+
+
+def test_unknown_host_name_says_it_does_not_resolve():
+    failure = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.NameResolutionError(
+        "k8s.test", None, socket.gaierror(-2, "Name or service not known")))
+    source = kube.ConnectionSource(server="the K8S_AUTH_HOST environment variable")
+    with pytest.raises(ConnectionFailed) as info:
+        client(Canned(raises=failure), source).discover()
+    message = "cannot connect (the host name does not resolve"
+    assert str(info.value).startswith(f"API server https://k8s.test:6443: {message}, ")
+    assert "The address comes from the K8S_AUTH_HOST environment variable" in str(info.value)
+
+
+# ----- the troubleshooting guide -------------------------------------------------------------------
+
+
+def doc_messages():
+    """Every message the guide quotes: the ``> `...` `` line under each ``###`` heading."""
+    text = (REPO_ROOT / "docs" / "troubleshooting.md").read_text()
+    return re.findall(r"^### .*\n+> `([^`]+)`", text, flags=re.M)
+
+
+def test_every_troubleshooting_message_is_asserted_by_a_test():
+    """Each literal part of each quoted message (between ``<placeholders>``) is in a test's source."""
+    tests = "".join(path.read_text() for path in (REPO_ROOT / "tests").rglob("test_*.py"))
+    messages = doc_messages()
+    headings = re.findall(r"^### ", (REPO_ROOT / "docs" / "troubleshooting.md").read_text(), flags=re.M)
+    assert len(messages) == len(headings) >= 12  # every heading quotes its message
+    missing = []
+    for message in messages:
+        for fragment in re.split(r"<[^>]+>|\.\.\.", message):
+            fragment = fragment.strip(' .:;,"')
+            if len(fragment) >= 8 and fragment not in tests:
+                missing.append(f"{fragment!r} of {message!r}")
+    assert not missing, f"quoted in docs/troubleshooting.md but asserted by no test: {missing}"
+
+
+def test_names_of_core_events_and_pod_disruption_budgets_are_only_path_segments():
+    # As the API server checks them (proven for every served kind in the integration test).
+    from applyset import names
+
+    assert names.name_problem("", "Event", "Web_1.abc") is None
+    assert names.name_problem("policy", "PodDisruptionBudget", "Web_PDB") is None
+    assert names.name_problem("policy", "PodDisruptionBudget", "a/b") is not None
+    assert "DNS-1123 subdomain" in names.name_problem("events.k8s.io", "Event", "Web_1")
+
+
+def test_kubeconfig_content_given_as_a_path_is_refused_without_echoing_it():
+    content = yaml.safe_dump(kubeconfig_doc(user={"token": "secret-token-value"}))
+    with pytest.raises(ConfigError) as info:
+        kube.load_connection({"kubeconfig": content})
+    assert str(info.value).startswith(
+        "kubeconfig (from the kubeconfig option): the kubeconfig option holds a kubeconfig's content, not a path")
+    assert "secret-token-value" not in str(info.value) and "secret-token-value" not in repr(info.value.to_dict())
+    assert "from_yaml" in info.value.fix
