@@ -11,6 +11,7 @@ The messages asserted here are the ones quoted in docs/troubleshooting.md.
 from __future__ import annotations
 
 import base64
+import re
 import socket
 import subprocess
 import sys
@@ -199,7 +200,7 @@ def closed_port():
 
 
 def test_connection_refused_names_the_server_and_where_its_address_came_from(cluster, tmp_path):
-    """Through the core: the module retries refused connections for 30 s (an API server restarting)."""
+    """Through the core: a server that never answered is retried a few seconds, then named."""
     doc = yaml.safe_load(Path(cluster.kubeconfig).read_text())
     server = f"https://127.0.0.1:{closed_port()}"
     path, doc = broken_kubeconfig(cluster, tmp_path, cluster_changes={"server": server, **{
@@ -209,7 +210,7 @@ def test_connection_refused_names_the_server_and_where_its_address_came_from(clu
     with pytest.raises(ConnectionFailed) as caught:
         client.discover()
     assert str(caught.value).startswith(f"API server {server}: cannot connect (connection refused, ")
-    assert " tries in 1 s): " in str(caught.value)
+    assert re.search(r" tries in \d+ s\): ", str(caught.value)), str(caught.value)
     assert f'The address comes from the server of cluster "{cluster_name}" in kubeconfig {path}' \
         in str(caught.value)
     assert "check that the cluster is running" in caught.value.fix

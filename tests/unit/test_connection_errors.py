@@ -261,7 +261,7 @@ def test_connection_refused_names_the_server_and_its_source():
         client(Canned(raises=refused), source).discover()
     assert str(info.value).startswith("API server https://k8s.test:6443: cannot connect (connection refused, ")
     # Retried until retry_seconds ran out, and the message says so (a 30 s wait is no hang).
-    assert re.search(r"\(connection refused, \d+ tries in 0 s\): ", str(info.value))
+    assert re.search(r"\(connection refused, \d+ tries in \d+ s\): ", str(info.value))
     assert 'The address comes from the server of cluster "c1" in kubeconfig /k' in str(info.value)
     assert "cluster is running" in info.value.fix
 
@@ -333,3 +333,25 @@ def test_kubeconfig_content_given_as_a_path_is_refused_without_echoing_it():
         "kubeconfig (from the kubeconfig option): the kubeconfig option holds a kubeconfig's content, not a path")
     assert "secret-token-value" not in str(info.value) and "secret-token-value" not in repr(info.value.to_dict())
     assert "from_yaml" in info.value.fix
+
+
+def test_a_server_that_never_answered_is_retried_a_few_seconds_not_the_full_wait(monkeypatch):
+    class FakeClock:  # the client's sleeps advance it; no real waiting, no timing in the test
+        now = 1000.0
+
+        def monotonic(self):
+            return self.now
+
+        def sleep(self, seconds):
+            self.now += seconds
+
+    clock = FakeClock()
+    monkeypatch.setattr(kube, "time", clock)
+    refused = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.NewConnectionError(
+        None, "Failed to establish a new connection: [Errno 111] Connection refused"))
+    c = client(Canned(raises=refused), kube.ConnectionSource())
+    c.retry_seconds = 60.0
+    with pytest.raises(ConnectionFailed):
+        c.discover()
+    spent = clock.now - 1000.0
+    assert 0 < spent <= kube.FIRST_CONTACT_RETRY_SECONDS + 5.0  # the last backoff may overshoot; never 60 s

@@ -30,6 +30,8 @@ AGGREGATED_DISCOVERY = (
     "application/json"
 )
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+# Retries of a connection error before the server has ever answered this client.
+FIRST_CONTACT_RETRY_SECONDS = 3.0
 MAX_ATTEMPTS_ON_500 = 3
 USER_AGENT = f"{TOOL_NAME}/{COLLECTION_VERSION}"
 
@@ -530,6 +532,7 @@ class KubeClient:
         self.source = source or ConnectionSource()
         self.parallelism = max(1, int(parallelism))
         self.retry_seconds = retry_seconds
+        self._answered = False  # has the server ever answered this client (see request)
         self.timeout = urllib3.Timeout(connect=10.0, read=timeout)
         self.requests_sent = 0
         self._count_lock = threading.Lock()
@@ -585,7 +588,8 @@ class KubeClient:
             content_type = content_type or "application/json"
         headers = self._headers(accept, content_type)
         retry = (method == "GET") if retry is None else retry
-        deadline = time.monotonic() + self.retry_seconds
+        started = time.monotonic()
+        deadline = started + self.retry_seconds
         attempt = 0
         while True:
             attempt += 1
@@ -594,14 +598,18 @@ class KubeClient:
                     resp = self._pool.request(method, url, body=data, headers=headers, timeout=self.timeout,
                                               preload_content=True)
             except self._urllib3.exceptions.HTTPError as err:
+                # A server that has never answered this client is more likely down or misnamed
+                # than flapping: a few seconds of retries, not the full wait (kubectl fails at once).
+                limit = deadline if self._answered else min(deadline, started + FIRST_CONTACT_RETRY_SECONDS)
                 # A certificate that does not verify will not verify on the next try either.
-                if retry and time.monotonic() < deadline and not _is_tls_failure(err):
+                if retry and time.monotonic() < limit and not _is_tls_failure(err):
                     time.sleep(_backoff(attempt))
                     continue
-                raise self._connection_failed(method, path, err, attempt) from None
+                raise self._connection_failed(method, path, err, attempt, time.monotonic() - started) from None
             finally:
                 with self._count_lock:
                     self.requests_sent += 1
+            self._answered = True
             if resp.status in (429, 503):
                 self.flow.pushed_back()  # the server is overloaded: send less at once
             else:
@@ -625,13 +633,15 @@ class KubeClient:
         return Response(resp.status, payload, warnings)
 
     # -- errors that name the server and the credential's source ------------------------------
-    def _connection_failed(self, method: str, path: str, err: Exception, attempts: int = 1) -> ConnectionFailed:
+    def _connection_failed(self, method: str, path: str, err: Exception, attempts: int = 1,
+                           seconds: float | None = None) -> ConnectionFailed:
         cause = _unwrap(err)
         src = self.source
         details = {"request": f"{method} {path}", "server": self.host, "server_source": src.server,
                    "ca_source": src.ca}
         # Say so when the wait was spent retrying, so that nobody takes it for a hang.
-        tried = f", {attempts} tries in {self.retry_seconds:.0f} s" if attempts > 1 else ""
+        spent = self.retry_seconds if seconds is None else seconds
+        tried = f", {attempts} tries in {spent:.0f} s" if attempts > 1 else ""
         if _is_tls_failure(err):
             return ConnectionFailed(
                 f"TLS verification of the API server's certificate failed: {cause}. The CA used: {src.ca}",
