@@ -292,12 +292,12 @@ EXAMPLES = r"""
     namespace: shop
     src: manifests/shop/
 
-- name: Preview with a ConfigMap parent (run the play with --check --diff)
+- name: Preview another set, under a ConfigMap parent (run the play with --check --diff)
   applyset.kubernetes.applyset_apply:
-    parent: configmaps/shop
+    parent: configmaps/cache
     namespace: shop
     src:
-      - manifests/shop/*.yaml
+      - manifests/cache/*.yaml
   check_mode: true
 
 - name: Deploy into a namespace that may not exist yet; a changed migration Job is recreated
