@@ -532,3 +532,12 @@ def test_a_parent_that_is_also_in_the_input_is_refused_before_anything_is_writte
     rc, result, out = apply(cluster, namespace, [cm("settings")], parent={"kind": "ConfigMap", "name": "settings-set"},
                             prune=False)
     assert rc == 0 and not result["changed"], out
+
+
+def test_an_invalid_readiness_override_fails_before_anything_is_written(cluster, kube, namespace):
+    rc, result, out = apply(cluster, namespace, [cm("plain")], wait=True,
+                            wait_rules={"overrides": {"ConfigMap": "data.[v"}})
+    assert rc != 0
+    assert "invalid JMESPath expression" in result["msg"], result["msg"]
+    assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/set1") is None
+    assert names(kube, namespace) == []

@@ -73,6 +73,27 @@ class Options:
     recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
     recreate_timeout: float = 120.0  # how long a recreated object may take to be gone
 
+    def validate(self) -> None:
+        """Every option checked before the first request, whoever builds them (the modules, the
+        benchmark, a test driver): a bad one must never surface after writes."""
+        problems = []
+        if self.field_validation not in ("Strict", "Warn", "Ignore"):
+            problems.append(("field_validation", "must be Strict, Warn or Ignore"))
+        if self.propagation_policy not in ("Background", "Foreground", "Orphan"):
+            problems.append(("propagation_policy", "must be Background, Foreground or Orphan"))
+        if not 0 <= self.max_prune_percent <= 100:
+            problems.append(("guard.max_prune_percent", "must be between 0 and 100"))
+        for name in ("crd_timeout", "lock_ttl", "lock_wait", "wait_timeout", "recreate_timeout"):
+            if not getattr(self, name) >= 0:
+                problems.append((name, "must be 0 seconds or more"))
+        unknown = set(self.wait_rules or {}) - health.RULE_OPTIONS
+        if unknown:
+            problems.append(("wait_rules", f"unknown rule options {', '.join(sorted(unknown))}"))
+        if problems:
+            raise InputError("; ".join(f"{name} {why}" for name, why in problems), obj="options",
+                             fix="correct the options named; nothing was changed")
+        health.check_overrides((self.wait_rules or {}).get("overrides"))
+
 
 @dataclass
 class ObjectResult:
@@ -217,6 +238,7 @@ class Engine:
         self.client = client
         self.parent_spec = parent_spec
         self.namespace = namespace
+        options.validate()
         self.opts = options
         self.report = Report(dry_run=options.dry_run)
         self._masker = _SecretMasker()

@@ -442,7 +442,8 @@ def _needs_reading(group_kind: GroupKind, overrides: dict | None, wait_for_load_
 # ----- waiting ------------------------------------------------------------------------------
 
 _MAX_LISTED_IN_MESSAGE = 20
-_RULE_OPTIONS = frozenset({"fail_closed", "overrides", "wait_for_load_balancers"})
+RULE_OPTIONS = frozenset({"fail_closed", "overrides", "wait_for_load_balancers"})
+_RULE_OPTIONS = RULE_OPTIONS
 
 
 def _ref(res, namespace: str | None, name: str) -> str:

@@ -1,0 +1,35 @@
+"""Options are checked before the first request, whoever builds them (issue 12, defect 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from applyset import engine
+from applyset.errors import InputError
+
+
+class NoRequests:
+    """A client that fails the test on any use: validation must come first."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the client was used ({name}) before the options were checked")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"wait": True, "wait_rules": {"overrides": {"Widget.example.com": "status.[ready"}}},
+     "invalid JMESPath expression"),
+    ({"wait_rules": {"overrides": "status.ready"}}, "must be a mapping"),
+    ({"wait_rules": {"fail_open": True}}, "unknown rule options fail_open"),
+    ({"max_prune_percent": 101}, "guard.max_prune_percent must be between 0 and 100"),
+    ({"lock_wait": -1}, "lock_wait must be 0 seconds or more"),
+    ({"field_validation": "strict"}, "field_validation must be Strict, Warn or Ignore"),
+    ({"propagation_policy": "Cascade"}, "propagation_policy must be Background, Foreground or Orphan"),
+])
+def test_bad_options_fail_before_any_request(options, message):
+    with pytest.raises(InputError) as caught:
+        engine.Engine(NoRequests(), "shop", "shop", engine.Options(**options))
+    assert message in str(caught.value)
+
+
+def test_good_options_pass():
+    engine.Options(wait=True, wait_rules={"overrides": {"Widget.example.com": "status.ready"}}).validate()
