@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,26 +88,26 @@ STACKS = [
 ]
 
 
-def module_dir(stack: Stack) -> Path:
-    """The module's directory in the cache, fetched when missing; skips the stack if it cannot be had."""
+def module_dir(stack: Stack) -> tuple[Path | None, str]:
+    """The module's directory in the cache, fetched when missing; else None and why."""
     cache = module_cache()
     escaped = re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), stack.module)
     found = cache / f"{escaped}@{stack.version}"
     if found.is_dir():
-        return found
+        return found, ""
     try:
         proc = subprocess.run(["go", "mod", "download", "-json", f"{stack.module}@{stack.version}"],
                               capture_output=True, text=True, timeout=300, cwd="/")
     except (OSError, subprocess.TimeoutExpired) as err:
-        pytest.skip(f"{stack.module}@{stack.version} is not in {cache} and go mod download failed: {err}")
+        return None, f"{stack.module}@{stack.version} is not in {cache} and go mod download failed: {err}"
     try:
         info = json.loads(proc.stdout or "{}")
     except json.JSONDecodeError:
         info = {}
     if info.get("Dir") and Path(info["Dir"]).is_dir():
-        return Path(info["Dir"])
+        return Path(info["Dir"]), ""
     reason = info.get("Error") or proc.stderr.strip() or "no directory"
-    pytest.skip(f"{stack.module}@{stack.version} is not in {cache} and go mod download failed: {reason}")
+    return None, f"{stack.module}@{stack.version} is not in {cache} and go mod download failed: {reason}"
 
 
 DOCUMENT_SEPARATOR = re.compile(r"(?m)^---[ \t]*$")
@@ -164,8 +166,7 @@ def materialise(stack: Stack, root: Path, work: Path) -> tuple[list, list, list]
 STEPS = ["install", "no-op", "prune preview", "prune", "verify", "uninstall", "install again", "final uninstall"]
 
 
-@pytest.fixture
-def playbooks(tmp_path):
+def write_playbooks(tmp_path: Path) -> None:
     """One playbook runs a stack's whole cycle, so that it costs one Ansible start-up, not one a step.
 
     Steps: ``install``, ``no-op`` and ``install again`` (the deploy role, whole stack), ``prune
@@ -236,36 +237,100 @@ def playbooks(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("stack", STACKS, ids=[s.name.split()[0] for s in STACKS])
-def test_stack_install_noop_prune_verify_uninstall_reinstall(cluster, namespace, playbooks, stack):
-    root = module_dir(stack)
-    whole, after_prune, templates = materialise(stack, root, playbooks / "work")
-    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
+@dataclass
+class Cycle:
+    stack: Stack
+    namespace: str = ""
+    skipped: str = ""
+    whole: list = field(default_factory=list)
+    after_prune: list = field(default_factory=list)
+    templates: list = field(default_factory=list)
+    work: Path | None = None
+    runs: list = field(default_factory=list)  # (steps, process, seconds)
+    steps: dict = field(default_factory=dict)  # step -> {seconds, result}
 
-    def cycle(steps):
-        result_file = playbooks / "result.json"
-        result_file.unlink(missing_ok=True)
-        extra = {"app_namespace": namespace, "result_file": str(result_file), "steps": steps,
-                 "stack_files": whole, "stack_files_after_prune": after_prune, "stack_templates": templates}
-        for variables in stack.templates.values():
+    @property
+    def failed(self):
+        return next((run for run in self.runs if run[1].returncode != 0), None)
+
+    def record(self, cluster, steps):
+        proc, elapsed, results = self.run(cluster, steps)
+        self.runs.append((steps, proc, elapsed))
+        self.steps.update(results)
+
+    def run(self, cluster, steps):
+        """Run the steps in one ansible-playbook; (process, seconds, {step: {seconds, result}})."""
+        result_file = self.work / f"result-{secrets.token_hex(3)}.json"
+        extra = {"app_namespace": self.namespace, "result_file": str(result_file), "steps": steps,
+                 "stack_files": self.whole, "stack_files_after_prune": self.after_prune,
+                 "stack_templates": self.templates}
+        for variables in self.stack.templates.values():
             extra.update(variables)
         started = time.monotonic()
-        proc = run_playbook(cluster, playbooks / "cycle.yml", extra_vars=extra)
+        proc = run_playbook(cluster, self.work.parent / "cycle.yml", extra_vars=extra)
         elapsed = time.monotonic() - started
         results = json.loads(result_file.read_text()) if result_file.exists() else []
         return proc, elapsed, {entry["step"]: entry for entry in results}
 
+
+@pytest.fixture(scope="module")
+def cycles(cluster, kube, tmp_path_factory):
+    """Every stack's cycle, started at once, in parallel: they share nothing (each set has its own
+    namespace for its parent, and the stacks' objects have distinct names), and most of a cycle is
+    waiting on the API server and its controllers. Each test then checks one stack's results."""
+    base = tmp_path_factory.mktemp("stacks")
+    write_playbooks(base)
+    runs = {}
+    for stack in STACKS:
+        cycle = runs[stack.name] = Cycle(stack)
+        root, cycle.skipped = module_dir(stack)
+        if root is None:
+            continue
+        cycle.work = base / re.sub(r"\W+", "-", stack.name)
+        cycle.work.mkdir()
+        cycle.whole, cycle.after_prune, cycle.templates = materialise(stack, root, cycle.work)
+        cycle.namespace = f"t-stack-{re.sub(r'[^a-z0-9]+', '-', stack.name.split()[0])}-{secrets.token_hex(3)}"
+        kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": cycle.namespace}})
+    # The installs and prunes of all stacks in parallel, then each verify alone, then the
+    # uninstalls and reinstalls in parallel: applyset_verify scans every served kind, and a CRD
+    # that another stack deletes during that scan makes the scan incomplete.
+    ready = [cycle for cycle in runs.values() if not cycle.skipped]
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, len(ready))) as pool:
+        list(pool.map(lambda cycle: cycle.record(cluster, STEPS[:4]), ready))
+        ready = [cycle for cycle in ready if not cycle.failed]
+        for cycle in ready:
+            cycle.record(cluster, STEPS[4:5])
+        list(pool.map(lambda cycle: cycle.record(cluster, STEPS[5:]), ready))
+    print(f"\nall stacks: {time.monotonic() - started:.1f}s (installs, prunes, uninstalls in parallel)")
+    try:
+        yield runs
+    finally:
+        for cycle in runs.values():
+            if cycle.namespace:
+                kube.delete(f"/api/v1/namespaces/{cycle.namespace}")
+
+
+@pytest.mark.parametrize("stack", STACKS, ids=[s.name.split()[0] for s in STACKS])
+def test_stack_install_noop_prune_verify_uninstall_reinstall(cluster, cycles, stack):
+    cycle = cycles[stack.name]
+    if cycle.skipped:
+        pytest.skip(cycle.skipped)
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     discovery = client.discover()
 
     def exists(obj) -> bool:
         res = discovery.for_group_kind(GroupKind(obj["apiVersion"].rpartition("/")[0], obj["kind"]))
         return res is not None and client.get(res, obj["name"], obj.get("namespace")) is not None
 
-    proc, elapsed, steps = cycle(STEPS)
+    steps = cycle.steps
     try:
-        print(f"\n{stack.name} {stack.version}: {elapsed:.1f}s in all (one ansible-playbook run); "
-              + ", ".join(f"{name} {entry['seconds']:.1f}s" for name, entry in steps.items()))
-        assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+        print(f"\n{stack.name} {stack.version}: " + ", ".join(
+            f"{' + '.join(names)} {seconds:.1f}s" for names, _proc, seconds in cycle.runs) + "; steps: "
+            + ", ".join(f"{name} {entry['seconds']:.1f}s" for name, entry in steps.items()))
+        failed = cycle.failed
+        assert failed is None, f"{' + '.join(failed[0])}: " + failed[1].stdout[-5000:] + failed[1].stderr[-2000:]
         result = {name: entry["result"] for name, entry in steps.items()}
 
         members = result["install"]["objects"]
@@ -295,4 +360,4 @@ def test_stack_install_noop_prune_verify_uninstall_reinstall(cluster, namespace,
         assert left == [], f"still there after the uninstall role returned: {left}"
     finally:
         if "final uninstall" not in steps:  # a step failed: leave nothing behind
-            cycle(["final uninstall"])
+            cycle.run(cluster, ["final uninstall"])
