@@ -144,7 +144,7 @@ def test_job_rules():
     assert isinstance(health.job_ready(job(conditions=[condition("FailureTarget")]))[1], health.Final)
     assert health.is_ready(job(succeeded=1, active=1)) == (False, "running: 1/2 completions, 1 active")
     assert health.is_ready(job({}, active=1)) == (False, "running: 0 succeeded, 1 active")
-    assert health.is_ready(job({"suspend": True})) == (False, "suspended")
+    assert health.is_ready(job({"suspend": True})) == (True, "suspended: runs once resumed, nothing to wait for")
 
 
 def pod(**status):

@@ -185,7 +185,9 @@ def job_ready(obj: dict) -> tuple[bool, str]:
     if _is_true(conditions.get("Complete")):
         return True, "complete"
     if _spec(obj).get("suspend"):
-        return False, "suspended"
+        # Nothing runs until someone resumes it (a queue such as Kueue admits Jobs created
+        # suspended): waiting could only time out. Flux's Job status reader says the same.
+        return True, "suspended: runs once resumed, nothing to wait for"
     status = _status(obj)
     succeeded = _count(status, "succeeded")
     completions = _spec(obj).get("completions")
@@ -596,18 +598,21 @@ def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_
 
 # ----- objects that go away -------------------------------------------------------------------
 #
-# What kstatus (sigs.k8s.io/cli-utils/pkg/kstatus) does here, and what we take from it:
-# - An object with a deletionTimestamp is Terminating (InProgress): not ready. We keep that,
-#   except for a finished Job, which the TTL controller deletes in the foreground: its final
-#   condition is still the truth (see _verdict).
-# - An object that is not found is NotFound; kstatus alone cannot tell "not created yet"
-#   from "deleted". We know the UID each object had when we applied it, so a UID that has
-#   disappeared means the object was deleted after our apply, and waiting cannot bring it
-#   back: that is final, unless deleting it is what the object's own spec asks for.
-# - Jobs: Complete is Current, Failed is Failed. The only built-in object that deletes
-#   itself soon after finishing is a Job with ttlSecondsAfterFinished (the TTL controller).
-#   Pods that finished are garbage-collected only past a cluster-wide threshold (12,500 by
-#   default), and Events expire after an hour: neither is "soon after apply".
+# What kstatus (sigs.k8s.io/cli-utils/pkg/kstatus/status) does with objects that go away or
+# stop on purpose, and what we take from it:
+# - deletionTimestamp set: Terminating, not Current. Kept, except for a finished Job, which the
+#   TTL controller deletes in the foreground: its final condition still holds (see _verdict).
+# - Not found: NotFound; kstatus alone cannot tell "not created yet" from "deleted". We know
+#   the UID each object had when we applied it, so a UID that disappeared means the object was
+#   deleted after our apply, and waiting cannot bring it back: final, unless deleting it is what
+#   the object's own spec asks for.
+# - Jobs: Complete is Current, Failed is Failed; a running Job is Current to kstatus, which we
+#   do not follow (waiting for a Job means waiting for it to finish, as Flux and Helm do). A
+#   suspended Job is Current to Flux's Job reader: nothing runs until it is resumed; mirrored.
+# - The only built-in object that deletes itself soon after it is applied is a Job with
+#   ttlSecondsAfterFinished (the TTL controller). Finished Pods are garbage-collected only past
+#   a cluster-wide threshold (12,500 by default) and Events expire after an hour: neither is
+#   "soon after apply". Pods and ReplicaSets owned by a controller are not applied by us.
 
 # The reasons the Job controller records on a Job when it fails it (batch/v1 JobReason*).
 _JOB_FAILURE_EVENTS = frozenset({"BackoffLimitExceeded", "DeadlineExceeded", "PodFailurePolicy",
