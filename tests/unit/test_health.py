@@ -448,6 +448,7 @@ def test_wait_gone_waits_for_objects_to_disappear_reading_metadata_only(clock):
         health.wait_gone(stuck, [(DEPLOYMENTS, "shop", "web")], timeout=3)
     assert "1 of 1 objects not gone after 3s: Deployment shop/web: being deleted; finalizers: example.com/cleanup" \
         in caught.value.message
+    assert "finalizer named is removed by the controller that set it" in caught.value.fix
 
 
 def test_wait_gone_treats_a_kind_no_longer_served_as_gone(clock):

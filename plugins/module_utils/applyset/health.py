@@ -549,6 +549,11 @@ def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final:
     if final:
         head = f"stopped waiting: {len(pending)} of {total} objects cannot become {waiting_for}"
         fix = "look at the failed objects and their events (kubectl describe), fix them and run again"
+    elif waiting_for == "gone":
+        head = f"{len(pending)} of {total} objects not {waiting_for} after {timeout:g}s"
+        fix = ("each finalizer named is removed by the controller that set it once its cleanup is done: check that "
+               "it runs (kubectl describe, its logs), or raise wait_timeout if it is only slow; removing a "
+               "finalizer by hand skips that cleanup")
     else:
         head = f"{len(pending)} of {total} objects not {waiting_for} after {timeout:g}s"
         fix = "look at the objects and their events (kubectl describe); raise wait_timeout if they are only slow"
