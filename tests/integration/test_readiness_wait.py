@@ -214,3 +214,14 @@ def test_a_job_deleted_while_waiting_is_reported_as_deleted(kube, namespace, cli
     created(kube, namespace, job("stuck", never_scheduled=True))
     with pytest.raises(WaitTimeout, match="a new object with uid .* took its name"):
         health.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
+
+
+def test_a_suspended_job_has_nothing_to_wait_for(kube, namespace, client, resources):
+    # As a queue (Kueue) creates them: nothing runs until it is resumed.
+    suspended = job("queued")
+    suspended["spec"]["suspend"] = True
+    live = created(kube, namespace, suspended)
+    target = (resources("batch", "Job"), namespace, "queued")
+    assert health.wait_ready(client, [target], timeout=30, interval=0.5, applied={target: live}) == []
+    ready, reason = health.is_ready(kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/queued"))
+    assert ready and reason.startswith("suspended")
