@@ -234,9 +234,17 @@ options:
     description:
       - After a successful apply and prune, wait until every applied object is ready and every pruned
         object is gone.
+      - With O(state=absent), wait until every deleted member is gone, finalizers included (a
+        CustomResourceDefinition only after its custom resources), as C(kubectl delete) does, so that an
+        install right after does not race the deletion. On timeout the task fails and lists what remains and
+        which finalizers hold it.
       - Readiness follows kstatus-style rules per kind (Deployments, StatefulSets and DaemonSets roll out,
         Jobs complete, Pods are Ready, PVCs are Bound, CRDs are Established, Namespaces are Active, and
         C(status.conditions) Ready or Available for everything else).
+      - A Job that completed and was then removed by its C(ttlSecondsAfterFinished) counts as complete (its
+        final Event tells how it finished; a failed one fails the wait at once). An applied object deleted
+        while the task waits, or replaced by another object of the same name, fails the wait at once as
+        C(deleted while waiting).
       - "On timeout the task fails and lists each unready object and why, for example
         C(Deployment shop/web: 1/3 replicas available)."
     type: bool

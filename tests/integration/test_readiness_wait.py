@@ -133,3 +133,95 @@ def test_wait_gone_after_delete(kube, namespace, client, resources):
     kube.request("PATCH", f"/api/v1/namespaces/{namespace}/configmaps/held",
                  {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
     assert health.wait_gone(client, targets, timeout=30, interval=0.2) == []
+
+
+# ----- objects that go away: Jobs removed by their TTL, objects deleted under the wait -----------
+
+from applyset import engine, manifests  # noqa: E402
+
+
+def job(name, *, ttl=None, never_scheduled=False, deadline=None):
+    pod_spec = {"restartPolicy": "Never", "containers": [{"name": "run", "image": "busybox:1.36"}]}
+    if never_scheduled:
+        pod_spec["nodeSelector"] = {"applyset.example.com/no-such-node": "true"}
+    spec = {"backoffLimit": 0, "template": {"spec": pod_spec}}
+    if ttl is not None:
+        spec["ttlSecondsAfterFinished"] = ttl
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
+
+
+def wait_until_gone(kube, path, timeout=60):
+    deadline = time.monotonic() + timeout
+    while kube.request("GET", path)[0] != 404:
+        assert time.monotonic() < deadline, f"{path} still exists after {timeout}s"
+        time.sleep(0.2)
+
+
+def created(kube, namespace, obj):
+    """Create a Job, returning it as the server has it (with its UID), the way apply returns it."""
+    return kube.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", obj)
+
+
+def test_jobs_with_ttl_zero_complete_and_the_wait_succeeds(cluster, kube, namespace):
+    # Issue #16 point 4: Jobs that delete themselves once complete. Either the wait sees
+    # the Job complete (even while the TTL controller is deleting it) or finds it gone and
+    # reads its final event; both are success, and neither waits out the timeout.
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
+    run = engine.Engine(client, "jobs", namespace, engine.Options(wait=True, wait_timeout=120))
+    started = time.monotonic()
+    report = run.apply(manifests.load_definition([job(f"migrate-{i}", ttl=0) for i in range(3)]))
+    elapsed = time.monotonic() - started
+    assert report.error is None, report.error
+    print(f"3 Jobs with ttlSecondsAfterFinished: 0 applied and waited for in {elapsed:.1f}s")
+    for i in range(3):  # they really are removed by the TTL controller
+        wait_until_gone(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs/migrate-{i}")
+
+
+def test_a_ttl_job_already_gone_is_judged_by_its_final_event(kube, namespace, client, resources):
+    live = created(kube, namespace, job("done", ttl=0))
+    wait_until_gone(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs/done")
+    target = (resources("batch", "Job"), namespace, "done")
+    started = time.monotonic()
+    assert health.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live}) == []
+    assert time.monotonic() - started < 60
+
+
+def test_a_ttl_job_that_failed_and_is_gone_is_reported_failed(kube, namespace, client, resources):
+    # Never scheduled, so its deadline fails it; then its TTL removes it.
+    live = created(kube, namespace, job("late", ttl=0, never_scheduled=True, deadline=1))
+    wait_until_gone(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs/late")
+    target = (resources("batch", "Job"), namespace, "late")
+    with pytest.raises(WaitTimeout) as caught:
+        health.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
+    message = str(caught.value)
+    assert "cannot become ready" in message
+    assert f"Job {namespace}/late: failed: DeadlineExceeded" in message
+    assert "then removed by its ttlSecondsAfterFinished (0s)" in message
+
+
+def test_a_job_deleted_while_waiting_is_reported_as_deleted(kube, namespace, client, resources):
+    live = created(kube, namespace, job("stuck", never_scheduled=True))
+    target = (resources("batch", "Job"), namespace, "stuck")
+    kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/stuck")
+    wait_until_gone(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs/stuck")
+    with pytest.raises(WaitTimeout) as caught:
+        health.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
+    assert f"Job {namespace}/stuck: deleted while waiting: the object applied (uid {live['metadata']['uid']}) " \
+           "is gone" in str(caught.value)
+    # Recreated under the same name: still not the object that was applied.
+    created(kube, namespace, job("stuck", never_scheduled=True))
+    with pytest.raises(WaitTimeout, match="a new object with uid .* took its name"):
+        health.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
+
+
+def test_a_suspended_job_has_nothing_to_wait_for(kube, namespace, client, resources):
+    # As a queue (Kueue) creates them: nothing runs until it is resumed.
+    suspended = job("queued")
+    suspended["spec"]["suspend"] = True
+    live = created(kube, namespace, suspended)
+    target = (resources("batch", "Job"), namespace, "queued")
+    assert health.wait_ready(client, [target], timeout=30, interval=0.5, applied={target: live}) == []
+    ready, reason = health.is_ready(kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/queued"))
+    assert ready and reason.startswith("suspended")

@@ -144,7 +144,7 @@ def test_job_rules():
     assert isinstance(health.job_ready(job(conditions=[condition("FailureTarget")]))[1], health.Final)
     assert health.is_ready(job(succeeded=1, active=1)) == (False, "running: 1/2 completions, 1 active")
     assert health.is_ready(job({}, active=1)) == (False, "running: 0 succeeded, 1 active")
-    assert health.is_ready(job({"suspend": True})) == (False, "suspended")
+    assert health.is_ready(job({"suspend": True})) == (True, "suspended: runs once resumed, nothing to wait for")
 
 
 def pod(**status):
@@ -448,6 +448,7 @@ def test_wait_gone_waits_for_objects_to_disappear_reading_metadata_only(clock):
         health.wait_gone(stuck, [(DEPLOYMENTS, "shop", "web")], timeout=3)
     assert "1 of 1 objects not gone after 3s: Deployment shop/web: being deleted; finalizers: example.com/cleanup" \
         in caught.value.message
+    assert "finalizer named is removed by the controller that set it" in caught.value.fix
 
 
 def test_wait_gone_treats_a_kind_no_longer_served_as_gone(clock):
@@ -462,3 +463,122 @@ def test_many_unready_objects_are_summarised_in_the_message(clock):
         health.wait_ready(client, targets, timeout=0)
     assert "and 5 more" in caught.value.message
     assert len(caught.value.details["unready"]) == 25
+
+
+# ----- objects that go away by design (a Job removed by its TTL) or under the wait -------------
+
+
+class EventsClient(FakeClient):
+    """FakeClient that also serves the Events recorded on an object, by UID."""
+
+    def __init__(self, *states, events=None):
+        super().__init__(*states)
+        self.events = events if events is not None else {}
+        self.event_queries = []
+
+    def request(self, method, path, *, query=None, **_):
+        self.event_queries.append((method, path, query))
+        uid = query["fieldSelector"].split("=", 1)[1]
+        found = self.events.get(uid, [])
+        if isinstance(found, Exception):
+            raise found
+
+        class Response:
+            body = {"items": found}
+        return Response()
+
+
+def applied_job(name="migrate", uid="uid-1", ttl=0):
+    spec = {"template": {}} if ttl is None else {"ttlSecondsAfterFinished": ttl, "template": {}}
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "shop", "uid": uid}, "spec": spec}
+
+
+def event(reason, message="", when="2026-01-01T00:00:01Z"):
+    return {"reason": reason, "message": message, "lastTimestamp": when}
+
+
+def test_a_job_removed_by_its_ttl_after_completing_counts_as_complete(clock):
+    client = EventsClient({("Job", "shop"): []}, events={"uid-1": [
+        event("SuccessfulCreate", when="2026-01-01T00:00:00Z"), event("Completed", "Job completed")]})
+    target = (JOBS, "shop", "migrate")
+    assert health.wait_ready(client, [target], timeout=120, applied={target: applied_job()}) == []
+    assert clock[0] == 1000.0, "no waiting out the timeout"
+    assert client.event_queries == [("GET", "/api/v1/namespaces/shop/events",
+                                     {"fieldSelector": "involvedObject.uid=uid-1"})]
+
+
+def test_a_job_removed_by_its_ttl_after_failing_is_a_failure_at_once(clock):
+    client = EventsClient({("Job", "shop"): []}, events={"uid-1": [
+        event("DeadlineExceeded", "Job was active longer than specified deadline")]})
+    target = (JOBS, "shop", "migrate")
+    with pytest.raises(WaitTimeout, match="cannot become ready: Job shop/migrate: failed: DeadlineExceeded: "
+                                          "Job was active longer than specified deadline, then removed by its "
+                                          r"ttlSecondsAfterFinished \(0s\)"):
+        health.wait_ready(client, [target], timeout=120, applied={target: applied_job()})
+    assert clock[0] == 1000.0
+
+
+def test_a_ttl_job_gone_without_any_event_is_taken_as_finished_after_a_few_rounds(clock):
+    client = EventsClient({("Job", "shop"): []}, events={"uid-1": ApiError("forbidden", status=403)})
+    target = (JOBS, "shop", "migrate")
+    assert health.wait_ready(client, [target], timeout=120, interval=1, applied={target: applied_job()}) == []
+    assert len(client.event_queries) == 3  # the event may land just after the deletion
+    assert clock[0] == 1002.0
+
+
+def test_a_ttl_job_seen_running_then_gone_uses_the_ttl_of_the_live_object(clock):
+    running = named(job(spec={"ttlSecondsAfterFinished": 30}, active=1), "migrate")
+    running["metadata"]["uid"] = "uid-1"
+    client = EventsClient({("Job", "shop"): [running]}, {("Job", "shop"): []},
+                          events={"uid-1": [event("Completed")]})
+    target = (JOBS, "shop", "migrate")
+    as_applied = applied_job(ttl=None)  # e.g. a mutating webhook set the TTL
+    assert health.wait_ready(client, [target], timeout=120, interval=1, applied={target: as_applied}) == []
+
+
+def test_a_finished_job_being_deleted_by_its_ttl_keeps_its_verdict():
+    done = job(conditions=[condition("Complete")])
+    done["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert health.is_ready(done) == (True, "complete")
+    running = job(active=1)
+    running["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert health.is_ready(running) == (False, "being deleted")
+
+
+def test_a_job_without_ttl_deleted_while_waiting_is_reported_as_such(clock):
+    client = EventsClient({("Job", "shop"): []})
+    target = (JOBS, "shop", "migrate")
+    with pytest.raises(WaitTimeout, match="Job shop/migrate: deleted while waiting: the object applied "
+                                          r"\(uid uid-1\) is gone"):
+        health.wait_ready(client, [target], timeout=120, applied={target: applied_job(ttl=None)})
+    assert clock[0] == 1000.0
+    assert client.event_queries == []
+
+
+def test_any_applied_object_deleted_or_replaced_while_waiting_is_final(clock):
+    web = named(deployment(1), "web")
+    web["metadata"]["uid"] = "uid-new"
+    client = EventsClient({("Deployment", "shop"): [web]})
+    target = (DEPLOYMENTS, "shop", "web")
+    mine = {"metadata": {"name": "web", "namespace": "shop", "uid": "uid-old"}, "spec": {}}
+    with pytest.raises(WaitTimeout, match=r"deleted while waiting \(a new object with uid uid-new took its name\)"):
+        health.wait_ready(client, [target], timeout=120, applied={target: mine})
+    assert clock[0] == 1000.0
+
+
+def test_without_a_known_uid_a_missing_object_is_still_waited_for(clock):
+    client = EventsClient({("Job", "shop"): []})
+    target = (JOBS, "shop", "migrate")
+    with pytest.raises(WaitTimeout, match="not ready after 3s: Job shop/migrate: not found"):
+        health.wait_ready(client, [target], timeout=3, applied={target: applied_job(uid=None)})
+
+
+def test_wait_gone_ignores_a_new_object_that_took_the_name(clock):
+    reinstalled = named(deployment(1), "web")
+    reinstalled["metadata"]["uid"] = "uid-new"
+    client = FakeClient({("Deployment", "shop"): [reinstalled]})
+    target = (DEPLOYMENTS, "shop", "web")
+    assert health.wait_gone(client, [target], timeout=10, uids={target: "uid-old"}) == []
+    with pytest.raises(WaitTimeout, match="still exists"):
+        health.wait_gone(client, [target], timeout=0, uids={target: "uid-new"})

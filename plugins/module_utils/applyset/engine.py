@@ -586,10 +586,15 @@ class Engine:
 
         Runs after the claim is released: waiting changes nothing in the set.
         """
-        applied = {(o.kind, o.namespace, o.name) for o in self.report.objects
+        applied = {(o.kind, o.namespace, o.name): o.uid for o in self.report.objects
                    if o.action in ("created", "configured", "replaced", "unchanged")}
         ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members
                          if (m.resource.kind, m.namespace, m.name) in applied]
+        # The objects as applied, with the UID the server gave them: the wait then knows a
+        # Job removed by its ttlSecondsAfterFinished from one deleted under it.
+        as_applied = {(m.resource, m.namespace, m.name): {**m.body, "metadata": {
+            **m.body["metadata"], "uid": applied.get((m.resource.kind, m.namespace, m.name))}}
+            for m in plan.members if (m.resource.kind, m.namespace, m.name) in applied}
         by_kind = {(m.resource.group, m.resource.kind): m.resource for m in plan.members}
         gone_targets = []
         for o in self.report.objects:
@@ -597,13 +602,20 @@ class Engine:
                 group = o.api_version.rpartition("/")[0]
                 res = by_kind.get((group, o.kind)) or self.discovery.for_group_kind(spec.GroupKind(group, o.kind))
                 if res is not None:
-                    gone_targets.append((res, o.namespace, o.name))
+                    gone_targets.append((res, o.namespace, o.name, o.uid))
         deadline = time.monotonic() + self.opts.wait_timeout
         try:
-            health.wait_ready(self.client, ready_targets, timeout=self.opts.wait_timeout, **self.opts.wait_rules)
-            health.wait_gone(self.client, gone_targets, timeout=max(1.0, deadline - time.monotonic()))
+            health.wait_ready(self.client, ready_targets, timeout=self.opts.wait_timeout, applied=as_applied,
+                              **self.opts.wait_rules)
+            self._wait_gone(gone_targets, timeout=max(1.0, deadline - time.monotonic()))
         except ApplySetError as err:
             self.report.error = err
+
+    def _wait_gone(self, targets, timeout: float) -> None:
+        """Wait until the pruned or deleted objects ``(res, namespace, name, uid)`` are gone,
+        finalizers included (as ``kubectl delete`` does)."""
+        health.wait_gone(self.client, [t[:3] for t in targets], timeout=timeout,
+                         uids={t[:3]: t[3] for t in targets if t[3]})
 
     def _apply_and_prune(self, plan, live, delete, keep, skip) -> bool:
         """Steps 4 and 5; True when every object went through."""
@@ -1154,6 +1166,17 @@ class Engine:
         parents.delete(self.client, parent, dry_run=self.opts.dry_run)
         self.report.parent_changed = True
         self._diff_entry(f"{parent.resource.kind} {parent.name}", {"metadata": {"name": parent.name}}, None)
+        if self.opts.wait and not self.opts.dry_run:
+            # Like kubectl delete: return once the members are gone, finalizers done (a CRD
+            # only after its custom resources), so that an install right after does not race
+            # the deletion. The parent is gone already: what is left is being deleted anyway.
+            by_uid = {item["metadata"].get("uid"): res for res, item in members}
+            gone = [(by_uid[o.uid], o.namespace, o.name, o.uid)
+                    for o in self.report.objects if o.action == "pruned" and o.uid in by_uid]
+            try:
+                self._wait_gone(gone, timeout=self.opts.wait_timeout)
+            except ApplySetError as err:
+                self.report.error = err
         return self.report
 
     def disband(self) -> Report:

@@ -185,12 +185,19 @@ def job_ready(obj: dict) -> tuple[bool, str]:
     if _is_true(conditions.get("Complete")):
         return True, "complete"
     if _spec(obj).get("suspend"):
-        return False, "suspended"
+        # Nothing runs until someone resumes it (a queue such as Kueue admits Jobs created
+        # suspended): waiting could only time out. Flux's Job status reader says the same.
+        return True, "suspended: runs once resumed, nothing to wait for"
     status = _status(obj)
     succeeded = _count(status, "succeeded")
     completions = _spec(obj).get("completions")
     done = f"{succeeded}/{completions} completions" if isinstance(completions, int) else f"{succeeded} succeeded"
     return False, f"running: {done}, {_count(status, 'active')} active"
+
+
+def _job_finished(obj: dict) -> bool:
+    conditions = _conditions(obj)
+    return any(_is_true(conditions.get(kind)) for kind in ("Complete", "Failed"))
 
 
 def pod_ready(obj: dict) -> tuple[bool, str]:
@@ -279,13 +286,14 @@ def conditions_ready(obj: dict) -> tuple[bool, str]:
 
 
 SERVICE = GroupKind("", "Service")
+JOB = GroupKind("batch", "Job")
 
 RULES = {
     GroupKind("apps", "Deployment"): deployment_ready,
     GroupKind("apps", "StatefulSet"): statefulset_ready,
     GroupKind("apps", "DaemonSet"): daemonset_ready,
     GroupKind("apps", "ReplicaSet"): replicaset_ready,
-    GroupKind("batch", "Job"): job_ready,
+    JOB: job_ready,
     GroupKind("", "Pod"): pod_ready,
     GroupKind("", "PersistentVolumeClaim"): pvc_ready,
     GroupKind("apiextensions.k8s.io", "CustomResourceDefinition"): crd_ready,
@@ -417,6 +425,10 @@ def _verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = N
     """``is_ready``, keeping a ``Final`` reason recognisable for the waiting loop."""
     group_kind = group_kind_of(obj)
     if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        if group_kind == JOB and _job_finished(obj):
+            # The TTL controller deletes finished Jobs in the foreground: the Job stays
+            # readable, with its final condition, until its Pods are gone.
+            return job_ready(obj)
         return False, "being deleted"
     expression = _override_for(group_kind, overrides)
     if expression is not None:
@@ -479,7 +491,7 @@ def _list_by_name(client, res, namespace, metadata_only: bool) -> dict:
 
 def _poll(client, targets, *, timeout: float, interval: float, judge, metadata_only: bool,
           waiting_for: str, raise_on_timeout: bool) -> list[dict]:
-    """Poll until ``judge(res, item or None)`` says done for every target.
+    """Poll until ``judge(target, item or None)`` says done for every target.
 
     ``judge`` returns ``(done, reason)``; a ``Final`` reason stops the wait early.
     """
@@ -513,7 +525,7 @@ def _poll(client, targets, *, timeout: float, interval: float, judge, metadata_o
 def _judge_listed(target, items, judge) -> tuple[bool, str]:
     res, namespace, name = target
     if isinstance(items, ApiError) and items.status == 404:
-        return judge(res, None)  # the kind is not served (any more): nothing of it exists
+        return judge(target, None)  # the kind is not served (any more): nothing of it exists
     if isinstance(items, ApiError) and items.status in (401, 403):
         where = f" in namespace {namespace}" if namespace else ""
         raise ApplySetError(
@@ -524,7 +536,7 @@ def _judge_listed(target, items, judge) -> tuple[bool, str]:
         )
     if isinstance(items, Exception):
         return False, f"could not be read: {items}"
-    return judge(res, items.get(name))
+    return judge(target, items.get(name))
 
 
 def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final: bool,
@@ -538,6 +550,11 @@ def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final:
     if final:
         head = f"stopped waiting: {len(pending)} of {total} objects cannot become {waiting_for}"
         fix = "look at the failed objects and their events (kubectl describe), fix them and run again"
+    elif waiting_for == "gone":
+        head = f"{len(pending)} of {total} objects not {waiting_for} after {timeout:g}s"
+        fix = ("each finalizer named is removed by the controller that set it once its cleanup is done: check that "
+               "it runs (kubectl describe, its logs), or raise wait_timeout if it is only slow; removing a "
+               "finalizer by hand skips that cleanup")
     else:
         head = f"{len(pending)} of {total} objects not {waiting_for} after {timeout:g}s"
         fix = "look at the objects and their events (kubectl describe); raise wait_timeout if they are only slow"
@@ -545,13 +562,17 @@ def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final:
 
 
 def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
-               **rule_options) -> list[dict]:
+               applied: dict | None = None, **rule_options) -> list[dict]:
     """Wait until every target is ready; ``targets`` are ``(Resource, namespace or None, name)``.
 
     ``rule_options`` are ``is_ready``'s keywords (``fail_closed``, ``overrides``,
-    ``wait_for_load_balancers``). Returns ``[]`` once all are ready. Otherwise, after
-    ``timeout`` seconds or as soon as one object can never become ready (a failed Job),
-    raises ``WaitTimeout`` listing each unready object and why, with
+    ``wait_for_load_balancers``). ``applied`` maps targets to the objects as this run
+    applied them, ``metadata.uid`` included: it tells the object we applied from one that
+    replaced it, and an object that went away by design (a finished Job removed by its
+    ``ttlSecondsAfterFinished``) from one deleted by someone (see ``_gone_verdict``).
+    Returns ``[]`` once all are ready. Otherwise, after ``timeout`` seconds or as soon as
+    one object can never become ready (a failed Job, an applied object deleted), raises
+    ``WaitTimeout`` listing each unready object and why, with
     ``details={"unready": [{apiVersion, kind, namespace, name, reason}, ...]}``; with
     ``raise_on_timeout=False`` that list is returned instead.
     """
@@ -562,17 +583,105 @@ def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_
     overrides = rule_options.get("overrides")
     load_balancers = bool(rule_options.get("wait_for_load_balancers"))
     to_read = [t for t in _normalise(targets) if _needs_reading(t[0].group_kind, overrides, load_balancers)]
+    known = {(res, ns if res.namespaced else None, name): obj for (res, ns, name), obj in (applied or {}).items()}
+    tracker = _GoneTracker(client)
 
-    def judge(res, item):
+    def judge(target, item):
+        mine = known.get(target)
+        our_uid = _uid(mine)
+        if item is not None and our_uid and _uid(item) and _uid(item) != our_uid:
+            return tracker.verdict(target, mine, replaced_by=item)
         if item is None:
-            return False, "not found"
+            if not our_uid:
+                return False, "not found"
+            return tracker.verdict(target, mine)
+        tracker.seen[target] = item
         return _verdict(item, **rule_options)
 
     return _poll(client, to_read, timeout=timeout, interval=interval, judge=judge, metadata_only=False,
                  waiting_for="ready", raise_on_timeout=raise_on_timeout)
 
 
-def _still_there(res, item) -> tuple[bool, str]:
+# ----- objects that go away -------------------------------------------------------------------
+#
+# What kstatus (sigs.k8s.io/cli-utils/pkg/kstatus/status) does with objects that go away or
+# stop on purpose, and what we take from it:
+# - deletionTimestamp set: Terminating, not Current. Kept, except for a finished Job, which the
+#   TTL controller deletes in the foreground: its final condition still holds (see _verdict).
+# - Not found: NotFound; kstatus alone cannot tell "not created yet" from "deleted". We know
+#   the UID each object had when we applied it, so a UID that disappeared means the object was
+#   deleted after our apply, and waiting cannot bring it back: final, unless deleting it is what
+#   the object's own spec asks for.
+# - Jobs: Complete is Current, Failed is Failed; a running Job is Current to kstatus, which we
+#   do not follow (waiting for a Job means waiting for it to finish, as Flux and Helm do). A
+#   suspended Job is Current to Flux's Job reader: nothing runs until it is resumed; mirrored.
+# - The only built-in object that deletes itself soon after it is applied is a Job with
+#   ttlSecondsAfterFinished (the TTL controller). Finished Pods are garbage-collected only past
+#   a cluster-wide threshold (12,500 by default) and Events expire after an hour: neither is
+#   "soon after apply". Pods and ReplicaSets owned by a controller are not applied by us.
+
+# The reasons the Job controller records on a Job when it fails it (batch/v1 JobReason*).
+_JOB_FAILURE_EVENTS = frozenset({"BackoffLimitExceeded", "DeadlineExceeded", "PodFailurePolicy",
+                                 "MaxFailedIndexesExceeded", "FailedIndexes"})
+# Rounds to look for the Job's final event before going by its TTL alone: the Job
+# controller records the event asynchronously, so it may land just after the deletion.
+_EVENT_ROUNDS = 3
+
+
+def _uid(obj: dict | None) -> str | None:
+    return ((obj or {}).get("metadata") or {}).get("uid") or None
+
+
+def _ttl_after_finished(*objs) -> int | None:
+    for obj in objs:
+        ttl = _spec(obj or {}).get("ttlSecondsAfterFinished")
+        if isinstance(ttl, int):
+            return ttl
+    return None
+
+
+def job_outcome_events(client, namespace: str, uid: str) -> list[dict]:
+    """The Events recorded on one object (by UID), oldest first; [] when they cannot be read."""
+    try:
+        body = client.request("GET", f"/api/v1/namespaces/{namespace}/events",
+                              query={"fieldSelector": f"involvedObject.uid={uid}"}).body
+    except Exception:  # events are a hint: unreadable (forbidden, expired) means no hint
+        return []
+    items = [e for e in (body or {}).get("items") or [] if isinstance(e, dict)]
+    return sorted(items, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+
+
+class _GoneTracker:
+    """Judges targets whose applied object (by UID) is no longer there."""
+
+    def __init__(self, client):
+        self.client = client
+        self.seen: dict = {}  # target -> the object as last read, for its spec
+        self.looked: dict = {}  # target -> rounds spent looking for a Job's final event
+
+    def verdict(self, target, mine: dict, replaced_by: dict | None = None) -> tuple[bool, str]:
+        res, namespace, _name = target
+        replaced = f" (a new object with uid {_uid(replaced_by)} took its name)" if replaced_by else ""
+        ttl = _ttl_after_finished(self.seen.get(target), mine) if res.group_kind == JOB else None
+        if ttl is None:
+            return False, Final(f"deleted while waiting{replaced}: the object applied (uid {_uid(mine)}) is gone")
+        # The TTL controller deletes a Job only once it has a Complete or Failed condition,
+        # so a Job with ttlSecondsAfterFinished that vanished has finished, unless a person
+        # or a tool deleted it first. The Job controller's final Event on that UID says which
+        # way it finished; without one we go by the TTL, as the Job asked to be removed.
+        ours = f"removed by its ttlSecondsAfterFinished ({ttl}s) after it finished{replaced}"
+        for event in reversed(job_outcome_events(self.client, namespace, _uid(mine))):
+            if event.get("reason") == "Completed":
+                return True, f"complete, then {ours}"
+            if event.get("reason") in _JOB_FAILURE_EVENTS:
+                return False, Final(f"failed: {_explain(event)}, then {ours}")
+        rounds = self.looked[target] = self.looked.get(target, 0) + 1
+        if rounds < _EVENT_ROUNDS:
+            return False, f"gone; looking for the event that says how it finished ({ours})"
+        return True, f"finished and {ours} (no event recorded whether it succeeded)"
+
+
+def _still_there(item) -> tuple[bool, str]:
     if item is None:
         return True, "gone"
     meta = item.get("metadata") or {}
@@ -583,10 +692,20 @@ def _still_there(res, item) -> tuple[bool, str]:
     return False, "still exists"
 
 
-def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True) -> list[dict]:
+def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
+              uids: dict | None = None) -> list[dict]:
     """Wait until no target exists any more (deleted objects whose finalizers are done).
 
     Same targets, result and ``WaitTimeout`` as ``wait_ready``; reads metadata only.
+    ``uids`` maps targets to the UID of the object deleted: a new object under the same
+    name (a reinstall already under way) does not keep the wait going.
     """
-    return _poll(client, _normalise(targets), timeout=timeout, interval=interval, judge=_still_there,
+    known = {(res, ns if res.namespaced else None, name): uid for (res, ns, name), uid in (uids or {}).items()}
+
+    def judge(target, item):
+        if item is not None and known.get(target) and _uid(item) and _uid(item) != known[target]:
+            return True, "gone (a new object took its name)"
+        return _still_there(item)
+
+    return _poll(client, _normalise(targets), timeout=timeout, interval=interval, judge=judge,
                  metadata_only=True, waiting_for="gone", raise_on_timeout=raise_on_timeout)
