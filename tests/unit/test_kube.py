@@ -136,3 +136,31 @@ def test_a_lasting_500_is_tried_three_times_only():
     with pytest.raises(ApiError, match="range is full"):
         c.request("GET", "/x")
     assert len(c._pool.sent) == 3
+
+
+def test_a_malformed_legacy_discovery_document_is_an_api_error_not_a_type_error():
+    # A server without aggregated discovery answers the legacy documents; one is broken.
+    core = {"kind": "APIVersions", "versions": ["v1"]}
+    groups = {"kind": "APIGroupList", "groups": [{"name": "example.com", "versions": [{"version": "v1"}],
+                                                  "preferredVersion": {"version": "v1"}}]}
+    broken = {"kind": "APIResourceList", "resources": {"name": "not a list"}}
+    fine = {"kind": "APIResourceList", "resources": [{"name": "secrets", "kind": "Secret", "namespaced": True}]}
+    c = client([(200, core, None), (200, groups, None), (200, fine, None), (200, broken, None)], parallelism=1)
+    with pytest.raises(ApiError, match="the discovery document of /apis/example.com/v1 is malformed"):
+        c.discover()
+
+
+def test_map_returns_library_errors_per_item_but_lets_bugs_propagate():
+    c = client([], parallelism=1)
+
+    def work(item):
+        if item == "api":
+            raise ApiError("refused", status=403)
+        if item == "bug":
+            raise TypeError("'KeyError' object is not iterable")
+        return item.upper()
+
+    results = c.map(work, ["ok", "api"])
+    assert results[0] == "OK" and isinstance(results[1], ApiError)
+    with pytest.raises(TypeError):
+        c.map(work, ["ok", "bug"])

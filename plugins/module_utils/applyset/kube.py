@@ -19,7 +19,7 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from .errors import ApiError, AuthenticationFailed, ConfigError, ConflictError, ConnectionFailed, InputError
+from .errors import ApiError, ApplySetError, AuthenticationFailed, ConfigError, ConflictError, ConnectionFailed, InputError
 from .spec import COLLECTION_VERSION, TOOL_NAME, GroupKind
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -691,15 +691,16 @@ class KubeClient:
     def map(self, func, items):
         """Run ``func`` over items with bounded parallelism; results keep input order.
 
-        Exceptions are returned in place of results rather than raised, so that
-        one failed object never hides the outcome of the others.
+        The library's own errors (an API error for one object, say) are returned in place of
+        results rather than raised, so that one failed object never hides the outcome of the
+        others. Anything else is a bug, not an outcome: it propagates.
         """
         items = list(items)
 
         def safe(item):
             try:
                 return func(item)
-            except Exception as err:  # reported per object by the caller
+            except ApplySetError as err:  # reported per object by the caller
                 return err
 
         if len(items) <= 1 or self.parallelism == 1:
@@ -717,10 +718,15 @@ class KubeClient:
             if err.status == 403:
                 raise self._forbidden_discovery(err) from None
             raise
-        if (isinstance(core, dict) and core.get("kind") == "APIGroupDiscoveryList"
-                and isinstance(groups, dict) and groups.get("kind") == "APIGroupDiscoveryList"):
-            return Discovery(_resources_from_aggregated(core.get("items", []) + groups.get("items", [])))
-        return self._legacy_discovery(core, groups)
+        try:
+            if (isinstance(core, dict) and core.get("kind") == "APIGroupDiscoveryList"
+                    and isinstance(groups, dict) and groups.get("kind") == "APIGroupDiscoveryList"):
+                return Discovery(_resources_from_aggregated(core.get("items", []) + groups.get("items", [])))
+            return self._legacy_discovery(core, groups)
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            raise ApiError(f"the API server's discovery documents are malformed ({type(err).__name__}: {err})",
+                           fix="check the API server (or the proxy in front of it): /api and /apis must answer "
+                           "with discovery documents") from None
 
     def _legacy_discovery(self, core: dict, groups: dict) -> Discovery:
         versions = [("", v) for v in core.get("versions", ["v1"])]
@@ -733,12 +739,19 @@ class KubeClient:
             group, version = group_version
             path = f"/apis/{group}/{version}" if group else f"/api/{version}"
             try:
-                return _resources_from_legacy(group, version, self.request("GET", path).body)
+                doc = self.request("GET", path).body
             except ApiError:
                 return []  # an unavailable aggregated API must not break the run
+            try:
+                return _resources_from_legacy(group, version, doc)
+            except (AttributeError, KeyError, TypeError, ValueError) as err:
+                raise ApiError(f"the discovery document of {path} is malformed ({type(err).__name__}: {err})",
+                               fix="check the API server (or the aggregated API serving it)") from None
 
         resources = []
         for found in self.map(fetch, versions):
+            if isinstance(found, ApplySetError):
+                raise found
             resources += found
         return Discovery(resources)
 
