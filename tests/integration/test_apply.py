@@ -541,3 +541,18 @@ def test_an_invalid_readiness_override_fails_before_anything_is_written(cluster,
     assert "invalid JMESPath expression" in result["msg"], result["msg"]
     assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/set1") is None
     assert names(kube, namespace) == []
+
+
+def test_a_crd_whose_names_are_refused_fails_at_once_naming_the_reason(cluster, kube, namespace):
+    group = f"t{secrets.token_hex(3)}.example.com"
+    kube.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(group))
+    clash = crd(group, kind="Widget", plural="things")  # the kind Widget is taken in this group
+    try:
+        rc, result, out = apply(cluster, namespace, [clash], crd_timeout=600,
+                                guard={"allow_prune_kinds": ["CustomResourceDefinition"]})
+        assert rc != 0
+        assert f"CustomResourceDefinition things.{group} will not become Established: names not accepted" \
+            in result["msg"], result["msg"]
+    finally:
+        delete_crd(kube, f"widgets.{group}")
+        delete_crd(kube, f"things.{group}")

@@ -12,7 +12,13 @@ from applyset.spec import GroupKind, GroupResource
 GALAXY_YML = Path(__file__).resolve().parents[2] / "galaxy.yml"
 
 
-# Known-answer vectors from research/kubectl-applyset.md section 1 (kubectl fixtures).
+# Known-answer vectors from kubectl's own tests (k8s.io/kubectl v0.34.4):
+# - my-set/test Secret: pkg/cmd/apply/apply_test.go (TestApplySetParentManagement);
+# - simple/test Secret: pkg/cmd/apply/testdata/prune/simple/manifest1-expected-getobjects.yaml;
+# - my-set ApplySet.company.com (cluster-scoped): testdata/apply/applyset-cr.yaml and apply_test.go
+#   (TestApplySet_ClusterScopedCustomResourceParent);
+# - my-set/test ConfigMap: computed with the same formula (kubectl has no fixture for it);
+# - cross_namespace Secret: the fixture of kubernetes/kubernetes#132527 (not merged).
 @pytest.mark.parametrize("name, namespace, kind, group, expected", [
     ("my-set", "test", "Secret", "", "applyset-0eFHV8ySqp7XoShsGvyWFQD3s96yqwHmzc4e0HR1dsY-v1"),
     ("simple", "test", "Secret", "", "applyset-bjd1LnyQq0mtUu-riZCqjDQOmh0iNb9O2RcuT12WR0k-v1"),
@@ -63,7 +69,7 @@ def test_collection_version_matches_galaxy_yml():
     assert spec.TOOL_NAME == f"{galaxy['namespace']}.{galaxy['name']}"
 
 
-# research note U-5 and section 2.1
+# tooling values as kubectl writes and parses them (pkg/cmd/apply/applyset.go, ApplySetTooling and toolingBaseName)
 @pytest.mark.parametrize("value, name", [
     ("kubectl/v1.30.1", "kubectl"),
     ("kubectl/v0.0.0-master+$Format:%H$", "kubectl"),
@@ -165,7 +171,7 @@ class TestNamespacesAnnotation:
 
 
 class TestParentRef:
-    # research note U-9 (TestApplySetParentValidation) and section 3.1
+    # kubectl's pkg/cmd/apply/apply_test.go (TestApplySetParentValidation)
     @pytest.mark.parametrize("text, expected", [
         ("mysecret", ("secrets", "", "mysecret")),
         ("secret/thename", ("secret", "", "thename")),

@@ -1055,9 +1055,16 @@ class Engine:
         while pending:
             for name in sorted(pending):
                 crd = self.client.get(crd_res, name)
-                conditions = ((crd or {}).get("status") or {}).get("conditions") or []
-                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                # The one CRD readiness rule (health.crd_ready): Established, or a final refusal
+                # such as NamesAccepted=False, which no amount of waiting changes.
+                ready, reason = health.crd_ready(crd or {})
+                if ready:
                     pending.discard(name)
+                elif isinstance(reason, health.Final):
+                    raise ApplySetError(
+                        f"CustomResourceDefinition {name} will not become Established: {reason}",
+                        obj=f"ApplySet {self.parent.ref}",
+                        fix=f"fix the CRD (kubectl describe crd {name}); its custom resources were not applied")
             if not pending:
                 return
             if time.monotonic() > deadline:

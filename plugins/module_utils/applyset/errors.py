@@ -112,10 +112,6 @@ class GuardError(ApplySetError):
     """The blast-radius guard refused to prune; ``details`` holds the would-be-pruned objects."""
 
 
-class PruneError(ApplySetError):
-    """Some deletes failed while pruning; ``details`` says which."""
-
-
 class WaitTimeout(ApplySetError):
     """Objects did not become ready within the allowed time."""
 

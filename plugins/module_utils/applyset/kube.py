@@ -384,15 +384,6 @@ class Discovery:
                 if name:
                     self._by_name.setdefault((res.group, name.lower()), res)
 
-    def add(self, res: Resource) -> None:
-        """Record a resource learned during the run (a CRD created by this run)."""
-        self.resources.append(res)
-        self._by_gvk[(res.group, res.version, res.kind)] = res
-        self._by_gk.setdefault(res.group_kind, res)
-        for name in (res.plural, res.singular, res.kind.lower()):
-            if name:
-                self._by_name.setdefault((res.group, name.lower()), res)
-
     def for_gvk(self, group: str, version: str, kind: str) -> Resource | None:
         return self._by_gvk.get((group, version, kind))
 

@@ -1,8 +1,9 @@
 """ApplySet keys, ID computation and hint-annotation formats (KEP-3659), as kubectl writes them.
 
 Everything here is a pure function or constant. kubectl's behaviour, not the KEP text, is what
-users' clusters hold, so formats follow kubectl byte for byte; see
-``research/kubectl-applyset.md`` for the reference behaviour and known-answer vectors.
+users' clusters hold, so formats follow kubectl byte for byte: ``k8s.io/kubectl``
+``pkg/cmd/apply/applyset.go`` (``ApplySet.ID``, ``V1ApplySetIdFormat``, the parent's labels and
+annotations); the known-answer vectors in ``tests/unit/test_spec.py`` come from kubectl's own tests.
 """
 
 import base64
