@@ -19,8 +19,6 @@ may exist and the next run prunes what it must.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import time
 from dataclasses import dataclass, field
 
@@ -29,7 +27,7 @@ try:
 except ImportError:
     yaml = None  # a requirement: without PyYAML the modules stop first, with manifests.YAML_IMPORT_ERROR
 
-from . import csa, health
+from . import csa, health, redact
 from . import legacy as legacies
 from . import parent as parents
 from . import plan as plans
@@ -173,27 +171,6 @@ def _normalize(obj: dict | None) -> dict | None:
     return out
 
 
-class _SecretMasker:
-    """Replaces Secret values by a keyed digest: equal values stay visibly equal
-    within one run, but nothing about a value can be recovered from the output."""
-
-    def __init__(self):
-        self._key = secrets.token_bytes(16)
-
-    def mask(self, obj: dict | None) -> dict | None:
-        if obj is None or obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
-            return obj
-        masked = dict(obj)
-        for fld in ("data", "stringData"):
-            if isinstance(obj.get(fld), dict):
-                masked[fld] = {k: self._digest(v) for k, v in obj[fld].items()}
-        return masked
-
-    def _digest(self, value) -> str:
-        digest = hashlib.blake2b(str(value).encode(), key=self._key, digest_size=6).hexdigest()
-        return f"<hidden {digest}>"
-
-
 def _dump(obj: dict | None) -> str:
     return "" if obj is None else yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)
 
@@ -241,7 +218,7 @@ class Engine:
         options.validate()
         self.opts = options
         self.report = Report(dry_run=options.dry_run)
-        self._masker = _SecretMasker()
+        self._masker = redact.SecretDigester()
         self.discovery: Discovery | None = None
         self.parent: parents.Parent | None = None
         self._pre_applied: set = set()

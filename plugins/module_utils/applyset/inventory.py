@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import parent as parents
-from . import spec
+from . import redact, spec
 from .errors import ApiError, ApplySetError
 from .kube import Discovery, KubeClient, Resource
 from .spec import GroupKind
@@ -106,22 +106,8 @@ class Member:
     def to_dict(self, full_object: bool = False) -> dict:
         data = dict(self.ref(), uid=self.uid)
         if full_object and self.full_object is not None:
-            data["object"] = _hide_secret_values(self.full_object)
+            data["object"] = redact.hide_secret_data(self.full_object)
         return data
-
-
-SECRET_VALUE_FIELDS = ("data", "stringData")
-
-
-def _hide_secret_values(obj: dict) -> dict:
-    """A Secret's values never reach task output (which ends up in logs); keys stay visible."""
-    if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
-        return obj
-    hidden = dict(obj)
-    for name in SECRET_VALUE_FIELDS:
-        if isinstance(obj.get(name), dict):
-            hidden[name] = {key: "<hidden>" for key in obj[name]}
-    return hidden
 
 
 @dataclass(frozen=True)

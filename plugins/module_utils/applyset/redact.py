@@ -25,9 +25,11 @@ No Ansible imports here.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import secrets
 
 # The name of the module parameter the action plugin fills (hidden: it starts with "_").
 PROTECTED_INPUT = "_protected_input"
@@ -109,6 +111,28 @@ def hide_secret_data(value):
     if isinstance(value, (list, tuple)):
         return [hide_secret_data(item) for item in value]
     return value
+
+
+class SecretDigester:
+    """For diffs: a Secret's values become a keyed digest, so equal values stay visibly equal
+    within one run (a diff can show that a value changed) while nothing about a value can be
+    recovered from the output. The key is random per run."""
+
+    def __init__(self):
+        self._key = secrets.token_bytes(16)
+
+    def mask(self, obj):
+        if obj is None or not is_secret(obj):
+            return obj
+        masked = dict(obj)
+        for field in ("data", "stringData"):
+            if isinstance(obj.get(field), dict):
+                masked[field] = {key: self._digest(value) for key, value in obj[field].items()}
+        return masked
+
+    def _digest(self, value) -> str:
+        digest = hashlib.blake2b(str(value).encode(), key=self._key, digest_size=6).hexdigest()
+        return f"<hidden {digest}>"
 
 
 def _strings(value):
