@@ -82,7 +82,7 @@ class Options:
         if not 0 <= self.max_prune_percent <= 100:
             problems.append(("guard.max_prune_percent", "must be between 0 and 100"))
         for name in ("crd_timeout", "lock_ttl", "lock_wait", "wait_timeout", "recreate_timeout"):
-            if not getattr(self, name) >= 0:
+            if getattr(self, name) < 0:
                 problems.append((name, "must be 0 seconds or more"))
         unknown = set(self.wait_rules or {}) - health.RULE_OPTIONS
         if unknown:
