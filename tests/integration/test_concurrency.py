@@ -65,3 +65,43 @@ def test_two_sets_in_one_namespace_at_once(cluster, kube, namespace):
     ids = [report["applyset"]["id"] for _, report, _ in results]
     for set_id, objs in zip(ids, (one, two)):
         assert labelled(kube, (namespace,), set_id) == {(o["kind"], namespace, o["metadata"]["name"]) for o in objs}
+
+
+def test_a_claim_held_by_another_run_is_reported_the_same_under_async(cluster, kube, namespace, tmp_path):
+    """Two runs of one set, started with async: the one that finds the other's claim reports it
+    exactly as a synchronous run does (issue 19 point 5)."""
+    import yaml
+    from ansible_cli import BIN, ansible_env, run_module
+
+    definition = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "one"}, "data": {"a": "1"}}]
+    rc, _result, out = run_module(cluster, "applyset_apply", {"parent": "held", "namespace": namespace,
+                                                               "definition": definition})
+    assert rc == 0, out
+    # Another run's claim, unexpired (as a run on another controller would hold it).
+    claim = json.dumps({"expires": time.time() + 600, "run": "elsewhere/1/abcd"}, separators=(",", ":"))
+    status, body, _ = kube.request("PATCH", f"/api/v1/namespaces/{namespace}/secrets/held",
+                                   {"metadata": {"annotations": {"applyset.kubernetes.ansible/lock": claim}}},
+                                   content_type="application/merge-patch+json")
+    assert status == 200, body
+    args = {"parent": "held", "namespace": namespace, "definition": definition, "lock_wait": 0}
+    rc, sync_result, out = run_module(cluster, "applyset_apply", args)
+    assert rc != 0 and "elsewhere/1/abcd" in sync_result["msg"], out
+
+    tasks = [
+        {"name": "two runs of the same set at once", "loop": [1, 2], "async": 120, "poll": 0,
+         "register": "started", "applyset.kubernetes.applyset_apply": args},
+        {"name": "collect them", "ansible.builtin.async_status": {"jid": "{{ item.ansible_job_id }}"},
+         "loop": "{{ started.results }}", "register": "finished", "until": "finished is finished",
+         "retries": 60, "delay": 1, "ignore_errors": True},
+        {"name": "keep the results", "ansible.builtin.copy": {
+            "dest": str(tmp_path / "finished.json"), "content": "{{ finished.results | to_json }}"}},
+    ]
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}],
+                                       sort_keys=False))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), str(playbook)], capture_output=True, text=True,
+                          timeout=300, env=ansible_env(cluster), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    finished = json.loads((tmp_path / "finished.json").read_text())
+    assert [r.get("failed") for r in finished] == [True, True]
+    assert [r["msg"] for r in finished] == [sync_result["msg"]] * 2
