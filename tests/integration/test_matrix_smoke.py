@@ -4,7 +4,8 @@ One pass through what users do with playbooks/deploy.yml, on whatever ansible-co
 Python run pytest: preview in check mode (nothing written), deploy, run again (no
 change), preview a prune in check mode (nothing deleted), prune, and read the set
 back with an ad hoc applyset_info. Small on purpose: the full suite covers the
-behaviour, this covers the interfaces between the collection and ansible-core.
+behaviour, this covers the interfaces between the collection and ansible-core, and that
+none of them is deprecated in the ansible-core at hand.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ def changed_count(output: str) -> int:
     return int(match.group(1))
 
 
+def assert_no_deprecation(output: str) -> None:
+    # Whatever this ansible-core deprecates, the collection and its playbooks must not use it
+    # (ansible-core shows deprecation warnings unless deprecation_warnings is turned off).
+    assert "[DEPRECATION WARNING]" not in output, output
+
+
 def live(kube, namespace) -> set[str]:
     names = set()
     for path, kind in [(f"/api/v1/namespaces/{namespace}/configmaps", "ConfigMap"),
@@ -82,6 +89,7 @@ def test_deploy_noop_prune_and_check_mode(cluster, kube, namespace, tmp_path):
         proc = run_playbook(cluster, "playbooks/deploy.yml", extra_vars={**base_vars, **extra},
                             check=check, diff=check)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert_no_deprecation(proc.stdout + proc.stderr)
         return proc.stdout + proc.stderr
 
     output = deploy(check=True)
@@ -104,6 +112,7 @@ def test_deploy_noop_prune_and_check_mode(cluster, kube, namespace, tmp_path):
 
     rc, result, output = run_module(cluster, "applyset_info", {"parent": "shop", "namespace": namespace})
     assert rc == 0, output
+    assert_no_deprecation(output)
     assert result["changed"] is False
     [applyset] = result["applysets"]
     assert applyset["id_matches"] is True
