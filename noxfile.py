@@ -27,9 +27,8 @@ from nox.command import CommandFailed
 REPO = Path(__file__).resolve().parent
 RESULTS = REPO / ".state" / "matrix" / "results.tsv"
 
-# The Python versions each ansible-core release supports on the controller, from
-# ansible-core's porting guides / release notes (ansible-test's
-# CONTROLLER_PYTHON_VERSIONS of the same release says the same; each session checks).
+# The Python versions each ansible-core release supports on the controller: ansible-test's
+# CONTROLLER_PYTHON_VERSIONS of that release (each session checks its pair against it).
 # Only Python 3.10-3.13 are in the matrix; 3.14 is left out until the machine has it.
 CONTROLLER_PYTHONS = {
     "2.16": ["3.10", "3.11", "3.12"],
