@@ -82,5 +82,16 @@ integration: $(TEST_CLUSTER)
 test: $(TEST_CLUSTER)
 	$(PY) -m pytest tests/unit tests/integration -q -ra
 
+# The Python x ansible-core matrix (noxfile.py, docs/compatibility.md): unit tests and the
+# integration smoke test on every combination ansible-core supports on the controller, and
+# ansible-test sanity on the oldest and newest core. matrix-corners (for CI) runs only the
+# oldest and the newest combination and sanity on both.
+.PHONY: matrix matrix-corners
+matrix: $(TEST_CLUSTER)
+	$(VENV)/bin/nox $(NOXFLAGS)
+
+matrix-corners: $(TEST_CLUSTER)
+	$(VENV)/bin/nox -t corners $(NOXFLAGS)
+
 clean: cluster-down
 	rm -rf .state

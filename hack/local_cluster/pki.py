@@ -4,6 +4,14 @@ One CA signs the API server's serving certificate (127.0.0.1 and localhost) and
 client certificates (admin is in ``system:masters``; the other components get
 their own identities so that RBAC stays realistic). A separate RSA key signs
 ServiceAccount tokens. Everything is valid for a week: the cluster is for tests.
+
+The certificates carry the extensions a real cluster's (kubeadm's) do, because
+strict verifiers reject chains without them: Python 3.13 turns on OpenSSL's
+X509_V_FLAG_X509_STRICT in ssl.create_default_context(), which fails with
+"Missing Authority Key Identifier" (and similar) otherwise. Every certificate has
+a subject key identifier, every certificate signed by the CA an authority key
+identifier, basicConstraints is critical everywhere, and keyUsage names exactly
+what each key does.
 """
 
 from __future__ import annotations
@@ -48,16 +56,46 @@ def _name(common_name: str, organization: str | None = None) -> x509.Name:
     return x509.Name(attrs)
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, public_key) -> x509.CertificateBuilder:
+def _key_usage(*, digital_signature: bool = False, cert_sign: bool = False) -> x509.KeyUsage:
+    # EC keys sign; they never encipher keys, so key_encipherment stays off even on
+    # TLS certificates (it only applies to RSA key transport).
+    return x509.KeyUsage(
+        digital_signature=digital_signature, key_cert_sign=cert_sign, crl_sign=cert_sign,
+        content_commitment=False, key_encipherment=False, data_encipherment=False,
+        key_agreement=False, encipher_only=False, decipher_only=False,
+    )
+
+
+def _builder(subject: x509.Name, public_key, *, issuer_name: x509.Name, issuer_key) -> x509.CertificateBuilder:
+    """A certificate for ``public_key`` with the identifiers strict chain building needs.
+
+    ``issuer_key`` is the signer's public key: the authority key identifier is
+    derived from it the same way as the issuer's own subject key identifier, so the
+    two match (for the self-signed CA both are its own).
+    """
     now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
     return (
         x509.CertificateBuilder()
         .subject_name(subject)
-        .issuer_name(issuer)
+        .issuer_name(issuer_name)
         .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(now)
         .not_valid_after(now + VALIDITY)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key), critical=False
+        )
+    )
+
+
+def _leaf(subject: x509.Name, public_key, usage, *, ca_name: x509.Name, ca_key) -> x509.CertificateBuilder:
+    """An end-entity certificate: not a CA, signs TLS handshakes, for one purpose."""
+    return (
+        _builder(subject, public_key, issuer_name=ca_name, issuer_key=ca_key.public_key())
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(digital_signature=True), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     )
 
 
@@ -85,16 +123,9 @@ class PKI:
         ca_key = _key()
         ca_name = _name("applyset-local-ca")
         ca = (
-            _builder(ca_name, ca_name, ca_key.public_key())
+            _builder(ca_name, ca_key.public_key(), issuer_name=ca_name, issuer_key=ca_key.public_key())
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True, key_cert_sign=True, crl_sign=True,
-                    content_commitment=False, key_encipherment=False, data_encipherment=False,
-                    key_agreement=False, encipher_only=False, decipher_only=False,
-                ),
-                critical=True,
-            )
+            .add_extension(_key_usage(digital_signature=True, cert_sign=True), critical=True)
             .sign(ca_key, hashes.SHA256())
         )
         _write_key(self.ca_key, ca_key)
@@ -102,7 +133,8 @@ class PKI:
 
         serving_key = _key()
         serving = (
-            _builder(_name("kube-apiserver"), ca_name, serving_key.public_key())
+            _leaf(_name("kube-apiserver"), serving_key.public_key(), ExtendedKeyUsageOID.SERVER_AUTH,
+                  ca_name=ca_name, ca_key=ca_key)
             .add_extension(
                 x509.SubjectAlternativeName(
                     [
@@ -113,7 +145,6 @@ class PKI:
                 ),
                 critical=False,
             )
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
             .sign(ca_key, hashes.SHA256())
         )
         _write_key(self.serving_key, serving_key)
@@ -121,13 +152,10 @@ class PKI:
 
         for stem, (common_name, organization) in clients.items():
             key = _key()
-            cert = (
-                _builder(_name(common_name, organization), ca_name, key.public_key())
-                .add_extension(
-                    x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
-                )
-                .sign(ca_key, hashes.SHA256())
-            )
+            cert = _leaf(
+                _name(common_name, organization), key.public_key(), ExtendedKeyUsageOID.CLIENT_AUTH,
+                ca_name=ca_name, ca_key=ca_key,
+            ).sign(ca_key, hashes.SHA256())
             crt_path, key_path = self.client_files(stem)
             _write_key(key_path, key)
             _write_cert(crt_path, cert)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+# result_file: what `ansible --tree` did, without the option ansible-core removes in 2.23.
+CALLBACK_PLUGINS = Path(__file__).resolve().parent / "callback_plugins"
 
 
 def ansible_env(cluster, **extra) -> dict:
@@ -25,16 +27,27 @@ def ansible_env(cluster, **extra) -> dict:
 def run_module(cluster, module: str, args: dict, *, check: bool = False, diff: bool = False,
                env: dict | None = None, timeout: float = 300):
     """Run one module ad hoc on localhost; returns (rc, result dict, combined output)."""
-    with tempfile.TemporaryDirectory() as tree:
+    with tempfile.TemporaryDirectory() as result_dir:
         cmd = [str(BIN / "ansible"), "localhost", "-m", f"applyset.kubernetes.{module}",
-               "-a", json.dumps(args), "--tree", tree]
+               "-a", json.dumps(args)]
         if check:
             cmd.append("--check")
         if diff:
             cmd.append("--diff")
+        run_env = dict(env or ansible_env(cluster))
+        # Ad hoc runs load callbacks other than stdout's only with LOAD_CALLBACK_PLUGINS;
+        # stdout stays the same (minimal, as stdout_callback is `default`).
+        run_env.update(
+            ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+            ANSIBLE_CALLBACK_PLUGINS=os.pathsep.join(
+                filter(None, [str(CALLBACK_PLUGINS), run_env.get("ANSIBLE_CALLBACK_PLUGINS")])),
+            ANSIBLE_CALLBACKS_ENABLED=",".join(
+                filter(None, ["result_file", run_env.get("ANSIBLE_CALLBACKS_ENABLED")])),
+            APPLYSET_RESULT_DIR=result_dir,
+        )
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=env or ansible_env(cluster), cwd=REPO_ROOT)
-        result_file = Path(tree) / "localhost"
+                              env=run_env, cwd=REPO_ROOT)
+        result_file = Path(result_dir) / "localhost"
         result = json.loads(result_file.read_text()) if result_file.exists() else {}
     return proc.returncode, result, proc.stdout + proc.stderr
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from ansible.release import __version__ as ANSIBLE_CORE_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -60,7 +62,16 @@ def inventory(tmp_path, config: str, env=None, name="fleet.kubeconfig.yml"):
     proc = subprocess.run([str(BIN / "ansible-inventory"), "-i", str(source), "--list"], capture_output=True,
                           text=True, env=environ, cwd=REPO_ROOT, timeout=120)
     data = unwrap(json.loads(proc.stdout)) if proc.returncode == 0 else None
-    return proc.returncode, data, proc.stdout + proc.stderr
+    return proc.returncode, data, unwrap_lines(proc.stdout + proc.stderr)
+
+
+def unwrap_lines(text: str) -> str:
+    """ansible-core before 2.19 wraps warnings at 80 columns, also after a hyphen; join them again."""
+    return re.sub(r"\s*\n\s*", " ", re.sub(r"(?<=-)\n", "", text))
+
+
+# ansible-core 2.19 keeps the native type of a compose expression's result; before, it is the text.
+NATIVE_COMPOSE = tuple(int(part) for part in ANSIBLE_CORE_VERSION.split(".")[:2]) >= (2, 19)
 
 
 def hosts_of(data, group):
@@ -91,7 +102,8 @@ def test_one_host_per_context_with_connection_vars_groups_and_no_credentials(tmp
         "prod-eu-west", "eu", "https://eu.example:6443", "shop")
     assert eu["applyset_context_parts"] == {"stage": "prod", "region": "eu-west"}
     assert eu["ansible_connection"] == "local" and eu["ansible_python_interpreter"] == sys.executable
-    assert eu["shop_replicas"] == 3 and hostvars["staging-eu-west"]["shop_replicas"] == 1
+    replicas = (3, 1) if NATIVE_COMPOSE else ("3", "1")
+    assert (eu["shop_replicas"], hostvars["staging-eu-west"]["shop_replicas"]) == replicas
     assert "applyset_namespace" not in hostvars["prod-us-east"]
     assert sorted(hosts_of(data, "kubernetes_clusters")) == sorted(hostvars)
     assert sorted(hosts_of(data, "stage_prod")) == ["prod-eu-west", "prod-us-east"]
