@@ -187,6 +187,33 @@ def _live_result(res: Resource, meta: dict, action: str, reason: str | None = No
                         name=meta["name"], action=action, reason=reason, uid=meta.get("uid"))
 
 
+def _apply_entry(obj: dict, manager: str) -> dict | None:
+    return next((e for e in (obj.get("metadata") or {}).get("managedFields") or []
+                 if e.get("manager") == manager and e.get("operation") == "Apply" and not e.get("subresource")),
+                None)
+
+
+def _apply_changed_nothing(before: dict, after: dict, manager: str) -> bool:
+    """Whether our apply left the object as it was listed (``before`` is metadata only).
+
+    The same resourceVersion says so. A newer one alone does not say the opposite: a controller
+    may have written the object's status (a Job's, say) between our LIST and our apply. So for
+    an object with a status, a newer resourceVersion still counts as unchanged when its spec
+    generation, labels, annotations and our manager's managedFields entry are all as listed:
+    a status write touches none of them, and a change by our apply touches at least one.
+    """
+    meta_before, meta_after = before.get("metadata") or {}, after.get("metadata") or {}
+    if meta_before.get("resourceVersion") == meta_after.get("resourceVersion"):
+        return True
+    if "status" not in after or meta_before.get("generation") is None:
+        return False
+    ours_before = _apply_entry(before, manager)
+    return (ours_before is not None and ours_before == _apply_entry(after, manager)
+            and meta_before.get("generation") == meta_after.get("generation")
+            and (meta_before.get("labels") or {}) == (meta_after.get("labels") or {})
+            and (meta_before.get("annotations") or {}) == (meta_after.get("annotations") or {}))
+
+
 def _conflict_causes(err: ConflictError) -> list:
     causes = ((err.body or {}).get("details") or {}).get("causes") or []
     return [c for c in causes if isinstance(c, dict)]
@@ -869,8 +896,7 @@ class Engine:
         elif opts.dry_run or opts.diff:
             action = "unchanged" if _normalize(before) == _normalize(after) else "configured"
         else:
-            same = before["metadata"].get("resourceVersion") == after["metadata"].get("resourceVersion")
-            action = "unchanged" if same else "configured"
+            action = "unchanged" if _apply_changed_nothing(before, after, opts.field_manager) else "configured"
         if action != "unchanged":
             self._diff_entry(member.ref, before, after)
         return _result_for(member, action, uid=None if opts.dry_run and action == "created" else uid)
