@@ -24,6 +24,7 @@ import pytest
 import yaml
 from ansible_cli import REPO_ROOT, ansible_env, run_playbook
 from kubeapi import wait_for
+from test_faults import two_namespaces  # noqa: F401  (a fixture: the test's namespace and a second one)
 
 MODULES = ("applyset_apply", "applyset_info", "applyset_verify")
 CR_PARENT_CRD = "applysets.example.com"
@@ -100,14 +101,6 @@ def example_files(root: Path, ns_a: str, ns_b: str) -> None:
         metadata: {{name: platform-b, namespace: {ns_b}}}
         data: {{team: b}}
         """)
-
-
-@pytest.fixture
-def two_namespaces(kube, namespace):
-    other = f"{namespace[:50]}-l"
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
-    yield namespace, other
-    kube.delete(f"/api/v1/namespaces/{other}")
 
 
 @pytest.fixture
