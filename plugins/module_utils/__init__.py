@@ -1,1 +1,0 @@
-"""Shared code for the applyset.kubernetes collection."""

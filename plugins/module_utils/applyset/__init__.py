@@ -1,1 +1,0 @@
-"""Core ApplySet library: pure Python, no Ansible imports."""

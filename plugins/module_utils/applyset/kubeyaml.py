@@ -220,7 +220,7 @@ def go_parse_int(text, base=0):
     unsigned = go_parse_uint(text[1:] if text[:1] in ("+", "-") else text, base)
     if unsigned is None:
         return None
-    value = -unsigned if negative else unsigned
+    value = 0 - unsigned if negative else unsigned
     return value if INT64_MIN <= value <= INT64_MAX else None
 
 
