@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -232,3 +233,149 @@ def test_the_return_docs_document_keys_with_known_types():
         for key, doc in module_doc(module, "RETURN").items():
             assert doc.get("type") in (*TYPES, "raw"), (module, key, doc.get("type"))
             assert doc.get("returned"), (module, key)
+
+
+# ----- the YAML examples of README.md, docs/ and the role READMEs -----------------------------------------------
+
+DOC_PAGES = ["README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")),
+             *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "roles").glob("*/README.md"))]
+# The marker for the rare example that cannot run here, on the line right before its fence:
+#   <!-- example: not run: <reason> -->
+NOT_RUN = re.compile(r"<!-- example: not run: (.+?) -->\s*$")
+# Keys whose values are namespaces; and role variables whose set name defaults the namespace
+# (the name stays, the namespace is given beside it).
+NAMESPACE_KEYS = ("namespace",)
+APP_KEYS = {"deploy_app": "deploy_namespace", "uninstall_app": "uninstall_namespace"}
+
+
+def doc_examples(page: str) -> list:
+    """(line, playbook-or-task-list, not-run reason) for each YAML block of tasks or plays."""
+    text = (REPO_ROOT / page).read_text()
+    found = []
+    for match in re.finditer(r"^```yaml\n(.*?)^```", text, flags=re.S | re.M):
+        try:
+            data = yaml.safe_load(match.group(1))
+        except yaml.YAMLError:
+            continue
+        if not (isinstance(data, list) and data and isinstance(data[0], dict)):
+            continue  # a configuration file or a manifest, not something to run
+        before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        reason = NOT_RUN.search(before)
+        found.append((text[:match.start()].count("\n") + 1, data, reason.group(1) if reason else None))
+    return found
+
+
+def substitute_names(value, names: dict):
+    """Like ``substitute``, for namespaces, the namespaces that role set names default, and loops."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in NAMESPACE_KEYS and isinstance(item, str):
+                out[key] = names.get(item, item)
+            elif key in APP_KEYS and isinstance(item, str) and item in names:
+                out[key] = item
+                out.setdefault(APP_KEYS[key], names[item])
+            elif key == "loop" and isinstance(item, list):
+                out[key] = [names.get(i, i) if isinstance(i, str) else i for i in item]
+            else:
+                out[key] = substitute_names(item, names)
+        return out
+    if isinstance(value, list):
+        return [substitute_names(v, names) for v in value]
+    return value
+
+
+def doc_example_files(root: Path, names: dict) -> None:
+    """Inputs the doc examples point at, besides example_files'."""
+    # Literal paths (src: manifests/my-app/), and the looped ones by their namespace
+    # (src: "manifests/{{ item }}/" with the namespace as item).
+    for name, directory in (("my-app", "my-app"), ("common", "common"), ("looped", names.get("shop", "shop")),
+                            ("billing", names.get("billing", "billing")), ("search", names.get("search", "search"))):
+        write(root / "manifests" / directory / "settings.yaml", f"""
+            apiVersion: v1
+            kind: ConfigMap
+            metadata: {{name: {name}-settings}}
+            data: {{team: {name}}}
+            """)
+    write(root / "manifests" / "shop" / "30-migrate.yaml", """
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: migrate}
+        spec:
+          template:
+            spec:
+              restartPolicy: Never
+              containers: [{name: migrate, image: registry.example/migrate:1}]
+        """)
+    write(root / "templates" / "shop.yaml.j2", """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: shop-rendered}
+        data: {from: "{{ 'a template' }}"}
+        """)
+    write(root / "templates" / "web.yaml.j2", """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: web-rendered}
+        data: {replicas: "{{ replicas | default(shop_replicas) }}"}
+        """)
+    write(root / "overlays" / "prod" / "kustomization.yaml", """
+        resources: [flags.yaml]
+        """)
+    write(root / "overlays" / "prod" / "flags.yaml", """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: prod-flags}
+        data: {beta: "false"}
+        """)
+
+
+def page_playbook(page: str, names: dict) -> tuple[list, list]:
+    """One playbook for a page: its examples in order (plays as they are, task lists in a play)."""
+    plays, skipped = [], []
+    for line, data, reason in doc_examples(page):
+        if reason:
+            skipped.append(f"{page}:{line}: {reason}")
+            continue
+        data = substitute_names(data, names)
+        if "hosts" in data[0]:
+            plays += data
+        else:
+            plays.append({"name": f"{page}:{line}", "hosts": "localhost", "gather_facts": False, "tasks": data})
+    return plays, skipped
+
+
+@pytest.fixture
+def more_namespaces(kube, namespace):
+    made = {name: f"{namespace[:48]}-{suffix}" for name, suffix in (("billing", "b"), ("search", "s"))}
+    for created in made.values():
+        kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": created}})
+    yield made
+    for created in made.values():
+        kube.delete(f"/api/v1/namespaces/{created}")
+
+
+@pytest.mark.parametrize("page", [p for p in DOC_PAGES if doc_examples(p)])
+def test_the_yaml_examples_of_each_page_run_in_order(cluster, kube, two_namespaces, new_namespace, more_namespaces,
+                                                     cr_parent_kind, tmp_path, page):
+    ns, ns_legacy = two_namespaces
+    names = {"shop": ns, "legacy": ns_legacy, "argocd": new_namespace, "my-app": ns, **more_namespaces}
+    example_files(tmp_path, ns, ns_legacy)
+    doc_example_files(tmp_path, names)
+    plays, skipped = page_playbook(page, names)
+    print(f"\n{page}: {len(plays)} plays run; not run: {skipped or 'none'}")
+    if not plays:
+        pytest.skip(f"every example of {page} is marked not runnable: {skipped}")
+    setup = {"name": "Setup: the shop set the examples look at", "hosts": "localhost", "gather_facts": False,
+             "tasks": setup_tasks("applyset_info", ns)}
+    playbook = tmp_path / "page.yml"
+    playbook.write_text(yaml.safe_dump([setup, *plays], sort_keys=False))
+    proc = run_playbook(cluster, playbook)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+def test_examples_not_run_say_why_and_stay_rare():
+    skipped = [s for page in DOC_PAGES for s in page_playbook(page, {})[1]]
+    print("\n".join(skipped))
+    total = sum(len(doc_examples(page)) for page in DOC_PAGES)
+    assert len(skipped) * 4 <= total, skipped  # rare: at most a quarter
