@@ -50,6 +50,18 @@ def substitute(value, namespaces: dict):
     return value
 
 
+MIGRATE_JOB = """
+    apiVersion: batch/v1
+    kind: Job
+    metadata: {name: migrate}
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: migrate, image: registry.example/migrate:1}]
+    """
+
+
 def write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip())
@@ -75,16 +87,7 @@ def example_files(root: Path, ns_a: str, ns_b: str) -> None:
             spec:
               containers: [{name: web, image: registry.example/web:1}]
         """)
-    write(root / "manifests" / "argocd" / "migrate.yaml", """
-        apiVersion: batch/v1
-        kind: Job
-        metadata: {name: migrate}
-        spec:
-          template:
-            spec:
-              restartPolicy: Never
-              containers: [{name: migrate, image: registry.example/migrate:1}]
-        """)
+    write(root / "manifests" / "argocd" / "migrate.yaml", MIGRATE_JOB)
     write(root / "manifests" / "cache" / "cache.yaml", """
         apiVersion: v1
         kind: ConfigMap
@@ -297,16 +300,7 @@ def doc_example_files(root: Path, names: dict) -> None:
             metadata: {{name: {name}-settings}}
             data: {{team: {name}}}
             """)
-    write(root / "manifests" / "shop" / "30-migrate.yaml", """
-        apiVersion: batch/v1
-        kind: Job
-        metadata: {name: migrate}
-        spec:
-          template:
-            spec:
-              restartPolicy: Never
-              containers: [{name: migrate, image: registry.example/migrate:1}]
-        """)
+    write(root / "manifests" / "shop" / "30-migrate.yaml", MIGRATE_JOB)
     write(root / "templates" / "shop.yaml.j2", """
         apiVersion: v1
         kind: ConfigMap

@@ -100,9 +100,26 @@ def _is_update(entry: dict) -> bool:
     return entry.get("operation") == "Update" and not entry.get("subresource")
 
 
+def _owns_last_applied(entry: dict) -> bool:
+    node = entry.get("fieldsV1") or {}
+    for key in _LAST_APPLIED_PATH:
+        node = node.get(key) if isinstance(node, dict) else None
+        if node is None:
+            return False
+    return True
+
+
+def _may_migrate(entry: dict, ssa_manager: str) -> bool:
+    return (_is_update(entry) and entry.get("manager") != ssa_manager
+            and (entry.get("manager") in IMPERATIVE_MANAGERS or _owns_last_applied(entry)))
+
+
 def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
     """The managedFields after the migration, or None when there is nothing to move."""
-    entries = copy.deepcopy(managed_fields or [])
+    # Runs after every apply: most objects have no entry to move, and need no copy or parsing.
+    if not any(_may_migrate(e, ssa_manager) for e in managed_fields or ()):
+        return None
+    entries = copy.deepcopy(managed_fields)
     ours = next((e for e in entries if e.get("manager") == ssa_manager and e.get("operation") == "Apply"
                  and not e.get("subresource")), None)
     if ours is None:
@@ -111,7 +128,7 @@ def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
     owned = set(ours_before)
     migration = Migration(managed_fields=[])
     csa_names = {e.get("manager") for e in entries if _is_update(e) and e.get("manager") != ssa_manager
-                 and _LAST_APPLIED_PATH in field_paths(e.get("fieldsV1"))}
+                 and _owns_last_applied(e)}
     kept = []
     for entry in entries:
         name = entry.get("manager")

@@ -253,6 +253,7 @@ class Engine:
         self._candidates: list = []  # (resource, metadata) of listed set members not desired
         self._about_to_apply: set = set()  # UIDs of the live objects the desired set names
         self._adopted: list = []  # (resource, metadata) of legacy prune objects taken in, not desired
+        self._adopted_desired = 0  # legacy prune objects taken in that the desired set names
         self.run_id = new_run_id()
         self.claim: Claim | None = None
         self._namespace_to_create: str | None = None  # create_namespace: missing, made before the parent
@@ -356,6 +357,7 @@ class Engine:
         for res, meta in selection.adopted:
             refs.append(legacies.ref(res, meta))
             if (res.group, res.kind, meta.get("namespace") or "", meta["name"]) in desired_keys:
+                self._adopted_desired += 1
                 continue  # applying it labels it
             labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: self.parent.id}
             adopted.append((res, {**meta, "labels": labels}))
@@ -530,8 +532,7 @@ class Engine:
         delete, keep, skip = (self._classify(candidates, about_to_apply - {None}) if self.opts.prune
                               else ([], [], []))
         if self.opts.prune:
-            adopted_desired = len(self.report.applyset.get("adopted") or ()) - len(self._adopted)
-            self._guard(delete, len(in_set) + adopted_desired, emptying=not plan.members)
+            self._guard(delete, len(in_set) + self._adopted_desired, emptying=not plan.members)
         elif not plan.members:
             raise InputError("no objects passed to apply", obj=f"ApplySet {parent.ref}",
                              fix="give src or definition, or use state: absent")
@@ -1099,13 +1100,14 @@ class Engine:
         for res, meta in delete:
             by_rank.setdefault(plans.rank_of(res.group_kind, res.namespaced), []).append((res, meta))
         ok = all(o.action != "failed" for o in self.report.objects)
+        adopted_uids = {meta.get("uid") for _res, meta in self._adopted}
         for rank in sorted(by_rank, reverse=True):
             batch = sorted(by_rank[rank], key=lambda p: (p[0].kind, p[1].get("namespace") or "", p[1]["name"]))
             for (res, meta), result in zip(batch, self.client.map(self._delete_one, batch)):
                 if isinstance(result, Exception):
                     result = _live_result(res, meta, "failed", f"pruning failed: {result}")
                 ok = ok and result.action != "failed"
-                if result.action == "pruned" and any(m.get("uid") == meta.get("uid") for _r, m in self._adopted):
+                if result.action == "pruned" and meta.get("uid") in adopted_uids:
                     result.reason = (f"taken over from the legacy prune set ({self.opts.adopt_legacy.selector}) and "
                                      "no longer in the manifests")
                 self.report.objects.append(result)

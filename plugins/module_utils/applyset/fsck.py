@@ -535,12 +535,16 @@ def fix_body(fix: HintFix) -> dict:
     set (kubectl refuses a set whose tooling names another tool), so the live value is kept.
     """
     set_info = fix.set_info
-    parent = parents.Parent(resource=set_info.resource, name=set_info.name, namespace=set_info.namespace,
-                            id=set_info.expected_id, exists=True, uid=set_info.uid,
-                            resource_version=set_info.resource_version, tooling=set_info.tooling)
-    body = parents.parent_body(parent, fix.group_kinds, fix.namespaces)
+    body = parents.parent_body(_parent_of(set_info, set_info.resource_version), fix.group_kinds, fix.namespaces)
     body["metadata"]["annotations"][spec.ANNOTATION_TOOLING] = set_info.tooling
     return body
+
+
+def _parent_of(set_info: SetInfo, resource_version: str | None) -> parents.Parent:
+    """The engine's parent model for a set found by the scan, as of ``resource_version``."""
+    return parents.Parent(resource=set_info.resource, name=set_info.name, namespace=set_info.namespace,
+                          id=set_info.expected_id, exists=True, uid=set_info.uid,
+                          resource_version=resource_version, tooling=set_info.tooling)
 
 
 def field_manager_for(set_info: SetInfo) -> str:
@@ -562,10 +566,8 @@ def apply_fix(client: KubeClient, fix: HintFix, *, dry_run: bool) -> None:
         annotations = ((written or {}).get("metadata") or {}).get("annotations") or {}
         if spec.ANNOTATION_GROUP_RESOURCES in annotations:
             # Owned by another manager (a kubectl set taken over): the apply cannot remove it.
-            parent = parents.Parent(resource=set_info.resource, name=set_info.name, namespace=set_info.namespace,
-                                    id=set_info.expected_id, exists=True, uid=set_info.uid,
-                                    resource_version=written["metadata"].get("resourceVersion"))
-            parents.drop_legacy_annotation(client, parent, dry_run=dry_run)
+            parents.drop_legacy_annotation(
+                client, _parent_of(set_info, written["metadata"].get("resourceVersion")), dry_run=dry_run)
     except ParentError as err:
         fix.error = err
         return
