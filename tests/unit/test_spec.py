@@ -277,3 +277,14 @@ class TestKeepReason:
     def test_every_keep_annotation_is_recognised(self):
         for key, value in spec.KEEP_ANNOTATIONS.items():
             assert spec.keep_reason({key: value}) == f"annotation {key}={value}"
+
+
+def test_object_id_is_one_shape_for_namespaced_and_cluster_scoped_objects():
+    deployment = spec.ObjectId.of(spec.GroupKind("apps", "Deployment"), "shop", "web")
+    assert deployment == ("apps", "Deployment", "shop", "web")
+    assert str(deployment) == "Deployment.apps shop/web"
+    assert deployment.group_kind == spec.GroupKind("apps", "Deployment")
+    # None and "" both mean cluster-scoped: one key, not two.
+    assert spec.ObjectId.of(spec.NAMESPACE_KIND, None, "shop") == spec.ObjectId.of(spec.NAMESPACE_KIND, "", "shop")
+    assert str(spec.ObjectId.from_metadata(spec.NAMESPACE_KIND, {"name": "shop"})) == "Namespace shop"
+    assert spec.ObjectId.from_metadata(spec.SECRET_KIND, {"name": "s", "namespace": "a"}).namespace == "a"

@@ -708,7 +708,7 @@ class Engine:
         or as one failure per member, after other writes. A GET that is refused (credentials
         limited to a namespace) tells nothing; the writes then report what they meet.
         """
-        made_by_set = {m.name for m in plan.members if m.resource.group_kind == plans.NAMESPACE_GROUP_KIND}
+        made_by_set = {m.name for m in plan.members if m.resource.group_kind == spec.NAMESPACE_KIND}
         needed = {m.namespace for m in plan.members if m.resource.namespaced and m.namespace}
         if self.parent.namespace and not self.parent.exists:
             needed.add(self.parent.namespace)
@@ -718,7 +718,7 @@ class Engine:
         if self.parent.exists and self.parent.namespace:
             needed.discard(self.parent.namespace)  # the parent lives there
         names = sorted(needed - made_by_set)
-        ns_res = self.discovery.for_group_kind(plans.NAMESPACE_GROUP_KIND) if names else None
+        ns_res = self.discovery.for_group_kind(spec.NAMESPACE_KIND) if names else None
         if ns_res is None:
             return
         found = self.client.map(lambda name: self.client.get(ns_res, name), names)
@@ -773,7 +773,7 @@ class Engine:
         there (Secrets, PVCs), and as a member its removal from the set would be a prune the
         guard refuses anyway. Apply without the part-of label, so it is never a prune candidate.
         """
-        res = self.discovery.for_group_kind(plans.NAMESPACE_GROUP_KIND)
+        res = self.discovery.for_group_kind(spec.NAMESPACE_KIND)
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         reason = "create_namespace: true; not a member of the set, so state=absent leaves it"
         try:
@@ -831,12 +831,12 @@ class Engine:
                     result = _result_for(member, "failed", reason=str(err), error=err)
                 if result.action == "failed":
                     ok = False
-                if member.resource.group_kind == plans.NAMESPACE_GROUP_KIND and result.action == "created":
+                if member.resource.group_kind == spec.NAMESPACE_KIND and result.action == "created":
                     created_namespaces.add(member.name)
                 self.report.objects.append(result)
             if not ok:
                 return False  # later ranks depend on this one
-            crds = [m for m in rank_members if m.resource.group_kind == plans.CRD_GROUP_KIND]
+            crds = [m for m in rank_members if m.resource.group_kind == spec.CRD_KIND]
             if crds and not self.opts.dry_run:
                 self._wait_for_crds(crds)
         return ok

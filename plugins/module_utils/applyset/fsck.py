@@ -306,8 +306,6 @@ def kinds_that_may_hold(client: KubeClient, discovery: Discovery, sets: list) ->
     return {key: reason for key, reason in reasons.items() if reason is not None}
 
 
-SERVICE = GroupKind("", "Service")
-ENDPOINTS = GroupKind("", "Endpoints")
 
 
 @dataclass
@@ -328,7 +326,7 @@ class MemberKinds:
 
 def classify_members(set_info: SetInfo, members: list) -> MemberKinds:
     uids = {m.uid for m in members if m.uid}
-    services = {(m.namespace, m.name) for m in members if m.group_kind == SERVICE}
+    services = {(m.namespace, m.name) for m in members if m.group_kind == spec.SERVICE_KIND}
     kinds = MemberKinds()
     for member in members:
         controller = member.controller()
@@ -337,7 +335,7 @@ def classify_members(set_info: SetInfo, members: list) -> MemberKinds:
                 kinds.derived.append(member)
             else:
                 kinds.controlled.append((member, controller))
-        elif member.group_kind == ENDPOINTS and (member.namespace, member.name) in services:
+        elif member.group_kind == spec.ENDPOINTS_KIND and (member.namespace, member.name) in services:
             # The endpoints controller sets no owner reference; the shared name is the link.
             kinds.derived.append(member)
         else:

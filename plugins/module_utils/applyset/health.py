@@ -23,6 +23,7 @@ import json
 import time
 
 from .errors import ApiError, ApplySetError, InputError, WaitTimeout
+from . import spec
 from .spec import GroupKind
 
 
@@ -285,26 +286,23 @@ def conditions_ready(obj: dict) -> tuple[bool, str]:
     return True, "no Ready or Available condition"
 
 
-SERVICE = GroupKind("", "Service")
-JOB = GroupKind("batch", "Job")
-
 RULES = {
     GroupKind("apps", "Deployment"): deployment_ready,
     GroupKind("apps", "StatefulSet"): statefulset_ready,
     GroupKind("apps", "DaemonSet"): daemonset_ready,
     GroupKind("apps", "ReplicaSet"): replicaset_ready,
-    JOB: job_ready,
+    spec.JOB_KIND: job_ready,
     GroupKind("", "Pod"): pod_ready,
     GroupKind("", "PersistentVolumeClaim"): pvc_ready,
-    GroupKind("apiextensions.k8s.io", "CustomResourceDefinition"): crd_ready,
-    GroupKind("", "Namespace"): namespace_ready,
-    SERVICE: load_balancer_ready,  # only with wait_for_load_balancers, see is_ready
+    spec.CRD_KIND: crd_ready,
+    spec.NAMESPACE_KIND: namespace_ready,
+    spec.SERVICE_KIND: load_balancer_ready,  # only with wait_for_load_balancers, see is_ready
 }
 
 # Built-in kinds with nothing to wait for: waiting does not even read them.
 ALWAYS_READY = frozenset({
-    GroupKind("", "ConfigMap"),
-    GroupKind("", "Secret"),
+    spec.CONFIGMAP_KIND,
+    spec.SECRET_KIND,
     GroupKind("", "ServiceAccount"),
     GroupKind("", "LimitRange"),
     GroupKind("", "ResourceQuota"),
@@ -425,7 +423,7 @@ def _verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = N
     """``is_ready``, keeping a ``Final`` reason recognisable for the waiting loop."""
     group_kind = group_kind_of(obj)
     if (obj.get("metadata") or {}).get("deletionTimestamp"):
-        if group_kind == JOB and _job_finished(obj):
+        if group_kind == spec.JOB_KIND and _job_finished(obj):
             # The TTL controller deletes finished Jobs in the foreground: the Job stays
             # readable, with its final condition, until its Pods are gone.
             return job_ready(obj)
@@ -433,7 +431,7 @@ def _verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = N
     expression = _override_for(group_kind, overrides)
     if expression is not None:
         return _override_ready(obj, expression)
-    if group_kind == SERVICE and not wait_for_load_balancers:
+    if group_kind == spec.SERVICE_KIND and not wait_for_load_balancers:
         return True, "Service (load balancer address not awaited)"
     rule = RULES.get(group_kind)
     if rule is not None:
@@ -446,7 +444,7 @@ def _verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = N
 def _needs_reading(group_kind: GroupKind, overrides: dict | None, wait_for_load_balancers: bool) -> bool:
     if _override_for(group_kind, overrides) is not None:
         return True
-    if group_kind == SERVICE:
+    if group_kind == spec.SERVICE_KIND:
         return wait_for_load_balancers
     return group_kind not in ALWAYS_READY
 
@@ -662,7 +660,7 @@ class _GoneTracker:
     def verdict(self, target, mine: dict, replaced_by: dict | None = None) -> tuple[bool, str]:
         res, namespace, _name = target
         replaced = f" (a new object with uid {_uid(replaced_by)} took its name)" if replaced_by else ""
-        ttl = _ttl_after_finished(self.seen.get(target), mine) if res.group_kind == JOB else None
+        ttl = _ttl_after_finished(self.seen.get(target), mine) if res.group_kind == spec.JOB_KIND else None
         if ttl is None:
             return False, Final(f"deleted while waiting{replaced}: the object applied (uid {_uid(mine)}) is gone")
         # The TTL controller deletes a Job only once it has a Complete or Failed condition,

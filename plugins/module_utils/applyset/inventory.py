@@ -22,9 +22,6 @@ from .errors import ApiError, ApplySetError
 from .kube import Discovery, KubeClient, Resource
 from .spec import GroupKind
 
-SECRET_GROUP_KIND = GroupKind("", "Secret")
-CONFIGMAP_GROUP_KIND = GroupKind("", "ConfigMap")
-CRD_GROUP_KIND = parents.CRD_RESOURCE.group_kind
 
 # A set-based selector names every id; ids are 55 characters, so this keeps URLs short.
 IDS_PER_SELECTOR = 40
@@ -276,7 +273,7 @@ class SetListing:
 
 def parent_resources(client: KubeClient, discovery: Discovery, listing: SetListing) -> list[Resource]:
     """Every kind that may be a parent: Secrets, ConfigMaps and custom resources of marked CRDs."""
-    found = [res for res in (discovery.for_group_kind(gk) for gk in (SECRET_GROUP_KIND, CONFIGMAP_GROUP_KIND))
+    found = [res for res in (discovery.for_group_kind(gk) for gk in (spec.SECRET_KIND, spec.CONFIGMAP_KIND))
              if res is not None]
     try:
         crds = list(client.list(parents.CRD_RESOURCE, label_selector=spec.LABEL_PARENT_TYPE))

@@ -403,7 +403,7 @@ def _kinds_defined_by_crds(manifests):
     kinds = {}
     for manifest in manifests:
         obj = manifest.obj
-        if manifest.api_version is None or manifest.group_kind != CRD_GROUP_KIND:
+        if manifest.api_version is None or manifest.group_kind != spec.CRD_KIND:
             continue
         crd_spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
         crd_names = crd_spec.get("names") if isinstance(crd_spec.get("names"), dict) else {}
@@ -413,7 +413,6 @@ def _kinds_defined_by_crds(manifests):
     return kinds
 
 
-CRD_GROUP_KIND = spec.GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
 
 
 def _problems_of(manifest, crd_kinds=None):

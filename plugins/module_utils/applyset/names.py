@@ -42,8 +42,8 @@ RULE_TEXT = {
 # (ConfigMap, Secret, Deployment, Job, Ingress, CRD, ...) and every custom resource served by a
 # CRD uses DNS1123_SUBDOMAIN; the server requires at least PATH_SEGMENT of any name.
 _NAME_RULES = {
-    ("", "Namespace"): DNS1123_LABEL,
-    ("", "Service"): DNS1035_LABEL,  # DNS-1123 label with the alpha gate RelaxedServiceNameValidation
+    spec.NAMESPACE_KIND: DNS1123_LABEL,
+    spec.SERVICE_KIND: DNS1035_LABEL,  # DNS-1123 label with the alpha gate RelaxedServiceNameValidation
     ("apps", "StatefulSet"): DNS1123_LABEL,
     # Checked against a real API server (tests/integration/test_connection_errors.py): the server
     # checks these only as path segments; a stricter rule here would refuse valid input.

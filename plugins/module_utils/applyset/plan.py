@@ -15,8 +15,6 @@ from .kube import Discovery, Resource
 from .manifests import Manifest
 from .spec import GroupKind
 
-CRD_GROUP_KIND = GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
-NAMESPACE_GROUP_KIND = GroupKind("", "Namespace")
 
 # Apply order, lowest first; prune runs in the reverse order. Kinds not listed
 # get RANK_OTHER_CLUSTER (cluster-scoped) or RANK_OTHER (namespaced). Definitions
@@ -24,8 +22,8 @@ NAMESPACE_GROUP_KIND = GroupKind("", "Namespace")
 # that they never block the objects that serve them.
 RANK_CRD, RANK_NAMESPACE, RANK_OTHER_CLUSTER, RANK_OTHER, RANK_LAST = 0, 1, 2, 7, 9
 RANK_TABLE = {
-    CRD_GROUP_KIND: RANK_CRD,
-    NAMESPACE_GROUP_KIND: RANK_NAMESPACE,
+    spec.CRD_KIND: RANK_CRD,
+    spec.NAMESPACE_KIND: RANK_NAMESPACE,
     # cluster-scoped configuration
     GroupKind("scheduling.k8s.io", "PriorityClass"): 2,
     GroupKind("storage.k8s.io", "StorageClass"): 2,
@@ -36,13 +34,13 @@ RANK_TABLE = {
     GroupKind("", "ResourceQuota"): 3,
     GroupKind("", "LimitRange"): 3,
     GroupKind("", "ServiceAccount"): 3,
-    GroupKind("", "Secret"): 3,
-    GroupKind("", "ConfigMap"): 3,
+    spec.SECRET_KIND: 3,
+    spec.CONFIGMAP_KIND: 3,
     GroupKind("rbac.authorization.k8s.io", "Role"): 3,
     GroupKind("rbac.authorization.k8s.io", "RoleBinding"): 3,
     GroupKind("networking.k8s.io", "NetworkPolicy"): 3,
     GroupKind("", "PersistentVolumeClaim"): 4,
-    GroupKind("", "Service"): 5,
+    spec.SERVICE_KIND: 5,
     # workloads
     GroupKind("apps", "Deployment"): 6,
     GroupKind("apps", "StatefulSet"): 6,
@@ -50,7 +48,7 @@ RANK_TABLE = {
     GroupKind("apps", "ReplicaSet"): 6,
     GroupKind("", "ReplicationController"): 6,
     GroupKind("", "Pod"): 6,
-    GroupKind("batch", "Job"): 6,
+    spec.JOB_KIND: 6,
     GroupKind("batch", "CronJob"): 6,
     GroupKind("autoscaling", "HorizontalPodAutoscaler"): 7,
     GroupKind("policy", "PodDisruptionBudget"): 7,
@@ -63,7 +61,7 @@ RANK_TABLE = {
 
 # Kinds whose prune loses data or many objects at once; the guard refuses them by default.
 PROTECTED_KINDS = frozenset({
-    CRD_GROUP_KIND, NAMESPACE_GROUP_KIND, GroupKind("", "PersistentVolume"), GroupKind("", "PersistentVolumeClaim"),
+    spec.CRD_KIND, spec.NAMESPACE_KIND, GroupKind("", "PersistentVolume"), GroupKind("", "PersistentVolumeClaim"),
 })
 
 
@@ -142,8 +140,8 @@ class Member:
         return self.body["metadata"]["name"]
 
     @property
-    def key(self) -> tuple:
-        return (self.resource.group, self.resource.kind, self.namespace or "", self.name)
+    def key(self) -> spec.ObjectId:
+        return spec.ObjectId.of(self.resource, self.namespace, self.name)
 
     @property
     def ref(self) -> str:
@@ -167,7 +165,7 @@ def _resources_from_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str]
     """Resources that CRDs in the input will define, keyed by (group, version, kind)."""
     defined = {}
     for m in manifests:
-        if m.group_kind != CRD_GROUP_KIND:
+        if m.group_kind != spec.CRD_KIND:
             continue
         crd_spec = m.obj.get("spec") or {}
         names = crd_spec.get("names") or {}

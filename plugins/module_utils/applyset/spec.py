@@ -90,6 +90,52 @@ class GroupKind(NamedTuple):
         return cls(group, kind)
 
 
+# Kinds the collection treats specially, named once.
+SECRET_KIND = GroupKind("", "Secret")
+CONFIGMAP_KIND = GroupKind("", "ConfigMap")
+NAMESPACE_KIND = GroupKind("", "Namespace")
+SERVICE_KIND = GroupKind("", "Service")
+ENDPOINTS_KIND = GroupKind("", "Endpoints")
+JOB_KIND = GroupKind("batch", "Job")
+CRD_KIND = GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
+
+
+class ObjectId(NamedTuple):
+    """Which object: group, kind, namespace ("" when cluster-scoped) and name.
+
+    The one identity of an object in the core. The version is not part of it: the same object
+    read through two versions is one object. Being a tuple, it sorts and hashes as
+    ``(group, kind, namespace, name)``.
+    """
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, group_kind, namespace, name):
+        """Build it from anything with ``group`` and ``kind`` (a GroupKind or a Resource).
+
+        ``namespace`` may be None or "" for a cluster-scoped object.
+        """
+        return cls(group_kind.group or "", group_kind.kind, namespace or "", name)
+
+    @classmethod
+    def from_metadata(cls, group_kind, metadata):
+        """Build it from a kind and an object's ``metadata`` (namespace and name)."""
+        return cls.of(group_kind, metadata.get("namespace"), metadata["name"])
+
+    @property
+    def group_kind(self):
+        """The object's GroupKind."""
+        return GroupKind(self.group, self.kind)
+
+    def __str__(self):
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.group_kind} {where}"
+
+
 class GroupResource(NamedTuple):
     """An API group and a plural resource name, as in the legacy annotation."""
 
@@ -100,7 +146,7 @@ class GroupResource(NamedTuple):
         return f"{self.resource}.{self.group}" if self.group else self.resource
 
 
-BUILTIN_PARENT_KINDS = frozenset({GroupKind("", "Secret"), GroupKind("", "ConfigMap")})
+BUILTIN_PARENT_KINDS = frozenset({SECRET_KIND, CONFIGMAP_KIND})
 
 
 def _split_list(text):
