@@ -54,10 +54,12 @@ def hints(kube, namespace, parent="set1"):
     return meta["labels"], meta["annotations"]
 
 
-def snapshot(kube, namespaces):
-    """uid -> resourceVersion of everything a test could have touched."""
-    paths = ["/apis/apiextensions.k8s.io/v1/customresourcedefinitions"]
-    paths += [f"/api/v1/namespaces?fieldSelector=metadata.name%3D{ns}" for ns in namespaces]
+def snapshot(kube, namespaces, crd_groups=()):
+    """uid -> resourceVersion of everything a test could have touched.
+
+    Only the test's own namespaces and the CRDs of its own groups: other tests share the cluster.
+    """
+    paths = [f"/api/v1/namespaces?fieldSelector=metadata.name%3D{ns}" for ns in namespaces]
     for ns in namespaces:
         paths += [f"/api/v1/namespaces/{ns}/{p}" for p in ("configmaps", "secrets", "services")]
         paths.append(f"/apis/apps/v1/namespaces/{ns}/deployments")
@@ -66,6 +68,10 @@ def snapshot(kube, namespaces):
         for item in kube.get(path)["items"]:
             meta = item["metadata"]
             state[meta["uid"]] = (meta.get("namespace"), meta["name"], meta["resourceVersion"])
+    for item in kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]:
+        meta = item["metadata"]
+        if meta["name"].partition(".")[2] in crd_groups:
+            state[meta["uid"]] = (None, meta["name"], meta["resourceVersion"])
     return state
 
 
@@ -374,13 +380,13 @@ def test_check_mode_with_namespace_and_crd_created_in_the_same_run(cluster, kube
         crd(group),
         {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}},
     ]
-    before = snapshot(kube, [namespace])
+    before = snapshot(kube, [namespace, new_ns], crd_groups=[group])
     rc, result, out = apply(cluster, namespace, objs, check=True)
     assert rc == 0, out
     reasons = {f"{o['kind']}/{o['name']}": o.get("reason", "") for o in result["objects"]}
     assert "is created by this run" in reasons["ConfigMap/inside"]
     assert "CRD is created by this run" in reasons["Widget/w"]
-    assert snapshot(kube, [namespace]) == before
+    assert snapshot(kube, [namespace, new_ns], crd_groups=[group]) == before
 
 
 def test_diff_through_ansible_playbook_check_diff(cluster, kube, namespace, tmp_path):
