@@ -14,6 +14,28 @@ BIN = Path(sys.executable).parent
 # result_file: what `ansible --tree` did, without the option ansible-core removes in 2.23.
 CALLBACK_PLUGINS = Path(__file__).resolve().parent / "callback_plugins"
 
+# The shop's web tier as deploy.yml's `shop_manifests` holds it: a Deployment and its Service
+# (kept under 30-web.yaml, indented as the tests' textwrap.dedent expects).
+WEB_MANIFEST = """
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web}
+        spec:
+          replicas: 1
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}}
+            spec:
+              containers: [{name: web, image: nginx:1.27}]
+        ---
+        apiVersion: v1
+        kind: Service
+        metadata: {name: web}
+        spec:
+          selector: {app: web}
+          ports: [{port: 80}]
+        """
+
 
 def ansible_env(cluster, **extra) -> dict:
     env = cluster.env(**extra)

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_cli import BIN, REPO_ROOT, WEB_MANIFEST
 
 ansible_runner = pytest.importorskip("ansible_runner")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 PART_OF = "applyset.kubernetes.io/part-of"
 
 # What deploy.yml needs for a set of ConfigMaps, a Deployment and a Service under a Secret
@@ -41,25 +40,7 @@ MANIFESTS = {
         metadata: {name: shop-settings}
         data: {currency: EUR}
         """,
-    "30-web.yaml": """
-        apiVersion: apps/v1
-        kind: Deployment
-        metadata: {name: web}
-        spec:
-          replicas: 1
-          selector: {matchLabels: {app: web}}
-          template:
-            metadata: {labels: {app: web}}
-            spec:
-              containers: [{name: web, image: nginx:1.27}]
-        ---
-        apiVersion: v1
-        kind: Service
-        metadata: {name: web}
-        spec:
-          selector: {app: web}
-          ports: [{port: 80}]
-        """,
+    "30-web.yaml": WEB_MANIFEST,
     "50-banner.yaml": """
         apiVersion: v1
         kind: ConfigMap

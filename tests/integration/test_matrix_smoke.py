@@ -14,7 +14,7 @@ import re
 import sys
 import textwrap
 
-from ansible_cli import run_module, run_playbook
+from ansible_cli import WEB_MANIFEST, run_module, run_playbook
 
 # What deploy.yml picks up from `shop_manifests`; 50-banner.yaml is what
 # `shop_without_banner=true` leaves out, so the second deploy prunes it.
@@ -25,25 +25,7 @@ MANIFESTS = {
         metadata: {name: settings}
         data: {currency: EUR}
         """,
-    "30-web.yaml": """
-        apiVersion: apps/v1
-        kind: Deployment
-        metadata: {name: web}
-        spec:
-          replicas: 1
-          selector: {matchLabels: {app: web}}
-          template:
-            metadata: {labels: {app: web}}
-            spec:
-              containers: [{name: web, image: nginx:1.27}]
-        ---
-        apiVersion: v1
-        kind: Service
-        metadata: {name: web}
-        spec:
-          selector: {app: web}
-          ports: [{port: 80}]
-        """,
+    "30-web.yaml": WEB_MANIFEST,
     "50-banner.yaml": """
         apiVersion: v1
         kind: ConfigMap
