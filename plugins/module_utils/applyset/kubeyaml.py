@@ -88,12 +88,19 @@ class Uint64(int):
 
 
 class YamlError(ValueError):
-    """A document kubectl would refuse, with the 0-based line (and column) it is about."""
+    """A document kubectl would refuse, with the 0-based line (and column) it is about.
 
-    def __init__(self, message, line=None, column=None):
+    Args:
+        message: what is wrong. It never quotes a scalar's value: the value may be a Secret's.
+        line, column: 0-based position in the whole stream, when known.
+        fix: what to write instead, when it is more precise than "correct the YAML there".
+    """
+
+    def __init__(self, message, line=None, column=None, fix=None):
         super().__init__(message)
         self.line = line
         self.column = column
+        self.fix = fix
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,7 +133,19 @@ def resolve(tag, text):
         return rtag, value
     if tag == FLOAT_TAG and rtag == INT_TAG:
         return FLOAT_TAG, float(value)
-    raise YamlError(f"cannot decode {_short(rtag)} `{text}` as a {_short(tag)}")
+    # kubectl quotes the text here; we give its length only: it may be a Secret's value.
+    raise YamlError(f"cannot decode {_short(rtag)} ({_characters(text)}, not shown) as a {_short(tag)}",
+                    fix=f"drop the {_short(tag)} tag (quote the value to keep it as text), or write "
+                        f"{_WHAT_FITS[tag]} there")
+
+
+# What a value with an explicit tag must look like, for the fix of a value that does not fit.
+_WHAT_FITS = {BOOL_TAG: "true or false", INT_TAG: "an integer", FLOAT_TAG: "a number", NULL_TAG: "null",
+              TIMESTAMP_TAG: "a date or time such as 2001-12-14T21:59:43Z"}
+
+
+def _characters(text):
+    return "1 character" if len(text) == 1 else f"{len(text)} characters"
 
 
 def _resolve_number(tag, text):
@@ -257,7 +276,9 @@ def decode_binary(text):
     try:
         data = base64.b64decode(text.replace("\n", "").replace("\r", ""), validate=True)
     except (binascii.Error, ValueError):
-        raise YamlError("!!binary value contains invalid base64 data") from None
+        raise YamlError(f"!!binary value contains invalid base64 data ({_characters(text)}, not shown)",
+                        fix="write the base64 of the bytes (base64 -w0 FILE), or drop the !!binary tag "
+                            "to keep the text") from None
     return data.decode("utf-8", errors="applyset-go-replace")
 
 
@@ -511,7 +532,7 @@ class _Builder:
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return json_number(value)
         except YamlError as error:
-            raise _error_at(node, str(error)) from None
+            raise _error_of_scalar(node, error) from None
         return value
 
     def _key(self, node):
@@ -535,7 +556,7 @@ class _Builder:
                 value = decode_binary(value)
             return json_key(value), _identity(value)
         except YamlError as error:
-            raise _error_at(node, str(error)) from None
+            raise _error_of_scalar(node, error) from None
 
     def _non_specific(self, node):
         """Whether a plain-looking scalar was written with the tag "!": go-yaml v2 keeps its text.
@@ -606,9 +627,14 @@ def _is_merge(node):
     return node.__class__ is yaml.ScalarNode and node.value == "<<" and node.tag in (PLAIN_TAG, MERGE_TAG)
 
 
-def _error_at(node, message, context=None):
+def _error_at(node, message, context=None, fix=None):
     mark = node.start_mark
-    return YamlError(f"{message} ({context})" if context else message, mark.line, mark.column)
+    return YamlError(f"{message} ({context})" if context else message, mark.line, mark.column, fix)
+
+
+def _error_of_scalar(node, error):
+    """``error`` of resolving or decoding ``node``'s text, placed at the node."""
+    return _error_at(node, str(error), fix=error.fix)
 
 
 class _NodeLoaderMixin:

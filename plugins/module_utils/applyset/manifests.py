@@ -319,7 +319,7 @@ def _syntax_error(error, source):
     else:
         where = f" at line {error.line + 1}, column {error.column + 1}"
     return InputError(f"{language} syntax error{where}: {message}", obj=source,
-                      fix=f"correct the {language} at that position")
+                      fix=error.fix or f"correct the {language} at that position")
 
 
 def _flatten_into(manifests, document, source):
