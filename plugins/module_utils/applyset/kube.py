@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from .errors import ApiError, ApplySetError, AuthenticationFailed, ConfigError, ConflictError, ConnectionFailed, InputError
@@ -215,19 +216,37 @@ def _describe_kubeconfig(doc: dict, context_entry: dict, label: str) -> Connecti
                             ca=ca, kubeconfig=label, context=context_name)
 
 
-def load_configuration(auth: dict):
-    """Build a ``kubernetes.client.Configuration`` from kubernetes.core-style options."""
-    return load_connection(auth)[0]
-
-
 def load_connection(auth: dict):
-    """Build a ``kubernetes.client.Configuration`` and its ``ConnectionSource``.
+    """Build the client configuration from kubernetes.core-style options, and say where it came from.
 
-    Precedence follows kubernetes.core: explicit options win; a kubeconfig (given,
-    or the default one) is loaded unless only ``host`` and credentials are given;
-    in-cluster configuration is the last resort. Missing files, empty kubeconfigs and
-    unknown contexts are ``ConfigError``s that say which file and what to do.
+    Precedence follows kubernetes.core: explicit options win; a kubeconfig (given, or the
+    default one) is loaded unless only ``host`` and credentials are given; in-cluster
+    configuration is the last resort.
+
+    Args:
+        auth: the options of ``ansible_support.AUTH_ARG_SPEC`` by name (``kubeconfig`` a path, a
+            ``os.pathsep``-separated list of paths or a mapping; ``context``, ``host``, ``api_key``,
+            ``ca_cert``, ``client_cert``, ``client_key``, ``validate_certs``, ``proxy``,
+            ``no_proxy``); None and "" count as not given.
+
+    Returns:
+        ``(kubernetes.client.Configuration, ConnectionSource)``.
+
+    Raises:
+        InputError: the ``kubernetes`` package is missing.
+        ConfigError: a missing or unreadable kubeconfig, one without contexts, an unknown context,
+            or one the kubernetes package refuses; the message names the file and what to do.
     """
+    client, config = _kubernetes_client()
+    auth = {k: v for k, v in (auth or {}).items() if v is not None and v != ""}
+    cfg = client.Configuration()
+    source = _load_base_configuration(auth, cfg, config)
+    _set_explicit_options(cfg, auth)
+    return cfg, _with_explicit_options(source, auth)
+
+
+def _kubernetes_client():
+    """The ``kubernetes`` package's ``client`` and ``config`` modules, imported only when needed."""
     try:
         import kubernetes  # noqa: F401  (imported lazily: unit tests of pure code do not need it)
         from kubernetes import client, config
@@ -236,40 +255,57 @@ def load_connection(auth: dict):
             "the Python package 'kubernetes' is required",
             fix="pip install kubernetes (see requirements.txt)",
         ) from err
+    return client, config
 
-    auth = {k: v for k, v in (auth or {}).items() if v is not None and v != ""}
-    cfg = client.Configuration()
-    kubeconfig = auth.get("kubeconfig")
-    context = auth.get("context")
-    # What is left when only options are given (host and a credential, no kubeconfig).
-    source = ConnectionSource(server="the host option", credential="no credentials", credential_kind="none",
-                              ca="the system's trusted CAs")
-    label = None
+
+def _load_base_configuration(auth: dict, cfg, config) -> ConnectionSource:
+    """Load what the explicit options start from into ``cfg``: a kubeconfig mapping, kubeconfig
+    files, the in-cluster configuration, or nothing when only ``host`` and credentials are given."""
+    kubeconfig, context = auth.get("kubeconfig"), auth.get("context")
+    if isinstance(kubeconfig, dict):
+        return _load_kubeconfig_mapping(kubeconfig, context, cfg, config)
+    if kubeconfig or context or not auth.get("host"):
+        return _load_kubeconfig_files(kubeconfig, context, cfg, config)
+    return ConnectionSource(server="the host option", credential="no credentials", credential_kind="none",
+                            ca="the system's trusted CAs")
+
+
+def _load_kubeconfig_mapping(kubeconfig: dict, context: str | None, cfg, config) -> ConnectionSource:
+    label = "the kubeconfig option (a mapping)"
+    doc = _read_kubeconfig_dict(kubeconfig)
+    context_entry = _choose_context(doc, context, label)
+    with _refused_configuration(config, label):
+        config.load_kube_config_from_dict(kubeconfig, context=context, client_configuration=cfg)
+    return _describe_kubeconfig(doc, context_entry, label)
+
+
+def _load_kubeconfig_files(kubeconfig, context: str | None, cfg, config) -> ConnectionSource:
+    """The kubeconfig files kubectl would read; in a pod without any of them, the in-cluster configuration."""
+    paths, origin = _kubeconfig_files(kubeconfig)
+    existing = [path for path in paths if os.path.isfile(path)]
+    if not existing and not kubeconfig and not context and _in_cluster():
+        with _refused_configuration(config, None):
+            config.load_incluster_config(client_configuration=cfg)
+        return ConnectionSource(
+            server="the in-cluster configuration (KUBERNETES_SERVICE_HOST)",
+            credential=f"the pod's service account token ({IN_CLUSTER_TOKEN})",
+            credential_kind="in-cluster", ca=IN_CLUSTER_CA)
+    if not existing:
+        raise _no_kubeconfig(paths, origin)
+    label = "kubeconfig " + os.pathsep.join(existing)
+    doc = _read_kubeconfigs(existing)
+    context_entry = _choose_context(doc, context, label)
+    with _refused_configuration(config, label):
+        config.load_kube_config(config_file=os.pathsep.join(existing), context=context,
+                                client_configuration=cfg, persist_config=False)
+    return _describe_kubeconfig(doc, context_entry, label)
+
+
+@contextmanager
+def _refused_configuration(config, label: str | None):
+    """Turn the kubernetes package's refusal of a configuration into a ``ConfigError`` about ``label``."""
     try:
-        if isinstance(kubeconfig, dict):
-            label = "the kubeconfig option (a mapping)"
-            doc = _read_kubeconfig_dict(kubeconfig)
-            context_entry = _choose_context(doc, context, label)
-            config.load_kube_config_from_dict(kubeconfig, context=context, client_configuration=cfg)
-            source = _describe_kubeconfig(doc, context_entry, label)
-        elif kubeconfig or context or not auth.get("host"):
-            paths, origin = _kubeconfig_files(kubeconfig)
-            existing = [path for path in paths if os.path.isfile(path)]
-            if not existing and not kubeconfig and not context and _in_cluster():
-                config.load_incluster_config(client_configuration=cfg)
-                source = ConnectionSource(
-                    server="the in-cluster configuration (KUBERNETES_SERVICE_HOST)",
-                    credential=f"the pod's service account token ({IN_CLUSTER_TOKEN})",
-                    credential_kind="in-cluster", ca=IN_CLUSTER_CA)
-            else:
-                if not existing:
-                    raise _no_kubeconfig(paths, origin)
-                label = "kubeconfig " + os.pathsep.join(existing)
-                doc = _read_kubeconfigs(existing)
-                context_entry = _choose_context(doc, context, label)
-                config.load_kube_config(config_file=os.pathsep.join(existing), context=context,
-                                        client_configuration=cfg, persist_config=False)
-                source = _describe_kubeconfig(doc, context_entry, label)
+        yield
     except config.ConfigException as err:
         raise ConfigError(
             f"could not load Kubernetes configuration: {err}",
@@ -280,33 +316,43 @@ def load_connection(auth: dict):
         raise ConfigError(f"could not read the kubeconfig: {err}", obj=label,
                           fix="check the kubeconfig path and permissions") from None
 
+
+def _set_explicit_options(cfg, auth: dict) -> None:
+    """The options given explicitly override what the kubeconfig set."""
     if auth.get("host"):
         cfg.host = auth["host"]
-        source = replace(source, server=_option_source("host", auth["host"]))
     if auth.get("api_key"):
         key = auth["api_key"]
         cfg.api_key = {"authorization": key if key.lower().startswith("bearer ") else f"Bearer {key}"}
-        source = replace(source, credential=f"the bearer token from {_option_source('api_key', key)}",
-                         credential_kind="api_key")
     if auth.get("ca_cert"):
         cfg.ssl_ca_cert = auth["ca_cert"]
-        source = replace(source, ca=f"the CA file {auth['ca_cert']} from {_option_source('ca_cert', auth['ca_cert'])}")
     if auth.get("client_cert"):
         cfg.cert_file = auth["client_cert"]
-        if not auth.get("api_key"):
-            source = replace(source, credential=f"the client certificate {auth['client_cert']} from the "
-                                                "client_cert option", credential_kind="client certificate")
     if auth.get("client_key"):
         cfg.key_file = auth["client_key"]
     if "validate_certs" in auth:
         cfg.verify_ssl = bool(auth["validate_certs"])
-        if not cfg.verify_ssl:
-            source = replace(source, ca="none: validate_certs is false")
     if auth.get("proxy"):
         cfg.proxy = auth["proxy"]
     if auth.get("no_proxy"):
         cfg.no_proxy = auth["no_proxy"]
-    return cfg, source
+
+
+def _with_explicit_options(source: ConnectionSource, auth: dict) -> ConnectionSource:
+    """``source`` with the server, credential and CA that explicit options replaced, for error messages."""
+    if auth.get("host"):
+        source = replace(source, server=_option_source("host", auth["host"]))
+    if auth.get("api_key"):
+        source = replace(source, credential=f"the bearer token from {_option_source('api_key', auth['api_key'])}",
+                         credential_kind="api_key")
+    if auth.get("ca_cert"):
+        source = replace(source, ca=f"the CA file {auth['ca_cert']} from {_option_source('ca_cert', auth['ca_cert'])}")
+    if auth.get("client_cert") and not auth.get("api_key"):
+        source = replace(source, credential=f"the client certificate {auth['client_cert']} from the "
+                                            "client_cert option", credential_kind="client certificate")
+    if "validate_certs" in auth and not bool(auth["validate_certs"]):
+        source = replace(source, ca="none: validate_certs is false")
+    return source
 
 
 def _read_kubeconfig_dict(doc: dict) -> dict:
@@ -815,12 +861,19 @@ class KubeClient:
 
 
 def connect(auth: dict, **kwargs) -> KubeClient:
+    """A client for the cluster the options name (see ``load_connection``), impersonating if asked.
+
+    Args:
+        auth: the options as ``ansible_support.auth_params`` gives them; ``impersonate_user`` and
+            ``impersonate_groups`` (a list) are sent as ``Impersonate-*`` headers.
+        kwargs: passed on to ``KubeClient`` (``parallelism``, ``retry_seconds``, ``timeout``).
+
+    Raises:
+        InputError, ConfigError: as ``load_connection``. No request is sent yet.
+    """
     cfg, source = load_connection(auth)
-    groups = auth.get("impersonate_groups")
-    if isinstance(groups, str):
-        groups = [g.strip() for g in groups.split(",") if g.strip()]
-    return KubeClient(cfg, impersonate_user=auth.get("impersonate_user"), impersonate_groups=groups, source=source,
-                      **kwargs)
+    return KubeClient(cfg, impersonate_user=auth.get("impersonate_user"),
+                      impersonate_groups=auth.get("impersonate_groups"), source=source, **kwargs)
 
 
 # ----- helpers ----------------------------------------------------------------------------
