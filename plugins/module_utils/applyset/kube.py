@@ -67,7 +67,8 @@ class ConnectionSource:
     ``server``, ``credential`` and ``ca`` each say which setting was used and where it was
     found (``cluster "prod" in kubeconfig /home/me/.kube/config``, ``the K8S_AUTH_API_KEY
     environment variable``); ``credential_kind`` is ``token``, ``api_key``, ``client
-    certificate``, ``exec``, ``auth-provider``, ``basic``, ``in-cluster`` or ``none``.
+    certificate``, ``exec``, ``auth-provider``, ``basic``, ``in-cluster`` or ``none``;
+    ``kubeconfig`` and ``context`` name the kubeconfig read and its context, if one was.
     """
 
     server: str = "the configuration"
@@ -395,17 +396,25 @@ class Resource:
 
     @property
     def api_version(self) -> str:
+        """The ``apiVersion`` of its objects: ``apps/v1``, or ``v1`` for the core group."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
     def group_kind(self) -> GroupKind:
+        """Its group and kind, without the version (what an ApplySet parent records)."""
         return GroupKind(self.group, self.kind)
 
     def parent_ref(self, name: str) -> str:
-        """kubectl's reference to an ApplySet parent, as in its messages: ``secrets./shop``."""
+        """kubectl's reference to an ApplySet parent of this resource named ``name``, as in its
+        messages: ``secrets./shop``."""
         return f"{self.plural}.{self.group}/{name}"
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """The URL path of the collection, or of the object ``name`` in it.
+
+        ``namespace`` is used only for a namespaced resource; without it the path lists across all
+        namespaces. Both are URL-quoted.
+        """
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
             base += f"/namespaces/{urllib.parse.quote(namespace, safe='')}"
@@ -416,7 +425,12 @@ class Resource:
 
 
 class Discovery:
-    """What the server serves, from one discovery pass per run."""
+    """What the server serves, from one discovery pass per run.
+
+    ``resources`` are in preference order: where a kind is served in several versions, the
+    first one is the preferred version, and the lookups return it. A lookup that finds nothing
+    returns None (or ``[]``); it never raises.
+    """
 
     def __init__(self, resources: list[Resource]):
         self.resources = resources
@@ -431,17 +445,20 @@ class Discovery:
                     self._by_name.setdefault((res.group, name.lower()), res)
 
     def for_gvk(self, group: str, version: str, kind: str) -> Resource | None:
+        """The resource of ``kind`` in exactly this ``group`` and ``version``."""
         return self._by_gvk.get((group, version, kind))
 
     def for_group_kind(self, gk: GroupKind) -> Resource | None:
+        """The preferred version's resource of the group and kind ``gk``."""
         return self._by_gk.get(gk)
 
     def with_kind(self, kind: str) -> list[Resource]:
-        """Every group that serves a kind of this name (to suggest the right apiVersion)."""
+        """The resource in every group that serves ``kind`` (to suggest the right apiVersion)."""
         return [res for gk, res in self._by_gk.items() if gk.kind == kind]
 
     def for_resource(self, group: str, name: str) -> Resource | None:
-        """Look up ``secrets``, ``secret`` or a short name, like kubectl's RESTMapper."""
+        """The resource that ``name`` names in ``group``: its plural (``secrets``), singular, kind in
+        lower case or a short name, in any case, like kubectl's RESTMapper."""
         return self._by_name.get((group, name.lower()))
 
 
@@ -495,7 +512,10 @@ def _resources_from_legacy(group: str, version: str, doc: dict) -> list[Resource
 
 class AdaptiveLimit:
     """How many requests may be in flight: halves when the server pushes back (429,
-    503), grows back by one after each run of successes, never above ``ceiling``."""
+    503), grows back by one after each run of successes, never above ``ceiling``.
+
+    Used as a context manager around each request: entering waits for a free slot.
+    """
 
     def __init__(self, ceiling: int):
         self.ceiling = max(1, ceiling)
@@ -517,11 +537,13 @@ class AdaptiveLimit:
             self._cond.notify_all()
 
     def pushed_back(self) -> None:
+        """The server answered 429 or 503: halve the limit (never below 1)."""
         with self._cond:
             self.limit = max(1, self.limit // 2)
             self._successes = 0
 
     def succeeded(self) -> None:
+        """Any other answer: after as many successes in a row as the limit, allow one more."""
         with self._cond:
             self._successes += 1
             if self.limit < self.ceiling and self._successes >= self.limit:
@@ -532,6 +554,9 @@ class AdaptiveLimit:
 
 @dataclass
 class Response:
+    """A successful answer: HTTP ``status``, the decoded JSON ``body`` (None when empty, the text
+    when it is not JSON) and the ``warnings`` of its ``Warning`` headers as plain messages."""
+
     status: int
     body: object
     warnings: list[str]
@@ -552,10 +577,19 @@ def _parse_warnings(values: list[str]) -> list[str]:
 class KubeClient:
     """A thread-safe client over one urllib3 connection pool.
 
-    ``parallelism`` bounds both the pool and the worker threads of ``map``.
-    Idempotent requests (GET, server-side apply, DELETE with a UID
-    precondition) are retried on 429, 5xx and connection errors with jittered
-    exponential backoff that honours Retry-After, for at most ``retry_seconds``.
+    Args:
+        cfg: the ``kubernetes.client.Configuration`` of ``load_connection``: server, TLS,
+            credentials (refreshed before each request when an exec plugin or token file gives them),
+            proxy.
+        parallelism: bounds both the pool and the worker threads of ``map``.
+        retry_seconds: how long idempotent requests (GET, server-side apply, DELETE with a UID
+            precondition) are retried on 429, 5xx and connection errors, with jittered exponential
+            backoff that honours Retry-After.
+        timeout: seconds to wait for an answer once connected (connecting: 10 s).
+        impersonate_user, impersonate_groups: sent as ``Impersonate-User`` and ``Impersonate-Group``.
+        source: where the settings came from, named by connection and credential errors.
+
+    ``requests_sent`` counts every attempt, retries included.
     """
 
     def __init__(self, cfg, parallelism: int = 8, retry_seconds: float = 30.0, timeout: float = 60.0,
@@ -615,7 +649,26 @@ class KubeClient:
     def request(self, method: str, path: str, *, query: dict | None = None, body=None,
                 content_type: str | None = None, accept: str = "application/json",
                 retry: bool | None = None) -> Response:
-        """Send one request; HTTP errors become ``ApiError`` (``ConflictError`` for 409)."""
+        """Send one request to the API server and decode its answer.
+
+        Args:
+            method, path: the HTTP method and the URL path (``Resource.path``).
+            query: query parameters; a list value repeats the parameter.
+            body: bytes or text sent as they are, anything else as compact JSON (then
+                ``content_type`` defaults to ``application/json``).
+            content_type, accept: the request's ``Content-Type`` and ``Accept`` headers.
+            retry: whether 429, 5xx and connection errors are retried (see the class); by default
+                only GETs are.
+
+        Returns:
+            The ``Response``.
+
+        Raises:
+            ConnectionFailed: no answer (refused, unknown host, TLS verification failed, timeout).
+            AuthenticationFailed: HTTP 401.
+            ConflictError: HTTP 409.
+            ApiError: any other HTTP status of 400 or above.
+        """
         url = self.host + path
         if query:
             url += "?" + urllib.parse.urlencode(query, doseq=True)
@@ -726,11 +779,11 @@ class KubeClient:
             details=dict(err.details or {}, server=self.host, credential_source=src.credential))
 
     def map(self, func, items):
-        """Run ``func`` over items with bounded parallelism; results keep input order.
+        """Run ``func`` on each of ``items`` with bounded parallelism; results keep input order.
 
-        The library's own errors (an API error for one object, say) are returned in place of
-        results rather than raised, so that one failed object never hides the outcome of the
-        others. Anything else is a bug, not an outcome: it propagates.
+        The library's own errors (an ``ApplySetError``: an API error for one object, say) are
+        returned in place of results rather than raised, so that one failed object never hides
+        the outcome of the others. Anything else is a bug, not an outcome: it propagates.
         """
         items = list(items)
 
@@ -747,7 +800,14 @@ class KubeClient:
 
     # -- discovery -------------------------------------------------------------------------
     def discover(self) -> Discovery:
-        """One discovery pass: aggregated discovery (2 requests) where served."""
+        """One discovery pass: aggregated discovery (2 requests) where served, else one request per
+        group version (an unavailable aggregated API is skipped).
+
+        Raises:
+            AuthenticationFailed: discovery refused (401, or 403 for anonymous or unbound users).
+            ApiError: another HTTP error, or discovery documents that are malformed.
+            ConnectionFailed: no answer.
+        """
         try:
             core = self.request("GET", "/api", accept=AGGREGATED_DISCOVERY).body
             groups = self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY).body
@@ -795,6 +855,13 @@ class KubeClient:
     # -- object requests --------------------------------------------------------------------
     def apply(self, res: Resource, obj: dict, *, field_manager: str, force: bool = False,
               dry_run: bool = False, field_validation: str = "Strict") -> Response:
+        """Server-side apply ``obj`` to ``res`` (its namespace and name say where) as ``field_manager``.
+
+        ``force`` takes over fields other managers own; ``dry_run`` sends ``dryRun=All``;
+        ``field_validation`` is ``Strict``, ``Warn`` or ``Ignore``. Retried like a GET (applying the
+        same object twice is the same). Raises as ``request``: ``ConflictError`` when fields are
+        owned by another manager and ``force`` is false.
+        """
         meta = obj["metadata"]
         query = {"fieldManager": field_manager, "fieldValidation": field_validation}
         if force:
@@ -806,6 +873,10 @@ class KubeClient:
         return self.request("PATCH", path, query=query, body=obj, content_type=APPLY_PATCH, retry=True)
 
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict | None:
+        """The object ``name`` of ``res`` (in ``namespace``), or None when it does not exist.
+
+        Raises as ``request`` for any error other than 404.
+        """
         try:
             return self.request("GET", res.path(namespace, name)).body
         except ApiError as err:
@@ -814,6 +885,9 @@ class KubeClient:
             raise
 
     def create(self, res: Resource, obj: dict, *, field_manager: str, dry_run: bool = False) -> Response:
+        """POST ``obj`` into its namespace's collection of ``res`` as ``field_manager`` (``dry_run``:
+        ``dryRun=All``). Not retried. Raises as ``request``: ``ConflictError`` when it exists already.
+        """
         query = {"fieldManager": field_manager}
         if dry_run:
             query["dryRun"] = "All"
@@ -821,7 +895,11 @@ class KubeClient:
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
              metadata_only: bool = True, page_size: int = 500):
-        """Yield every object of a resource, one page at a time."""
+        """Yield every object of ``res`` (in ``namespace``, or in all), fetched ``page_size`` at a time.
+
+        ``label_selector`` filters on the server; ``metadata_only`` asks for
+        ``PartialObjectMetadata`` (no spec or status). Raises as ``request``, at the page that fails.
+        """
         query = {"limit": str(page_size)}
         if label_selector:
             query["labelSelector"] = label_selector
@@ -836,6 +914,13 @@ class KubeClient:
 
     def delete(self, res: Resource, name: str, namespace: str | None, *, uid: str | None = None,
                propagation_policy: str = "Background", dry_run: bool = False) -> Response:
+        """Delete the object ``name`` of ``res`` in ``namespace``.
+
+        With ``uid`` the server deletes only that very object (a precondition), and the request is
+        retried; without it, it is sent once. ``propagation_policy`` is ``Background``,
+        ``Foreground`` or ``Orphan``; ``dry_run`` sends ``dryRun=All``. Raises as ``request``
+        (``ConflictError`` when the UID no longer matches, ``ApiError`` 404 when it is gone).
+        """
         body = {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy}
         if uid:
             body["preconditions"] = {"uid": uid}
@@ -847,6 +932,8 @@ class KubeClient:
 
     def merge_patch(self, res: Resource, name: str, namespace: str | None, patch: dict, *,
                     field_manager: str, dry_run: bool = False) -> Response:
+        """An RFC 7386 JSON merge ``patch`` of the object ``name`` of ``res`` in ``namespace``, as
+        ``field_manager`` (``dry_run``: ``dryRun=All``). Not retried. Raises as ``request``."""
         query = {"fieldManager": field_manager}
         if dry_run:
             query["dryRun"] = "All"
@@ -855,7 +942,10 @@ class KubeClient:
 
     def json_patch(self, res: Resource, name: str, namespace: str | None, operations: list, *,
                    field_manager: str) -> Response:
-        """An RFC 6902 JSON patch (used to rewrite managedFields; guard it with a resourceVersion op)."""
+        """Send the RFC 6902 JSON patch ``operations`` for the object ``name`` of ``res`` in ``namespace``
+        as ``field_manager``. Used to rewrite managedFields: guard it with a ``replace`` of the
+        resourceVersion (``csa.patch``), so that a stale one fails with ``ConflictError``. Not
+        retried. Raises as ``request``."""
         return self.request("PATCH", res.path(namespace, name), query={"fieldManager": field_manager},
                             body=operations, content_type="application/json-patch+json")
 
