@@ -175,11 +175,13 @@ class OptionError(Exception):
         self.message, self.obj, self.fix = message, f"option {option}", fix
 
     def to_dict(self):
+        """The ``error`` of the failed result, shaped as the core's ``InputError.to_dict()``."""
         return {"type": "InputError", "message": self.message, "object": self.obj, "fix": self.fix}
 
 
 def fail_option(module, option, message, fix):
-    """Fail the module for a bad option value, before any request."""
+    """Fail ``module`` for a bad value of ``option``, before any request: ``message`` says what is
+    wrong, ``fix`` what to give instead (see ``OptionError``). Does not return."""
     fail_from_error(module, OptionError(option, message, fix), changed=False)
 
 
@@ -197,7 +199,7 @@ def _warning_text(warning):
 
 
 def warn_all(module, warnings):
-    """Pass every warning to ``module.warn``, once each, in order.
+    """Pass each of ``warnings`` to ``module.warn``, once each, in order.
 
     Accepts strings, dicts with ``message``/``msg``, or objects with ``.message``
     (for example API server ``Warning:`` headers collected by the core). ``None`` and
@@ -226,11 +228,12 @@ def protected_input_spec():
 
 
 def protected_input(module):
-    """``(definition, kubeconfig)`` from the protected parameter, or from the visible ones.
+    """``(definition, kubeconfig)`` of ``module`` from the protected parameter, or from the visible ones.
 
     The visible parameters still work when the module is run without its action plugin.
-    Every credential of an inline kubeconfig (long enough, see ``redact.MIN_MASKED_LENGTH``)
-    is added to ``no_log_values``, so that no error message of the client can show it.
+    Fails the module (does not return) when the protected parameter is not valid. Every
+    credential of an inline kubeconfig (long enough, see ``redact.MIN_MASKED_LENGTH``) is added
+    to ``no_log_values``, so that no error message of the client can show it.
     """
     params = module.params
     try:

@@ -209,7 +209,10 @@ def _underscores_ok(text):
 
 
 def go_parse_uint(text, base=0):
-    """Go's strconv.ParseUint(text, base, 64); base 0 reads the prefixes 0b, 0o, 0x, and 0 (octal)."""
+    """Go's strconv.ParseUint(text, base, 64): the value, or None where Go returns an error.
+
+    ``base`` 0 reads the prefixes 0b, 0o, 0x, and 0 (octal) of ``text``.
+    """
     if not text:
         return None
     digits = text
@@ -234,7 +237,8 @@ _DIGIT_VALUES = {c: int(c, 36) for c in "0123456789abcdefghijklmnopqrstuvwxyzABC
 
 
 def go_parse_int(text, base=0):
-    """Go's strconv.ParseInt(text, base, 64): an optional sign, then ParseUint's syntax."""
+    """Go's strconv.ParseInt(text, base, 64): an optional sign, then ``go_parse_uint``'s syntax;
+    None outside int64."""
     negative = text[:1] == "-"
     unsigned = go_parse_uint(text[1:] if text[:1] in ("+", "-") else text, base)
     if unsigned is None:
@@ -269,9 +273,10 @@ def _short(tag):
 
 
 def decode_binary(text):
-    """An !!binary scalar as go-yaml v2 decodes it: base64 (line breaks ignored) to a string.
+    """The !!binary scalar ``text`` as go-yaml v2 decodes it: base64 (line breaks ignored) to a string.
 
     Go keeps the bytes; JSON then replaces each byte that is not valid UTF-8 by U+FFFD.
+    Raises ``YamlError`` when ``text`` is not base64; the message gives its length, not the text.
     """
     try:
         data = base64.b64decode(text.replace("\n", "").replace("\r", ""), validate=True)
@@ -296,7 +301,7 @@ codecs.register_error("applyset-go-replace", _replace_each_byte)
 
 
 def json_number(value):
-    """A number as the server receives it from kubectl (after Go's JSON round trip).
+    """The number ``value`` as the server receives it from kubectl (after Go's JSON round trip).
 
     Whole floats become ints (Go writes 1000.0 as 1000, read back as an int64), ints beyond
     int64 become floats. NaN and infinity cannot be written as JSON: ``YamlError``.
@@ -323,7 +328,7 @@ def _go_float_name(value):
 
 
 def json_key(value):
-    """A map key as sigs.k8s.io/yaml turns it into a JSON key (a string).
+    """The map key ``value`` (a resolved scalar) as sigs.k8s.io/yaml turns it into a JSON key (a string).
 
     Raises ``YamlError`` for the key types it refuses: null and integers beyond int64.
     """
@@ -373,11 +378,12 @@ def format_float32_g(value):
 
 
 def to_json_value(value, where="value"):
-    """Normalise an already parsed value (a dict from a playbook) as kubectl's JSON would.
+    """Normalise an already parsed ``value`` (a dict from a playbook) as kubectl's JSON would.
 
     Keys become strings (``json_key``), numbers what the server receives (``json_number``).
     Containers are copied only where something changes, so ready values come back as they
-    are. Raises ``YamlError`` naming the path of a value that cannot be sent.
+    are. Raises ``YamlError`` naming the path of a value that cannot be sent, from ``where``
+    (``value``, ``the object``) down: ``the object.spec.x``.
     """
     if isinstance(value, dict):
         result = None
@@ -688,7 +694,7 @@ JSON_SNIFF_LENGTH = 4096
 
 
 def read_stream(text):
-    """Read a manifest stream as kubectl does: ``[(document number, value), ...]``.
+    """Read the manifest stream ``text`` as kubectl does: ``[(document number, value), ...]``.
 
     Empty documents (nothing, only comments, ``null``) are left out; numbers count the
     documents as written, so that errors can name them. Raises ``YamlError`` with the 0-based
@@ -832,7 +838,8 @@ def _build(node, text, line_offset, anchors, aliases):
 
 
 def expanded_size(value, memo):
-    """How many values ``value`` becomes once every alias is written out."""
+    """How many values ``value`` becomes once every alias is written out; ``memo`` (a dict, by
+    ``id``) keeps the sizes of shared values, so each is counted once per call tree."""
     if not isinstance(value, (dict, list)):
         return 1
     known = memo.get(id(value))
