@@ -432,8 +432,6 @@ def _kinds_defined_by_crds(manifests):
     return kinds
 
 
-
-
 def _problems_of(manifest, crd_kinds=None):
     """Return the problems of one manifest (the duplicate check aside)."""
     obj = manifest.obj
