@@ -24,10 +24,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import os
 
 from ansible.module_utils.common.parameters import env_fallback
-from ansible.module_utils.parsing.convert_bool import boolean
 
 # Standard library only: importing it keeps this file importable on its own.
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
@@ -96,80 +94,37 @@ AUTH_ARG_SPEC = {
 
 AUTH_OPTIONS = tuple(AUTH_ARG_SPEC)
 
-_ALIASES = dict(
-    (alias, name)
-    for name, spec in AUTH_ARG_SPEC.items()
-    for alias in spec.get("aliases", ())
-)
-
 
 def auth_arg_spec():
     """Return a deep copy of ``AUTH_ARG_SPEC`` for a module to extend safely."""
     return copy.deepcopy(AUTH_ARG_SPEC)
 
 
-def _split_groups(value):
-    if isinstance(value, str):
-        value = value.split(",")
-    groups = []
-    for item in value:
-        item = str(item).strip()
-        if item:
-            groups.append(item)
-    return groups
+def auth_params(module_params):
+    """Pick the authentication options out of a module's parameters, for ``kube.connect``.
 
+    Args:
+        module_params: ``module.params`` of an ``AnsibleModule`` built with ``AUTH_ARG_SPEC``: aliases
+            are resolved, the ``K8S_AUTH_*`` fallbacks applied and the types converted already.
 
-def auth_params(module_params, environ=None):
-    """Return the authentication options from ``module_params`` as a plain dict.
-
-    The keys are the option names of ``AUTH_ARG_SPEC`` (``validate_certs``, ``ca_cert``,
-    ... not the kubernetes-client names); options that are unset (``None``) are left out,
-    so "key absent" means "not given" to the connection builder in the core.
-
-    ``module_params`` is normally ``module.params`` of an ``AnsibleModule`` built with
-    ``AUTH_ARG_SPEC``, where aliases are resolved and the environment fallbacks were
-    applied. A plain dict works too: an alias (``verify_ssl``, ``ssl_ca_cert``,
-    ``cert_file``, ``key_file``) is accepted when its option is not set, and when
-    ``environ`` (a mapping such as ``os.environ``) is given, unset options are looked up
-    in it with the same ``K8S_AUTH_*`` names as the argument spec.
-
-    Values are normalised the way the core expects them:
-
-    * ``impersonate_groups`` is always a list; a comma-separated string (as the
-      environment variable holds it) is split, and blanks are dropped;
-    * ``validate_certs`` is always a bool (strings such as ``"True"``/``"no"`` are
-      converted; an invalid string raises ``TypeError``);
-    * a trailing ``/`` on ``host`` is removed, as kubernetes.core does;
-    * empty strings count as unset.
+    Returns:
+        A dict keyed by the option names of ``AUTH_ARG_SPEC`` (not the kubernetes-client names) with
+        only the options that are set: "key absent" means "not given" to the core's connection
+        builder, and an empty string counts as unset. ``impersonate_groups`` has its items stripped
+        and blanks dropped (``K8S_AUTH_IMPERSONATE_GROUPS="a, b"`` arrives as ``["a", " b"]``); a
+        trailing ``/`` on ``host`` is removed, as kubernetes.core does.
     """
-    params = dict(module_params or {})
     result = {}
     for name in AUTH_OPTIONS:
-        value = params.get(name)
-        if value is None:
-            for alias, target in _ALIASES.items():
-                if target == name and params.get(alias) is not None:
-                    value = params[alias]
-                    break
-        if value is None and environ is not None:
-            for var in AUTH_ENV_VARS[name]:
-                if environ.get(var):
-                    value = environ[var]
-                    break
-        if value is None or (isinstance(value, str) and value == ""):
+        value = module_params.get(name)
+        if value is None or value == "":
             continue
-
         if name == "impersonate_groups":
-            value = _split_groups(value)
+            value = [group for group in (str(item).strip() for item in value) if group]
             if not value:
                 continue
-        elif name == "validate_certs":
-            value = boolean(value, strict=True)
-        elif name == "host" and isinstance(value, str):
+        elif name == "host":
             value = value.rstrip("/")
-        elif name in ("ca_cert", "client_cert", "client_key") and environ is not None:
-            # the argument spec's type=path expands these; do the same for env values
-            value = os.path.expanduser(os.path.expandvars(value))
         result[name] = value
     return result
 
@@ -220,11 +175,13 @@ class OptionError(Exception):
         self.message, self.obj, self.fix = message, f"option {option}", fix
 
     def to_dict(self):
+        """The ``error`` of the failed result, shaped as the core's ``InputError.to_dict()``."""
         return {"type": "InputError", "message": self.message, "object": self.obj, "fix": self.fix}
 
 
 def fail_option(module, option, message, fix):
-    """Fail the module for a bad option value, before any request."""
+    """Fail ``module`` for a bad value of ``option``, before any request: ``message`` says what is
+    wrong, ``fix`` what to give instead (see ``OptionError``). Does not return."""
     fail_from_error(module, OptionError(option, message, fix), changed=False)
 
 
@@ -242,7 +199,7 @@ def _warning_text(warning):
 
 
 def warn_all(module, warnings):
-    """Pass every warning to ``module.warn``, once each, in order.
+    """Pass each of ``warnings`` to ``module.warn``, once each, in order.
 
     Accepts strings, dicts with ``message``/``msg``, or objects with ``.message``
     (for example API server ``Warning:`` headers collected by the core). ``None`` and
@@ -271,11 +228,12 @@ def protected_input_spec():
 
 
 def protected_input(module):
-    """``(definition, kubeconfig)`` from the protected parameter, or from the visible ones.
+    """``(definition, kubeconfig)`` of ``module`` from the protected parameter, or from the visible ones.
 
     The visible parameters still work when the module is run without its action plugin.
-    Every credential of an inline kubeconfig (long enough, see ``redact.MIN_MASKED_LENGTH``)
-    is added to ``no_log_values``, so that no error message of the client can show it.
+    Fails the module (does not return) when the protected parameter is not valid. Every
+    credential of an inline kubeconfig (long enough, see ``redact.MIN_MASKED_LENGTH``) is added
+    to ``no_log_values``, so that no error message of the client can show it.
     """
     params = module.params
     try:

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_cli import BIN, REPO_ROOT, ansible_env
+from kubectl_parity import KUBECTL
 
 ansible_runner = pytest.importorskip("ansible_runner")
 
@@ -362,3 +363,38 @@ def test_audit_role_with_an_inline_kubeconfig_writes_no_secret_anywhere(cluster,
         if key_data:
             assert key_data not in text and key_data[-60:] not in text
     assert MASKED.findall(output) == []
+
+
+def test_a_tagged_secret_value_that_does_not_fit_is_never_quoted(cluster, kube, namespace, tmp_path):
+    """``stringData: {p: !!int hunter2}``: kubectl refuses it quoting the value (cannot decode !!str
+    `hunter2` as a !!int); the module refuses it too, naming the file, line, tag and fix, not the value.
+    Given as a file (src) and as inline text (definition), at -vvv."""
+    bad = tmp_path / "bad-secret.yaml"
+    bad.write_text("apiVersion: v1\nkind: Secret\nmetadata:\n  name: tagged\n"
+                   "stringData:\n  user: admin\n  p: !!int hunter2\n")
+    kubectl = subprocess.run([KUBECTL, "apply", "--server-side", "--dry-run=server", "-n", namespace,
+                              f"--kubeconfig={cluster.kubeconfig}", "-f", str(bad)],
+                             capture_output=True, text=True, timeout=120)
+    assert kubectl.returncode != 0 and "cannot decode !!str" in kubectl.stderr, kubectl.stderr
+    assert "hunter2" in kubectl.stderr  # what we must not do; if kubectl stops quoting it, fine too
+    base = {"parent": "tagged", "namespace": namespace}
+    tasks = [
+        {"name": "from a file", "ignore_errors": True, "register": "from_file",
+         "applyset.kubernetes.applyset_apply": dict(base, src=[str(bad)])},
+        {"name": "inline text", "ignore_errors": True, "register": "inline",
+         "applyset.kubernetes.applyset_apply": dict(base, definition="{{ lookup('file', 'bad-secret.yaml') }}")},
+        {"name": "show both", "ansible.builtin.debug": {"msg": "{{ [from_file, inline] }}"}},
+    ]
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}],
+                                       sort_keys=False))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-vvv", str(playbook)],
+                          capture_output=True, text=True, timeout=600, env=ansible_env(cluster), cwd=tmp_path)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "ignored=2" in output, output[-5000:]
+    assert "hunter2" not in output
+    refusal = "YAML syntax error at line 7, column 6: cannot decode !!str (7 characters, not shown) as a !!int"
+    assert f"{bad}: {refusal}" in output  # the file
+    assert f"definition: {refusal}" in output  # the inline text
+    assert "drop the !!int tag (quote the value to keep it as text), or write an integer there" in output
+    assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/tagged") is None  # refused before any write

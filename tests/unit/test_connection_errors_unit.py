@@ -170,6 +170,55 @@ def test_kubeconfig_given_as_a_mapping(tmp_path):
         kube.load_connection({"kubeconfig": kubeconfig_doc(), "context": "x"})
 
 
+@pytest.mark.parametrize("given_as", ["file", "mapping"])
+def test_a_kubeconfig_the_kubernetes_package_refuses_names_the_kubeconfig(tmp_path, given_as):
+    doc = kubeconfig_doc(cluster={"server": "https://k8s.test:6443", "certificate-authority": "/nonexistent/ca.crt"})
+    kubeconfig = write(tmp_path, doc) if given_as == "file" else doc
+    label = f"kubeconfig {kubeconfig}" if given_as == "file" else "the kubeconfig option (a mapping)"
+    with pytest.raises(ConfigError) as info:
+        kube.load_connection({"kubeconfig": kubeconfig})
+    assert str(info.value).startswith(
+        f"{label}: could not load Kubernetes configuration: File does not exist: /nonexistent/ca.crt.")
+    assert info.value.fix.startswith("check it with kubectl config view")
+
+
+def test_in_a_pod_without_a_kubeconfig_the_in_cluster_configuration_is_used(monkeypatch):
+    from kubernetes import config
+
+    monkeypatch.setattr(kube, "_in_cluster", lambda: True)
+    loaded = []
+    monkeypatch.setattr(config, "load_incluster_config", lambda client_configuration: loaded.append(
+        client_configuration) or setattr(client_configuration, "host", "https://10.0.0.1:443"))
+    cfg, source = kube.load_connection({})
+    assert loaded == [cfg] and cfg.host == "https://10.0.0.1:443"
+    assert source.credential_kind == "in-cluster" and source.ca == kube.IN_CLUSTER_CA
+
+    def refuse(client_configuration):
+        raise config.ConfigException("Service token file does not exist.")
+
+    monkeypatch.setattr(config, "load_incluster_config", refuse)
+    with pytest.raises(ConfigError) as info:
+        kube.load_connection({})
+    assert str(info.value).startswith("could not load Kubernetes configuration: Service token file does not exist.")
+    assert info.value.obj is None
+
+
+def test_explicit_options_set_the_configuration(tmp_path):
+    path = write(tmp_path, kubeconfig_doc())
+    cfg, source = kube.load_connection({
+        "kubeconfig": path, "host": "https://other:6443", "api_key": "Bearer abc", "ca_cert": "/ca.crt",
+        "client_cert": "/c.crt", "client_key": "/c.key", "validate_certs": False, "proxy": "http://proxy:3128",
+        "no_proxy": "internal", "context": ""})
+    assert (cfg.host, cfg.api_key, cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file, cfg.verify_ssl, cfg.proxy,
+            cfg.no_proxy) == ("https://other:6443", {"authorization": "Bearer abc"}, "/ca.crt", "/c.crt", "/c.key",
+                              False, "http://proxy:3128", "internal")
+    # The bearer token wins over the client certificate as the credential named in errors.
+    assert (source.server, source.credential_kind, source.ca) == (
+        "the host option", "api_key", "none: validate_certs is false")
+    _, source = kube.load_connection({"host": "https://h:6443", "client_cert": "/c.crt", "client_key": "/c.key"})
+    assert source.credential == "the client certificate /c.crt from the client_cert option"
+
+
 # ----- HTTP errors ---------------------------------------------------------------------------------
 
 

@@ -246,7 +246,7 @@ class TestResolve:
         assert kubeyaml.resolve(kubeyaml.FLOAT_TAG, "1") == (kubeyaml.FLOAT_TAG, 1.0)
         assert kubeyaml.resolve(kubeyaml.STR_TAG, "1") == (kubeyaml.STR_TAG, "1")
         assert kubeyaml.resolve("!custom", "1") == ("!custom", "1")
-        with pytest.raises(YamlError, match=r"cannot decode !!str `abc` as a !!int"):
+        with pytest.raises(YamlError, match=r"cannot decode !!str \(3 characters, not shown\) as a !!int"):
             kubeyaml.resolve(kubeyaml.INT_TAG, "abc")
 
     def test_go_parse_int_and_uint(self):
@@ -292,6 +292,58 @@ class TestResolve:
         assert kubeyaml.decode_binary("4oJB") == "\ufffd\ufffdA"  # each invalid byte on its own, as Go
         with pytest.raises(YamlError, match="invalid base64"):
             kubeyaml.decode_binary("aGVs bG8=")
+
+
+class TestTaggedScalarsThatDoNotFit:
+    """kubectl quotes such a scalar (cannot decode !!str `hunter2` as a !!int): it may be a
+    Secret's value, printed in the Ansible output. We name the line, the tag and the fix only."""
+
+    SECRET = "hunter2-s3cr3t"
+
+    @pytest.mark.parametrize("tag, fits", [("!!int", "an integer"), ("!!float", "a number"),
+                                           ("!!bool", "true or false"), ("!!null", "null"),
+                                           ("!!timestamp", "a date or time")])
+    def test_the_value_is_never_quoted(self, tag, fits):
+        text = f"apiVersion: v1\nkind: Secret\nstringData:\n  p: {tag} {self.SECRET}\n"
+        with pytest.raises(YamlError) as caught:
+            read_stream(text)
+        error = caught.value
+        assert self.SECRET not in str(error) and self.SECRET not in error.fix
+        assert str(error) == f"cannot decode !!str ({len(self.SECRET)} characters, not shown) as a {tag}"
+        assert (error.line, error.column) == (3, 5)
+        assert error.fix.startswith(f"drop the {tag} tag (quote the value to keep it as text), or write {fits}")
+
+    @pytest.mark.parametrize("written", ["!!int '{}'", '!!bool "{}"', "!!float |\n    {}"])
+    def test_quoted_and_block_values_are_not_quoted_either(self, written):
+        text = "stringData:\n  p: " + written.format(self.SECRET) + "\n"
+        with pytest.raises(YamlError) as caught:
+            read_stream(text)
+        assert self.SECRET not in str(caught.value)
+
+    def test_a_key_is_not_quoted_either(self):
+        with pytest.raises(YamlError) as caught:
+            read_stream(f"data:\n  !!int {self.SECRET}: x\n")
+        assert self.SECRET not in str(caught.value) and caught.value.line == 1
+
+    def test_binary_that_is_not_base64(self):
+        with pytest.raises(YamlError) as caught:
+            read_stream(f"data:\n  p: !!binary {self.SECRET}!\n")
+        error = caught.value
+        assert self.SECRET not in str(error)
+        assert str(error) == "!!binary value contains invalid base64 data (15 characters, not shown)"
+        assert "base64" in error.fix and error.line == 1
+
+    def test_the_input_error_names_the_source_line_tag_and_fix(self):
+        from applyset import manifests
+        from applyset.errors import InputErrors
+
+        text = f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  p: !!int {self.SECRET}\n"
+        with pytest.raises(InputErrors) as caught:
+            manifests.load_definition(text, source="secrets.yaml")
+        message = str(caught.value)
+        assert self.SECRET not in message
+        assert "secrets.yaml: YAML syntax error at line 6, column 6: cannot decode !!str (14 characters, " \
+               "not shown) as a !!int. Fix: drop the !!int tag" in message
 
 
 class TestMappings:

@@ -43,7 +43,11 @@ IMPERATIVE_MANAGERS = frozenset({
 
 
 def field_paths(fields_v1: dict | None, prefix: tuple = ()) -> set:
-    """The set of field paths a FieldsV1 trie holds (``{"f:data": {"f:a": {}}}`` -> {("f:data", "f:a")})."""
+    """The set of field paths the FieldsV1 trie ``fields_v1`` holds, each under ``prefix``.
+
+    ``{"f:data": {"f:a": {}}}`` gives ``{("f:data", "f:a")}``; a node marked ``"."`` is a path of
+    its own. None gives the empty set.
+    """
     paths = set()
     for key, child in (fields_v1 or {}).items():
         if key == ".":
@@ -56,7 +60,8 @@ def field_paths(fields_v1: dict | None, prefix: tuple = ()) -> set:
 
 
 def fields_v1(paths) -> dict:
-    """The FieldsV1 trie of a set of paths (the inverse of ``field_paths``)."""
+    """The FieldsV1 trie of the field ``paths`` (tuples of ``f:``/``k:`` keys), the inverse of
+    ``field_paths``."""
     root: dict = {}
     members = set(paths)
     for path in sorted(members):
@@ -77,6 +82,10 @@ def _mark_members(node: dict, prefix: tuple, members: set) -> None:
 
 @dataclass
 class Migration:
+    """What ``plan`` moves: the new ``managed_fields`` list to write, the client-side apply managers
+    whose fields all became ours (``whole``), and the imperative managers whose fields that the
+    manifest sets too became ours (``shared``)."""
+
     managed_fields: list  # the new managedFields
     whole: list = field(default_factory=list)  # client-side apply managers whose fields all became ours
     shared: list = field(default_factory=list)  # imperative managers whose shared fields became ours
@@ -88,6 +97,7 @@ class Migration:
         return bool(self.whole)
 
     def describe(self) -> str:
+        """Which fields of which managers became ours, in words for the module's report."""
         parts = []
         if self.whole:
             parts.append(f"all fields of {', '.join(sorted(set(self.whole)))} (client-side apply)")
@@ -115,7 +125,15 @@ def _may_migrate(entry: dict, ssa_manager: str) -> bool:
 
 
 def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
-    """The managedFields after the migration, or None when there is nothing to move."""
+    """Plan taking fields over from client-side tools (see the module's docstring).
+
+    Args:
+        managed_fields: the object's ``metadata.managedFields`` after our apply (not modified).
+        ssa_manager: our field manager; its ``Apply`` entry receives the fields.
+
+    Returns:
+        The ``Migration``, or None when there is nothing to move (or no ``Apply`` entry of ours).
+    """
     # Runs after every apply: most objects have no entry to move, and need no copy or parsing.
     if not any(_may_migrate(e, ssa_manager) for e in managed_fields or ()):
         return None
@@ -158,7 +176,8 @@ def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
 
 
 def patch(migration: Migration, resource_version: str) -> list:
-    """A JSON patch that writes the new managedFields, guarded by the resourceVersion.
+    """A JSON patch that writes the ``migration``'s managedFields, guarded by ``resource_version``
+    (the object's, as read with the managedFields the migration was planned on).
 
     ``replace`` rather than ``test`` on the resourceVersion, as client-go does: a stale one
     then fails with 409 Conflict from storage instead of 422 from the patch.

@@ -63,6 +63,7 @@ class InputErrors(InputError):
         super().__init__("\n".join(lines))
 
     def to_dict(self):
+        """``ApplySetError.to_dict`` plus ``errors``: each error's own dict."""
         result = super().to_dict()
         result["errors"] = [error.to_dict() for error in self.errors]
         return result
@@ -87,6 +88,7 @@ class ApiError(ApplySetError):
         self.body = body
 
     def to_dict(self):
+        """``ApplySetError.to_dict`` plus the HTTP ``status`` and the ``reason``."""
         result = super().to_dict()
         result["status"] = self.status
         result["reason"] = self.reason
@@ -103,6 +105,7 @@ class ConflictError(ApiError):
         return [cause.get("field") for cause in causes if isinstance(cause, dict) and cause.get("field")]
 
     def to_dict(self):
+        """``ApiError.to_dict`` plus ``conflicting_fields``."""
         result = super().to_dict()
         result["conflicting_fields"] = self.conflicting_fields
         return result
@@ -154,7 +157,7 @@ def _short_cause(cause):
 
 
 def immutable_refusal(err):
-    """The fields an ``ApiError`` refused because they cannot change in place, or ``[]``.
+    """The fields the ``ApiError`` ``err`` refused because they cannot change in place, or ``[]``.
 
     Only a refusal whose every cause is such a field counts (HTTP 422, reason Invalid):
     when the server also found a plain mistake, deleting and creating the object again
@@ -173,7 +176,8 @@ def immutable_refusal(err):
 
 
 def missing_namespace(err):
-    """The namespace named by a 404 ``namespaces "x" not found``, or None."""
+    """The namespace that the ``ApiError`` ``err`` says is missing (a 404 ``namespaces "x" not
+    found``), or None for any other error."""
     if getattr(err, "status", None) != 404:
         return None
     details = (getattr(err, "body", None) or {}).get("details") or {}

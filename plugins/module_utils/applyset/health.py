@@ -97,6 +97,10 @@ def _desired_replicas(obj: dict) -> int:
 
 
 def deployment_ready(obj: dict) -> tuple[bool, str]:
+    """A Deployment ``obj`` (as read) has rolled out: its generation observed, every replica updated,
+    available and ready, no old replica left. Returns ``(ready, reason)``; the reason is ``Final`` when the rollout
+    failed (``ProgressDeadlineExceeded``).
+    """
     stale = _generation_not_observed(obj, required=True)
     if stale:
         return False, stale
@@ -120,6 +124,9 @@ def deployment_ready(obj: dict) -> tuple[bool, str]:
 
 
 def statefulset_ready(obj: dict) -> tuple[bool, str]:
+    """A StatefulSet ``obj`` has rolled out: its generation observed, every replica ready and available,
+    and, for a RollingUpdate, the replicas at or above the partition updated. Returns ``(ready, reason)``.
+    """
     stale = _generation_not_observed(obj, required=True)
     if stale:
         return False, stale
@@ -146,6 +153,9 @@ def statefulset_ready(obj: dict) -> tuple[bool, str]:
 
 
 def daemonset_ready(obj: dict) -> tuple[bool, str]:
+    """A DaemonSet ``obj`` has rolled out: its generation observed and a pod updated, available and ready
+    on every node it is scheduled to. Returns ``(ready, reason)``.
+    """
     stale = _generation_not_observed(obj, required=True)
     if stale:
         return False, stale
@@ -164,6 +174,9 @@ def daemonset_ready(obj: dict) -> tuple[bool, str]:
 
 
 def replicaset_ready(obj: dict) -> tuple[bool, str]:
+    """A ReplicaSet ``obj`` has its generation observed and every replica available and ready.
+    Returns ``(ready, reason)``.
+    """
     stale = _generation_not_observed(obj, required=True)
     if stale:
         return False, stale
@@ -178,6 +191,9 @@ def replicaset_ready(obj: dict) -> tuple[bool, str]:
 
 
 def job_ready(obj: dict) -> tuple[bool, str]:
+    """A Job ``obj`` is ready when it completed, or is suspended (nothing runs until it is resumed).
+    Returns ``(ready, reason)``; the reason is ``Final`` when it failed (``Failed`` or ``FailureTarget``).
+    """
     conditions = _conditions(obj)
     # FailureTarget comes before Failed while the Job's pods are still being stopped.
     for kind in ("Failed", "FailureTarget"):
@@ -202,6 +218,9 @@ def _job_finished(obj: dict) -> bool:
 
 
 def pod_ready(obj: dict) -> tuple[bool, str]:
+    """A Pod ``obj`` is ready when its Ready condition is True, or it succeeded. Returns ``(ready, reason)``; the
+    reason is ``Final`` when it failed, and names a waiting container or scheduling problem.
+    """
     status = _status(obj)
     phase = status.get("phase")
     if phase == "Succeeded":
@@ -222,6 +241,9 @@ def pod_ready(obj: dict) -> tuple[bool, str]:
 
 
 def pvc_ready(obj: dict) -> tuple[bool, str]:
+    """A PersistentVolumeClaim ``obj`` is ready when Bound. Returns ``(ready, reason)``; the reason is ``Final`` when
+    Lost.
+    """
     phase = _status(obj).get("phase")
     if phase == "Bound":
         return True, "Bound"
@@ -231,6 +253,9 @@ def pvc_ready(obj: dict) -> tuple[bool, str]:
 
 
 def crd_ready(obj: dict) -> tuple[bool, str]:
+    """A CustomResourceDefinition ``obj`` is ready when Established. Returns ``(ready, reason)``; the reason is
+    ``Final`` when its names were not accepted.
+    """
     conditions = _conditions(obj)
     if _is_true(conditions.get("Established")):
         return True, "Established"
@@ -241,6 +266,7 @@ def crd_ready(obj: dict) -> tuple[bool, str]:
 
 
 def namespace_ready(obj: dict) -> tuple[bool, str]:
+    """A Namespace ``obj`` is ready when Active (not Terminating). Returns ``(ready, reason)``."""
     phase = _status(obj).get("phase")
     if phase == "Active":
         return True, "Active"
@@ -248,7 +274,10 @@ def namespace_ready(obj: dict) -> tuple[bool, str]:
 
 
 def load_balancer_ready(obj: dict) -> tuple[bool, str]:
-    """A Service of type LoadBalancer is ready once it has an address; other types always are."""
+    """A Service ``obj`` of type LoadBalancer is ready once it has an address; other types always are.
+
+    Returns ``(ready, reason)``; the reason names the address.
+    """
     service_type = _spec(obj).get("type") or "ClusterIP"
     if service_type != "LoadBalancer":
         return True, f"type {service_type}"
@@ -261,7 +290,11 @@ def load_balancer_ready(obj: dict) -> tuple[bool, str]:
 
 
 def conditions_ready(obj: dict) -> tuple[bool, str]:
-    """The generic rule: current status whose Ready (or else Available) condition is True."""
+    """The generic rule for ``obj``: a current status whose Ready (or else Available) condition is True.
+
+    No status at all, or neither condition, is ready; ``Stalled`` or ``Reconciling`` True is not.
+    Returns ``(ready, reason)``.
+    """
     if not _status(obj):
         return True, "no status to check"
     stale = _generation_not_observed(obj, required=False)
@@ -333,6 +366,7 @@ BUILTIN_GROUPS = frozenset({
 
 
 def is_custom(group_kind: GroupKind) -> bool:
+    """Whether ``group_kind`` is a custom resource: its group is not one Kubernetes itself serves."""
     return group_kind.group not in BUILTIN_GROUPS
 
 
@@ -358,7 +392,13 @@ def _compile(expression: str):
 
 
 def check_overrides(overrides: dict | None) -> None:
-    """Raise ``InputError`` for a malformed override table, before any waiting starts."""
+    """Check the readiness ``overrides`` (``{"Kind" or "Kind.group": JMESPath}``, or None) before any
+    waiting starts.
+
+    Raises:
+        InputError: not a mapping, an empty key or expression, an expression that does not
+            compile, or the ``jmespath`` package is missing.
+    """
     if overrides is None:
         return
     if not isinstance(overrides, dict):
@@ -398,6 +438,7 @@ def _override_ready(obj: dict, expression: str) -> tuple[bool, str]:
 
 
 def group_kind_of(obj: dict) -> GroupKind:
+    """The group and kind of a manifest or live object ``obj``, from its apiVersion and kind ("" when missing)."""
     api_version = obj.get("apiVersion") or ""
     group = api_version.rpartition("/")[0]
     return GroupKind(group, obj.get("kind") or "")
@@ -412,6 +453,15 @@ def is_ready(obj: dict, *, fail_closed: bool = False, overrides: dict | None = N
     ``overrides``: ``{"Kind" or "Kind.group": JMESPath expression}``; a truthy result on
     the object means ready, and replaces the built-in rule of that kind.
     ``wait_for_load_balancers``: Services of type LoadBalancer wait for an address.
+
+    Args:
+        obj: the object as read from the server (status included).
+
+    Returns:
+        ``(ready, reason)``, the reason a plain string (``1/3 replicas available``).
+
+    Raises:
+        InputError: an override expression that does not compile, or ``jmespath`` is missing.
     """
     ready, reason = _verdict(obj, fail_closed=fail_closed, overrides=overrides,
                              wait_for_load_balancers=wait_for_load_balancers)
@@ -563,6 +613,9 @@ def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_
                applied: dict | None = None, **rule_options) -> list[dict]:
     """Wait until every target is ready; ``targets`` are ``(Resource, namespace or None, name)``.
 
+    ``client`` is the ``KubeClient`` that lists them, once per (resource, namespace) every
+    ``interval`` seconds; objects of kinds with nothing to wait for are not read at all.
+
     ``rule_options`` are ``is_ready``'s keywords (``fail_closed``, ``overrides``,
     ``wait_for_load_balancers``). ``applied`` maps targets to the objects as this run
     applied them, ``metadata.uid`` included: it tells the object we applied from one that
@@ -573,6 +626,12 @@ def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_
     ``WaitTimeout`` listing each unready object and why, with
     ``details={"unready": [{apiVersion, kind, namespace, name, reason}, ...]}``; with
     ``raise_on_timeout=False`` that list is returned instead.
+
+    Raises:
+        WaitTimeout: as said above.
+        InputError: malformed ``overrides`` (see ``check_overrides``), before any request.
+        ApiError: a LIST that fails (``ConnectionFailed`` without an answer).
+        TypeError: an unknown keyword in ``rule_options`` (a programming error).
     """
     unknown = set(rule_options) - _RULE_OPTIONS
     if unknown:
@@ -639,7 +698,11 @@ def _ttl_after_finished(*objs) -> int | None:
 
 
 def job_outcome_events(client, namespace: str, uid: str) -> list[dict]:
-    """The Events recorded on one object (by UID), oldest first; [] when they cannot be read."""
+    """The Events recorded in ``namespace`` on the object whose UID is ``uid``, oldest first.
+
+    ``client`` is the ``KubeClient`` to read them with. Events are a hint: when they cannot be
+    read (forbidden, expired), the result is ``[]``; this never raises.
+    """
     try:
         body = client.request("GET", f"/api/v1/namespaces/{namespace}/events",
                               query={"fieldSelector": f"involvedObject.uid={uid}"}).body
@@ -694,9 +757,10 @@ def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_o
               uids: dict | None = None) -> list[dict]:
     """Wait until no target exists any more (deleted objects whose finalizers are done).
 
-    Same targets, result and ``WaitTimeout`` as ``wait_ready``; reads metadata only.
-    ``uids`` maps targets to the UID of the object deleted: a new object under the same
-    name (a reinstall already under way) does not keep the wait going.
+    Same ``client``, targets, ``interval``, result, ``raise_on_timeout`` and ``WaitTimeout`` after
+    ``timeout`` seconds as ``wait_ready``; reads metadata only. ``uids`` maps targets to the UID
+    of the object deleted: a new object under the same name (a reinstall already under way) does
+    not keep the wait going. Raises ``WaitTimeout``, or ``ApiError`` for a LIST that fails.
     """
     known = {(res, ns if res.namespaced else None, name): uid for (res, ns, name), uid in (uids or {}).items()}
 

@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from .errors import ApiError, ApplySetError, AuthenticationFailed, ConfigError, ConflictError, ConnectionFailed, InputError
@@ -66,7 +67,8 @@ class ConnectionSource:
     ``server``, ``credential`` and ``ca`` each say which setting was used and where it was
     found (``cluster "prod" in kubeconfig /home/me/.kube/config``, ``the K8S_AUTH_API_KEY
     environment variable``); ``credential_kind`` is ``token``, ``api_key``, ``client
-    certificate``, ``exec``, ``auth-provider``, ``basic``, ``in-cluster`` or ``none``.
+    certificate``, ``exec``, ``auth-provider``, ``basic``, ``in-cluster`` or ``none``;
+    ``kubeconfig`` and ``context`` name the kubeconfig read and its context, if one was.
     """
 
     server: str = "the configuration"
@@ -215,19 +217,37 @@ def _describe_kubeconfig(doc: dict, context_entry: dict, label: str) -> Connecti
                             ca=ca, kubeconfig=label, context=context_name)
 
 
-def load_configuration(auth: dict):
-    """Build a ``kubernetes.client.Configuration`` from kubernetes.core-style options."""
-    return load_connection(auth)[0]
-
-
 def load_connection(auth: dict):
-    """Build a ``kubernetes.client.Configuration`` and its ``ConnectionSource``.
+    """Build the client configuration from kubernetes.core-style options, and say where it came from.
 
-    Precedence follows kubernetes.core: explicit options win; a kubeconfig (given,
-    or the default one) is loaded unless only ``host`` and credentials are given;
-    in-cluster configuration is the last resort. Missing files, empty kubeconfigs and
-    unknown contexts are ``ConfigError``s that say which file and what to do.
+    Precedence follows kubernetes.core: explicit options win; a kubeconfig (given, or the
+    default one) is loaded unless only ``host`` and credentials are given; in-cluster
+    configuration is the last resort.
+
+    Args:
+        auth: the options of ``ansible_support.AUTH_ARG_SPEC`` by name (``kubeconfig`` a path, a
+            ``os.pathsep``-separated list of paths or a mapping; ``context``, ``host``, ``api_key``,
+            ``ca_cert``, ``client_cert``, ``client_key``, ``validate_certs``, ``proxy``,
+            ``no_proxy``); None and "" count as not given.
+
+    Returns:
+        ``(kubernetes.client.Configuration, ConnectionSource)``.
+
+    Raises:
+        InputError: the ``kubernetes`` package is missing.
+        ConfigError: a missing or unreadable kubeconfig, one without contexts, an unknown context,
+            or one the kubernetes package refuses; the message names the file and what to do.
     """
+    client, config = _kubernetes_client()
+    auth = {k: v for k, v in (auth or {}).items() if v is not None and v != ""}
+    cfg = client.Configuration()
+    source = _load_base_configuration(auth, cfg, config)
+    _set_explicit_options(cfg, auth)
+    return cfg, _with_explicit_options(source, auth)
+
+
+def _kubernetes_client():
+    """The ``kubernetes`` package's ``client`` and ``config`` modules, imported only when needed."""
     try:
         import kubernetes  # noqa: F401  (imported lazily: unit tests of pure code do not need it)
         from kubernetes import client, config
@@ -236,40 +256,57 @@ def load_connection(auth: dict):
             "the Python package 'kubernetes' is required",
             fix="pip install kubernetes (see requirements.txt)",
         ) from err
+    return client, config
 
-    auth = {k: v for k, v in (auth or {}).items() if v is not None and v != ""}
-    cfg = client.Configuration()
-    kubeconfig = auth.get("kubeconfig")
-    context = auth.get("context")
-    # What is left when only options are given (host and a credential, no kubeconfig).
-    source = ConnectionSource(server="the host option", credential="no credentials", credential_kind="none",
-                              ca="the system's trusted CAs")
-    label = None
+
+def _load_base_configuration(auth: dict, cfg, config) -> ConnectionSource:
+    """Load what the explicit options start from into ``cfg``: a kubeconfig mapping, kubeconfig
+    files, the in-cluster configuration, or nothing when only ``host`` and credentials are given."""
+    kubeconfig, context = auth.get("kubeconfig"), auth.get("context")
+    if isinstance(kubeconfig, dict):
+        return _load_kubeconfig_mapping(kubeconfig, context, cfg, config)
+    if kubeconfig or context or not auth.get("host"):
+        return _load_kubeconfig_files(kubeconfig, context, cfg, config)
+    return ConnectionSource(server="the host option", credential="no credentials", credential_kind="none",
+                            ca="the system's trusted CAs")
+
+
+def _load_kubeconfig_mapping(kubeconfig: dict, context: str | None, cfg, config) -> ConnectionSource:
+    label = "the kubeconfig option (a mapping)"
+    doc = _read_kubeconfig_dict(kubeconfig)
+    context_entry = _choose_context(doc, context, label)
+    with _refused_configuration(config, label):
+        config.load_kube_config_from_dict(kubeconfig, context=context, client_configuration=cfg)
+    return _describe_kubeconfig(doc, context_entry, label)
+
+
+def _load_kubeconfig_files(kubeconfig, context: str | None, cfg, config) -> ConnectionSource:
+    """The kubeconfig files kubectl would read; in a pod without any of them, the in-cluster configuration."""
+    paths, origin = _kubeconfig_files(kubeconfig)
+    existing = [path for path in paths if os.path.isfile(path)]
+    if not existing and not kubeconfig and not context and _in_cluster():
+        with _refused_configuration(config, None):
+            config.load_incluster_config(client_configuration=cfg)
+        return ConnectionSource(
+            server="the in-cluster configuration (KUBERNETES_SERVICE_HOST)",
+            credential=f"the pod's service account token ({IN_CLUSTER_TOKEN})",
+            credential_kind="in-cluster", ca=IN_CLUSTER_CA)
+    if not existing:
+        raise _no_kubeconfig(paths, origin)
+    label = "kubeconfig " + os.pathsep.join(existing)
+    doc = _read_kubeconfigs(existing)
+    context_entry = _choose_context(doc, context, label)
+    with _refused_configuration(config, label):
+        config.load_kube_config(config_file=os.pathsep.join(existing), context=context,
+                                client_configuration=cfg, persist_config=False)
+    return _describe_kubeconfig(doc, context_entry, label)
+
+
+@contextmanager
+def _refused_configuration(config, label: str | None):
+    """Turn the kubernetes package's refusal of a configuration into a ``ConfigError`` about ``label``."""
     try:
-        if isinstance(kubeconfig, dict):
-            label = "the kubeconfig option (a mapping)"
-            doc = _read_kubeconfig_dict(kubeconfig)
-            context_entry = _choose_context(doc, context, label)
-            config.load_kube_config_from_dict(kubeconfig, context=context, client_configuration=cfg)
-            source = _describe_kubeconfig(doc, context_entry, label)
-        elif kubeconfig or context or not auth.get("host"):
-            paths, origin = _kubeconfig_files(kubeconfig)
-            existing = [path for path in paths if os.path.isfile(path)]
-            if not existing and not kubeconfig and not context and _in_cluster():
-                config.load_incluster_config(client_configuration=cfg)
-                source = ConnectionSource(
-                    server="the in-cluster configuration (KUBERNETES_SERVICE_HOST)",
-                    credential=f"the pod's service account token ({IN_CLUSTER_TOKEN})",
-                    credential_kind="in-cluster", ca=IN_CLUSTER_CA)
-            else:
-                if not existing:
-                    raise _no_kubeconfig(paths, origin)
-                label = "kubeconfig " + os.pathsep.join(existing)
-                doc = _read_kubeconfigs(existing)
-                context_entry = _choose_context(doc, context, label)
-                config.load_kube_config(config_file=os.pathsep.join(existing), context=context,
-                                        client_configuration=cfg, persist_config=False)
-                source = _describe_kubeconfig(doc, context_entry, label)
+        yield
     except config.ConfigException as err:
         raise ConfigError(
             f"could not load Kubernetes configuration: {err}",
@@ -280,33 +317,43 @@ def load_connection(auth: dict):
         raise ConfigError(f"could not read the kubeconfig: {err}", obj=label,
                           fix="check the kubeconfig path and permissions") from None
 
+
+def _set_explicit_options(cfg, auth: dict) -> None:
+    """The options given explicitly override what the kubeconfig set."""
     if auth.get("host"):
         cfg.host = auth["host"]
-        source = replace(source, server=_option_source("host", auth["host"]))
     if auth.get("api_key"):
         key = auth["api_key"]
         cfg.api_key = {"authorization": key if key.lower().startswith("bearer ") else f"Bearer {key}"}
-        source = replace(source, credential=f"the bearer token from {_option_source('api_key', key)}",
-                         credential_kind="api_key")
     if auth.get("ca_cert"):
         cfg.ssl_ca_cert = auth["ca_cert"]
-        source = replace(source, ca=f"the CA file {auth['ca_cert']} from {_option_source('ca_cert', auth['ca_cert'])}")
     if auth.get("client_cert"):
         cfg.cert_file = auth["client_cert"]
-        if not auth.get("api_key"):
-            source = replace(source, credential=f"the client certificate {auth['client_cert']} from the "
-                                                "client_cert option", credential_kind="client certificate")
     if auth.get("client_key"):
         cfg.key_file = auth["client_key"]
     if "validate_certs" in auth:
         cfg.verify_ssl = bool(auth["validate_certs"])
-        if not cfg.verify_ssl:
-            source = replace(source, ca="none: validate_certs is false")
     if auth.get("proxy"):
         cfg.proxy = auth["proxy"]
     if auth.get("no_proxy"):
         cfg.no_proxy = auth["no_proxy"]
-    return cfg, source
+
+
+def _with_explicit_options(source: ConnectionSource, auth: dict) -> ConnectionSource:
+    """``source`` with the server, credential and CA that explicit options replaced, for error messages."""
+    if auth.get("host"):
+        source = replace(source, server=_option_source("host", auth["host"]))
+    if auth.get("api_key"):
+        source = replace(source, credential=f"the bearer token from {_option_source('api_key', auth['api_key'])}",
+                         credential_kind="api_key")
+    if auth.get("ca_cert"):
+        source = replace(source, ca=f"the CA file {auth['ca_cert']} from {_option_source('ca_cert', auth['ca_cert'])}")
+    if auth.get("client_cert") and not auth.get("api_key"):
+        source = replace(source, credential=f"the client certificate {auth['client_cert']} from the "
+                                            "client_cert option", credential_kind="client certificate")
+    if "validate_certs" in auth and not bool(auth["validate_certs"]):
+        source = replace(source, ca="none: validate_certs is false")
+    return source
 
 
 def _read_kubeconfig_dict(doc: dict) -> dict:
@@ -349,17 +396,25 @@ class Resource:
 
     @property
     def api_version(self) -> str:
+        """The ``apiVersion`` of its objects: ``apps/v1``, or ``v1`` for the core group."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
     def group_kind(self) -> GroupKind:
+        """Its group and kind, without the version (what an ApplySet parent records)."""
         return GroupKind(self.group, self.kind)
 
     def parent_ref(self, name: str) -> str:
-        """kubectl's reference to an ApplySet parent, as in its messages: ``secrets./shop``."""
+        """kubectl's reference to an ApplySet parent of this resource named ``name``, as in its
+        messages: ``secrets./shop``."""
         return f"{self.plural}.{self.group}/{name}"
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """The URL path of the collection, or of the object ``name`` in it.
+
+        ``namespace`` is used only for a namespaced resource; without it the path lists across all
+        namespaces. Both are URL-quoted.
+        """
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
             base += f"/namespaces/{urllib.parse.quote(namespace, safe='')}"
@@ -370,7 +425,12 @@ class Resource:
 
 
 class Discovery:
-    """What the server serves, from one discovery pass per run."""
+    """What the server serves, from one discovery pass per run.
+
+    ``resources`` are in preference order: where a kind is served in several versions, the
+    first one is the preferred version, and the lookups return it. A lookup that finds nothing
+    returns None (or ``[]``); it never raises.
+    """
 
     def __init__(self, resources: list[Resource]):
         self.resources = resources
@@ -385,17 +445,20 @@ class Discovery:
                     self._by_name.setdefault((res.group, name.lower()), res)
 
     def for_gvk(self, group: str, version: str, kind: str) -> Resource | None:
+        """The resource of ``kind`` in exactly this ``group`` and ``version``."""
         return self._by_gvk.get((group, version, kind))
 
     def for_group_kind(self, gk: GroupKind) -> Resource | None:
+        """The preferred version's resource of the group and kind ``gk``."""
         return self._by_gk.get(gk)
 
     def with_kind(self, kind: str) -> list[Resource]:
-        """Every group that serves a kind of this name (to suggest the right apiVersion)."""
+        """The resource in every group that serves ``kind`` (to suggest the right apiVersion)."""
         return [res for gk, res in self._by_gk.items() if gk.kind == kind]
 
     def for_resource(self, group: str, name: str) -> Resource | None:
-        """Look up ``secrets``, ``secret`` or a short name, like kubectl's RESTMapper."""
+        """The resource that ``name`` names in ``group``: its plural (``secrets``), singular, kind in
+        lower case or a short name, in any case, like kubectl's RESTMapper."""
         return self._by_name.get((group, name.lower()))
 
 
@@ -449,7 +512,10 @@ def _resources_from_legacy(group: str, version: str, doc: dict) -> list[Resource
 
 class AdaptiveLimit:
     """How many requests may be in flight: halves when the server pushes back (429,
-    503), grows back by one after each run of successes, never above ``ceiling``."""
+    503), grows back by one after each run of successes, never above ``ceiling``.
+
+    Used as a context manager around each request: entering waits for a free slot.
+    """
 
     def __init__(self, ceiling: int):
         self.ceiling = max(1, ceiling)
@@ -471,11 +537,13 @@ class AdaptiveLimit:
             self._cond.notify_all()
 
     def pushed_back(self) -> None:
+        """The server answered 429 or 503: halve the limit (never below 1)."""
         with self._cond:
             self.limit = max(1, self.limit // 2)
             self._successes = 0
 
     def succeeded(self) -> None:
+        """Any other answer: after as many successes in a row as the limit, allow one more."""
         with self._cond:
             self._successes += 1
             if self.limit < self.ceiling and self._successes >= self.limit:
@@ -486,6 +554,9 @@ class AdaptiveLimit:
 
 @dataclass
 class Response:
+    """A successful answer: HTTP ``status``, the decoded JSON ``body`` (None when empty, the text
+    when it is not JSON) and the ``warnings`` of its ``Warning`` headers as plain messages."""
+
     status: int
     body: object
     warnings: list[str]
@@ -506,10 +577,19 @@ def _parse_warnings(values: list[str]) -> list[str]:
 class KubeClient:
     """A thread-safe client over one urllib3 connection pool.
 
-    ``parallelism`` bounds both the pool and the worker threads of ``map``.
-    Idempotent requests (GET, server-side apply, DELETE with a UID
-    precondition) are retried on 429, 5xx and connection errors with jittered
-    exponential backoff that honours Retry-After, for at most ``retry_seconds``.
+    Args:
+        cfg: the ``kubernetes.client.Configuration`` of ``load_connection``: server, TLS,
+            credentials (refreshed before each request when an exec plugin or token file gives them),
+            proxy.
+        parallelism: bounds both the pool and the worker threads of ``map``.
+        retry_seconds: how long idempotent requests (GET, server-side apply, DELETE with a UID
+            precondition) are retried on 429, 5xx and connection errors, with jittered exponential
+            backoff that honours Retry-After.
+        timeout: seconds to wait for an answer once connected (connecting: 10 s).
+        impersonate_user, impersonate_groups: sent as ``Impersonate-User`` and ``Impersonate-Group``.
+        source: where the settings came from, named by connection and credential errors.
+
+    ``requests_sent`` counts every attempt, retries included.
     """
 
     def __init__(self, cfg, parallelism: int = 8, retry_seconds: float = 30.0, timeout: float = 60.0,
@@ -569,7 +649,26 @@ class KubeClient:
     def request(self, method: str, path: str, *, query: dict | None = None, body=None,
                 content_type: str | None = None, accept: str = "application/json",
                 retry: bool | None = None) -> Response:
-        """Send one request; HTTP errors become ``ApiError`` (``ConflictError`` for 409)."""
+        """Send one request to the API server and decode its answer.
+
+        Args:
+            method, path: the HTTP method and the URL path (``Resource.path``).
+            query: query parameters; a list value repeats the parameter.
+            body: bytes or text sent as they are, anything else as compact JSON (then
+                ``content_type`` defaults to ``application/json``).
+            content_type, accept: the request's ``Content-Type`` and ``Accept`` headers.
+            retry: whether 429, 5xx and connection errors are retried (see the class); by default
+                only GETs are.
+
+        Returns:
+            The ``Response``.
+
+        Raises:
+            ConnectionFailed: no answer (refused, unknown host, TLS verification failed, timeout).
+            AuthenticationFailed: HTTP 401.
+            ConflictError: HTTP 409.
+            ApiError: any other HTTP status of 400 or above.
+        """
         url = self.host + path
         if query:
             url += "?" + urllib.parse.urlencode(query, doseq=True)
@@ -680,11 +779,11 @@ class KubeClient:
             details=dict(err.details or {}, server=self.host, credential_source=src.credential))
 
     def map(self, func, items):
-        """Run ``func`` over items with bounded parallelism; results keep input order.
+        """Run ``func`` on each of ``items`` with bounded parallelism; results keep input order.
 
-        The library's own errors (an API error for one object, say) are returned in place of
-        results rather than raised, so that one failed object never hides the outcome of the
-        others. Anything else is a bug, not an outcome: it propagates.
+        The library's own errors (an ``ApplySetError``: an API error for one object, say) are
+        returned in place of results rather than raised, so that one failed object never hides
+        the outcome of the others. Anything else is a bug, not an outcome: it propagates.
         """
         items = list(items)
 
@@ -701,7 +800,14 @@ class KubeClient:
 
     # -- discovery -------------------------------------------------------------------------
     def discover(self) -> Discovery:
-        """One discovery pass: aggregated discovery (2 requests) where served."""
+        """One discovery pass: aggregated discovery (2 requests) where served, else one request per
+        group version (an unavailable aggregated API is skipped).
+
+        Raises:
+            AuthenticationFailed: discovery refused (401, or 403 for anonymous or unbound users).
+            ApiError: another HTTP error, or discovery documents that are malformed.
+            ConnectionFailed: no answer.
+        """
         try:
             core = self.request("GET", "/api", accept=AGGREGATED_DISCOVERY).body
             groups = self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY).body
@@ -749,6 +855,13 @@ class KubeClient:
     # -- object requests --------------------------------------------------------------------
     def apply(self, res: Resource, obj: dict, *, field_manager: str, force: bool = False,
               dry_run: bool = False, field_validation: str = "Strict") -> Response:
+        """Server-side apply ``obj`` to ``res`` (its namespace and name say where) as ``field_manager``.
+
+        ``force`` takes over fields other managers own; ``dry_run`` sends ``dryRun=All``;
+        ``field_validation`` is ``Strict``, ``Warn`` or ``Ignore``. Retried like a GET (applying the
+        same object twice is the same). Raises as ``request``: ``ConflictError`` when fields are
+        owned by another manager and ``force`` is false.
+        """
         meta = obj["metadata"]
         query = {"fieldManager": field_manager, "fieldValidation": field_validation}
         if force:
@@ -760,6 +873,10 @@ class KubeClient:
         return self.request("PATCH", path, query=query, body=obj, content_type=APPLY_PATCH, retry=True)
 
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict | None:
+        """The object ``name`` of ``res`` (in ``namespace``), or None when it does not exist.
+
+        Raises as ``request`` for any error other than 404.
+        """
         try:
             return self.request("GET", res.path(namespace, name)).body
         except ApiError as err:
@@ -768,6 +885,9 @@ class KubeClient:
             raise
 
     def create(self, res: Resource, obj: dict, *, field_manager: str, dry_run: bool = False) -> Response:
+        """POST ``obj`` into its namespace's collection of ``res`` as ``field_manager`` (``dry_run``:
+        ``dryRun=All``). Not retried. Raises as ``request``: ``ConflictError`` when it exists already.
+        """
         query = {"fieldManager": field_manager}
         if dry_run:
             query["dryRun"] = "All"
@@ -775,7 +895,11 @@ class KubeClient:
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
              metadata_only: bool = True, page_size: int = 500):
-        """Yield every object of a resource, one page at a time."""
+        """Yield every object of ``res`` (in ``namespace``, or in all), fetched ``page_size`` at a time.
+
+        ``label_selector`` filters on the server; ``metadata_only`` asks for
+        ``PartialObjectMetadata`` (no spec or status). Raises as ``request``, at the page that fails.
+        """
         query = {"limit": str(page_size)}
         if label_selector:
             query["labelSelector"] = label_selector
@@ -790,6 +914,13 @@ class KubeClient:
 
     def delete(self, res: Resource, name: str, namespace: str | None, *, uid: str | None = None,
                propagation_policy: str = "Background", dry_run: bool = False) -> Response:
+        """Delete the object ``name`` of ``res`` in ``namespace``.
+
+        With ``uid`` the server deletes only that very object (a precondition), and the request is
+        retried; without it, it is sent once. ``propagation_policy`` is ``Background``,
+        ``Foreground`` or ``Orphan``; ``dry_run`` sends ``dryRun=All``. Raises as ``request``
+        (``ConflictError`` when the UID no longer matches, ``ApiError`` 404 when it is gone).
+        """
         body = {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy}
         if uid:
             body["preconditions"] = {"uid": uid}
@@ -801,6 +932,8 @@ class KubeClient:
 
     def merge_patch(self, res: Resource, name: str, namespace: str | None, patch: dict, *,
                     field_manager: str, dry_run: bool = False) -> Response:
+        """An RFC 7386 JSON merge ``patch`` of the object ``name`` of ``res`` in ``namespace``, as
+        ``field_manager`` (``dry_run``: ``dryRun=All``). Not retried. Raises as ``request``."""
         query = {"fieldManager": field_manager}
         if dry_run:
             query["dryRun"] = "All"
@@ -809,18 +942,28 @@ class KubeClient:
 
     def json_patch(self, res: Resource, name: str, namespace: str | None, operations: list, *,
                    field_manager: str) -> Response:
-        """An RFC 6902 JSON patch (used to rewrite managedFields; guard it with a resourceVersion op)."""
+        """Send the RFC 6902 JSON patch ``operations`` for the object ``name`` of ``res`` in ``namespace``
+        as ``field_manager``. Used to rewrite managedFields: guard it with a ``replace`` of the
+        resourceVersion (``csa.patch``), so that a stale one fails with ``ConflictError``. Not
+        retried. Raises as ``request``."""
         return self.request("PATCH", res.path(namespace, name), query={"fieldManager": field_manager},
                             body=operations, content_type="application/json-patch+json")
 
 
 def connect(auth: dict, **kwargs) -> KubeClient:
+    """A client for the cluster the options name (see ``load_connection``), impersonating if asked.
+
+    Args:
+        auth: the options as ``ansible_support.auth_params`` gives them; ``impersonate_user`` and
+            ``impersonate_groups`` (a list) are sent as ``Impersonate-*`` headers.
+        kwargs: passed on to ``KubeClient`` (``parallelism``, ``retry_seconds``, ``timeout``).
+
+    Raises:
+        InputError, ConfigError: as ``load_connection``. No request is sent yet.
+    """
     cfg, source = load_connection(auth)
-    groups = auth.get("impersonate_groups")
-    if isinstance(groups, str):
-        groups = [g.strip() for g in groups.split(",") if g.strip()]
-    return KubeClient(cfg, impersonate_user=auth.get("impersonate_user"), impersonate_groups=groups, source=source,
-                      **kwargs)
+    return KubeClient(cfg, impersonate_user=auth.get("impersonate_user"),
+                      impersonate_groups=auth.get("impersonate_groups"), source=source, **kwargs)
 
 
 # ----- helpers ----------------------------------------------------------------------------

@@ -88,12 +88,19 @@ class Uint64(int):
 
 
 class YamlError(ValueError):
-    """A document kubectl would refuse, with the 0-based line (and column) it is about."""
+    """A document kubectl would refuse, with the 0-based line (and column) it is about.
 
-    def __init__(self, message, line=None, column=None):
+    Args:
+        message: what is wrong. It never quotes a scalar's value: the value may be a Secret's.
+        line, column: 0-based position in the whole stream, when known.
+        fix: what to write instead, when it is more precise than "correct the YAML there".
+    """
+
+    def __init__(self, message, line=None, column=None, fix=None):
         super().__init__(message)
         self.line = line
         self.column = column
+        self.fix = fix
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,7 +133,19 @@ def resolve(tag, text):
         return rtag, value
     if tag == FLOAT_TAG and rtag == INT_TAG:
         return FLOAT_TAG, float(value)
-    raise YamlError(f"cannot decode {_short(rtag)} `{text}` as a {_short(tag)}")
+    # kubectl quotes the text here; we give its length only: it may be a Secret's value.
+    raise YamlError(f"cannot decode {_short(rtag)} ({_characters(text)}, not shown) as a {_short(tag)}",
+                    fix=f"drop the {_short(tag)} tag (quote the value to keep it as text), or write "
+                        f"{_WHAT_FITS[tag]} there")
+
+
+# What a value with an explicit tag must look like, for the fix of a value that does not fit.
+_WHAT_FITS = {BOOL_TAG: "true or false", INT_TAG: "an integer", FLOAT_TAG: "a number", NULL_TAG: "null",
+              TIMESTAMP_TAG: "a date or time such as 2001-12-14T21:59:43Z"}
+
+
+def _characters(text):
+    return "1 character" if len(text) == 1 else f"{len(text)} characters"
 
 
 def _resolve_number(tag, text):
@@ -190,7 +209,10 @@ def _underscores_ok(text):
 
 
 def go_parse_uint(text, base=0):
-    """Go's strconv.ParseUint(text, base, 64); base 0 reads the prefixes 0b, 0o, 0x, and 0 (octal)."""
+    """Go's strconv.ParseUint(text, base, 64): the value, or None where Go returns an error.
+
+    ``base`` 0 reads the prefixes 0b, 0o, 0x, and 0 (octal) of ``text``.
+    """
     if not text:
         return None
     digits = text
@@ -215,7 +237,8 @@ _DIGIT_VALUES = {c: int(c, 36) for c in "0123456789abcdefghijklmnopqrstuvwxyzABC
 
 
 def go_parse_int(text, base=0):
-    """Go's strconv.ParseInt(text, base, 64): an optional sign, then ParseUint's syntax."""
+    """Go's strconv.ParseInt(text, base, 64): an optional sign, then ``go_parse_uint``'s syntax;
+    None outside int64."""
     negative = text[:1] == "-"
     unsigned = go_parse_uint(text[1:] if text[:1] in ("+", "-") else text, base)
     if unsigned is None:
@@ -250,14 +273,17 @@ def _short(tag):
 
 
 def decode_binary(text):
-    """An !!binary scalar as go-yaml v2 decodes it: base64 (line breaks ignored) to a string.
+    """The !!binary scalar ``text`` as go-yaml v2 decodes it: base64 (line breaks ignored) to a string.
 
     Go keeps the bytes; JSON then replaces each byte that is not valid UTF-8 by U+FFFD.
+    Raises ``YamlError`` when ``text`` is not base64; the message gives its length, not the text.
     """
     try:
         data = base64.b64decode(text.replace("\n", "").replace("\r", ""), validate=True)
     except (binascii.Error, ValueError):
-        raise YamlError("!!binary value contains invalid base64 data") from None
+        raise YamlError(f"!!binary value contains invalid base64 data ({_characters(text)}, not shown)",
+                        fix="write the base64 of the bytes (base64 -w0 FILE), or drop the !!binary tag "
+                            "to keep the text") from None
     return data.decode("utf-8", errors="applyset-go-replace")
 
 
@@ -275,7 +301,7 @@ codecs.register_error("applyset-go-replace", _replace_each_byte)
 
 
 def json_number(value):
-    """A number as the server receives it from kubectl (after Go's JSON round trip).
+    """The number ``value`` as the server receives it from kubectl (after Go's JSON round trip).
 
     Whole floats become ints (Go writes 1000.0 as 1000, read back as an int64), ints beyond
     int64 become floats. NaN and infinity cannot be written as JSON: ``YamlError``.
@@ -302,7 +328,7 @@ def _go_float_name(value):
 
 
 def json_key(value):
-    """A map key as sigs.k8s.io/yaml turns it into a JSON key (a string).
+    """The map key ``value`` (a resolved scalar) as sigs.k8s.io/yaml turns it into a JSON key (a string).
 
     Raises ``YamlError`` for the key types it refuses: null and integers beyond int64.
     """
@@ -352,11 +378,12 @@ def format_float32_g(value):
 
 
 def to_json_value(value, where="value"):
-    """Normalise an already parsed value (a dict from a playbook) as kubectl's JSON would.
+    """Normalise an already parsed ``value`` (a dict from a playbook) as kubectl's JSON would.
 
     Keys become strings (``json_key``), numbers what the server receives (``json_number``).
     Containers are copied only where something changes, so ready values come back as they
-    are. Raises ``YamlError`` naming the path of a value that cannot be sent.
+    are. Raises ``YamlError`` naming the path of a value that cannot be sent, from ``where``
+    (``value``, ``the object``) down: ``the object.spec.x``.
     """
     if isinstance(value, dict):
         result = None
@@ -511,7 +538,7 @@ class _Builder:
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return json_number(value)
         except YamlError as error:
-            raise _error_at(node, str(error)) from None
+            raise _error_of_scalar(node, error) from None
         return value
 
     def _key(self, node):
@@ -535,7 +562,7 @@ class _Builder:
                 value = decode_binary(value)
             return json_key(value), _identity(value)
         except YamlError as error:
-            raise _error_at(node, str(error)) from None
+            raise _error_of_scalar(node, error) from None
 
     def _non_specific(self, node):
         """Whether a plain-looking scalar was written with the tag "!": go-yaml v2 keeps its text.
@@ -606,9 +633,14 @@ def _is_merge(node):
     return node.__class__ is yaml.ScalarNode and node.value == "<<" and node.tag in (PLAIN_TAG, MERGE_TAG)
 
 
-def _error_at(node, message, context=None):
+def _error_at(node, message, context=None, fix=None):
     mark = node.start_mark
-    return YamlError(f"{message} ({context})" if context else message, mark.line, mark.column)
+    return YamlError(f"{message} ({context})" if context else message, mark.line, mark.column, fix)
+
+
+def _error_of_scalar(node, error):
+    """``error`` of resolving or decoding ``node``'s text, placed at the node."""
+    return _error_at(node, str(error), fix=error.fix)
 
 
 class _NodeLoaderMixin:
@@ -662,7 +694,7 @@ JSON_SNIFF_LENGTH = 4096
 
 
 def read_stream(text):
-    """Read a manifest stream as kubectl does: ``[(document number, value), ...]``.
+    """Read the manifest stream ``text`` as kubectl does: ``[(document number, value), ...]``.
 
     Empty documents (nothing, only comments, ``null``) are left out; numbers count the
     documents as written, so that errors can name them. Raises ``YamlError`` with the 0-based
@@ -806,7 +838,8 @@ def _build(node, text, line_offset, anchors, aliases):
 
 
 def expanded_size(value, memo):
-    """How many values ``value`` becomes once every alias is written out."""
+    """How many values ``value`` becomes once every alias is written out; ``memo`` (a dict, by
+    ``id``) keeps the sizes of shared values, so each is counted once per call tree."""
     if not isinstance(value, (dict, list)):
         return 1
     known = memo.get(id(value))

@@ -34,22 +34,32 @@ HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
 
 @dataclass(frozen=True)
 class Options:
+    """The module's ``adopt_legacy`` option: the ``selector`` kubectl pruned with, the allowlist
+    ``kinds`` (``Kind`` or ``Kind.group``; kubectl's default allowlist unless given) and whether
+    objects Helm manages may be taken over (``allow_helm``)."""
+
     selector: str
     kinds: tuple = DEFAULT_KINDS
     allow_helm: bool = False
 
     def group_kinds(self) -> list:
+        """The allowlist as sorted ``GroupKind``s."""
         return sorted(spec.parse_group_kinds(",".join(self.kinds)))
 
 
 @dataclass
 class Selection:
+    """What ``select`` made of the legacy LISTs: each entry a ``(resource, metadata)`` pair, with the
+    other set's ID as a third item in ``elsewhere``."""
+
     adopted: list = field(default_factory=list)  # (resource, metadata) taken into the set
     not_applied: list = field(default_factory=list)  # matched, but not made by kubectl apply: left alone
     elsewhere: list = field(default_factory=list)  # (resource, metadata, other id): in another set already
 
 
 def helm_release(meta: dict) -> str | None:
+    """The Helm release (``namespace/name``) that manages an object, from the Helm annotations or
+    the ``managed-by: Helm`` label of its metadata ``meta``; None when Helm does not manage it."""
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     if HELM_RELEASE_NAME in annotations:
@@ -61,9 +71,17 @@ def helm_release(meta: dict) -> str | None:
 
 
 def select(listed, applyset_id: str, options: Options, parent_ref: str) -> Selection:
-    """Sort what the legacy LISTs found. ``listed``: (resource, metadata) pairs.
+    """Sort what the legacy LISTs found into a ``Selection``.
 
-    Raises InputError, before anything is written, for objects Helm manages (unless allowed).
+    Args:
+        listed: ``(resource, metadata)`` pairs of the objects matching the selector.
+        applyset_id: the set's ID; objects labelled with it are ours already and skipped.
+        options: the ``adopt_legacy`` options.
+        parent_ref: the parent as kubectl names it (``secrets./shop``), for the error.
+
+    Raises:
+        InputError: before anything is written, for objects Helm manages (unless
+            ``options.allow_helm``); ``details["helm_managed"]`` lists them.
     """
     selection = Selection()
     helm = []
@@ -94,12 +112,16 @@ def select(listed, applyset_id: str, options: Options, parent_ref: str) -> Selec
 
 
 def ref(res, meta: dict) -> str:
+    """``Kind namespace/name`` of an object of resource ``res`` with metadata ``meta``, for messages."""
     where = f"{meta['namespace']}/" if meta.get("namespace") else ""
     return f"{res.kind} {where}{meta['name']}"
 
 
 def scope_kinds(options: Options, discovery) -> tuple[list, list]:
-    """(served resources to list, kinds of the allowlist the server does not serve)."""
+    """Split the allowlist of ``options`` by what ``discovery`` (a ``kube.Discovery``) serves.
+
+    Returns ``(served resources to list, group kinds of the allowlist the server does not serve)``.
+    """
     served, missing = [], []
     for gk in options.group_kinds():
         res = discovery.for_group_kind(GroupKind(*gk))

@@ -50,6 +50,7 @@ class Manifest:
 
     @property
     def api_version(self):
+        """apiVersion as written (``apps/v1``), or None when missing or not a string."""
         return _text_or_none(self._field("apiVersion"))
 
     @property
@@ -65,10 +66,12 @@ class Manifest:
 
     @property
     def kind(self):
+        """kind as written, or None when missing or not a string."""
         return _text_or_none(self._field("kind"))
 
     @property
     def name(self):
+        """metadata.name, or None when missing, empty or not a string."""
         return _text_or_none(self.metadata.get("name"))
 
     @property
@@ -109,8 +112,14 @@ def load_sources(src, base_dir=None):
     is searched recursively for ``*.yaml``, ``*.yml`` and ``*.json`` (hidden entries skipped);
     anything else with ``*``, ``?`` or ``[`` is a recursive glob whose matching files are read.
     Relative paths are resolved against ``base_dir`` when given. Files are read in sorted
-    order within each entry, and each file only once. All problems are raised together as
-    ``InputErrors``.
+    order within each entry, and each file only once. Each manifest's source is ``PATH, document N``.
+
+    Returns:
+        The ``Manifest`` list, not yet validated (see ``validate``).
+
+    Raises:
+        InputErrors: every problem of every entry at once: a path that does not exist or cannot be
+            read, a file too large or not UTF-8/UTF-16, YAML or JSON that kubectl would refuse.
     """
     entries = [src] if isinstance(src, (str, os.PathLike)) else list(src)
     problems = []
@@ -255,8 +264,18 @@ def load_definition(definition, source="definition"):
     kustomize build) is named NAME in messages. A dict was parsed by Ansible already
     (with PyYAML's rules, not kubectl's), so only its JSON form is made what kubectl would send:
     keys become strings and numbers what the server receives. A list may mix dicts and text.
-    Empty documents and None items are skipped. Problems of all items are raised together as
-    ``InputErrors``.
+    Empty documents and None items are skipped.
+
+    Args:
+        definition: a mapping, a list, or YAML/JSON text (or None: no manifests).
+        source: how messages name the input (``definition``, ``definition item 2``, ``..., document 3``).
+
+    Returns:
+        The ``Manifest`` list, not yet validated (see ``validate``).
+
+    Raises:
+        InputErrors: the problems of all items together: a type that is no manifest, text that
+            kubectl would refuse (naming the line and column), a value JSON cannot hold.
     """
     if definition is None:
         return []
@@ -319,7 +338,7 @@ def _syntax_error(error, source):
     else:
         where = f" at line {error.line + 1}, column {error.column + 1}"
     return InputError(f"{language} syntax error{where}: {message}", obj=source,
-                      fix=f"correct the {language} at that position")
+                      fix=error.fix or f"correct the {language} at that position")
 
 
 def _flatten_into(manifests, document, source):
@@ -364,7 +383,7 @@ _OBJECT_FIX = "each document must be a Kubernetes object with apiVersion, kind a
 
 
 def validate(manifests):
-    """Check every manifest and raise one ``InputErrors`` listing all problems found.
+    """Check every one of ``manifests`` and raise one ``InputErrors`` listing all problems found.
 
     Checks: each document is a mapping with string apiVersion, kind and metadata.name; the
     name and namespace are valid as the API server checks them (``names``); no generateName;
@@ -411,8 +430,6 @@ def _kinds_defined_by_crds(manifests):
         if isinstance(group, str) and isinstance(kind, str):
             kinds[(group, kind)] = crd_spec.get("scope", "Namespaced") != "Cluster"
     return kinds
-
-
 
 
 def _problems_of(manifest, crd_kinds=None):

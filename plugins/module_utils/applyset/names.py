@@ -130,7 +130,10 @@ def name_rule(group, kind, served_by_crd=False):
 
 
 def name_problem(group, kind, name, served_by_crd=False):
-    """One sentence saying why the server would refuse ``name`` for this kind, or None."""
+    """One sentence saying why the server would refuse ``name`` for a ``kind`` of ``group``, or None.
+
+    ``served_by_crd`` as in ``name_rule``. CronJob names have a shorter limit of their own.
+    """
     rule = name_rule(group, kind, served_by_crd)
     problems = rule_problems(rule, name)
     if not problems and (group, kind) == ("batch", "CronJob") and len(name) > CRONJOB_NAME_MAX:
@@ -142,7 +145,8 @@ def name_problem(group, kind, name, served_by_crd=False):
 
 
 def namespace_problem(namespace, field="metadata.namespace"):
-    """One sentence saying why ``namespace`` cannot name a namespace, or None."""
+    """One sentence saying why ``namespace`` cannot name a namespace, or None; the sentence names the
+    input as ``field`` (``metadata.namespace``, or ``namespace`` for the option)."""
     problems = rule_problems(DNS1123_LABEL, namespace)
     if not problems:
         return None
@@ -151,7 +155,8 @@ def namespace_problem(namespace, field="metadata.namespace"):
 
 
 def fix_for(value):
-    """A suggestion for an invalid name: its lower-case form with the invalid characters as '-'."""
+    """The fix for an invalid name ``value``: use its lower-case form with the invalid characters as
+    '-' (quoted as an example when that differs from ``value``)."""
     suggestion = re.sub(r"[^a-z0-9.-]+", "-", value.lower()).strip("-.")
     if suggestion and suggestion != value:
         return f'use lower case letters, digits and "-", e.g. "{suggestion[:DNS1123_LABEL_MAX].strip("-.")}"'
@@ -216,7 +221,7 @@ LABEL_VALUE_RULE = ('at most 63 letters, digits, "-", "_" and ".", starting and 
 
 
 def qualified_name_problems(key):
-    """What is wrong with a label or annotation key (apimachinery's IsQualifiedName); [] if nothing."""
+    """What is wrong with the label or annotation ``key`` (apimachinery's IsQualifiedName); [] if nothing."""
     parts = key.split("/")
     if len(parts) > 2:
         return ["has more than one '/'"]
@@ -240,6 +245,7 @@ def qualified_name_problems(key):
 
 
 def label_value_problems(value):
+    """What is wrong with a label ``value`` (apimachinery's IsValidLabelValue); [] if nothing."""
     problems = []
     if len(value) > LABEL_VALUE_MAX:
         problems.append(f"is longer than {LABEL_VALUE_MAX} characters")

@@ -72,7 +72,11 @@ def pack_protected_input(args: dict) -> dict:
 
 
 def unpack_protected_input(text: str | None) -> dict:
-    """The inputs ``pack_protected_input`` carried, as a dict (empty when there were none)."""
+    """The inputs ``pack_protected_input`` carried in ``text``, as a dict (empty when there were none).
+
+    Raises ``ValueError`` (JSON's, or ours) when ``text`` is not a JSON object: the parameter is
+    internal, so that is a broken action plugin, not bad input.
+    """
     if not text:
         return {}
     value = json.loads(text)
@@ -82,7 +86,8 @@ def unpack_protected_input(text: str | None) -> dict:
 
 
 def is_secret(obj) -> bool:
-    """A dict shaped like a core/v1 Secret (a missing apiVersion counts: better safe)."""
+    """Whether ``obj`` is a dict shaped like a core/v1 Secret with ``data`` or ``stringData`` (a
+    missing apiVersion counts: better safe)."""
     return (isinstance(obj, dict) and obj.get("kind") == "Secret"
             and obj.get("apiVersion") in (None, "v1")
             and any(isinstance(obj.get(field), dict) for field in ("data", "stringData")))
@@ -122,7 +127,9 @@ class SecretDigester:
         self._key = secrets.token_bytes(16)
 
     def mask(self, obj):
-        if obj is None or not is_secret(obj):
+        """A copy of ``obj`` with each ``data`` and ``stringData`` value a digest, if it is a Secret
+        (see ``is_secret``); anything else (None included) is returned as it is."""
+        if not is_secret(obj):
             return obj
         masked = dict(obj)
         for field in ("data", "stringData"):
@@ -158,7 +165,7 @@ def _read_token_file(path):
 
 
 def kubeconfig_secrets(config) -> set:
-    """Every credential an inline kubeconfig holds by value, for ``no_log_values``.
+    """Every credential the inline kubeconfig ``config`` (a mapping) holds by value, for ``no_log_values``.
 
     ``token``, ``password``, ``client-key-data``, every value of an auth-provider's
     ``config`` (id and refresh tokens, client secrets), every ``env`` value of an exec
@@ -190,7 +197,9 @@ def kubeconfig_secrets(config) -> set:
 
 
 def pasted_private_key(value) -> set:
-    """A private key given by content where a path was expected: the text and each of its lines."""
+    """What to mask when ``value`` (a ``client_key`` option) is a private key given by content where
+    a path was expected: the text and each of its lines but the ``-----BEGIN/END`` ones. Empty for
+    anything else."""
     if not isinstance(value, str) or "PRIVATE KEY" not in value:
         return set()
     return maskable({value, value.strip(), *value.splitlines()}) - {
@@ -198,5 +207,5 @@ def pasted_private_key(value) -> set:
 
 
 def maskable(values) -> set:
-    """The values long enough to be masked wherever their text appears (``MIN_MASKED_LENGTH``)."""
+    """Those of ``values`` long enough to be masked wherever their text appears (``MIN_MASKED_LENGTH``)."""
     return {value for value in values if isinstance(value, str) and len(value.strip()) >= MIN_MASKED_LENGTH}

@@ -42,6 +42,7 @@ class ApiDefinitions:
     apiservice_error: str | None = None
 
     def crd_for_kind(self, gk: GroupKind) -> dict | None:
+        """The CRD that defines the group and kind ``gk``, or None (also when CRDs could not be listed)."""
         for crd in self.crds or ():
             crd_spec = crd.get("spec") or {}
             if crd_spec.get("group") == gk.group and (crd_spec.get("names") or {}).get("kind") == gk.kind:
@@ -49,6 +50,8 @@ class ApiDefinitions:
         return None
 
     def crd_for_resource(self, group: str, resource: str) -> dict | None:
+        """The CRD of ``group`` whose plural, singular or a short name is ``resource`` (in any case),
+        or None."""
         for crd in self.crds or ():
             crd_spec = crd.get("spec") or {}
             names = crd_spec.get("names") or {}
@@ -59,7 +62,12 @@ class ApiDefinitions:
 
 
 def load(client: KubeClient, discovery: Discovery | None = None) -> ApiDefinitions:
-    """LIST the CRDs and APIServices (whole objects: the kinds are in their spec)."""
+    """LIST the CRDs and APIServices with ``client`` (whole objects: the kinds are in their spec).
+
+    ``discovery``, when given, picks the served version of each. Never raises for an API error
+    (forbidden, not served, no answer): that list is None and its error message kept, so that
+    the decisions count it as "may hold".
+    """
 
     def fetch(res: Resource):
         if discovery is not None:
@@ -75,7 +83,8 @@ def load(client: KubeClient, discovery: Discovery | None = None) -> ApiDefinitio
 
 
 def why_it_may_hold_objects(gk: GroupKind, defs: ApiDefinitions) -> str | None:
-    """Why an unserved recorded kind may still hold objects; ``None`` when it provably cannot."""
+    """Why the unserved recorded kind ``gk`` may still hold objects, judged on ``defs``
+    (``load``'s result); ``None`` when it provably cannot."""
     if not gk.group:
         return "it is in the core API group, which the API server itself serves"
     if defs.crds is None:
@@ -87,7 +96,8 @@ def why_it_may_hold_objects(gk: GroupKind, defs: ApiDefinitions) -> str | None:
 
 
 def why_resource_may_hold_objects(group: str, resource: str, defs: ApiDefinitions) -> str | None:
-    """The same question for a legacy ``contains-group-resources`` entry whose kind is unknown."""
+    """``why_it_may_hold_objects`` for a legacy ``contains-group-resources`` entry (``resource`` of
+    ``group``) whose kind is unknown, judged on ``defs``; ``None`` when it provably holds nothing."""
     if not group:
         return "it is in the core API group, which the API server itself serves"
     if defs.crds is None:
