@@ -22,7 +22,7 @@ import json
 import re
 import threading
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import urllib3
@@ -112,8 +112,6 @@ class _Hook:
 @dataclass
 class _Stored:
     obj: dict
-    # field manager -> leaf paths it set with its last server-side apply (to drop what it leaves out)
-    applied: dict = field(default_factory=dict)
 
 
 class HttpError(Exception):
@@ -258,6 +256,8 @@ class FakeApi:
             return self._apply(kind, namespace, name, req)
         if req.method == "PATCH" and req.content_type == "application/merge-patch+json":
             return self._merge_patch(kind, namespace, name, req)
+        if req.method == "PATCH" and req.content_type == "application/json-patch+json":
+            return self._json_patch(kind, namespace, name, req)
         if req.method == "POST":
             return self._create(kind, namespace, req)
         if req.method == "DELETE":
@@ -369,8 +369,7 @@ class FakeApi:
         self._version += 1
         meta["resourceVersion"] = str(self._version)
 
-    def _write(self, kind: Kind, namespace, name, new: dict, before: _Stored | None, req: Request,
-               applied: dict | None = None) -> dict:
+    def _write(self, kind: Kind, namespace, name, new: dict, before: _Stored | None, req: Request) -> dict:
         """Store ``new`` (unless dry run); the resourceVersion moves only when something changed."""
         unchanged = before is not None and _without_version(new) == _without_version(before.obj)
         if unchanged:
@@ -382,10 +381,7 @@ class FakeApi:
             new["status"] = {"conditions": [{"type": "NamesAccepted", "status": "True"},
                                             {"type": "Established", "status": "True"}]}
         if not req.dry_run:
-            stored = _Stored(new, dict(before.applied) if before else {})
-            if applied:
-                stored.applied.update(applied)
-            self._store[self._key(kind, namespace, name)] = stored
+            self._store[self._key(kind, namespace, name)] = _Stored(new)
         return copy.deepcopy(new)
 
     def _apply(self, kind: Kind, namespace, name, req: Request):
@@ -409,13 +405,14 @@ class FakeApi:
         else:
             new = copy.deepcopy(before.obj)
             # What this manager applied before and leaves out now is removed (no other owner here).
-            for path in before.applied.get(manager, set()) - paths:
+            for path in _applied_paths(before.obj, manager) - paths:
                 _remove_path(new, path)
             _merge(new, sent)
         new["apiVersion"], new["kind"] = kind.api_version, kind.kind
         if namespace:
             new["metadata"]["namespace"] = namespace
-        written = self._write(kind, namespace, name, new, before, req, applied={manager: paths})
+        _record_apply(new, manager, kind.api_version, paths)
+        written = self._write(kind, namespace, name, new, before, req)
         return (201 if before is None else 200), written
 
     def _merge_patch(self, kind: Kind, namespace, name, req: Request):
@@ -426,6 +423,27 @@ class FakeApi:
         patch = copy.deepcopy(patch)
         (patch.get("metadata") or {}).pop("resourceVersion", None)
         _merge(new, patch)
+        return 200, self._write(kind, namespace, name, new, before, req)
+
+    def _json_patch(self, kind: Kind, namespace, name, req: Request):
+        """RFC 6902 add, replace, remove; a replace of metadata.resourceVersion is a precondition
+        (a stale one fails with 409 as storage does, as client-go relies on)."""
+        before = self._stored(kind, namespace, name)
+        new = copy.deepcopy(before.obj)
+        for op in req.body or []:
+            keys = [k.replace("~1", "/").replace("~0", "~") for k in op["path"].split("/")[1:]]
+            if keys == ["metadata", "resourceVersion"]:
+                self._check_precondition({"resourceVersion": op.get("value")}, before, kind, name)
+                continue
+            node = new
+            for key in keys[:-1]:
+                node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+            if op["op"] in ("add", "replace"):
+                node[keys[-1]] = copy.deepcopy(op["value"])
+            elif op["op"] == "remove":
+                node.pop(keys[-1], None)
+            else:
+                raise HttpError(422, "Invalid", f"the fake does not answer the JSON patch op {op['op']}")
         return 200, self._write(kind, namespace, name, new, before, req)
 
     def _create(self, kind: Kind, namespace, req: Request):
@@ -488,6 +506,40 @@ def _leaf_paths(obj: dict, prefix: tuple = ()) -> set:
     return paths
 
 
+def _record_apply(obj: dict, manager: str, api_version: str, paths: set) -> None:
+    """The manager's Apply entry in managedFields, as the server keeps it (fieldsV1 of the paths set)."""
+    fields: dict = {}
+    for path in paths:
+        if path[:1] in (("apiVersion",), ("kind",)) or path[:2] == ("metadata", "name"):
+            continue
+        node = fields
+        for key in path:
+            node = node.setdefault(f"f:{key}", {})
+    entry = {"manager": manager, "operation": "Apply", "apiVersion": api_version, "fieldsType": "FieldsV1",
+             "fieldsV1": fields}
+    meta = obj["metadata"]
+    others = [e for e in meta.get("managedFields") or []
+              if not (e.get("manager") == manager and e.get("operation") == "Apply")]
+    meta["managedFields"] = others + [entry]
+
+
+def _applied_paths(obj: dict, manager: str) -> set:
+    """The leaf paths the manager's Apply entry owns (what its next apply removes if left out)."""
+    entry = next((e for e in (obj.get("metadata") or {}).get("managedFields") or []
+                  if e.get("manager") == manager and e.get("operation") == "Apply"), None)
+
+    def walk(node, prefix):
+        paths = set()
+        for key, child in (node or {}).items():
+            if not key.startswith("f:"):
+                continue
+            path = prefix + (key[2:],)
+            paths |= walk(child, path) if child else {path}
+        return paths
+
+    return walk((entry or {}).get("fieldsV1"), ())
+
+
 def _remove_path(obj: dict, path: tuple) -> None:
     node = obj
     for key in path[:-1]:
@@ -536,8 +588,9 @@ def client(api: FakeApi, parallelism: int = 1, **kwargs) -> kube.KubeClient:
     return c
 
 
-def make_engine(api: FakeApi, parent="configmaps/shop", namespace="shop", **options) -> engines.Engine:
-    return engines.Engine(client(api), parent, namespace, engines.Options(**options))
+def make_engine(api: FakeApi, parent="configmaps/shop", namespace="shop", parallelism=1,
+                **options) -> engines.Engine:
+    return engines.Engine(client(api, parallelism), parent, namespace, engines.Options(**options))
 
 
 def outcome(engine: engines.Engine, action: str, *args) -> tuple[engines.Report, ApplySetError | None]:

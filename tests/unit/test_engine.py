@@ -784,3 +784,152 @@ def test_uninstall_with_wait_returns_once_members_are_gone(api):
     report, error = run(api, "uninstall", wait=True, wait_timeout=5)
     assert error is None and actions(report) == {"ConfigMap shop/a": "pruned"}
     assert api.objects("v1", "ConfigMap") == []
+
+
+# ----- the report ------------------------------------------------------------------------------
+
+
+def test_the_report_counts_and_lists_what_the_run_did(api):
+    deployed(api, cm("a"), cm("b"), cm("c"))
+    report, error = run(api, "apply", load(cm("a"), cm("b", k="changed")))
+    assert error is None
+    data = report.to_dict()
+    assert data["changed"] is True and data["applyset"]["id"] == ID
+    assert data["summary"] == {"created": 0, "configured": 1, "unchanged": 1, "pruned": 1, "kept": 0,
+                               "skipped": 0, "failed": 0}
+    pruned = next(o for o in data["objects"] if o["action"] == "pruned")
+    assert pruned == {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "c",
+                      "action": "pruned", "uid": pruned["uid"]} and pruned["uid"]
+
+
+def test_a_failed_object_carries_its_error_in_the_report(api):
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/a", 422, "a is invalid", reason="Invalid", times=None)
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is not None and report.failed
+    (entry,) = report.to_dict()["objects"]
+    assert entry["action"] == "failed" and entry["reason"] == "a is invalid"
+    assert entry["error"]["status"] == 422
+
+
+# ----- fields of client-side tools -------------------------------------------------------------
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def kubectl_applied(api, name, data):
+    """An object as `kubectl apply` (client-side) left it: its fields owned by an Update entry."""
+    api.add({"apiVersion": "v1", "kind": "ConfigMap", "data": data, "metadata": {
+        "name": name, "namespace": "shop", "annotations": {LAST_APPLIED: json.dumps({"data": data})},
+        "managedFields": [{"manager": "kubectl-client-side-apply", "operation": "Update", "apiVersion": "v1",
+                           "fieldsType": "FieldsV1", "fieldsV1": {
+                               "f:data": {f"f:{key}": {} for key in data},
+                               "f:metadata": {"f:annotations": {f"f:{LAST_APPLIED}": {}}}}}]}})
+
+
+def test_fields_of_a_client_side_apply_become_ours_and_what_the_manifest_left_out_goes(api):
+    kubectl_applied(api, "a", {"k": "a", "old": "x"})
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None
+    assert any("took over all fields of kubectl-client-side-apply" in w for w in report.warnings)
+    (json_patch,) = [r for r in api.requests if r.content_type == "application/json-patch+json"]
+    assert json_patch.body[1]["path"] == "/metadata/resourceVersion"
+    managers = [e["manager"] for e in api.object("v1", "ConfigMap", "a", "shop")["metadata"]["managedFields"]]
+    assert managers == [engine.DEFAULT_FIELD_MANAGER]
+    # The applies after the take-over own "old" too, and leave it out: it is gone.
+    assert api.object("v1", "ConfigMap", "a", "shop")["data"] == {"k": "a"}
+
+
+def test_check_mode_only_says_which_fields_a_real_run_takes_over(api):
+    kubectl_applied(api, "a", {"k": "a"})
+    report, error = run(api, "apply", load(cm("a")), dry_run=True)
+    assert error is None
+    assert any("a real run takes over all fields of kubectl-client-side-apply" in w for w in report.warnings)
+    assert not any(r.content_type == "application/json-patch+json" for r in api.requests)
+
+
+def test_a_take_over_that_fails_is_a_warning_not_a_failure(api):
+    kubectl_applied(api, "a", {"k": "a"})
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/a", 403, "forbidden", reason="Forbidden",
+             when=lambda r: r.content_type == "application/json-patch+json")
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None and actions(report) == {"ConfigMap shop/a": "configured"}
+    assert any("could not take over the fields of client-side tools (forbidden)" in w for w in report.warnings)
+
+
+def test_a_take_over_meeting_a_change_plans_again(api):
+    kubectl_applied(api, "a", {"k": "a"})
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/a", 409, "changed", reason="Conflict",
+             when=lambda r: r.content_type == "application/json-patch+json")
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None
+    assert len([r for r in api.requests if r.content_type == "application/json-patch+json"]) == 2
+    assert any("took over" in w for w in report.warnings)
+
+
+# ----- adopting a `kubectl apply --prune -l` set ------------------------------------------------
+
+
+def legacy_member(name, applied=True, **labels):
+    meta = {"name": name, "namespace": "shop", "labels": {"app": "shop", **labels}}
+    if applied:
+        meta["annotations"] = {LAST_APPLIED: "{}"}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": name}}
+
+
+def test_adopt_legacy_takes_the_old_set_in_and_prunes_what_left_it(api):
+    from applyset import legacy
+    api.add(legacy_member("a"))
+    api.add(legacy_member("old"))
+    api.add(legacy_member("by-hand", applied=False))
+    api.add(legacy_member("other", **{spec.LABEL_PART_OF: "applyset-other-v1"}))
+    options = legacy.Options(selector="app=shop", kinds=("ConfigMap", "Widget.example.com"))
+    report, error = run(api, "apply", load(cm("a")), adopt_legacy=options, max_prune_percent=100)
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "configured", "ConfigMap shop/old": "pruned"}
+    assert "legacy prune set (app=shop)" in next(o.reason for o in report.objects if o.name == "old")
+    assert sorted(report.applyset["adopted"]) == ["ConfigMap shop/a", "ConfigMap shop/old"]
+    warnings = " ".join(report.warnings)
+    assert "not made by kubectl apply" in warnings and "belongs to the ApplySet applyset-other-v1" in warnings
+    assert "does not serve Widget.example.com" in warnings
+    # The label was written (guarded by the listed resourceVersion) before the old object was deleted.
+    label = first_index(api, lambda r: r.content_type == "application/merge-patch+json")
+    assert api.requests[label].body["metadata"]["resourceVersion"]
+    assert label < first_index(api, lambda r: r.method == "DELETE")
+    assert api.names("v1", "ConfigMap") == ["a", "by-hand", "other", "shop"]
+
+
+def test_adopt_legacy_that_cannot_label_changes_nothing_else(api):
+    from applyset import legacy
+    api.add(legacy_member("old"))
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/old", 403, "forbidden", reason="Forbidden")
+    report, error = run(api, "apply", load(cm("a")), adopt_legacy=legacy.Options(selector="app=shop"),
+                        max_prune_percent=100)
+    assert error is not None and "nothing was applied or pruned" in str(error)
+    assert api.object("v1", "ConfigMap", "a", "shop") is None
+    assert api.object("v1", "ConfigMap", "old", "shop") is not None
+
+
+# ----- a claim lost during the run --------------------------------------------------------------
+
+
+def test_a_run_that_loses_its_claim_prunes_nothing(api):
+    """The heartbeat renews the claim every ttl/3 seconds; when another run has written the parent
+    meanwhile, the renewal fails, and the run stops before it prunes anything."""
+    import threading
+    deployed(api, cm("a"), cm("b"))
+    renewal_failed = threading.Event()
+
+    def another_run_takes_the_set(_request):
+        api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(
+            {spec.ANNOTATION_LOCK: json.dumps({"run": "other", "expires": 4102444800})}))
+        # Hold this apply until the heartbeat has met the other run's write (its re-read of the
+        # parent after the 409); bounded, and the client has a second connection for it.
+        api.before("GET", PARENT_PATH, lambda _r: renewal_failed.set())
+        assert renewal_failed.wait(timeout=20), "the heartbeat never renewed the claim"
+
+    api.before("PATCH", "/api/v1/namespaces/shop/configmaps/a", another_run_takes_the_set)
+    report, error = run(api, "apply", load(cm("a")), lock_ttl=3, parallelism=2)
+    assert error is not None and "lost its claim" in str(error)
+    assert "another run took the set over" in error.fix
+    assert not any(r.method == "DELETE" for r in api.requests)
+    assert api.object("v1", "ConfigMap", "b", "shop") is not None
