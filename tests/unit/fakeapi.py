@@ -29,6 +29,7 @@ import urllib3
 from applyset import engine as engines
 from applyset import kube, spec
 from applyset.errors import ApplySetError
+from applyset.manifests import load_definition
 
 HOST = "https://fake.k8s.test:6443"
 WRITE_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
@@ -76,6 +77,7 @@ class Request:
     body: object  # parsed JSON, or None
     content_type: str | None
     accept: str | None
+    status: int | None = None  # the fake's answer
 
     @property
     def dry_run(self) -> bool:
@@ -138,6 +140,7 @@ class FakeApi:
         self._store: dict[tuple, _Stored] = {}
         self._failures: list[_Failure] = []
         self._hooks: list[_Hook] = []
+        self._warnings: list[tuple] = []
         self._lock = threading.RLock()
         self._version = 100
         self._uids = 0
@@ -171,6 +174,11 @@ class FakeApi:
     def names(self, api_version: str, kind: str) -> list[str]:
         return [o["metadata"]["name"] for o in self.objects(api_version, kind)]
 
+    def remove(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
+        """Delete a stored object as another client would."""
+        k = self.kind_of(api_version, kind)
+        del self._store[self._key(k, namespace if k.namespaced else None, name)]
+
     def update(self, api_version: str, kind: str, name: str, namespace: str | None, change) -> dict:
         """Change a stored object in place as another client would (new resourceVersion)."""
         k = self.kind_of(api_version, kind)
@@ -184,6 +192,11 @@ class FakeApi:
         """Answer the next ``times`` requests matching method and path (None: all) with an error."""
         self._failures.append(_Failure(method, path, status, status_body(status, reason, message, **details),
                                        times, when))
+
+    def warn(self, method: str, path: str, message: str) -> None:
+        """Answer every request matching method and path with a ``Warning: 299`` header (as admission
+        webhooks and deprecated APIs do)."""
+        self._warnings.append((method, path, message))
 
     def before(self, method: str, path: str, callback, times: int | None = 1) -> None:
         """Call ``callback(request)`` just before a matching request is answered."""
@@ -224,13 +237,17 @@ class FakeApi:
             hook.callback(req)
         with self._lock:
             failure = self._failure_for(req)
+            warnings = []
             if failure is not None:
-                return _response(failure.status, failure.body)
-            try:
-                status, payload = self._answer(req)
-            except HttpError as err:
-                return _response(err.status, err.body())
-        return _response(status, payload)
+                status, payload = failure.status, failure.body
+            else:
+                try:
+                    status, payload = self._answer(req)
+                    warnings = [text for m, p, text in self._warnings if m == method and p == req.path]
+                except HttpError as err:
+                    status, payload = err.status, err.body()
+            req.status = status
+        return _response(status, payload, warnings)
 
     def _failure_for(self, req: Request) -> _Failure | None:
         for failure in self._failures:
@@ -471,9 +488,12 @@ class FakeApi:
 # ----- pieces ------------------------------------------------------------------------------
 
 
-def _response(status: int, payload) -> SimpleNamespace:
+def _response(status: int, payload, warnings=()) -> SimpleNamespace:
     data = json.dumps(payload).encode() if payload is not None else b""
-    return SimpleNamespace(status=status, data=data, headers=urllib3.HTTPHeaderDict())
+    headers = urllib3.HTTPHeaderDict()
+    for text in warnings:
+        headers.add("Warning", f'299 - "{text}"')
+    return SimpleNamespace(status=status, data=data, headers=headers)
 
 
 def _without_version(obj: dict) -> dict:
@@ -614,3 +634,58 @@ def actions(report: engines.Report) -> dict:
 
 def parent_id(name="shop", namespace="shop", kind="ConfigMap", group="") -> str:
     return spec.compute_id(name, namespace, kind, group)
+
+
+# ----- the usual scenario: a set with the ConfigMap parent shop in namespace shop ------------
+
+PARENT_PATH = "/api/v1/namespaces/shop/configmaps/shop"
+ID = parent_id()
+
+
+def cm(name, namespace=None, **extra):
+    meta = {"name": name, **({"namespace": namespace} if namespace else {}), **extra.pop("meta", {})}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": extra or {"k": name}}
+
+
+def deploy(name, replicas=1):
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas}}
+
+
+def load(*objects):
+    return load_definition(list(objects))
+
+
+def run(api, action="apply", *args, **options):
+    return outcome(make_engine(api, **options), action, *args)
+
+
+def deployed(api, *objects, **options):
+    """A set deployed by a first, successful run; the requests of that run are forgotten."""
+    report, error = run(api, "apply", load(*objects), **options)
+    assert error is None, error
+    api.requests.clear()
+    return report
+
+
+def parent_annotations(api):
+    return api.object("v1", "ConfigMap", "shop", "shop")["metadata"]["annotations"]
+
+
+def is_parent_write(request):
+    """A write to the parent: its creation (a POST to the collection) or a patch or delete of it."""
+    if request.method == "POST":
+        return request.path == PARENT_PATH.rpartition("/")[0] and request.body["metadata"]["name"] == "shop"
+    return request.is_write and request.path == PARENT_PATH
+
+
+def parent_writes(api):
+    return [r for r in api.writes() if is_parent_write(r)]
+
+
+def member_writes(api):
+    return [r for r in api.writes() if not is_parent_write(r)]
+
+
+def first_index(api, predicate):
+    return next(i for i, r in enumerate(api.requests) if predicate(r))

@@ -10,68 +10,15 @@ import json
 import pytest
 from applyset import engine, spec
 from applyset.errors import GuardError, InputError, InputErrors, NamespaceMissingError, ParentError
-from applyset.manifests import load_definition
 
-from fakeapi import FakeApi, actions, make_engine, outcome, parent_id
-
-PARENT_PATH = "/api/v1/namespaces/shop/configmaps/shop"
-ID = parent_id()
-
-
-def cm(name, namespace=None, **extra):
-    meta = {"name": name, **({"namespace": namespace} if namespace else {}), **extra.pop("meta", {})}
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": extra or {"k": name}}
-
-
-def deploy(name, replicas=1):
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"replicas": replicas}}
-
-
-def load(*objects):
-    return load_definition(list(objects))
-
+from fakeapi import (ID, PARENT_PATH, FakeApi, actions, cm, deploy, deployed, first_index, is_parent_write, load,
+                     make_engine, member_writes, outcome, parent_annotations, parent_writes, run)
 
 @pytest.fixture
 def api():
     fake = FakeApi()
     fake.add_namespace("shop")
     return fake
-
-
-def run(api, action="apply", *args, **options):
-    return outcome(make_engine(api, **options), action, *args)
-
-
-def deployed(api, *objects, **options):
-    """A set deployed by a first, successful run; the requests of that run are forgotten."""
-    report, error = run(api, "apply", load(*objects), **options)
-    assert error is None, error
-    api.requests.clear()
-    return report
-
-
-def parent_annotations(api):
-    return api.object("v1", "ConfigMap", "shop", "shop")["metadata"]["annotations"]
-
-
-def is_parent_write(request):
-    """A write to the parent: its creation (a POST to the collection) or a patch or delete of it."""
-    if request.method == "POST":
-        return request.path == PARENT_PATH.rpartition("/")[0] and request.body["metadata"]["name"] == "shop"
-    return request.is_write and request.path == PARENT_PATH
-
-
-def parent_writes(api):
-    return [r for r in api.writes() if is_parent_write(r)]
-
-
-def member_writes(api):
-    return [r for r in api.writes() if not is_parent_write(r)]
-
-
-def first_index(api, predicate):
-    return next(i for i, r in enumerate(api.requests) if predicate(r))
 
 
 # ----- apply ---------------------------------------------------------------------------------
@@ -933,3 +880,153 @@ def test_a_run_that_loses_its_claim_prunes_nothing(api):
     assert "another run took the set over" in error.fix
     assert not any(r.method == "DELETE" for r in api.requests)
     assert api.object("v1", "ConfigMap", "b", "shop") is not None
+
+
+# ----- more failures, each reported on its object ------------------------------------------------
+
+
+def test_server_warnings_are_reported_with_the_object(api):
+    api.warn("PATCH", "/api/v1/namespaces/shop/configmaps/a", "unknown field \"spec.x\"")
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None
+    assert 'ConfigMap shop/a: unknown field "spec.x"' in report.warnings
+
+
+def test_a_namespace_gone_after_the_check_is_named_on_the_object(api):
+    api.add_namespace("gone")
+    api.before("PATCH", "/api/v1/namespaces/gone/configmaps/a",
+               lambda _r: api.remove("v1", "Namespace", "gone"))
+    report, error = run(api, "apply", load(cm("a", "gone")))
+    assert error is not None
+    (result,) = report.objects
+    assert result.action == "failed" and "namespace gone does not exist" in result.reason
+    assert "add a Namespace object for gone" in result.reason
+
+
+def test_more_than_ten_failures_are_summed_up(api):
+    names = [f"m{i:02d}" for i in range(12)]
+    for name in names:
+        api.fail("PATCH", f"/api/v1/namespaces/shop/configmaps/{name}", 422, "invalid", reason="Invalid")
+    report, error = run(api, "apply", load(*[cm(n) for n in names]))
+    assert "- ... and 2 more (see objects)" in str(error)
+    assert report.summary()["failed"] == 12
+
+
+def test_an_object_kept_by_annotation_that_cannot_be_unlabelled_fails(api):
+    deployed(api, cm("a"), cm("b", meta={"annotations": {spec.ANNOTATION_KEEP: "disabled"}}))
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/b", 403, "forbidden", reason="Forbidden")
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is not None and "could not be pruned" in str(error)
+    assert actions(report)["ConfigMap shop/b"] == "failed"
+    assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap"  # b's kind is still desired
+
+
+def test_a_namespace_of_the_set_that_cannot_be_created_stops_before_the_parent():
+    api = FakeApi()
+    api.fail("PATCH", "/api/v1/namespaces/shop", 403, "forbidden", reason="Forbidden")
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+    report, error = run(api, "apply", load(ns, cm("a")))
+    assert error is not None and "could not create namespace shop for the parent" in str(error)
+    assert [r.path for r in api.writes()] == ["/api/v1/namespaces/shop"]
+
+
+def test_create_namespace_that_fails_stops_the_run():
+    api = FakeApi()
+    api.fail("PATCH", "/api/v1/namespaces/shop", 403, "forbidden", reason="Forbidden")
+    report, error = run(api, "apply", load(cm("a")), create_namespace=True)
+    assert error is not None and "could not create namespace shop" in str(error)
+    assert "create on namespaces" in error.fix
+    assert [r.path for r in api.writes()] == ["/api/v1/namespaces/shop"]
+
+
+def test_a_missing_parent_namespace_suggests_create_namespace():
+    api = FakeApi()
+    report, error = run(api, "apply", load(cm("a")))
+    assert isinstance(error, NamespaceMissingError)
+    assert "the parent configmaps./shop" in str(error) and "create_namespace: true" in error.fix
+    assert api.writes() == []
+
+
+def test_a_crd_whose_names_are_refused_stops_the_run(api):
+    api.establish_crds = False
+
+    def names_refused(_request):
+        api.update("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", None,
+                   lambda o: o.__setitem__("status", {"conditions": [
+                       {"type": "NamesAccepted", "status": "False", "reason": "PluralConflict",
+                        "message": "plural widgets is already in use"}]}))
+
+    api.before("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", names_refused)
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {}}
+    report, error = run(api, "apply", load(crd("widgets", "Widget"), widget))
+    assert error is not None and "will not become Established" in str(error)
+    assert "names not accepted: PluralConflict: plural widgets is already in use" in str(error)
+    assert not any(r.is_write and "/widgets/" in r.path for r in api.requests)
+
+
+def test_an_immutable_change_of_a_protected_kind_is_never_recreated(api):
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+           "spec": {"storageClassName": "a"}}
+    deployed(api, pvc)
+    immutable_refusal(api, "/api/v1/namespaces/shop/persistentvolumeclaims/data")
+    report, error = run(api, "apply", load({**pvc, "spec": {"storageClassName": "b"}}))
+    (result,) = report.objects
+    assert result.action == "failed" and "protected kind" in result.reason
+    assert not any(r.method == "DELETE" for r in api.requests)
+
+
+@pytest.mark.parametrize("status, expected", [
+    (409, "replaced by someone else meanwhile"), (403, "deleting it to recreate it failed")])
+def test_a_recreate_whose_delete_fails_keeps_the_object(api, status, expected):
+    deployed(api, job("busybox:1"))
+    immutable_refusal(api, "/apis/batch/v1/namespaces/shop/jobs/mig")
+    api.fail("DELETE", "/apis/batch/v1/namespaces/shop/jobs/mig", status, "no", reason="Conflict")
+    report, error = run(api, "apply", load(job("busybox:2")), recreate_on_immutable=frozenset({"Job"}))
+    (result,) = report.objects
+    assert result.action == "failed" and expected in result.reason
+    assert api.object("batch/v1", "Job", "mig", "shop") is not None
+
+
+def test_a_recreate_whose_new_apply_fails_says_the_next_run_creates_it(api):
+    deployed(api, job("busybox:1"))
+    immutable_refusal(api, "/apis/batch/v1/namespaces/shop/jobs/mig")
+    api.fail("PATCH", "/apis/batch/v1/namespaces/shop/jobs/mig", 500, "etcd down", times=None,
+             when=lambda r: len([x for x in api.requests if x.method == "DELETE"]) > 0)
+    report, error = run(api, "apply", load(job("busybox:2")), recreate_on_immutable=frozenset({"Job"}))
+    (result,) = report.objects
+    assert result.action == "failed" and "the next run creates it" in result.reason
+
+
+def test_adopt_in_check_mode_writes_no_label(api):
+    api.add(cm("a", "shop", meta={"labels": {spec.LABEL_PART_OF: "applyset-other-v1"}}))
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/a", 409, "Apply failed with 1 conflict",
+             reason="Conflict", causes=[{"reason": "FieldManagerConflict", "message": "conflict",
+                                         "field": f".metadata.labels.{spec.LABEL_PART_OF}"}])
+    report, error = run(api, "apply", load(cm("a")), adopt=True, dry_run=True)
+    assert error is None and actions(report) == {"ConfigMap shop/a": "configured"}
+    applies = api.sent("PATCH", "/api/v1/namespaces/shop/configmaps/a")
+    assert [r.query.get("force") for r in applies] == [None, "true"] and all(r.dry_run for r in applies)
+
+
+def test_adopt_whose_label_patch_fails_reports_the_object(api):
+    api.add(cm("a", "shop", meta={"labels": {spec.LABEL_PART_OF: "applyset-other-v1"}}))
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/a", 409, "Apply failed with 1 conflict",
+             reason="Conflict", causes=[{"reason": "FieldManagerConflict", "message": "conflict",
+                                         "field": f".metadata.labels.{spec.LABEL_PART_OF}"}])
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/a", 403, "forbidden", reason="Forbidden",
+             when=lambda r: r.content_type == "application/merge-patch+json")
+    report, error = run(api, "apply", load(cm("a")), adopt=True)
+    (result,) = report.objects
+    assert result.action == "failed" and "could not take its part-of label: forbidden" in result.reason
+
+
+def test_a_recorded_kind_that_cannot_be_listed_stays_in_the_hint(api):
+    from fakeapi import DEFAULT_KINDS, Kind
+    api.kinds = list(DEFAULT_KINDS) + [Kind("example.com", "v1", "Gadget", "gadgets", True, verbs=("get", "patch"))]
+    deployed(api, cm("a"))
+    api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(
+        {spec.ANNOTATION_GROUP_KINDS: "ConfigMap,Gadget.example.com"}))
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None
+    assert any("Gadget.example.com cannot be listed" in w for w in report.warnings)
+    assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Gadget.example.com"
