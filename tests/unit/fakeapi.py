@@ -198,8 +198,8 @@ class FakeApi:
         webhooks and deprecated APIs do)."""
         self._warnings.append((method, path, message))
 
-    def before(self, method: str, path: str, callback, times: int | None = 1) -> None:
-        """Call ``callback(request)`` just before a matching request is answered."""
+    def before(self, method: str | None, path: str | None, callback, times: int | None = 1) -> None:
+        """Call ``callback(request)`` just before a matching request is answered (None matches any)."""
         self._hooks.append(_Hook(method, path, callback, times))
 
     def writes(self) -> list[Request]:
@@ -227,7 +227,8 @@ class FakeApi:
                       headers.get("Content-Type"), headers.get("Accept"))
         with self._lock:
             self.requests.append(req)
-            hooks = [hook for hook in self._hooks if hook.method == method and hook.path == req.path]
+            hooks = [hook for hook in self._hooks
+                     if hook.method in (None, method) and hook.path in (None, req.path)]
             for hook in hooks:
                 if hook.times is not None:
                     hook.times -= 1

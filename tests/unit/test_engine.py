@@ -1030,3 +1030,99 @@ def test_a_recorded_kind_that_cannot_be_listed_stays_in_the_hint(api):
     assert error is None
     assert any("Gadget.example.com cannot be listed" in w for w in report.warnings)
     assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Gadget.example.com"
+
+
+# ----- a run killed part way: the next run prunes exactly what it should -------------------------
+
+
+class Killed(BaseException):
+    """The process dies (SIGKILL, a lost controller node): nothing after this point runs."""
+
+
+def svc(name):
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}}
+
+
+def expire_the_dead_runs_claim(api):
+    api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(
+        {spec.ANNOTATION_LOCK: json.dumps({"run": "dead/1/0000", "expires": 1000})}))
+
+
+def kill_at(api, method, path, nth=1):
+    """The process dies as the nth matching request goes out: it and every later one (the run's
+    cleanup included) never reach the server. Returns ``restart``: requests reach it again."""
+    state = {"dead": False, "restarted": False}
+
+    def die(request):
+        if state["restarted"]:
+            return
+        if state["dead"] or (request.method, request.path) == (method, path) and len(
+                api.sent(method, path)) == nth:
+            state["dead"] = True
+            api.requests.remove(request)
+            raise Killed()
+
+    api.before(None, None, die, times=None)
+    return lambda: state.update(restarted=True)
+
+
+def test_a_run_killed_before_its_final_parent_write_leaves_what_the_next_run_prunes(api):
+    deployed(api, cm("a"), cm("b"))
+    restart = kill_at(api, "PATCH", PARENT_PATH, nth=2)  # the claim is written, the final write is not
+    with pytest.raises(Killed):  # its heartbeat thread would only wake after 20 minutes
+        make_engine(api, lock_ttl=3600).apply(load(cm("a"), svc("new")))
+    assert spec.ANNOTATION_LOCK in parent_annotations(api)
+    assert api.object("v1", "Service", "new", "shop") is not None
+    assert api.object("v1", "ConfigMap", "b", "shop") is None
+    assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Service"
+    restart()
+    expire_the_dead_runs_claim(api)
+    report, error = run(api, "apply", load(cm("a"), cm("c")))
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "unchanged", "ConfigMap shop/c": "created",
+                               "Service shop/new": "pruned"}
+    assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap"
+
+
+def test_a_run_killed_between_its_members_leaves_what_the_next_run_prunes(api):
+    deployed(api, cm("a"), deploy("web"))
+    # ConfigMaps, then Services, then Deployments: killed after the Service, before the Deployment.
+    restart = kill_at(api, "PATCH", "/apis/apps/v1/namespaces/shop/deployments/next")
+    with pytest.raises(Killed):  # its heartbeat thread would only wake after 20 minutes
+        make_engine(api, lock_ttl=3600).apply(load(cm("a"), cm("z"), svc("new"), deploy("next")))
+    assert api.object("v1", "Service", "new", "shop") is not None
+    assert api.object("apps/v1", "Deployment", "next", "shop") is None
+    assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Deployment.apps,Service"
+    assert spec.ANNOTATION_LOCK in parent_annotations(api)
+    assert api.object("apps/v1", "Deployment", "web", "shop") is not None  # never pruned: the run died first
+    restart()
+    expire_the_dead_runs_claim(api)
+    report, error = run(api, "apply", load(cm("a")), max_prune_percent=100)
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "unchanged", "ConfigMap shop/z": "pruned",
+                               "Deployment shop/web": "pruned", "Service shop/new": "pruned"}
+
+
+# ----- several namespaces --------------------------------------------------------------------------
+
+
+def test_members_in_other_namespaces_are_recorded_and_pruned_there(api):
+    api.add_namespace("other")
+    deployed(api, cm("a"), cm("b", "other"), cm("c", "other"))
+    assert parent_annotations(api)[spec.ANNOTATION_ADDITIONAL_NAMESPACES] == "other"
+    report, error = run(api, "apply", load(cm("a"), cm("b", "other")))
+    assert error is None and actions(report)["ConfigMap other/c"] == "pruned"
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None and actions(report)["ConfigMap other/b"] == "pruned"
+    assert parent_annotations(api)[spec.ANNOTATION_ADDITIONAL_NAMESPACES] == ""
+    assert api.names("v1", "ConfigMap") == ["a", "shop"]
+
+
+def test_uninstall_finds_members_in_every_recorded_namespace(api):
+    api.add_namespace("other")
+    deployed(api, cm("a"), cm("b", "other"))
+    api.add(cm("b", "third", meta={"labels": {spec.LABEL_PART_OF: ID}}))  # not recorded: not looked at
+    report, error = run(api, "uninstall")
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "pruned", "ConfigMap other/b": "pruned"}
+    assert api.object("v1", "ConfigMap", "b", "third") is not None
