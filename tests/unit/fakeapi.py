@@ -136,6 +136,7 @@ class FakeApi:
     def __init__(self, kinds=DEFAULT_KINDS, establish_crds=True):
         self.kinds = list(kinds)
         self.establish_crds = establish_crds
+        self.page_limit = 0  # >0: LIST pages hold at most this many items, whatever the limit asked
         self.requests: list[Request] = []
         self._store: dict[tuple, _Stored] = {}
         self._failures: list[_Failure] = []
@@ -348,6 +349,7 @@ class FakeApi:
                  and selector((s.obj.get("metadata") or {}).get("labels") or {})]
         start = int(req.query.get("continue") or 0)
         limit = int(req.query.get("limit") or 0) or len(items) or 1
+        limit = min(limit, self.page_limit or limit)
         page, rest = items[start:start + limit], items[start + limit:]
         metadata_only = (req.accept or "").startswith("application/json;as=PartialObjectMetadataList")
         if metadata_only:
