@@ -1126,3 +1126,30 @@ def test_uninstall_finds_members_in_every_recorded_namespace(api):
     assert error is None
     assert actions(report) == {"ConfigMap shop/a": "pruned", "ConfigMap other/b": "pruned"}
     assert api.object("v1", "ConfigMap", "b", "third") is not None
+
+
+def test_members_on_later_list_pages_are_seen(api):
+    deployed(api, cm("a"), cm("b"), cm("c"), cm("d"))
+    api.page_limit = 1
+    report, error = run(api, "apply", load(cm("a"), cm("b"), cm("c")))
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "unchanged", "ConfigMap shop/b": "unchanged",
+                               "ConfigMap shop/c": "unchanged", "ConfigMap shop/d": "pruned"}
+    assert len(api.sent("GET", "/api/v1/namespaces/shop/configmaps")) == 5  # 5 objects with the parent
+
+
+def test_objects_not_ready_in_time_fail_the_run_after_it_completed(api):
+    deployed(api, cm("a"), deploy("web"))
+    report, error = run(api, "apply", load(cm("a"), deploy("web", replicas=2)), wait=True, wait_timeout=0)
+    assert error is not None and "Deployment shop/web" in str(error)
+    assert actions(report)["Deployment shop/web"] == "configured"
+    assert spec.ANNOTATION_LOCK not in parent_annotations(api)  # the claim was released before the wait
+
+
+def test_custom_resources_wait_until_their_new_crd_is_served(api):
+    api.fail("PATCH", "/apis/example.com/v1/namespaces/shop/widgets/w1", 404, "the server could not find the "
+             "requested resource", reason="NotFound")
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {}}
+    report, error = run(api, "apply", load(crd("widgets", "Widget"), widget))
+    assert error is None and actions(report)["Widget shop/w1"] == "created"
+    assert [r.status for r in api.sent("PATCH", "/apis/example.com/v1/namespaces/shop/widgets/w1")] == [404, 201]
