@@ -46,10 +46,17 @@ class Kind:
     plural: str
     namespaced: bool
     verbs: tuple = ALL_VERBS
+    stored_as: tuple | None = None  # (group, kind) of another resource whose objects these are
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def storage(self) -> tuple:
+        """Which objects a request of this resource reaches: one object may be served under two
+        groups (an Event as v1 and as events.k8s.io/v1)."""
+        return self.stored_as or (self.group, self.kind)
 
 
 DEFAULT_KINDS = (
@@ -59,6 +66,8 @@ DEFAULT_KINDS = (
     Kind("", "v1", "Service", "services", True),
     Kind("", "v1", "ServiceAccount", "serviceaccounts", True),
     Kind("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True),
+    Kind("", "v1", "Event", "events", True),
+    Kind("events.k8s.io", "v1", "Event", "events", True, stored_as=("", "Event")),
     Kind("apps", "v1", "Deployment", "deployments", True),
     Kind("batch", "v1", "Job", "jobs", True),
     Kind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
@@ -170,7 +179,7 @@ class FakeApi:
 
     def objects(self, api_version: str, kind: str) -> list[dict]:
         k = self.kind_of(api_version, kind)
-        return [copy.deepcopy(s.obj) for key, s in sorted(self._store.items()) if key[:2] == (k.group, k.kind)]
+        return [copy.deepcopy(s.obj) for key, s in sorted(self._store.items()) if key[:2] == k.storage]
 
     def names(self, api_version: str, kind: str) -> list[str]:
         return [o["metadata"]["name"] for o in self.objects(api_version, kind)]
@@ -330,7 +339,7 @@ class FakeApi:
         return kinds
 
     def _key(self, kind: Kind, namespace, name) -> tuple:
-        return (kind.group, kind.kind, namespace or "", name)
+        return (*kind.storage, namespace or "", name)
 
     def _stored(self, kind: Kind, namespace, name) -> _Stored:
         stored = self._store.get(self._key(kind, namespace, name))
@@ -345,7 +354,7 @@ class FakeApi:
     def _list(self, kind: Kind, namespace, req: Request) -> dict:
         selector = parse_selector(req.query.get("labelSelector", ""))
         items = [s.obj for key, s in sorted(self._store.items())
-                 if key[:2] == (kind.group, kind.kind) and (namespace is None or key[2] == namespace)
+                 if key[:2] == kind.storage and (namespace is None or key[2] == namespace)
                  and selector((s.obj.get("metadata") or {}).get("labels") or {})]
         start = int(req.query.get("continue") or 0)
         limit = int(req.query.get("limit") or 0) or len(items) or 1

@@ -1153,3 +1153,23 @@ def test_custom_resources_wait_until_their_new_crd_is_served(api):
     report, error = run(api, "apply", load(crd("widgets", "Widget"), widget))
     assert error is None and actions(report)["Widget shop/w1"] == "created"
     assert [r.status for r in api.sent("PATCH", "/apis/example.com/v1/namespaces/shop/widgets/w1")] == [404, 201]
+
+
+def test_an_object_this_run_applies_is_never_pruned_even_if_listed_as_a_candidate(api):
+    """kubectl's visitedUids: the prune is decided again with the UIDs the applies returned. Here
+    the Event e1 appears between the run's two LISTs (a retried request of an earlier run created
+    it): the LIST of v1 Events missed it, the LIST of events.k8s.io Events found it as a member
+    not desired. The run's own apply of e1 then returns the same UID, so it is not deleted."""
+    api.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "shop", "namespace": "shop", "labels": {spec.LABEL_ID: ID},
+        "annotations": {spec.ANNOTATION_TOOLING: spec.tooling_value(),
+                        spec.ANNOTATION_GROUP_KINDS: "ConfigMap,Event.events.k8s.io"}}})
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1"},
+             "involvedObject": {"kind": "ConfigMap", "name": "a", "namespace": "shop"}, "reason": "Deployed"}
+    api.before("GET", "/apis/events.k8s.io/v1/namespaces/shop/events", lambda _r: api.add(
+        {**event, "metadata": {"name": "e1", "namespace": "shop", "labels": {spec.LABEL_PART_OF: ID}}}))
+    report, error = run(api, "apply", load(cm("a"), event), max_prune_percent=100)
+    assert error is None
+    assert "pruned" not in actions(report).values()
+    assert not any(r.method == "DELETE" for r in api.requests)
+    assert api.object("v1", "Event", "e1", "shop") is not None
