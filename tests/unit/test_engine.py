@@ -1173,3 +1173,20 @@ def test_an_object_this_run_applies_is_never_pruned_even_if_listed_as_a_candidat
     assert "pruned" not in actions(report).values()
     assert not any(r.method == "DELETE" for r in api.requests)
     assert api.object("v1", "Event", "e1", "shop") is not None
+
+
+def test_uninstall_of_a_set_with_a_protected_kind_needs_it_allowed(api):
+    deployed(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "extra"}}, cm("a"))
+    report, error = run(api, "uninstall")
+    assert isinstance(error, GuardError) and "protected objects: Namespace extra" in str(error)
+    assert api.writes() == []
+    report, error = run(api, "uninstall", allow_prune_kinds=frozenset({"Namespace"}))
+    assert error is None and actions(report) == {"Namespace extra": "pruned", "ConfigMap shop/a": "pruned"}
+
+
+def test_disband_in_check_mode_changes_nothing(api):
+    deployed(api, cm("a"))
+    report, error = run(api, "disband", dry_run=True)
+    assert error is None and actions(report) == {"ConfigMap shop/a": "disbanded"}
+    assert [(r.method, r.path, r.dry_run) for r in api.writes()] == [("DELETE", PARENT_PATH, True)]
+    assert api.object("v1", "ConfigMap", "a", "shop")["metadata"]["labels"] == {spec.LABEL_PART_OF: ID}
