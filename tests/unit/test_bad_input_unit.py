@@ -38,17 +38,14 @@ def messages(raised):
     return "\n".join(str(error) for error in raised.value.errors)
 
 
-def test_loader_file_limit_is_what_the_integration_corpus_assumes():
-    assert manifests.MAX_FILE_BYTES == 64 * MIB
-
-
 def test_sparse_file_over_the_limit_is_refused_without_reading_it(tmp_path):
+    # 64 MiB is the limit the integration corpus assumes: a file one byte bigger is refused.
     path = tmp_path / "huge.yaml"
     with open(path, "wb") as handle:
-        handle.truncate(manifests.MAX_FILE_BYTES + 1)
+        handle.truncate(64 * MIB + 1)
     with pytest.raises(InputErrors) as raised:
         manifests.load_sources([str(path)])
-    assert f"file {path}: the file is {manifests.MAX_FILE_BYTES + 1} bytes" in messages(raised)
+    assert f"file {path}: the file is {64 * MIB + 1} bytes" in messages(raised)
 
 
 # ----- duplicate mapping keys ---------------------------------------------------------------------------------
@@ -125,29 +122,32 @@ def test_secret_over_1mib_is_refused_before_any_request():
     assert "definition item 1 (Secret big)" in messages(raised) and "1048576" in messages(raised)
 
 
-def test_configmap_just_under_1mib_stays_accepted():
-    fine = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fine"}, "data": {"a": "x" * (MIB - 64)}}
-    manifests.validate([manifests.Manifest(fine, "fine.yaml, document 1")])
-
-
 # The API server sums the values only (ValidateConfigMap, ValidateSecret: totalSize += len(value))
 # and refuses more than 1 MiB; a value of exactly 1 MiB under any key is accepted (checked against
 # kube-apiserver v1.34 with a server-side dry run: 201 for 1048576 bytes, 422 for 1048577).
-EXACTLY_1MIB = {
-    "configmap-data": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "edge"},
-                       "data": {"payload": "x" * MIB}},
-    "configmap-two-keys": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "edge"},
-                           "data": {"first-half": "x" * (MIB // 2), "second-half": "y" * (MIB // 2)}},
-    "secret-data": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "edge"},
-                    "data": {"payload": base64.b64encode(b"z" * MIB).decode()}},
-    "secret-stringdata": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "edge"},
-                          "stringData": {"payload": "s" * MIB}},
-}
+def content_of(size):
+    """Objects whose content (the values, summed) is ``size`` bytes."""
+    return {
+        "configmap-data": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "edge"},
+                           "data": {"payload": "x" * size}},
+        "configmap-two-keys": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "edge"},
+                               "data": {"first-half": "x" * (size // 2), "second-half": "y" * (size - size // 2)}},
+        "secret-data": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "edge"},
+                        "data": {"payload": base64.b64encode(b"z" * size).decode()}},
+        "secret-stringdata": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "edge"},
+                              "stringData": {"payload": "s" * size}},
+    }
 
 
-@pytest.mark.parametrize("obj", EXACTLY_1MIB.values(), ids=EXACTLY_1MIB.keys())
-def test_content_of_exactly_1mib_is_accepted_as_the_server_does(obj):
-    manifests.validate([manifests.Manifest(obj, "edge.yaml, document 1")])
+EXACTLY_1MIB, ONE_BYTE_MORE = content_of(MIB), content_of(MIB + 1)
+
+
+@pytest.mark.parametrize("case", EXACTLY_1MIB)
+def test_content_of_exactly_1mib_is_accepted_and_one_byte_more_refused_as_the_server_does(case):
+    assert manifests.validate([manifests.Manifest(EXACTLY_1MIB[case], "edge.yaml, document 1")]) is None
+    with pytest.raises(InputErrors) as raised:
+        manifests.validate([manifests.Manifest(ONE_BYTE_MORE[case], "edge.yaml, document 1")])
+    assert "edge.yaml, document 1" in messages(raised) and "1048576" in messages(raised)
 
 
 # ----- an empty src entry in the action plugin -----------------------------------------------------------------

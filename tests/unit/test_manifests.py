@@ -325,9 +325,6 @@ class TestFileErrors:
         assert error.obj == "file big.yaml"
         assert "more than the limit of 10 bytes" in error.message
 
-    def test_max_file_bytes_is_64_mib(self):
-        assert manifests.MAX_FILE_BYTES == 64 * 1024 * 1024
-
     def test_all_file_problems_are_reported_together(self, tmp_path):
         (tmp_path / "bad.yaml").write_bytes(b"\xff")
         write(tmp_path / "worse.yaml", "a: [\n")

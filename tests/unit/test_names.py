@@ -76,13 +76,18 @@ class TestRulePerKind:
 
 
 class TestOptions:
-    def test_valid_options_pass(self):
-        names.check_options("shop", "shop")
-        names.check_options("configmaps/shop.v1", None)
-        names.check_options({"kind": "Secret", "name": "shop", "namespace": "shop"}, "")
-        names.check_options({"apiVersion": "x.example.com/v1", "kind": "Set", "metadata": {"name": "a"}}, None)
-        names.check_options(42, None)  # the wrong shape is the parent's resolution's to report
-        names.check_options("configmaps/", None)
+    @pytest.mark.parametrize("parent", [
+        "shop", "configmaps/shop.v1", {"kind": "Secret", "name": "shop", "namespace": "shop"},
+        {"apiVersion": "x.example.com/v1", "kind": "Set", "metadata": {"name": "a"}},
+        42, "configmaps/",  # the wrong shape is the parent's resolution's to report
+    ])
+    def test_valid_parent_options_pass(self, parent):
+        assert names.check_options(parent, "shop") is None
+        # The same parent beside a bad namespace: only the namespace is reported, so the parent was
+        # checked and found valid (not skipped).
+        with pytest.raises(InputErrors) as raised:
+            names.check_options(parent, "Tenant_A")
+        assert [error.obj for error in raised.value.errors] == ["option namespace"]
 
     def test_invalid_namespace_option(self):
         with pytest.raises(InputErrors) as raised:

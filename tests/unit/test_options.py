@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+import fakeapi
 from applyset import engine
 from applyset.errors import InputError
+from applyset.manifests import load_definition
 
 
 class NoRequests:
@@ -31,5 +33,12 @@ def test_bad_options_fail_before_any_request(options, message):
     assert message in str(caught.value)
 
 
-def test_good_options_pass():
-    engine.Options(wait=True, wait_rules={"overrides": {"Widget.example.com": "status.ready"}}).validate()
+def test_good_options_pass_and_the_run_uses_them():
+    api = fakeapi.FakeApi()
+    api.add_namespace("shop")
+    run = fakeapi.make_engine(api, wait=True, wait_timeout=5,
+                              wait_rules={"overrides": {"ConfigMap": "data.ready == 'yes'"}})
+    ready = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"ready": "yes"}}
+    report, error = fakeapi.outcome(run, "apply", load_definition([ready]))
+    assert error is None
+    assert [(o.ref, o.action) for o in report.objects] == [("ConfigMap shop/a", "created")]

@@ -113,9 +113,20 @@ def test_decide_all_groups_the_decisions():
     assert [d.meta["name"] for d in decisions.with_verdict(prune.IGNORE)] == ["d"]
 
 
-def test_rules_are_in_the_documented_order():
-    assert [rule.__name__ for rule in prune.RULES] == [
-        "not_in_set", "outside_recorded_scope", "applied_in_this_run", "kept_by_annotation", "controlled_by_other"]
+def test_the_first_rule_that_matches_decides_in_the_documented_order():
+    """A candidate that every rule matches, made to miss one rule more at each step: the rule
+    that decides is each time the next in the documented order."""
+    foreign_owner = [{"kind": "ReplicaSet", "name": "web-1", "uid": "rs", "controller": True}]
+    candidate = {"labels": {spec.LABEL_PART_OF: "applyset-other-v1"}, "namespace": "elsewhere", "uid": "applied",
+                 "annotations": {spec.ANNOTATION_KEEP: "disabled"}, "owners": foreign_owner}
+    steps = [("not_in_set", {"labels": None}), ("outside_recorded_scope", {"namespace": "shop"}),
+             ("applied_in_this_run", {"uid": "fresh"}), ("kept_by_annotation", {"annotations": {}}),
+             ("controlled_by_other", {"owners": None}), ("prune", {})]
+    decided = []
+    for _rule, next_change in steps:
+        decided.append(prune.decide(CONFIGMAP, meta(**candidate), ctx(applied={"applied"})).rule)
+        candidate.update(next_change)
+    assert decided == [rule for rule, _change in steps]
 
 
 def test_scope_covers_by_group_kind_not_version():

@@ -5,8 +5,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+import fakeapi
+from applyset import parent as parents
 from applyset import spec
 from applyset.errors import InputError
+from applyset.manifests import load_definition
 from applyset.spec import GroupKind, GroupResource
 
 GALAXY_YML = Path(__file__).resolve().parents[2] / "galaxy.yml"
@@ -43,16 +46,34 @@ def test_compute_id_treats_none_as_empty():
         spec.compute_id("my-set", "", "ApplySet", "company.com")
 
 
-def test_keys_use_the_kubectl_prefix():
-    assert spec.PREFIX == "applyset.kubernetes.io/"
-    assert spec.LABEL_ID == "applyset.kubernetes.io/id"
-    assert spec.LABEL_PART_OF == "applyset.kubernetes.io/part-of"
-    assert spec.ANNOTATION_TOOLING == "applyset.kubernetes.io/tooling"
-    assert spec.ANNOTATION_GROUP_KINDS == "applyset.kubernetes.io/contains-group-kinds"
-    assert spec.ANNOTATION_GROUP_RESOURCES == "applyset.kubernetes.io/contains-group-resources"
-    assert spec.ANNOTATION_ADDITIONAL_NAMESPACES == "applyset.kubernetes.io/additional-namespaces"
-    assert spec.LABEL_PARENT_TYPE == "applyset.kubernetes.io/is-parent-type"
-    assert spec.ANNOTATION_KEEP == "applyset.kubernetes.ansible/prune"
+def test_what_is_written_uses_the_kubectl_keys():
+    """The keys as they go on the wire (parent and members), spelled as KEP-3659 and kubectl do."""
+    api = fakeapi.FakeApi()
+    api.add_namespace("shop")
+    member = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    report, error = fakeapi.outcome(fakeapi.make_engine(api, parent="secrets/shop"), "apply",
+                                    load_definition([member]))
+    assert error is None
+    parent = api.object("v1", "Secret", "shop", "shop")["metadata"]
+    assert list(parent["labels"]) == ["applyset.kubernetes.io/id"]
+    assert sorted(parent["annotations"]) == ["applyset.kubernetes.io/additional-namespaces",
+                                             "applyset.kubernetes.io/contains-group-kinds",
+                                             "applyset.kubernetes.io/tooling"]
+    assert list(api.object("v1", "ConfigMap", "a", "shop")["metadata"]["labels"]) == [
+        "applyset.kubernetes.io/part-of"]
+
+
+def test_the_keep_annotation_and_the_parent_type_label_are_read_by_their_names():
+    assert spec.keep_reason({"applyset.kubernetes.ansible/prune": "disabled"}) == \
+        "annotation applyset.kubernetes.ansible/prune=disabled"
+    api = fakeapi.FakeApi()
+    api.kinds.append(fakeapi.Kind("example.com", "v1", "Set", "sets", False))
+    api.add({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+             "metadata": {"name": "sets.example.com", "labels": {"applyset.kubernetes.io/is-parent-type": "true"}},
+             "spec": {"group": "example.com", "names": {"plural": "sets", "kind": "Set"}, "scope": "Cluster",
+                      "versions": [{"name": "v1"}]}})
+    res = fakeapi.client(api).discover().for_resource("example.com", "sets")
+    assert parents.check_kind_allowed(fakeapi.client(api), res) is None
 
 
 def test_tooling_and_field_manager():
