@@ -10,6 +10,7 @@ from test_inventory import (APPLYSET_CR, CONFIGMAP, CRD, DEPLOYMENT, NAMESPACE, 
                             TOKEN_REVIEW, WIDGET, StubClient, crd_marking)
 
 from applyset import fsck, inventory, spec
+from applyset import parent as parents
 from applyset.kube import Discovery
 from applyset.spec import GroupKind
 
@@ -154,7 +155,7 @@ def test_unserved_group_kind_suggests_the_kind_of_a_resource_name():
 def test_hint_annotations_must_be_sorted_and_minimal(kinds, namespaces, canonical):
     client = StubClient()
     client.parent(SECRET, "shop", "shop", kinds=kinds, namespaces=namespaces)
-    info = inventory.inspect_parent(SECRET, client.objects[0][1], client.discovery)
+    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
     problems = fsck.check_hint_annotations(info, client.discovery)
     assert ("hint_not_canonical" in codes(problems)) is canonical
 
@@ -396,7 +397,7 @@ def test_plan_fix_is_none_when_the_hints_are_right():
     client = StubClient()
     applyset_id = client.parent(SECRET, "shop", "shop", kinds="ConfigMap", namespaces=None)
     client.member(CONFIGMAP, "settings", "shop", applyset_id)
-    info = inventory.inspect_parent(SECRET, client.objects[0][1], client.discovery)
+    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
     found = fsck.scan(client, client.discovery, applyset_id)
     assert fsck.plan_fix(info, found.members, found, client.discovery) is None
 
@@ -404,7 +405,7 @@ def test_plan_fix_is_none_when_the_hints_are_right():
 def test_fix_body_reuses_the_parent_body_of_the_engine():
     client = StubClient()
     client.parent(WIDGET, "w", "shop", tooling="other.example/tool/v2")
-    info = inventory.inspect_parent(WIDGET, client.objects[0][1], client.discovery)
+    info = parents.inspect(WIDGET, client.objects[0][1], client.discovery)
     fix = fsck.HintFix(info, {GroupKind("", "ConfigMap")}, {"shop", "b"})
     body = fsck.fix_body(fix)
     assert body["apiVersion"] == "example.com/v1" and body["kind"] == "Widget"
@@ -418,7 +419,7 @@ def test_fix_waits_for_a_running_deploy_but_not_for_an_expired_claim(expires_in,
     client = StubClient()
     applyset_id = client.parent(SECRET, "shop", "shop", kinds="ConfigMap")
     claim = json.dumps({"run": "host/1/abc", "expires": time.time() + expires_in})
-    client.objects[0][1]["metadata"]["annotations"][spec.ANNOTATION_LOCK] = claim
+    client.objects[0][1]["metadata"]["annotations"][spec.ANNOTATION_CLAIM] = claim
     client.member(SERVICE, "web", "shop", applyset_id)
     report = run(client, parent_spec="shop", namespace="shop", fix=True)
     assert (client.applied == []) is refused
@@ -427,7 +428,7 @@ def test_fix_waits_for_a_running_deploy_but_not_for_an_expired_claim(expires_in,
         assert any("changing the set right now" in w for w in report.warnings)
     else:
         # The body leaves the expired claim out (server-side apply drops it if our manager applied it).
-        assert spec.ANNOTATION_LOCK not in client.applied[0][1]["metadata"]["annotations"]
+        assert spec.ANNOTATION_CLAIM not in client.applied[0][1]["metadata"]["annotations"]
 
 
 

@@ -29,7 +29,7 @@ class LostResponseClient:
         # The write lands (as the server would merge it) and the answer is lost.
         meta = self.live["metadata"]
         meta["labels"].update(body["metadata"]["labels"])
-        annotations = {k: v for k, v in meta["annotations"].items() if k != spec.ANNOTATION_LOCK}
+        annotations = {k: v for k, v in meta["annotations"].items() if k != spec.ANNOTATION_CLAIM}
         annotations.update(body["metadata"]["annotations"])
         meta["annotations"] = annotations
         meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
@@ -43,9 +43,9 @@ class LostResponseClient:
         return Response(200, self.live, [])
 
 
-def parent(lock=None):
+def parent(claim=None):
     p = parents.Parent(resource=SECRET, name="shop", namespace="shop", id="applyset-x-v1", exists=True,
-                       uid="u", resource_version="5", tooling=spec.tooling_value(), lock=lock)
+                       uid="u", resource_version="5", tooling=spec.tooling_value(), claim=claim)
     return p
 
 
@@ -57,21 +57,21 @@ def live_parent():
 def test_a_claim_write_whose_answer_was_lost_is_recognised_as_ours():
     client = LostResponseClient(live_parent())
     p = parent()
-    lock = {"run": "host/1/abcd", "expires": 1234.5}
-    parents.write(client, p, {spec.GroupKind("", "ConfigMap")}, {"shop"}, lock=lock)
-    assert p.resource_version == "6" and p.lock == lock and client.gets == 1
+    claim = {"run": "host/1/abcd", "expires": 1234.5}
+    parents.write(client, p, {spec.GroupKind("", "ConfigMap")}, {"shop"}, claim=claim)
+    assert p.resource_version == "6" and p.claim == claim and client.gets == 1
 
 
 def test_a_release_write_whose_answer_was_lost_is_recognised_as_ours():
     client = LostResponseClient(live_parent())
-    p = parent(lock={"run": "host/1/abcd", "expires": 1234.5})
-    parents.write(client, p, {spec.GroupKind("", "ConfigMap")}, {"shop"}, lock=None)
-    assert p.resource_version == "6" and p.lock is None
+    p = parent(claim={"run": "host/1/abcd", "expires": 1234.5})
+    parents.write(client, p, {spec.GroupKind("", "ConfigMap")}, {"shop"}, claim=None)
+    assert p.resource_version == "6" and p.claim is None
 
 
 def test_a_parent_another_run_changed_is_still_a_conflict():
     live = live_parent()
-    live["metadata"]["annotations"][spec.ANNOTATION_LOCK] = '{"expires":99,"run":"other/2/ffff"}'
+    live["metadata"]["annotations"][spec.ANNOTATION_CLAIM] = '{"expires":99,"run":"other/2/ffff"}'
 
     class SomeoneElse(LostResponseClient):
         def apply(self, res, body, **kwargs):
@@ -79,12 +79,12 @@ def test_a_parent_another_run_changed_is_still_a_conflict():
 
     with pytest.raises(ParentError, match="changed by someone else"):
         parents.write(SomeoneElse(live), parent(), {spec.GroupKind("", "ConfigMap")}, {"shop"},
-                      lock={"run": "host/1/abcd", "expires": 1234.5})
+                      claim={"run": "host/1/abcd", "expires": 1234.5})
 
 
 def test_no_answer_at_all_is_reported_as_a_connection_problem():
     client = LostResponseClient(live_parent(), error=ApiError("PATCH /api/v1/... failed: Connection refused"))
     with pytest.raises(ParentError) as caught:
-        parents.write(client, parent(), set(), {"shop"}, lock=None)
+        parents.write(client, parent(), set(), {"shop"}, claim=None)
     assert "a connection problem, not a conflict" in caught.value.fix
     assert "RBAC" not in caught.value.fix

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from . import parent as parents
 from . import retention, spec
 from .errors import ApiError, ApplySetError, ParentError
-from .inventory import Member, SetInfo, find_sets, get_set, unlisted_from
+from .inventory import LiveMember, find_sets, get_set, unlisted_from
 from .kube import Discovery, KubeClient, Resource
-from .spec import GroupKind
+from .parent import LiveParent
+from .spec import GroupKind, ObjectId
 
 ERROR, WARNING = "error", "warning"
 SEVERITY_RANK = {ERROR: 0, WARNING: 1}
@@ -86,14 +87,14 @@ class Problem:
         }
 
 
-def _set_problem(set_info: SetInfo, code: str, severity: str, message: str, fix: str, objects=None) -> Problem:
+def _set_problem(set_info: LiveParent, code: str, severity: str, message: str, fix: str, objects=None) -> Problem:
     return Problem(code=code, severity=severity, message=f"{set_info.display}: {message}", fix=fix,
                    applyset_id=set_info.expected_id, parent=set_info.parent_ref(),
                    objects=objects if objects is not None else [set_info.parent_ref()],
                    fixable=code in HINT_CODES and _identity_intact(set_info))
 
 
-def _identity_intact(set_info: SetInfo) -> bool:
+def _identity_intact(set_info: LiveParent) -> bool:
     """Hints may only be rewritten for a parent that is what it claims to be, and says who manages it."""
     return set_info.id_matches and set_info.tooling is not None
 
@@ -162,7 +163,7 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
         if isinstance(items, Exception):
             raise items
         result.listed.add(res.group_kind)
-        result.members += [Member.from_item(res, item) for item in items]
+        result.members += [LiveMember.from_item(res, item) for item in items]
     if not_found:
         # A kind that vanished between discovery and its LIST (a CRD deleted meanwhile) holds
         # nothing any more: asked again, discovery proves it, and the scan stays complete.
@@ -179,7 +180,7 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
 # ----- checks of one set ---------------------------------------------------------------------
 
 
-def check_identity(set_info: SetInfo) -> list[Problem]:
+def check_identity(set_info: LiveParent) -> list[Problem]:
     """The id label and the tooling annotation, as kubectl checks them before any apply."""
     problems = []
     expected = set_info.expected_id
@@ -204,7 +205,7 @@ def check_identity(set_info: SetInfo) -> list[Problem]:
     return problems
 
 
-def check_hint_annotations(set_info: SetInfo, discovery: Discovery, may_hold: dict | None = None) -> list[Problem]:
+def check_hint_annotations(set_info: LiveParent, discovery: Discovery, may_hold: dict | None = None) -> list[Problem]:
     """The hint annotations themselves: present, current format, served kinds, canonical text.
 
     ``may_hold``: unserved recorded kinds (and unmapped legacy entries) that may still hold
@@ -252,7 +253,7 @@ def check_hint_annotations(set_info: SetInfo, discovery: Discovery, may_hold: di
     return problems
 
 
-def _unserved_hint_entries(set_info: SetInfo, discovery: Discovery, may_hold: dict) -> list[Problem]:
+def _unserved_hint_entries(set_info: LiveParent, discovery: Discovery, may_hold: dict) -> list[Problem]:
     problems = []
     for gk in sorted(set_info.group_kinds):
         if discovery.for_group_kind(gk) is not None:
@@ -281,7 +282,7 @@ def _unserved_hint_entries(set_info: SetInfo, discovery: Discovery, may_hold: di
     return problems
 
 
-def _unlistable_problem(set_info: SetInfo, shown: str, reason: str) -> Problem:
+def _unlistable_problem(set_info: LiveParent, shown: str, reason: str) -> Problem:
     return _set_problem(
         set_info, UNLISTABLE_GROUP_KIND, ERROR,
         f"the hint lists {shown}, which the server does not serve right now, but {reason}; its members can be "
@@ -324,9 +325,9 @@ class MemberKinds:
     controlled: list = field(default_factory=list)  # (member, controller reference)
 
 
-def classify_members(set_info: SetInfo, members: list) -> MemberKinds:
+def classify_members(set_info: LiveParent, members: list) -> MemberKinds:
     uids = {m.uid for m in members if m.uid}
-    services = {(m.namespace, m.name) for m in members if m.group_kind == spec.SERVICE_KIND}
+    services = {m.object_id for m in members if m.group_kind == spec.SERVICE_KIND}
     kinds = MemberKinds()
     for member in members:
         controller = member.controller()
@@ -335,7 +336,8 @@ def classify_members(set_info: SetInfo, members: list) -> MemberKinds:
                 kinds.derived.append(member)
             else:
                 kinds.controlled.append((member, controller))
-        elif member.group_kind == spec.ENDPOINTS_KIND and (member.namespace, member.name) in services:
+        elif (member.group_kind == spec.ENDPOINTS_KIND
+              and ObjectId.of(spec.SERVICE_KIND, member.namespace, member.name) in services):
             # The endpoints controller sets no owner reference; the shared name is the link.
             kinds.derived.append(member)
         else:
@@ -343,7 +345,7 @@ def classify_members(set_info: SetInfo, members: list) -> MemberKinds:
     return kinds
 
 
-def check_members(set_info: SetInfo, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
+def check_members(set_info: LiveParent, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
     """Members against the hints: leaks outside them, stale entries, controllers elsewhere."""
     problems = []
     recorded = set_info.group_kinds
@@ -388,7 +390,7 @@ def check_members(set_info: SetInfo, members: list, found: Scan, discovery: Disc
     return problems
 
 
-def _stale_hints(set_info: SetInfo, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
+def _stale_hints(set_info: LiveParent, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
     """Recorded kinds and namespaces without members; only what the scan proved empty."""
     problems = []
     kinds_with_members = {m.group_kind for m in members}
@@ -410,7 +412,7 @@ def _stale_hints(set_info: SetInfo, members: list, found: Scan, discovery: Disco
     return problems
 
 
-def check_set(set_info: SetInfo, members: list, found: Scan, discovery: Discovery,
+def check_set(set_info: LiveParent, members: list, found: Scan, discovery: Discovery,
               may_hold: dict | None = None) -> list[Problem]:
     problems = check_identity(set_info)
     if set_info.live_id is None or not set_info.id_matches:
@@ -457,7 +459,7 @@ def incomplete_scan_problem(unlisted: list) -> Problem:
 class HintFix:
     """A rewrite of one parent's hints so that they match the members found."""
 
-    set_info: SetInfo
+    set_info: LiveParent
     group_kinds: set
     namespaces: set
     applied: bool = False
@@ -487,7 +489,7 @@ class HintFix:
         return data
 
 
-def plan_fix(set_info: SetInfo, members: list, found: Scan, discovery: Discovery,
+def plan_fix(set_info: LiveParent, members: list, found: Scan, discovery: Discovery,
              may_hold: dict | None = None) -> HintFix | None:
     """The hints the members call for, or None when the recorded ones are already right.
 
@@ -538,14 +540,14 @@ def fix_body(fix: HintFix) -> dict:
     return body
 
 
-def _parent_of(set_info: SetInfo, resource_version: str | None) -> parents.Parent:
+def _parent_of(set_info: LiveParent, resource_version: str | None) -> parents.Parent:
     """The engine's parent model for a set found by the scan, as of ``resource_version``."""
-    return parents.Parent(resource=set_info.resource, name=set_info.name, namespace=set_info.namespace,
-                          id=set_info.expected_id, exists=True, uid=set_info.uid,
-                          resource_version=resource_version, tooling=set_info.tooling)
+    parent = parents.Parent.from_live(set_info)
+    parent.resource_version = resource_version
+    return parent
 
 
-def field_manager_for(set_info: SetInfo) -> str:
+def field_manager_for(set_info: LiveParent) -> str:
     """``<tool>-applyset``: kubectl's naming, so ours is ``applyset.kubernetes-applyset``.
 
     Writing as the set's own parent manager keeps that tool the owner of its hints: its next
@@ -588,7 +590,7 @@ def apply_fix(client: KubeClient, fix: HintFix, *, dry_run: bool) -> None:
 
 @dataclass
 class VerifyReport:
-    sets: list = field(default_factory=list)  # SetInfo
+    sets: list = field(default_factory=list)  # LiveParent
     member_counts: dict = field(default_factory=dict)  # expected id -> members found, derived ones apart
     derived: dict = field(default_factory=dict)  # expected id -> refs of objects controllers made for members
     problems: list = field(default_factory=list)
@@ -728,7 +730,7 @@ def _verify_all(client: KubeClient, discovery: Discovery, namespace, report: Ver
     return found
 
 
-def _refusal(set_info: SetInfo, allow_foreign: bool) -> str | None:
+def _refusal(set_info: LiveParent, allow_foreign: bool) -> str | None:
     if not set_info.is_ours and not allow_foreign:
         return (f"the set is managed by {set_info.tool}, not {spec.TOOL_NAME}; set allow_foreign: true to repair "
                 "it anyway")
