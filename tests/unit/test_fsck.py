@@ -487,6 +487,25 @@ def test_the_legacy_annotation_beside_contains_group_kinds_is_reported_and_remov
     assert spec.ANNOTATION_GROUP_RESOURCES not in body["metadata"]["annotations"]
 
 
+def test_kinds_only_the_legacy_annotation_names_are_recorded_and_the_fix_moves_them_into_the_kinds():
+    """One reading of the hints (the engine's): both annotations count, so a member of a kind only
+    contains-group-resources names is no leak; kubectl 1.29+ would miss it, so it is an error."""
+    client = StubClient()
+    applyset_id = client.parent(SECRET, "shop", "shop", tooling="kubectl/v1.33.0", kinds="Service",
+                                contains_group_resources="configmaps,services")
+    client.member(CONFIGMAP, "settings", "shop", applyset_id)
+    client.member(SERVICE, "web", "shop", applyset_id)
+    report = run(client, parent_spec="shop", namespace="shop", fix=True, allow_foreign=True)
+    assert codes(report.problems) == ["legacy_annotation"]
+    legacy = problem(report, "legacy_annotation")
+    assert legacy.severity == "error" and "names ConfigMap that" in legacy.message and legacy.fixed
+    [(_res, body, _kwargs)] = client.applied
+    annotations = body["metadata"]["annotations"]
+    assert annotations[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Service"
+    assert spec.ANNOTATION_GROUP_RESOURCES not in annotations
+    assert annotations[spec.ANNOTATION_TOOLING] == "kubectl/v1.33.0"
+
+
 # ----- a kind that vanishes during the scan (issue 10 point 5) ---------------------------------------
 
 class VanishingClient(StubClient):

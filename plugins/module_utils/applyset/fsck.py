@@ -226,11 +226,16 @@ def check_hint_annotations(set_info: LiveParent, discovery: Discovery, may_hold:
             f"1.28; kubectl 1.29 and later read {spec.ANNOTATION_GROUP_KINDS}",
             "run applyset_verify with fix: true (or apply the set with kubectl 1.29 or later) to write "
             f"{spec.ANNOTATION_GROUP_KINDS}"))
-    elif spec.ANNOTATION_GROUP_RESOURCES in annotations:
+    elif set_info.legacy_annotation:
+        only_legacy = set_info.legacy_only_group_kinds
+        names_more = (f"; it names {spec.format_group_kinds(only_legacy)} that {spec.ANNOTATION_GROUP_KINDS} does "
+                      "not, which applyset_apply still counts as recorded (kubectl does not)" if only_legacy else "")
+        # Kinds only the legacy annotation names are in the prune scope of applyset_apply (which
+        # reads both), but not of kubectl 1.29 and later: an error until the repair records them.
         problems.append(_set_problem(
-            set_info, LEGACY_ANNOTATION, WARNING,
+            set_info, LEGACY_ANNOTATION, ERROR if only_legacy else WARNING,
             f"the parent still carries {spec.ANNOTATION_GROUP_RESOURCES} beside {spec.ANNOTATION_GROUP_KINDS}; "
-            "kubectl 1.29 and later remove it when they update a set, and no tool reads it any more",
+            f"kubectl 1.29 and later remove it when they update a set and read only the latter{names_more}",
             f"run applyset_verify with fix: true to remove {spec.ANNOTATION_GROUP_RESOURCES}"))
     problems += _unserved_hint_entries(set_info, discovery, may_hold or {})
 
