@@ -38,6 +38,7 @@ class Unlisted:
     reason: str
 
     def to_dict(self) -> dict:
+        """The failed LIST as the modules return it in ``unlisted``."""
         return {"group_kind": str(self.group_kind), "namespace": self.namespace, "reason": self.reason}
 
 
@@ -95,6 +96,7 @@ class LiveMember:
 
     @property
     def object_id(self) -> ObjectId:
+        """Which object: group, kind, namespace and name."""
         return ObjectId.of(self.resource, self.namespace, self.name)
 
     @property
@@ -330,9 +332,11 @@ class InfoReport:
 
     @property
     def complete(self) -> bool:
+        """Every LIST succeeded, so no set or member can be missing."""
         return not self.unlisted
 
     def to_dict(self) -> dict:
+        """The result of applyset_info."""
         return {
             "applysets": self.applysets,
             "complete": self.complete,

@@ -112,6 +112,7 @@ class LiveParent:
 
     @property
     def id_matches(self) -> bool:
+        """The id label is the expected id (False when it is missing)."""
         return self.live_id == self.expected_id
 
     @property
@@ -121,6 +122,7 @@ class LiveParent:
 
     @property
     def is_ours(self) -> bool:
+        """The tooling annotation names this collection."""
         return self.tool == spec.TOOL_NAME
 
     @property
@@ -134,6 +136,7 @@ class LiveParent:
 
     @property
     def object_id(self) -> spec.ObjectId:
+        """Which object the parent is: group, kind, namespace and name."""
         return spec.ObjectId.of(self.resource, self.namespace, self.name)
 
     @property
