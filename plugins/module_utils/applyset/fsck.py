@@ -128,7 +128,7 @@ def listable_resources(discovery: Discovery) -> list[Resource]:
         if preferred.verbs and "list" not in preferred.verbs:
             continue
         chosen.setdefault(preferred.group_kind, preferred)
-    return sorted(chosen.values(), key=lambda r: (r.group, r.kind))
+    return sorted(chosen.values(), key=lambda r: r.group_kind)
 
 
 @dataclass
@@ -805,13 +805,12 @@ def _verify_one(client: KubeClient, discovery: Discovery, parent_spec, namespace
         return scan(client, discovery, set_info.expected_id)
     applyset_id = spec.compute_id(name, parent_namespace, res.kind, res.group)
     found = scan(client, discovery, applyset_id)
-    where = f"{parent_namespace}/{name}" if parent_namespace else name
     report.unlisted += found.unlisted
     report.problems.append(Problem(
         code=PARENT_MISSING, severity=ERROR, applyset_id=applyset_id, objects=_refs(found.members),
         parent={"apiVersion": res.api_version, "kind": res.kind, "namespace": parent_namespace or None,
                 "name": name},
-        message=f"{res.group_kind} {where} does not exist"
+        message=f"{ObjectId.of(res, parent_namespace, name)} does not exist"
                 + (f"; {len(found.members)} object(s) still carry its id: {_names(found.members)}"
                    if found.members else ""),
         fix="check the parent's name, kind and namespace; to take the objects back, deploy the set again with "
