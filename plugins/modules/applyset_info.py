@@ -21,7 +21,7 @@ description:
   - For each set it reports the parent, the id label and whether it matches the parent, the tooling
     annotation, and the recorded group-kinds and namespaces. Sets made by kubectl 1.27 and 1.28, which record
     C(contains-group-resources) instead of C(contains-group-kinds), are mapped to kinds through discovery.
-    A parent is read as M(applyset.kubernetes.applyset_apply) reads it before a prune: when both annotations
+    A parent is read as M(applyset.kubernetes.applyset_apply) reads it before a prune, so when both annotations
     are there, the kinds of both are recorded.
   - Members are the objects labelled C(applyset.kubernetes.io/part-of) with the set's id in the recorded
     group-kinds and namespaces, exactly what a prune would look at. Use

@@ -340,8 +340,6 @@ def kinds_that_may_hold(client: KubeClient, discovery: Discovery, sets: list) ->
     return {key: reason for key, reason in reasons.items() if reason is not None}
 
 
-
-
 @dataclass
 class MemberKinds:
     """A set's members split by who deletes them.
