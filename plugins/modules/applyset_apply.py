@@ -272,16 +272,21 @@ options:
         description: Services of type LoadBalancer wait until they have an ingress address.
         type: bool
         default: false
-  lock_ttl:
+  claim_ttl:
     description:
-      - While a run changes the set, it claims the parent; another run waits for it (up to I(lock_wait)).
+      - While a run changes the set, it claims the parent; another run waits for it (up to I(claim_wait)).
         A run that dies leaves a claim that expires after this many seconds.
+      - The old name C(lock_ttl) is an alias, so existing playbooks keep working.
     type: int
     default: 60
-  lock_wait:
-    description: Seconds to wait for another run's claim on the set to go away before failing.
+    aliases: [lock_ttl]
+  claim_wait:
+    description:
+      - Seconds to wait for another run's claim on the set to go away before failing.
+      - The old name C(lock_wait) is an alias, so existing playbooks keep working.
     type: int
     default: 120
+    aliases: [lock_wait]
 notes:
   - Members get the label C(applyset.kubernetes.io/part-of); an input object that already carries it is refused.
   - As kubectl does, C(metadata.namespace) on a cluster-scoped object is ignored (with a warning).
@@ -489,8 +494,8 @@ def argument_spec():
                 load_balancers=dict(type="bool", default=False),
             ),
         ),
-        lock_ttl=dict(type="int", default=60),
-        lock_wait=dict(type="int", default=120),
+        claim_ttl=dict(type="int", default=60, aliases=["lock_ttl"]),
+        claim_wait=dict(type="int", default=120, aliases=["lock_wait"]),
     )
     return spec
 
@@ -548,8 +553,8 @@ def main():
             overrides=params["wait_rules"]["overrides"] or None,
             wait_for_load_balancers=params["wait_rules"]["load_balancers"],
         ),
-        lock_ttl=float(params["lock_ttl"]),
-        lock_wait=float(params["lock_wait"]),
+        claim_ttl=float(params["claim_ttl"]),
+        claim_wait=float(params["claim_wait"]),
         create_namespace=params["create_namespace"],
         recreate_on_immutable=frozenset(params["recreate_on_immutable"]),
     )

@@ -21,6 +21,8 @@ description:
   - For each set it reports the parent, the id label and whether it matches the parent, the tooling
     annotation, and the recorded group-kinds and namespaces. Sets made by kubectl 1.27 and 1.28, which record
     C(contains-group-resources) instead of C(contains-group-kinds), are mapped to kinds through discovery.
+    A parent is read as M(applyset.kubernetes.applyset_apply) reads it before a prune, so when both annotations
+    are there, the kinds of both are recorded.
   - Members are the objects labelled C(applyset.kubernetes.io/part-of) with the set's id in the recorded
     group-kinds and namespaces, exactly what a prune would look at. Use
     M(applyset.kubernetes.applyset_verify) to find members outside the recorded hints.
@@ -183,7 +185,10 @@ applysets:
       description: The tool name of RV(applysets[].tooling), for example C(kubectl) or C(applyset.kubernetes).
       type: str
     group_kinds:
-      description: The recorded group-kinds, as C(Kind.group), sorted. Kinds the server does not serve are included.
+      description:
+        - The recorded group-kinds, as C(Kind.group), sorted. Kinds the server does not serve are included.
+        - When C(contains-group-resources) is left beside C(contains-group-kinds), the kinds of both (the prune
+          scope of M(applyset.kubernetes.applyset_apply), wider than kubectl's).
       type: list
       elements: str
       sample: [ConfigMap, Deployment.apps]
@@ -196,7 +201,7 @@ applysets:
       description:
         - The annotation the group-kinds were read from, C(applyset.kubernetes.io/contains-group-kinds) or, for
           sets made by kubectl 1.27 and 1.28, C(applyset.kubernetes.io/contains-group-resources); null when the
-          parent has neither.
+          parent has neither. When both are there, C(contains-group-kinds) (and the kinds of both are recorded).
       type: str
     claim:
       description:

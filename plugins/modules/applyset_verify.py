@@ -19,7 +19,8 @@ description:
   - "Problems of the parent: C(parent_missing), C(id_missing), C(id_mismatch) (the id label does not match the
     parent: a possible impersonation), C(tooling_missing), C(hint_missing), C(legacy_hint) (only the
     C(contains-group-resources) of kubectl 1.27/1.28), C(hint_not_canonical) (hint annotations not sorted or not
-    minimal), C(legacy_annotation) (C(contains-group-resources) left beside C(contains-group-kinds)),
+    minimal), C(legacy_annotation) (C(contains-group-resources) left beside C(contains-group-kinds); an error
+    when it names kinds the other does not, which this collection prunes in but kubectl 1.29 and later do not),
     C(unserved_group_kind) (a recorded kind that no CRD or APIService defines any more),
     C(unlistable_group_kind) (a recorded kind not served right now that may still hold members: never dropped)."
   - "Problems of the members: C(unrecorded_group_kind) and C(unrecorded_namespace) (members a prune can never see:

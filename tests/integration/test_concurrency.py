@@ -77,15 +77,20 @@ def test_a_claim_held_by_another_run_is_reported_the_same_under_async(cluster, k
     rc, _result, out = run_module(cluster, "applyset_apply", {"parent": "held", "namespace": namespace,
                                                                "definition": definition})
     assert rc == 0, out
-    # Another run's claim, unexpired (as a run on another controller would hold it).
+    # Another run's claim, unexpired (as a run on another controller would hold it). The key is
+    # still .../lock on the wire: older versions' runs read it, so they and ours exclude each other.
     claim = json.dumps({"expires": time.time() + 600, "run": "elsewhere/1/abcd"}, separators=(",", ":"))
     status, body, _ = kube.request("PATCH", f"/api/v1/namespaces/{namespace}/secrets/held",
                                    {"metadata": {"annotations": {"applyset.kubernetes.ansible/lock": claim}}},
                                    content_type="application/merge-patch+json")
     assert status == 200, body
-    args = {"parent": "held", "namespace": namespace, "definition": definition, "lock_wait": 0}
+    args = {"parent": "held", "namespace": namespace, "definition": definition, "claim_wait": 0}
     rc, sync_result, out = run_module(cluster, "applyset_apply", args)
     assert rc != 0 and "elsewhere/1/abcd" in sync_result["msg"], out
+    # The option's old name is an alias: a playbook written for an older version still works.
+    old_name = {**{k: v for k, v in args.items() if k != "claim_wait"}, "lock_wait": 0}
+    rc, old_result, out = run_module(cluster, "applyset_apply", old_name)
+    assert rc != 0 and old_result["msg"] == sync_result["msg"], out
 
     tasks = [
         {"name": "two runs of the same set at once", "loop": [1, 2], "async": 120, "poll": 0,

@@ -121,7 +121,7 @@ def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_name
     ns1, ns2 = two_namespaces
     admin = core_kube.connect({"kubeconfig": cluster.kubeconfig}, parallelism=8)
     state_a, state_b = states(ns1, ns2)
-    options = {"max_prune_percent": 100, "lock_ttl": 3, "lock_wait": 30}
+    options = {"max_prune_percent": 100, "claim_ttl": 3, "claim_wait": 30}
 
     def direct(definition):
         run = engine.Engine(admin, PARENT, ns1, engine.Options(**options))
@@ -202,7 +202,7 @@ def test_a_lost_answer_to_a_parent_write_is_recognised_as_this_runs_own(cluster,
     ns1, ns2 = two_namespaces
     admin = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     state_a, state_b = states(ns1, ns2)
-    options = {"max_prune_percent": 100, "lock_ttl": 30}
+    options = {"max_prune_percent": 100, "claim_ttl": 30}
     first = engine.Engine(admin, PARENT, ns1, engine.Options(**options)).apply(manifests.load_definition(state_a))
     assert not first.failed, first.error
     set_id = first.applyset["id"]
@@ -226,7 +226,7 @@ def test_a_lost_answer_to_a_parent_write_is_recognised_as_this_runs_own(cluster,
         assert "someone else" not in out
         assert labelled(kube, (ns1, ns2), set_id) == {key(o) for o in state_b}
         annotations = kube.get(f"/api/v1/namespaces/{ns1}/secrets/{PARENT}")["metadata"]["annotations"]
-        assert spec.ANNOTATION_LOCK not in annotations  # the claim was released
+        assert spec.ANNOTATION_CLAIM not in annotations  # the claim was released
     finally:
         proxy.close()
 

@@ -269,6 +269,35 @@ def test_info_finds_custom_resource_parents_and_verify_reports_a_deleted_crd(clu
 # ----- applyset_verify: problems of the parent ---------------------------------------------------
 
 
+def test_info_verify_and_apply_read_both_hint_annotations_alike(cluster, kube, core, namespace):
+    """One parent model (#12): a kubectl 1.27/1.28 set taken over by a tool that wrote only
+    contains-group-kinds still carries contains-group-resources. applyset_apply prunes in the kinds of
+    both; info shows that scope, and verify names the kinds only the legacy annotation adds (an error:
+    kubectl 1.29+ would not look there)."""
+    set_id = make_parent(kube, namespace, "both", tooling="kubectl/v1.28.15", kinds="Service")
+    parent_path = f"/api/v1/namespaces/{namespace}/configmaps/both"
+    patch(kube, parent_path, {"metadata": {"annotations": {spec.ANNOTATION_GROUP_RESOURCES: "configmaps,services"}}})
+    member_of(kube, set_id, config_map("b-settings"), namespace)
+    member_of(kube, set_id, service("b-web"), namespace)
+
+    [info] = inventory.describe(core, parent_spec="configmaps/both", namespace=namespace).applysets
+    assert info["group_kinds"] == ["ConfigMap", "Service"]
+    assert info["hint_annotation"] == spec.ANNOTATION_GROUP_KINDS
+
+    report = verify(core, parent_spec="configmaps/both", namespace=namespace)
+    assert codes(report) == ["legacy_annotation"] and not report.ok
+    legacy = the_problem(report, "legacy_annotation")
+    assert legacy.severity == "error" and "names ConfigMap that" in legacy.message
+
+    # The engine's scope is the same: taken over with only the Service desired, it prunes the ConfigMap.
+    result = apply_set(cluster, "configmaps/both", namespace, [service("b-web")], takeover=True)
+    assert {(o["kind"], o["name"]): o["action"] for o in result["objects"]}[("ConfigMap", "b-settings")] == "pruned"
+    annotations = annotations_of(kube, parent_path)
+    assert annotations[spec.ANNOTATION_GROUP_KINDS] == "Service"
+    assert spec.ANNOTATION_GROUP_RESOURCES not in annotations
+    assert verify(core, parent_spec="configmaps/both", namespace=namespace).ok
+
+
 def test_verify_detects_forged_and_missing_ids_and_tooling(kube, core, namespace):
     victim = make_parent(kube, namespace, "victim", kinds="ConfigMap")
     member_of(kube, victim, config_map("victims-member"), namespace)

@@ -33,11 +33,11 @@ def test_first_apply_writes_the_parent_before_any_member(api):
     assert parent_first < member_first
     # The claim write (before the members) records the union; the lock is written, then dropped.
     claim = next(r for r in parent_writes(api) if r.method == "PATCH")
-    assert spec.ANNOTATION_LOCK in claim.body["metadata"]["annotations"]
+    assert spec.ANNOTATION_CLAIM in claim.body["metadata"]["annotations"]
     assert claim.body["metadata"]["annotations"][spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Deployment.apps"
     parent = api.object("v1", "ConfigMap", "shop", "shop")
     assert parent["metadata"]["labels"] == {spec.LABEL_ID: ID}
-    assert spec.ANNOTATION_LOCK not in parent["metadata"]["annotations"]
+    assert spec.ANNOTATION_CLAIM not in parent["metadata"]["annotations"]
     assert parent["metadata"]["annotations"][spec.ANNOTATION_TOOLING] == spec.tooling_value()
     assert api.object("v1", "ConfigMap", "a", "shop")["metadata"]["labels"] == {spec.LABEL_PART_OF: ID}
     # One server-side apply per member, nothing else sent to them.
@@ -233,7 +233,7 @@ def test_uninstall_keeps_the_parent_when_a_member_cannot_be_deleted(api):
     assert error is not None and "parent is kept" in str(error)
     assert actions(report)["ConfigMap shop/b"] == "failed"
     parent = api.object("v1", "ConfigMap", "shop", "shop")
-    assert parent is not None and spec.ANNOTATION_LOCK not in parent["metadata"]["annotations"]
+    assert parent is not None and spec.ANNOTATION_CLAIM not in parent["metadata"]["annotations"]
 
 
 def test_disband_leaves_members_without_the_label_and_deletes_the_parent(api):
@@ -464,21 +464,21 @@ def lock_of(run_id, expires):
 def locked_parent(api, expires):
     existing_parent(api, annotations={spec.ANNOTATION_TOOLING: spec.tooling_value(),
                                       spec.ANNOTATION_GROUP_KINDS: "ConfigMap",
-                                      spec.ANNOTATION_LOCK: lock_of("other-host/1/abcd", expires)})
+                                      spec.ANNOTATION_CLAIM: lock_of("other-host/1/abcd", expires)})
 
 
 def test_another_runs_unexpired_claim_refuses_the_run_after_the_wait(api):
     locked_parent(api, expires=4102444800)  # 2100
-    report, error = run(api, "apply", load(cm("a")), lock_wait=0)
+    report, error = run(api, "apply", load(cm("a")), claim_wait=0)
     assert error is not None and "another run (other-host/1/abcd)" in str(error)
     assert api.writes() == []
 
 
 def test_an_expired_claim_is_taken_over(api):
     locked_parent(api, expires=1000)  # 1970
-    report, error = run(api, "apply", load(cm("a")), lock_wait=0)
+    report, error = run(api, "apply", load(cm("a")), claim_wait=0)
     assert error is None
-    assert spec.ANNOTATION_LOCK not in parent_annotations(api)
+    assert spec.ANNOTATION_CLAIM not in parent_annotations(api)
 
 
 def test_the_run_waits_until_the_other_claim_is_released(api, monkeypatch):
@@ -490,17 +490,17 @@ def test_the_run_waits_until_the_other_claim_is_released(api, monkeypatch):
     def other_run_finishes(_request):
         if len(api.sent("GET", PARENT_PATH)) == 2:
             api.update("v1", "ConfigMap", "shop", "shop",
-                       lambda o: o["metadata"]["annotations"].pop(spec.ANNOTATION_LOCK))
+                       lambda o: o["metadata"]["annotations"].pop(spec.ANNOTATION_CLAIM))
 
     api.before("GET", PARENT_PATH, other_run_finishes, times=None)
-    report, error = run(api, "apply", load(cm("a")), lock_wait=30)
+    report, error = run(api, "apply", load(cm("a")), claim_wait=30)
     assert error is None and actions(report) == {"ConfigMap shop/a": "created"}
     assert len(sleeps) == 1
 
 
 def test_check_mode_previews_despite_another_runs_claim(api):
     locked_parent(api, expires=4102444800)
-    report, error = run(api, "apply", load(cm("a")), dry_run=True, lock_wait=0)
+    report, error = run(api, "apply", load(cm("a")), dry_run=True, claim_wait=0)
     assert error is None
     assert any("another run (other-host/1/abcd)" in w for w in report.warnings)
 
@@ -518,7 +518,7 @@ def test_a_failed_member_apply_prunes_nothing_and_the_parent_keeps_the_union(api
     assert not any(r.method == "DELETE" for r in api.requests)
     annotations = parent_annotations(api)
     assert annotations[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Deployment.apps"
-    assert spec.ANNOTATION_LOCK not in annotations
+    assert spec.ANNOTATION_CLAIM not in annotations
     assert report.summary()["failed"] == 1
 
 
@@ -715,7 +715,7 @@ def test_recreate_of_a_protected_kind_is_refused_before_any_write(api):
 
 def test_bad_options_are_refused_before_any_request(api):
     with pytest.raises(InputError, match="max_prune_percent must be between 0 and 100"):
-        make_engine(api, max_prune_percent=101, lock_wait=-1)
+        make_engine(api, max_prune_percent=101, claim_wait=-1)
     assert api.requests == []
 
 
@@ -868,14 +868,14 @@ def test_a_run_that_loses_its_claim_prunes_nothing(api):
 
     def another_run_takes_the_set(_request):
         api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(
-            {spec.ANNOTATION_LOCK: json.dumps({"run": "other", "expires": 4102444800})}))
+            {spec.ANNOTATION_CLAIM: json.dumps({"run": "other", "expires": 4102444800})}))
         # Hold this apply until the heartbeat has met the other run's write (its re-read of the
         # parent after the 409); bounded, and the client has a second connection for it.
         api.before("GET", PARENT_PATH, lambda _r: renewal_failed.set())
         assert renewal_failed.wait(timeout=20), "the heartbeat never renewed the claim"
 
     api.before("PATCH", "/api/v1/namespaces/shop/configmaps/a", another_run_takes_the_set)
-    report, error = run(api, "apply", load(cm("a")), lock_ttl=3, parallelism=2)
+    report, error = run(api, "apply", load(cm("a")), claim_ttl=3, parallelism=2)
     assert error is not None and "lost its claim" in str(error)
     assert "another run took the set over" in error.fix
     assert not any(r.method == "DELETE" for r in api.requests)
@@ -1045,7 +1045,7 @@ def svc(name):
 
 def expire_the_dead_runs_claim(api):
     api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(
-        {spec.ANNOTATION_LOCK: json.dumps({"run": "dead/1/0000", "expires": 1000})}))
+        {spec.ANNOTATION_CLAIM: json.dumps({"run": "dead/1/0000", "expires": 1000})}))
 
 
 def kill_at(api, method, path, nth=1):
@@ -1070,8 +1070,8 @@ def test_a_run_killed_before_its_final_parent_write_leaves_what_the_next_run_pru
     deployed(api, cm("a"), cm("b"))
     restart = kill_at(api, "PATCH", PARENT_PATH, nth=2)  # the claim is written, the final write is not
     with pytest.raises(Killed):  # its heartbeat thread would only wake after 20 minutes
-        make_engine(api, lock_ttl=3600).apply(load(cm("a"), svc("new")))
-    assert spec.ANNOTATION_LOCK in parent_annotations(api)
+        make_engine(api, claim_ttl=3600).apply(load(cm("a"), svc("new")))
+    assert spec.ANNOTATION_CLAIM in parent_annotations(api)
     assert api.object("v1", "Service", "new", "shop") is not None
     assert api.object("v1", "ConfigMap", "b", "shop") is None
     assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Service"
@@ -1089,11 +1089,11 @@ def test_a_run_killed_between_its_members_leaves_what_the_next_run_prunes(api):
     # ConfigMaps, then Services, then Deployments: killed after the Service, before the Deployment.
     restart = kill_at(api, "PATCH", "/apis/apps/v1/namespaces/shop/deployments/next")
     with pytest.raises(Killed):  # its heartbeat thread would only wake after 20 minutes
-        make_engine(api, lock_ttl=3600).apply(load(cm("a"), cm("z"), svc("new"), deploy("next")))
+        make_engine(api, claim_ttl=3600).apply(load(cm("a"), cm("z"), svc("new"), deploy("next")))
     assert api.object("v1", "Service", "new", "shop") is not None
     assert api.object("apps/v1", "Deployment", "next", "shop") is None
     assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Deployment.apps,Service"
-    assert spec.ANNOTATION_LOCK in parent_annotations(api)
+    assert spec.ANNOTATION_CLAIM in parent_annotations(api)
     assert api.object("apps/v1", "Deployment", "web", "shop") is not None  # never pruned: the run died first
     restart()
     expire_the_dead_runs_claim(api)
@@ -1143,7 +1143,7 @@ def test_objects_not_ready_in_time_fail_the_run_after_it_completed(api):
     report, error = run(api, "apply", load(cm("a"), deploy("web", replicas=2)), wait=True, wait_timeout=0)
     assert error is not None and "Deployment shop/web" in str(error)
     assert actions(report)["Deployment shop/web"] == "configured"
-    assert spec.ANNOTATION_LOCK not in parent_annotations(api)  # the claim was released before the wait
+    assert spec.ANNOTATION_CLAIM not in parent_annotations(api)  # the claim was released before the wait
 
 
 def test_custom_resources_wait_until_their_new_crd_is_served(api):

@@ -10,6 +10,7 @@ from test_inventory import (APPLYSET_CR, CONFIGMAP, CRD, DEPLOYMENT, NAMESPACE, 
                             TOKEN_REVIEW, WIDGET, StubClient, crd_marking)
 
 from applyset import fsck, inventory, spec
+from applyset import parent as parents
 from applyset.kube import Discovery
 from applyset.spec import GroupKind
 
@@ -154,7 +155,7 @@ def test_unserved_group_kind_suggests_the_kind_of_a_resource_name():
 def test_hint_annotations_must_be_sorted_and_minimal(kinds, namespaces, canonical):
     client = StubClient()
     client.parent(SECRET, "shop", "shop", kinds=kinds, namespaces=namespaces)
-    info = inventory.inspect_parent(SECRET, client.objects[0][1], client.discovery)
+    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
     problems = fsck.check_hint_annotations(info, client.discovery)
     assert ("hint_not_canonical" in codes(problems)) is canonical
 
@@ -396,7 +397,7 @@ def test_plan_fix_is_none_when_the_hints_are_right():
     client = StubClient()
     applyset_id = client.parent(SECRET, "shop", "shop", kinds="ConfigMap", namespaces=None)
     client.member(CONFIGMAP, "settings", "shop", applyset_id)
-    info = inventory.inspect_parent(SECRET, client.objects[0][1], client.discovery)
+    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
     found = fsck.scan(client, client.discovery, applyset_id)
     assert fsck.plan_fix(info, found.members, found, client.discovery) is None
 
@@ -404,7 +405,7 @@ def test_plan_fix_is_none_when_the_hints_are_right():
 def test_fix_body_reuses_the_parent_body_of_the_engine():
     client = StubClient()
     client.parent(WIDGET, "w", "shop", tooling="other.example/tool/v2")
-    info = inventory.inspect_parent(WIDGET, client.objects[0][1], client.discovery)
+    info = parents.inspect(WIDGET, client.objects[0][1], client.discovery)
     fix = fsck.HintFix(info, {GroupKind("", "ConfigMap")}, {"shop", "b"})
     body = fsck.fix_body(fix)
     assert body["apiVersion"] == "example.com/v1" and body["kind"] == "Widget"
@@ -418,7 +419,7 @@ def test_fix_waits_for_a_running_deploy_but_not_for_an_expired_claim(expires_in,
     client = StubClient()
     applyset_id = client.parent(SECRET, "shop", "shop", kinds="ConfigMap")
     claim = json.dumps({"run": "host/1/abc", "expires": time.time() + expires_in})
-    client.objects[0][1]["metadata"]["annotations"][spec.ANNOTATION_LOCK] = claim
+    client.objects[0][1]["metadata"]["annotations"][spec.ANNOTATION_CLAIM] = claim
     client.member(SERVICE, "web", "shop", applyset_id)
     report = run(client, parent_spec="shop", namespace="shop", fix=True)
     assert (client.applied == []) is refused
@@ -427,7 +428,7 @@ def test_fix_waits_for_a_running_deploy_but_not_for_an_expired_claim(expires_in,
         assert any("changing the set right now" in w for w in report.warnings)
     else:
         # The body leaves the expired claim out (server-side apply drops it if our manager applied it).
-        assert spec.ANNOTATION_LOCK not in client.applied[0][1]["metadata"]["annotations"]
+        assert spec.ANNOTATION_CLAIM not in client.applied[0][1]["metadata"]["annotations"]
 
 
 
@@ -484,6 +485,25 @@ def test_the_legacy_annotation_beside_contains_group_kinds_is_reported_and_remov
     assert problem(report, "legacy_annotation").fixed
     [(_res, body, _kwargs)] = client.applied
     assert spec.ANNOTATION_GROUP_RESOURCES not in body["metadata"]["annotations"]
+
+
+def test_kinds_only_the_legacy_annotation_names_are_recorded_and_the_fix_moves_them_into_the_kinds():
+    """One reading of the hints (the engine's): both annotations count, so a member of a kind only
+    contains-group-resources names is no leak; kubectl 1.29+ would miss it, so it is an error."""
+    client = StubClient()
+    applyset_id = client.parent(SECRET, "shop", "shop", tooling="kubectl/v1.33.0", kinds="Service",
+                                contains_group_resources="configmaps,services")
+    client.member(CONFIGMAP, "settings", "shop", applyset_id)
+    client.member(SERVICE, "web", "shop", applyset_id)
+    report = run(client, parent_spec="shop", namespace="shop", fix=True, allow_foreign=True)
+    assert codes(report.problems) == ["legacy_annotation"]
+    legacy = problem(report, "legacy_annotation")
+    assert legacy.severity == "error" and "names ConfigMap that" in legacy.message and legacy.fixed
+    [(_res, body, _kwargs)] = client.applied
+    annotations = body["metadata"]["annotations"]
+    assert annotations[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Service"
+    assert spec.ANNOTATION_GROUP_RESOURCES not in annotations
+    assert annotations[spec.ANNOTATION_TOOLING] == "kubectl/v1.33.0"
 
 
 # ----- a kind that vanishes during the scan (issue 10 point 5) ---------------------------------------

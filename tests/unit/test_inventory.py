@@ -12,6 +12,7 @@ import copy
 import pytest
 
 from applyset import inventory, spec
+from applyset import parent as parents
 from applyset.errors import ApiError, ConflictError, InputError
 from applyset.kube import Discovery, Resource, Response
 from applyset.spec import GroupKind, GroupResource
@@ -134,11 +135,11 @@ def crd_marking(client, res):
 # ----- inspecting parents ---------------------------------------------------------------------
 
 
-def test_inspect_parent_reads_a_kubectl_parent_without_judging_it():
+def test_inspect_reads_a_kubectl_parent_without_judging_it():
     client = StubClient()
     applyset_id = client.parent(CONFIGMAP, "web", "shop", tooling="kubectl/v1.33.0", kinds="Deployment.apps,Service",
                                 namespaces="extra")
-    info = inventory.inspect_parent(CONFIGMAP, client.objects[0][1], client.discovery)
+    info = parents.inspect(CONFIGMAP, client.objects[0][1], client.discovery)
     assert info.expected_id == applyset_id and info.id_matches
     assert info.tool == "kubectl" and not info.is_ours
     assert info.group_kinds == {GroupKind("apps", "Deployment"), GroupKind("", "Service")}
@@ -147,35 +148,38 @@ def test_inspect_parent_reads_a_kubectl_parent_without_judging_it():
     assert info.to_dict()["parent"] == {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "web"}
 
 
-def test_inspect_parent_keeps_a_forged_id_and_a_missing_tooling():
+def test_inspect_keeps_a_forged_id_and_a_missing_tooling():
     client = StubClient()
     client.parent(SECRET, "copy", "shop", tooling=None, live_id="applyset-someone-else-v1")
-    info = inventory.inspect_parent(SECRET, client.objects[0][1], client.discovery)
+    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
     assert info.live_id == "applyset-someone-else-v1" and not info.id_matches
     assert info.tooling is None and info.tool is None
 
 
-def test_inspect_parent_maps_the_legacy_group_resources_through_discovery():
+def test_inspect_maps_the_legacy_group_resources_through_discovery():
     client = StubClient()
     client.parent(SECRET, "old", "shop", tooling="kubectl/v1.28.15", kinds=None,
                   contains_group_resources="configmaps,deployments.apps,gone.example.com")
-    info = inventory.inspect_parent(SECRET, client.objects[0][1], client.discovery)
+    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
     assert info.legacy_hint
     assert info.group_kinds == {GroupKind("", "ConfigMap"), GroupKind("apps", "Deployment")}
     assert info.unmapped_resources == {GroupResource("example.com", "gone")}
 
 
-def test_inspect_parent_prefers_group_kinds_over_the_legacy_annotation_like_kubectl():
+def test_inspect_reads_both_hint_annotations_when_both_are_present_a_wider_scope_than_kubectl():
     client = StubClient()
-    client.parent(SECRET, "both", "shop", kinds="Service", contains_group_resources="configmaps")
-    info = inventory.inspect_parent(SECRET, client.objects[0][1], client.discovery)
-    assert info.group_kinds == {GroupKind("", "Service")} and not info.legacy_hint
+    client.parent(SECRET, "both", "shop", kinds="Service", contains_group_resources="configmaps,services")
+    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
+    assert info.group_kinds == {GroupKind("", "Service"), GroupKind("", "ConfigMap")}
+    assert info.hint_source == spec.ANNOTATION_GROUP_KINDS and not info.legacy_hint and info.legacy_annotation
+    assert info.legacy_only_group_kinds == {GroupKind("", "ConfigMap")}
+    assert info.to_dict()["group_kinds"] == ["ConfigMap", "Service"]
 
 
 def test_a_cluster_scoped_parent_has_only_its_additional_namespaces():
     client = StubClient()
     client.parent(APPLYSET_CR, "platform", kinds="ConfigMap", namespaces="a,b")
-    info = inventory.inspect_parent(APPLYSET_CR, client.objects[0][1], client.discovery)
+    info = parents.inspect(APPLYSET_CR, client.objects[0][1], client.discovery)
     assert info.namespaces == {"a", "b"} and info.namespace == ""
     assert info.display == "ApplySet.example.com platform"
 
@@ -251,7 +255,7 @@ def test_get_set_refuses_a_kind_that_cannot_be_a_parent():
 def _set(client, res, name, namespace=""):
     for held, obj in client.objects:
         if held == res and obj["metadata"]["name"] == name:
-            return inventory.inspect_parent(res, obj, client.discovery)
+            return parents.inspect(res, obj, client.discovery)
     raise AssertionError(name)
 
 
@@ -361,7 +365,7 @@ def test_set_info_carries_the_newest_managed_fields_time_and_the_claim():
     client = StubClient()
     client.parent(SECRET, "shop", "shop", kinds="")
     meta = client.objects[-1][1]["metadata"]
-    meta["annotations"][spec.ANNOTATION_LOCK] = '{"run": "host/1/ab", "expires": 12.5}'
+    meta["annotations"][spec.ANNOTATION_CLAIM] = '{"run": "host/1/ab", "expires": 12.5}'
     meta["managedFields"] = [
         {"manager": "kubectl-client-side-apply", "time": "2024-01-02T03:04:05Z"},
         {"manager": "applyset.kubernetes-applyset", "time": "2025-06-01T12:00:00Z"},

@@ -23,7 +23,7 @@ class NoRequests:
     ({"wait_rules": {"overrides": "status.ready"}}, "must be a mapping"),
     ({"wait_rules": {"fail_open": True}}, "unknown rule options fail_open"),
     ({"max_prune_percent": 101}, "guard.max_prune_percent must be between 0 and 100"),
-    ({"lock_wait": -1}, "lock_wait must be 0 seconds or more"),
+    ({"claim_wait": -1}, "claim_wait must be 0 seconds or more"),
     ({"field_validation": "strict"}, "field_validation must be Strict, Warn or Ignore"),
     ({"propagation_policy": "Cascade"}, "propagation_policy must be Background, Foreground or Orphan"),
 ])

@@ -62,10 +62,10 @@ def test_a_built_in_kind_of_a_named_group_is_no_parent(api):
 
 @pytest.mark.parametrize("lock", ['{"run": "other", "expires": "soon"}', "not json", '["a list"]'])
 def test_an_unreadable_claim_protects_nothing(api, lock):
-    existing_parent(api, **{spec.ANNOTATION_GROUP_KINDS: "ConfigMap", spec.ANNOTATION_LOCK: lock})
-    report, error = run(api, "apply", load(cm("a")), lock_wait=0)
+    existing_parent(api, **{spec.ANNOTATION_GROUP_KINDS: "ConfigMap", spec.ANNOTATION_CLAIM: lock})
+    report, error = run(api, "apply", load(cm("a")), claim_wait=0)
     assert error is None and actions(report) == {"ConfigMap shop/a": "created"}
-    assert spec.ANNOTATION_LOCK not in parent_annotations(api)
+    assert spec.ANNOTATION_CLAIM not in parent_annotations(api)
 
 
 def test_a_legacy_entry_whose_crd_exists_is_kept_under_its_kind(api):

@@ -21,10 +21,22 @@ from .errors import ApplySetError
 
 
 def new_run_id() -> str:
+    """A new run id, ``HOST/PID/RANDOM``: who holds a claim, readable by a person."""
     return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(4)}"
 
 
 class Claim:
+    """One run's claim on its set: written with the hints, renewed by a heartbeat, released at the end.
+
+    The annotation key on the wire is ``applyset.kubernetes.ansible/lock`` (``spec.ANNOTATION_CLAIM``),
+    kept from older versions so that their runs and ours still exclude each other.
+
+    :param client: the API client.
+    :param parent: the parent the claim is written on (updated in place by each write).
+    :param run_id: this run's id (``new_run_id``).
+    :param ttl: seconds a claim holds without renewal (at least 3): how long a crashed run blocks others.
+    """
+
     def __init__(self, client, parent: parents.Parent, run_id: str, ttl: float):
         self.client = client
         self.parent = parent
@@ -32,34 +44,42 @@ class Claim:
         self.ttl = max(3.0, float(ttl))
         self.lost: str | None = None  # why the claim was lost, if it was
         self._hints = (set(), set())
-        self._write_lock = threading.Lock()
+        self._writing = threading.Lock()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
-    def _lock_value(self) -> dict:
+    def _claim_value(self) -> dict:
         return {"run": self.run_id, "expires": round(time.time() + self.ttl, 3)}
 
     def acquire(self, group_kinds, namespaces) -> None:
-        """Write the hints with our claim; fails cleanly if another run wrote the parent since we read it."""
+        """Write the hints with our claim and start the heartbeat that renews it.
+
+        :param group_kinds: the kinds to record (the union of the old and the new hint).
+        :param namespaces: the namespaces to record (likewise).
+        :raises ParentError: if another run wrote the parent since it was read; nothing is claimed.
+        """
         self._hints = (set(group_kinds), set(namespaces))
-        with self._write_lock:
-            parents.write(self.client, self.parent, *self._hints, lock=self._lock_value())
+        with self._writing:
+            parents.write(self.client, self.parent, *self._hints, claim=self._claim_value())
         self._heartbeat = threading.Thread(target=self._renew_until_stopped, name="applyset-claim", daemon=True)
         self._heartbeat.start()
 
     def _renew_until_stopped(self) -> None:
         while not self._stop.wait(self.ttl / 3):
             try:
-                with self._write_lock:
+                with self._writing:
                     if self._stop.is_set():
                         return
-                    parents.write(self.client, self.parent, *self._hints, lock=self._lock_value())
+                    parents.write(self.client, self.parent, *self._hints, claim=self._claim_value())
             except ApplySetError as err:
                 self.lost = str(err)
                 return
 
     def check(self) -> None:
-        """Raise if the claim was lost (another run took the set over after it expired)."""
+        """Raise if the claim was lost (another run took the set over after it expired).
+
+        :raises ApplySetError: naming the set and why the heartbeat failed.
+        """
         if self.lost:
             raise ApplySetError(
                 f"this run lost its claim on the set: {self.lost}",
@@ -74,18 +94,31 @@ class Claim:
             self._heartbeat.join(timeout=self.ttl)
 
     def release(self, group_kinds, namespaces) -> None:
-        """Stop renewing and write the final hints without the claim."""
+        """Stop renewing and write the final hints without the claim.
+
+        :param group_kinds: the kinds to record (exactly this run's).
+        :param namespaces: the namespaces to record.
+        :raises ParentError: if the parent changed meanwhile; the claim then expires by itself.
+        """
         self.stop()
-        with self._write_lock:
-            parents.write(self.client, self.parent, group_kinds, namespaces, lock=None)
+        with self._writing:
+            parents.write(self.client, self.parent, group_kinds, namespaces, claim=None)
 
 
 def wait_until_free(read_parent, run_id: str, timeout: float, parent: parents.Parent) -> parents.Parent:
-    """Wait (bounded) while another run holds the set; returns the freshly read parent."""
+    """Wait (bounded) while another run holds a claim on the set.
+
+    :param read_parent: reads the parent again (``() -> Parent``).
+    :param run_id: this run's id (its own claim does not count).
+    :param timeout: seconds to wait at most.
+    :param parent: the parent as last read.
+    :returns: the freshly read parent, free of other runs' claims.
+    :raises ApplySetError: when the other run's claim still holds after ``timeout``.
+    """
     deadline = time.monotonic() + timeout
-    while parent.locked_by_other(run_id, time.time()):
+    while parent.claimed_by_other(run_id, time.time()):
         if time.monotonic() >= deadline:
-            holder = (parent.lock or {}).get("run", "?")
+            holder = (parent.claim or {}).get("run", "?")
             raise ApplySetError(
                 f"another run ({holder}) is changing this set and did not finish within {timeout:.0f}s",
                 obj=f"ApplySet {parent.ref}",

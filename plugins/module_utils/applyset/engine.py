@@ -61,8 +61,8 @@ class Options:
     max_prune_percent: int = 50
     allow_prune_kinds: frozenset = frozenset()  # protected kinds the user allows to prune, by Kind or Kind.group
     crd_timeout: float = 60.0
-    lock_ttl: float = 60.0  # how long a crashed run's claim on the set blocks others
-    lock_wait: float = 120.0  # how long to wait for another run's claim to go away
+    claim_ttl: float = 60.0  # how long a crashed run's claim on the set blocks others
+    claim_wait: float = 120.0  # how long to wait for another run's claim to go away
     wait: bool = False  # after a successful run: applied objects ready, pruned ones gone
     wait_timeout: float = 300.0
     wait_rules: dict = field(default_factory=dict)  # health.is_ready keywords
@@ -81,7 +81,7 @@ class Options:
             problems.append(("propagation_policy", "must be Background, Foreground or Orphan"))
         if not 0 <= self.max_prune_percent <= 100:
             problems.append(("guard.max_prune_percent", "must be between 0 and 100"))
-        for name in ("crd_timeout", "lock_ttl", "lock_wait", "wait_timeout", "recreate_timeout"):
+        for name in ("crd_timeout", "claim_ttl", "claim_wait", "wait_timeout", "recreate_timeout"):
             if getattr(self, name) < 0:
                 problems.append((name, "must be 0 seconds or more"))
         unknown = set(self.wait_rules or {}) - health.RULE_OPTIONS
@@ -268,12 +268,12 @@ class Engine:
                                 definition=definition)
 
         parent, warnings = read()
-        if parent.locked_by_other(self.run_id, time.time()):
+        if parent.claimed_by_other(self.run_id, time.time()):
             if self.opts.dry_run:
-                warnings.append(f"another run ({parent.lock.get('run')}) is changing this set right now; "
+                warnings.append(f"another run ({parent.claim.get('run')}) is changing this set right now; "
                                 "the preview may be out of date when it finishes")
             else:
-                parent = wait_until_free(lambda: read()[0], self.run_id, self.opts.lock_wait, parent)
+                parent = wait_until_free(lambda: read()[0], self.run_id, self.opts.claim_wait, parent)
         self.report.warnings += warnings
         self.parent = parent
         self._describe_hint(parent.recorded_group_kinds, parent.namespaces)
@@ -285,7 +285,7 @@ class Engine:
                                 "group_kinds": sorted(map(str, group_kinds)), "namespaces": sorted(namespaces)}
 
     def _claim(self, group_kinds, namespaces) -> None:
-        self.claim = Claim(self.client, self.parent, self.run_id, self.opts.lock_ttl)
+        self.claim = Claim(self.client, self.parent, self.run_id, self.opts.claim_ttl)
         self.claim.acquire(group_kinds, namespaces)
 
     def _release(self, group_kinds, namespaces, failing: bool) -> None:

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from . import parent as parents
 from . import retention, spec
 from .errors import ApiError, ApplySetError, ParentError
-from .inventory import Member, SetInfo, find_sets, get_set, unlisted_from
+from .inventory import LiveMember, find_sets, get_set, unlisted_from
 from .kube import Discovery, KubeClient, Resource
-from .spec import GroupKind
+from .parent import LiveParent
+from .spec import GroupKind, ObjectId
 
 ERROR, WARNING = "error", "warning"
 SEVERITY_RANK = {ERROR: 0, WARNING: 1}
@@ -53,6 +54,8 @@ HINT_CODES = frozenset({
 
 @dataclass
 class Problem:
+    """One finding of the check: its code, severity, message, the fix, and what it concerns."""
+
     code: str
     severity: str
     message: str
@@ -65,7 +68,7 @@ class Problem:
 
     @property
     def sort_key(self) -> tuple:
-        # A set's own problems first (by parent), then orphans (by id), then the scan's.
+        """A set's own problems first (by parent), then orphans (by id), then the scan's."""
         parent = self.parent or {}
         group = 0 if self.parent else 1 if self.applyset_id else 2
         return (group, parent.get("namespace") or "", parent.get("kind") or "", parent.get("name") or "",
@@ -73,6 +76,7 @@ class Problem:
                 [tuple(v or "" for v in ref.values()) for ref in self.objects])
 
     def to_dict(self) -> dict:
+        """The problem as applyset_verify returns it."""
         return {
             "code": self.code,
             "severity": self.severity,
@@ -86,14 +90,14 @@ class Problem:
         }
 
 
-def _set_problem(set_info: SetInfo, code: str, severity: str, message: str, fix: str, objects=None) -> Problem:
+def _set_problem(set_info: LiveParent, code: str, severity: str, message: str, fix: str, objects=None) -> Problem:
     return Problem(code=code, severity=severity, message=f"{set_info.display}: {message}", fix=fix,
                    applyset_id=set_info.expected_id, parent=set_info.parent_ref(),
                    objects=objects if objects is not None else [set_info.parent_ref()],
                    fixable=code in HINT_CODES and _identity_intact(set_info))
 
 
-def _identity_intact(set_info: SetInfo) -> bool:
+def _identity_intact(set_info: LiveParent) -> bool:
     """Hints may only be rewritten for a parent that is what it claims to be, and says who manages it."""
     return set_info.id_matches and set_info.tooling is not None
 
@@ -112,7 +116,11 @@ def _names(members, limit: int = 5) -> str:
 
 
 def listable_resources(discovery: Discovery) -> list[Resource]:
-    """One resource (the preferred version) per group-kind the server lets us LIST."""
+    """One resource (the preferred version) per group-kind the server lets us LIST.
+
+    :param discovery: the server's discovery.
+    :returns: the resources, sorted by group and kind.
+    """
     chosen = {}
     for res in discovery.resources:
         preferred = discovery.for_group_kind(res.group_kind) or res
@@ -120,7 +128,7 @@ def listable_resources(discovery: Discovery) -> list[Resource]:
         if preferred.verbs and "list" not in preferred.verbs:
             continue
         chosen.setdefault(preferred.group_kind, preferred)
-    return sorted(chosen.values(), key=lambda r: (r.group, r.kind))
+    return sorted(chosen.values(), key=lambda r: r.group_kind)
 
 
 @dataclass
@@ -132,6 +140,7 @@ class Scan:
     unlisted: list = field(default_factory=list)
 
     def by_id(self) -> dict:
+        """The members found, grouped by the id their ``part-of`` label names."""
         grouped: dict[str, list] = {}
         for member in self.members:
             grouped.setdefault(member.part_of, []).append(member)
@@ -143,6 +152,13 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
 
     One request per kind (paginated), run in parallel: a LIST across all namespaces costs no
     more than one in a single namespace, and one per namespace would not scale.
+
+    :param client: the API client.
+    :param discovery: the server's discovery.
+    :param applyset_id: select only this set's members; None selects every object with a
+        ``part-of`` label.
+    :returns: the ``Scan``: the members sorted, the kinds listed in full, the LISTs that failed.
+    :raises Exception: anything but an ``ApiError`` from a LIST propagates.
     """
     selector = f"{spec.LABEL_PART_OF}={applyset_id}" if applyset_id else spec.LABEL_PART_OF
     resources = listable_resources(discovery)
@@ -162,7 +178,7 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
         if isinstance(items, Exception):
             raise items
         result.listed.add(res.group_kind)
-        result.members += [Member.from_item(res, item) for item in items]
+        result.members += [LiveMember.from_item(res, item) for item in items]
     if not_found:
         # A kind that vanished between discovery and its LIST (a CRD deleted meanwhile) holds
         # nothing any more: asked again, discovery proves it, and the scan stays complete.
@@ -179,8 +195,12 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
 # ----- checks of one set ---------------------------------------------------------------------
 
 
-def check_identity(set_info: SetInfo) -> list[Problem]:
-    """The id label and the tooling annotation, as kubectl checks them before any apply."""
+def check_identity(set_info: LiveParent) -> list[Problem]:
+    """The id label and the tooling annotation, as kubectl checks them before any apply.
+
+    :param set_info: the set's parent.
+    :returns: ``id_missing``, ``id_mismatch`` and ``tooling_missing`` problems.
+    """
     problems = []
     expected = set_info.expected_id
     label = spec.LABEL_ID
@@ -204,11 +224,15 @@ def check_identity(set_info: SetInfo) -> list[Problem]:
     return problems
 
 
-def check_hint_annotations(set_info: SetInfo, discovery: Discovery, may_hold: dict | None = None) -> list[Problem]:
+def check_hint_annotations(set_info: LiveParent, discovery: Discovery, may_hold: dict | None = None) -> list[Problem]:
     """The hint annotations themselves: present, current format, served kinds, canonical text.
 
-    ``may_hold``: unserved recorded kinds (and unmapped legacy entries) that may still hold
-    objects, with why (see ``kinds_that_may_hold``); they are reported, never dropped.
+    :param set_info: the set's parent.
+    :param discovery: the server's discovery, to tell served kinds from unserved ones.
+    :param may_hold: unserved recorded kinds (and unmapped legacy entries) that may still hold
+        objects, with why (``kinds_that_may_hold``); they are reported, never dropped.
+    :returns: ``hint_missing``, ``legacy_hint``, ``legacy_annotation``, ``unserved_group_kind``,
+        ``unlistable_group_kind`` and ``hint_not_canonical`` problems.
     """
     problems = []
     annotations = set_info.annotations
@@ -225,11 +249,16 @@ def check_hint_annotations(set_info: SetInfo, discovery: Discovery, may_hold: di
             f"1.28; kubectl 1.29 and later read {spec.ANNOTATION_GROUP_KINDS}",
             "run applyset_verify with fix: true (or apply the set with kubectl 1.29 or later) to write "
             f"{spec.ANNOTATION_GROUP_KINDS}"))
-    elif spec.ANNOTATION_GROUP_RESOURCES in annotations:
+    elif set_info.legacy_annotation:
+        only_legacy = set_info.legacy_only_group_kinds
+        names_more = (f"; it names {spec.format_group_kinds(only_legacy)} that {spec.ANNOTATION_GROUP_KINDS} does "
+                      "not, which applyset_apply still counts as recorded (kubectl does not)" if only_legacy else "")
+        # Kinds only the legacy annotation names are in the prune scope of applyset_apply (which
+        # reads both), but not of kubectl 1.29 and later: an error until the repair records them.
         problems.append(_set_problem(
-            set_info, LEGACY_ANNOTATION, WARNING,
+            set_info, LEGACY_ANNOTATION, ERROR if only_legacy else WARNING,
             f"the parent still carries {spec.ANNOTATION_GROUP_RESOURCES} beside {spec.ANNOTATION_GROUP_KINDS}; "
-            "kubectl 1.29 and later remove it when they update a set, and no tool reads it any more",
+            f"kubectl 1.29 and later remove it when they update a set and read only the latter{names_more}",
             f"run applyset_verify with fix: true to remove {spec.ANNOTATION_GROUP_RESOURCES}"))
     problems += _unserved_hint_entries(set_info, discovery, may_hold or {})
 
@@ -252,7 +281,7 @@ def check_hint_annotations(set_info: SetInfo, discovery: Discovery, may_hold: di
     return problems
 
 
-def _unserved_hint_entries(set_info: SetInfo, discovery: Discovery, may_hold: dict) -> list[Problem]:
+def _unserved_hint_entries(set_info: LiveParent, discovery: Discovery, may_hold: dict) -> list[Problem]:
     problems = []
     for gk in sorted(set_info.group_kinds):
         if discovery.for_group_kind(gk) is not None:
@@ -281,7 +310,7 @@ def _unserved_hint_entries(set_info: SetInfo, discovery: Discovery, may_hold: di
     return problems
 
 
-def _unlistable_problem(set_info: SetInfo, shown: str, reason: str) -> Problem:
+def _unlistable_problem(set_info: LiveParent, shown: str, reason: str) -> Problem:
     return _set_problem(
         set_info, UNLISTABLE_GROUP_KIND, ERROR,
         f"the hint lists {shown}, which the server does not serve right now, but {reason}; its members can be "
@@ -293,8 +322,13 @@ def _unlistable_problem(set_info: SetInfo, shown: str, reason: str) -> Problem:
 def kinds_that_may_hold(client: KubeClient, discovery: Discovery, sets: list) -> dict:
     """Unserved hint entries of these sets that may still hold objects -> why (retention.py).
 
-    Keys are GroupKinds, and legacy (group, resource) entries discovery cannot map. Only reads
-    the cluster's CRDs and APIServices when some set records an unserved entry.
+    Only reads the cluster's CRDs and APIServices when some set records an unserved entry.
+
+    :param client: the API client.
+    :param discovery: the server's discovery.
+    :param sets: the sets' parents.
+    :returns: GroupKinds, and legacy GroupResource entries discovery cannot map, mapped to why
+        they may still hold objects; entries that provably hold nothing are left out.
     """
     unserved = {gk for s in sets for gk in s.group_kinds if discovery.for_group_kind(gk) is None}
     unmapped = {gr for s in sets for gr in s.unmapped_resources}
@@ -304,8 +338,6 @@ def kinds_that_may_hold(client: KubeClient, discovery: Discovery, sets: list) ->
     reasons = {gk: retention.why_it_may_hold_objects(gk, defs) for gk in unserved}
     reasons.update({gr: retention.why_resource_may_hold_objects(gr.group, gr.resource, defs) for gr in unmapped})
     return {key: reason for key, reason in reasons.items() if reason is not None}
-
-
 
 
 @dataclass
@@ -324,9 +356,14 @@ class MemberKinds:
     controlled: list = field(default_factory=list)  # (member, controller reference)
 
 
-def classify_members(set_info: SetInfo, members: list) -> MemberKinds:
+def classify_members(set_info: LiveParent, members: list) -> MemberKinds:
+    """Split a set's members into own, derived and controlled ones (see ``MemberKinds``).
+
+    :param set_info: the set's parent (its uid: a member it controls is its own).
+    :param members: the set's ``LiveMember``s.
+    """
     uids = {m.uid for m in members if m.uid}
-    services = {(m.namespace, m.name) for m in members if m.group_kind == spec.SERVICE_KIND}
+    services = {m.object_id for m in members if m.group_kind == spec.SERVICE_KIND}
     kinds = MemberKinds()
     for member in members:
         controller = member.controller()
@@ -335,7 +372,8 @@ def classify_members(set_info: SetInfo, members: list) -> MemberKinds:
                 kinds.derived.append(member)
             else:
                 kinds.controlled.append((member, controller))
-        elif member.group_kind == spec.ENDPOINTS_KIND and (member.namespace, member.name) in services:
+        elif (member.group_kind == spec.ENDPOINTS_KIND
+              and ObjectId.of(spec.SERVICE_KIND, member.namespace, member.name) in services):
             # The endpoints controller sets no owner reference; the shared name is the link.
             kinds.derived.append(member)
         else:
@@ -343,8 +381,16 @@ def classify_members(set_info: SetInfo, members: list) -> MemberKinds:
     return kinds
 
 
-def check_members(set_info: SetInfo, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
-    """Members against the hints: leaks outside them, stale entries, controllers elsewhere."""
+def check_members(set_info: LiveParent, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
+    """Members against the hints: leaks outside them, stale entries, controllers elsewhere.
+
+    :param set_info: the set's parent.
+    :param members: the set's ``LiveMember``s, wherever the scan found them.
+    :param found: the scan (which kinds were listed in full, so an absence is proven).
+    :param discovery: the server's discovery.
+    :returns: ``unrecorded_group_kind``, ``unrecorded_namespace``, ``foreign_controller``,
+        ``stale_group_kind`` and ``stale_namespace`` problems.
+    """
     problems = []
     recorded = set_info.group_kinds
     scope = set_info.namespaces
@@ -388,7 +434,7 @@ def check_members(set_info: SetInfo, members: list, found: Scan, discovery: Disc
     return problems
 
 
-def _stale_hints(set_info: SetInfo, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
+def _stale_hints(set_info: LiveParent, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
     """Recorded kinds and namespaces without members; only what the scan proved empty."""
     problems = []
     kinds_with_members = {m.group_kind for m in members}
@@ -410,8 +456,17 @@ def _stale_hints(set_info: SetInfo, members: list, found: Scan, discovery: Disco
     return problems
 
 
-def check_set(set_info: SetInfo, members: list, found: Scan, discovery: Discovery,
+def check_set(set_info: LiveParent, members: list, found: Scan, discovery: Discovery,
               may_hold: dict | None = None) -> list[Problem]:
+    """Every check of one set: identity, then (only for an intact id) hints and members.
+
+    :param set_info: the set's parent.
+    :param members: the set's ``LiveMember``s.
+    :param found: the scan.
+    :param discovery: the server's discovery.
+    :param may_hold: unserved recorded entries that may still hold objects (``kinds_that_may_hold``).
+    :returns: the set's problems.
+    """
     problems = check_identity(set_info)
     if set_info.live_id is None or not set_info.id_matches:
         # Which objects belong to such a parent is unknowable; hint checks would only add noise.
@@ -421,7 +476,13 @@ def check_set(set_info: SetInfo, members: list, found: Scan, discovery: Discover
 
 
 def check_orphans(found: Scan, known_ids: set, namespace: str | None) -> list[Problem]:
-    """Objects whose part-of names an id that no parent has: nobody will ever prune them."""
+    """Objects whose part-of names an id that no parent has: nobody will ever prune them.
+
+    :param found: the scan of every object with a ``part-of`` label.
+    :param known_ids: every parent's expected id and id label.
+    :param namespace: report only orphans in this namespace; None for all.
+    :returns: one ``orphan`` problem per unknown id.
+    """
     problems = []
     for applyset_id, members in sorted(found.by_id().items()):
         if applyset_id in known_ids:
@@ -440,6 +501,10 @@ def check_orphans(found: Scan, known_ids: set, namespace: str | None) -> list[Pr
 
 
 def incomplete_scan_problem(unlisted: list) -> Problem:
+    """The ``incomplete_scan`` error for the LISTs that failed.
+
+    :param unlisted: the ``Unlisted`` records (at least one).
+    """
     kinds = sorted({str(u.group_kind) for u in unlisted})
     shown = ", ".join(kinds[:10]) + (f" and {len(kinds) - 10} more" if len(kinds) > 10 else "")
     return Problem(
@@ -457,7 +522,7 @@ def incomplete_scan_problem(unlisted: list) -> Problem:
 class HintFix:
     """A rewrite of one parent's hints so that they match the members found."""
 
-    set_info: SetInfo
+    set_info: LiveParent
     group_kinds: set
     namespaces: set
     applied: bool = False
@@ -466,18 +531,21 @@ class HintFix:
 
     @property
     def before(self) -> dict:
+        """The hint annotations as they are (only those present)."""
         return {key: self.set_info.annotations.get(key) for key in
                 (spec.ANNOTATION_GROUP_KINDS, spec.ANNOTATION_GROUP_RESOURCES, spec.ANNOTATION_ADDITIONAL_NAMESPACES)
                 if self.set_info.annotations.get(key) is not None}
 
     @property
     def after(self) -> dict:
+        """The hint annotations as the repair writes them."""
         return {
             spec.ANNOTATION_GROUP_KINDS: spec.format_group_kinds(self.group_kinds),
             spec.ANNOTATION_ADDITIONAL_NAMESPACES: spec.format_namespaces(self.namespaces, self.set_info.namespace),
         }
 
     def to_dict(self) -> dict:
+        """The fix as applyset_verify returns it."""
         data = {"parent": self.set_info.parent_ref(), "id": self.set_info.expected_id, "before": self.before,
                 "after": self.after, "applied": self.applied}
         if self.refused:
@@ -487,7 +555,7 @@ class HintFix:
         return data
 
 
-def plan_fix(set_info: SetInfo, members: list, found: Scan, discovery: Discovery,
+def plan_fix(set_info: LiveParent, members: list, found: Scan, discovery: Discovery,
              may_hold: dict | None = None) -> HintFix | None:
     """The hints the members call for, or None when the recorded ones are already right.
 
@@ -497,6 +565,13 @@ def plan_fix(set_info: SetInfo, members: list, found: Scan, discovery: Discovery
     no CRD or APIService defines them (``may_hold`` lists the others, which stay, with every
     recorded namespace). A legacy entry that may hold objects but cannot be mapped to a kind
     blocks the repair: rewriting the hint would lose it.
+
+    :param set_info: the set's parent.
+    :param members: the set's ``LiveMember``s.
+    :param found: the scan.
+    :param discovery: the server's discovery.
+    :param may_hold: unserved recorded entries that may still hold objects (``kinds_that_may_hold``).
+    :returns: the ``HintFix``, or None (also for a parent whose id or tooling is not intact).
     """
     may_hold = may_hold or {}
     if not _identity_intact(set_info):
@@ -531,6 +606,9 @@ def fix_body(fix: HintFix) -> dict:
 
     ``parent_body`` writes our tooling value; a repair must not change which tool manages the
     set (kubectl refuses a set whose tooling names another tool), so the live value is kept.
+
+    :param fix: the planned fix.
+    :returns: the server-side apply body, guarded by the resourceVersion read.
     """
     set_info = fix.set_info
     body = parents.parent_body(_parent_of(set_info, set_info.resource_version), fix.group_kinds, fix.namespaces)
@@ -538,25 +616,35 @@ def fix_body(fix: HintFix) -> dict:
     return body
 
 
-def _parent_of(set_info: SetInfo, resource_version: str | None) -> parents.Parent:
+def _parent_of(set_info: LiveParent, resource_version: str | None) -> parents.Parent:
     """The engine's parent model for a set found by the scan, as of ``resource_version``."""
-    return parents.Parent(resource=set_info.resource, name=set_info.name, namespace=set_info.namespace,
-                          id=set_info.expected_id, exists=True, uid=set_info.uid,
-                          resource_version=resource_version, tooling=set_info.tooling)
+    parent = parents.Parent.from_live(set_info)
+    parent.resource_version = resource_version
+    return parent
 
 
-def field_manager_for(set_info: SetInfo) -> str:
+def field_manager_for(set_info: LiveParent) -> str:
     """``<tool>-applyset``: kubectl's naming, so ours is ``applyset.kubernetes-applyset``.
 
     Writing as the set's own parent manager keeps that tool the owner of its hints: its next
     server-side apply meets no conflict, and fields it alone owned and that the repair leaves
     out (the legacy contains-group-resources) are removed, as kubectl 1.29 itself does.
+
+    :param set_info: the set's parent (its tool).
     """
     return f"{set_info.tool}-applyset"
 
 
 def apply_fix(client: KubeClient, fix: HintFix, *, dry_run: bool) -> None:
-    """Write the hints with server-side apply, guarded by the resourceVersion that was read."""
+    """Write the hints with server-side apply, guarded by the resourceVersion that was read.
+
+    Never raises for the write: ``fix.applied`` is set on success, ``fix.error`` otherwise
+    (a stale resourceVersion, RBAC, a failed removal of the legacy annotation).
+
+    :param client: the API client.
+    :param fix: the planned fix; updated in place.
+    :param dry_run: send the writes as server-side dry runs.
+    """
     set_info = fix.set_info
     try:
         written = client.apply(set_info.resource, fix_body(fix), field_manager=field_manager_for(set_info),
@@ -588,7 +676,9 @@ def apply_fix(client: KubeClient, fix: HintFix, *, dry_run: bool) -> None:
 
 @dataclass
 class VerifyReport:
-    sets: list = field(default_factory=list)  # SetInfo
+    """What applyset_verify returns: the sets, the problems, the fixes, the LISTs that failed."""
+
+    sets: list = field(default_factory=list)  # LiveParent
     member_counts: dict = field(default_factory=dict)  # expected id -> members found, derived ones apart
     derived: dict = field(default_factory=dict)  # expected id -> refs of objects controllers made for members
     problems: list = field(default_factory=list)
@@ -599,25 +689,31 @@ class VerifyReport:
 
     @property
     def complete(self) -> bool:
+        """Every kind could be listed."""
         return not self.unlisted
 
     @property
     def remaining_errors(self) -> list:
+        """Problems of severity error that this run did not repair."""
         return [p for p in self.problems if p.severity == ERROR and not p.fixed]
 
     @property
     def ok(self) -> bool:
+        """The check was complete and no error remains."""
         return self.complete and not self.remaining_errors
 
     @property
     def changed(self) -> bool:
+        """Some fix was written (in check mode: would be)."""
         return any(f.applied for f in self.fixes)
 
     @property
     def fix_errors(self) -> list:
+        """The errors of fixes that failed."""
         return [f.error for f in self.fixes if f.error is not None]
 
     def summary(self) -> dict:
+        """Counts: sets, errors, warnings, fixed, remaining errors."""
         return {
             "applysets": len(self.sets),
             "errors": sum(p.severity == ERROR for p in self.problems),
@@ -627,6 +723,7 @@ class VerifyReport:
         }
 
     def to_dict(self) -> dict:
+        """The result of applyset_verify, as the module returns it."""
         problems_by_set: dict[str, list] = {}
         for problem in self.problems:
             problems_by_set.setdefault(problem.applyset_id, []).append(problem)
@@ -655,9 +752,18 @@ def verify(client: KubeClient, *, parent_spec=None, namespace: str | None = None
            allow_foreign: bool = False, dry_run: bool = False) -> VerifyReport:
     """Check one set (``parent_spec``) or every set in scope, and repair hints when asked.
 
-    Without a parent, the sets checked are those whose parent is in ``namespace`` (all sets
-    when None), and orphans are looked for too. In ``dry_run`` the repair is a server-side
-    dry run: it is validated by the server and reported, and nothing changes.
+    :param client: the API client.
+    :param parent_spec: the one set to check, as in applyset_apply. Without it, the sets
+        checked are those whose parent is in ``namespace``, and orphans are looked for too.
+    :param namespace: the namespace of the sets to check (None: all), or the default
+        namespace of ``parent_spec``.
+    :param fix: repair the hints that do not match the members found.
+    :param allow_foreign: repair sets of other tools too.
+    :param dry_run: send the repair as a server-side dry run: validated by the server and
+        reported, nothing changes.
+    :returns: the ``VerifyReport``, problems sorted.
+    :raises InputError: for a parent reference that cannot name a parent.
+    :raises ApplySetError: when the one parent asked for cannot be read.
     """
     discovery = client.discover()
     report = VerifyReport(dry_run=dry_run)
@@ -697,13 +803,12 @@ def _verify_one(client: KubeClient, discovery: Discovery, parent_spec, namespace
         return scan(client, discovery, set_info.expected_id)
     applyset_id = spec.compute_id(name, parent_namespace, res.kind, res.group)
     found = scan(client, discovery, applyset_id)
-    where = f"{parent_namespace}/{name}" if parent_namespace else name
     report.unlisted += found.unlisted
     report.problems.append(Problem(
         code=PARENT_MISSING, severity=ERROR, applyset_id=applyset_id, objects=_refs(found.members),
         parent={"apiVersion": res.api_version, "kind": res.kind, "namespace": parent_namespace or None,
                 "name": name},
-        message=f"{res.group_kind} {where} does not exist"
+        message=f"{ObjectId.of(res, parent_namespace, name)} does not exist"
                 + (f"; {len(found.members)} object(s) still carry its id: {_names(found.members)}"
                    if found.members else ""),
         fix="check the parent's name, kind and namespace; to take the objects back, deploy the set again with "
@@ -728,7 +833,7 @@ def _verify_all(client: KubeClient, discovery: Discovery, namespace, report: Ver
     return found
 
 
-def _refusal(set_info: SetInfo, allow_foreign: bool) -> str | None:
+def _refusal(set_info: LiveParent, allow_foreign: bool) -> str | None:
     if not set_info.is_ours and not allow_foreign:
         return (f"the set is managed by {set_info.tool}, not {spec.TOOL_NAME}; set allow_foreign: true to repair "
                 "it anyway")

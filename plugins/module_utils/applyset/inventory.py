@@ -1,9 +1,9 @@
 """List ApplySets made by any tool, and the members of one or more sets (``applyset_info``).
 
-Everything here only reads. Parents are *inspected*, never judged: a parent that another
-tool manages, or whose id label does not match it, is still listed as it is found.
-(``parent.read`` refuses such parents because it prepares a write; ``fsck`` turns what is
-inspected here into problems.)
+Everything here only reads. Parents are *inspected* (``parent.inspect``, the one parsing of
+a parent object), never judged: a parent that another tool manages, or whose id label does
+not match it, is still listed as it is found. (``parent.read`` refuses such parents because
+it prepares a write; ``fsck`` turns what is inspected here into problems.)
 
 Requests stay few and small: every LIST is metadata-only and paginated, parents are found
 with label selectors, and the members of many sets are fetched with one LIST per
@@ -12,15 +12,14 @@ with label selectors, and the members of many sets are fetched with one LIST per
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass, field
 
 from . import parent as parents
-from . import redact, spec
+from . import redact, retention, spec
 from .errors import ApiError, ApplySetError
 from .kube import Discovery, KubeClient, Resource
-from .spec import GroupKind
+from .parent import LiveParent
+from .spec import GroupKind, ObjectId
 
 
 # A set-based selector names every id; ids are 55 characters, so this keeps URLs short.
@@ -39,16 +38,26 @@ class Unlisted:
     reason: str
 
     def to_dict(self) -> dict:
+        """The failed LIST as the modules return it in ``unlisted``."""
         return {"group_kind": str(self.group_kind), "namespace": self.namespace, "reason": self.reason}
 
 
 def unlisted_from(err: ApiError, res: Resource, namespace: str | None = None) -> Unlisted:
+    """The ``Unlisted`` record of a failed LIST.
+
+    :param err: the LIST's error.
+    :param res: the resource listed.
+    :param namespace: the namespace listed, None across all namespaces.
+    """
     return Unlisted(res.group_kind, namespace, f"HTTP {err.status}: {err.message}" if err.status else err.message)
 
 
 @dataclass(frozen=True)
-class Member:
-    """One object that carries a ``part-of`` label, as a metadata-only LIST returns it."""
+class LiveMember:
+    """One live object that carries a ``part-of`` label, as a metadata-only LIST returns it.
+
+    (The objects a run wants to apply are ``plan``'s; these are the ones found on the cluster.)
+    """
 
     resource: Resource
     namespace: str | None
@@ -59,8 +68,13 @@ class Member:
     full_object: dict | None = None  # only when full objects were asked for
 
     @classmethod
-    def from_item(cls, res: Resource, item: dict, *, full: bool = False) -> Member:
-        """``full``: the item comes from a LIST of whole objects, and is kept."""
+    def from_item(cls, res: Resource, item: dict, *, full: bool = False) -> LiveMember:
+        """Build it from one item of a LIST.
+
+        :param res: the resource listed.
+        :param item: the LIST item (items carry no apiVersion or kind of their own).
+        :param full: the item comes from a LIST of whole objects, and is kept in ``full_object``.
+        """
         meta = item.get("metadata") or {}
         full_object = None
         if full:
@@ -81,14 +95,19 @@ class Member:
         return self.resource.group_kind
 
     @property
-    def display(self) -> str:
-        """``Deployment.apps shop/web``: what a person reads in a message."""
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.group_kind} {where}"
+    def object_id(self) -> ObjectId:
+        """Which object: group, kind, namespace and name."""
+        return ObjectId.of(self.resource, self.namespace, self.name)
 
     @property
-    def sort_key(self) -> tuple:
-        return (self.resource.group, self.resource.kind, self.namespace or "", self.name)
+    def display(self) -> str:
+        """``Deployment.apps shop/web``: what a person reads in a message."""
+        return str(self.object_id)
+
+    @property
+    def sort_key(self) -> ObjectId:
+        """Members sort by group, kind, namespace and name."""
+        return self.object_id
 
     def controller(self) -> dict | None:
         """The owner reference marked ``controller: true``, if any."""
@@ -101,162 +120,14 @@ class Member:
                 "namespace": self.namespace, "name": self.name}
 
     def to_dict(self, full_object: bool = False) -> dict:
+        """The member as info shows it: its ``ref()`` and uid.
+
+        :param full_object: add the whole object (Secret data hidden) when it was listed.
+        """
         data = dict(self.ref(), uid=self.uid)
         if full_object and self.full_object is not None:
             data["object"] = redact.hide_secret_data(self.full_object)
         return data
-
-
-@dataclass(frozen=True)
-class SetInfo:
-    """One ApplySet parent as found on the cluster, with its hints parsed but not judged."""
-
-    resource: Resource
-    name: str
-    namespace: str  # "" when cluster-scoped
-    uid: str | None
-    resource_version: str | None
-    live_id: str | None  # the id label as found (None when missing)
-    tooling: str | None
-    annotations: dict  # the parent's applyset.kubernetes.io/ annotations, verbatim
-    group_kinds: frozenset  # recorded GroupKinds, served or not
-    unmapped_resources: frozenset  # legacy contains-group-resources entries discovery cannot map
-    additional_namespaces: frozenset
-    hint_source: str | None  # the annotation the group-kinds came from; None when there is none
-    claim: dict | None = None  # applyset_apply's {"run", "expires"} while a run changes the set
-    last_written: str | None = None  # newest managedFields time: when any tool last changed the parent
-
-    def claimed(self, now: float | None = None) -> bool:
-        """True while a run of applyset_apply holds an unexpired claim on the set."""
-        try:
-            expires = float((self.claim or {}).get("expires", 0))
-        except (TypeError, ValueError):
-            return False  # an unreadable claim protects nothing, as in the engine
-        return expires > (time.time() if now is None else now)
-
-    @property
-    def expected_id(self) -> str:
-        return spec.compute_id(self.name, self.namespace, self.resource.kind, self.resource.group)
-
-    @property
-    def id_matches(self) -> bool:
-        return self.live_id == self.expected_id
-
-    @property
-    def tool(self) -> str | None:
-        return spec.tooling_name(self.tooling) if self.tooling else None
-
-    @property
-    def is_ours(self) -> bool:
-        return self.tool == spec.TOOL_NAME
-
-    @property
-    def legacy_hint(self) -> bool:
-        return self.hint_source == spec.ANNOTATION_GROUP_RESOURCES
-
-    @property
-    def namespaces(self) -> frozenset:
-        """The namespaces where namespaced members may live: the recorded ones and the parent's own."""
-        return self.additional_namespaces | ({self.namespace} if self.namespace else frozenset())
-
-    @property
-    def group_kind(self) -> GroupKind:
-        return self.resource.group_kind
-
-    @property
-    def ref(self) -> str:
-        """kubectl-style reference, e.g. ``secrets./shop`` or ``applysets.example.com/shop``."""
-        return self.resource.parent_ref(self.name)
-
-    @property
-    def display(self) -> str:
-        """``Secret shop/web`` or ``ApplySet.example.com platform``."""
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.group_kind} {where}"
-
-    @property
-    def sort_key(self) -> tuple:
-        return (self.namespace, self.resource.group, self.resource.kind, self.name)
-
-    def parent_ref(self) -> dict:
-        return {"apiVersion": self.resource.api_version, "kind": self.resource.kind,
-                "namespace": self.namespace or None, "name": self.name}
-
-    def to_dict(self) -> dict:
-        return {
-            "parent": self.parent_ref(),
-            "id": self.live_id,
-            "expected_id": self.expected_id,
-            "id_matches": self.id_matches,
-            "tooling": self.tooling,
-            "tool": self.tool,
-            "group_kinds": sorted(str(gk) for gk in self.group_kinds),
-            "namespaces": sorted(self.namespaces),
-            "hint_annotation": self.hint_source,
-            "claim": self.claim,
-            "last_written": self.last_written,
-        }
-
-
-def inspect_parent(res: Resource, obj: dict, discovery: Discovery) -> SetInfo:
-    """Read a parent's label and annotations without raising on anything they hold."""
-    meta = obj.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
-    group_kinds, unmapped, source = _recorded_group_kinds(annotations, discovery)
-    return SetInfo(
-        resource=res,
-        name=meta.get("name", ""),
-        namespace=meta.get("namespace") or "",
-        uid=meta.get("uid"),
-        resource_version=meta.get("resourceVersion"),
-        live_id=labels.get(spec.LABEL_ID),
-        tooling=annotations.get(spec.ANNOTATION_TOOLING),
-        annotations={k: v for k, v in annotations.items() if k.startswith(spec.PREFIX)},
-        group_kinds=frozenset(group_kinds),
-        unmapped_resources=frozenset(unmapped),
-        additional_namespaces=frozenset(spec.parse_namespaces(annotations.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES))),
-        hint_source=source,
-        claim=_parse_claim(annotations.get(spec.ANNOTATION_LOCK)),
-        last_written=_last_written(meta),
-    )
-
-
-def _last_written(meta: dict) -> str | None:
-    """The newest time in managedFields (RFC 3339 UTC, so the text sorts as the time does)."""
-    times = [entry.get("time") for entry in meta.get("managedFields") or () if isinstance(entry, dict)]
-    return max((t for t in times if isinstance(t, str)), default=None)
-
-
-def _parse_claim(text: str | None) -> dict | None:
-    try:
-        claim = json.loads(text) if text else None
-    except ValueError:
-        return None
-    return claim if isinstance(claim, dict) else None
-
-
-def _recorded_group_kinds(annotations: dict, discovery: Discovery) -> tuple[set, set, str | None]:
-    """Group-kinds from contains-group-kinds, or else from kubectl 1.27/1.28's contains-group-resources.
-
-    Like kubectl, the legacy annotation is only read when contains-group-kinds is absent. Its
-    ``resource.group`` entries are mapped to kinds through discovery; entries the server does
-    not serve cannot be mapped and are returned apart.
-    """
-    kinds_text = annotations.get(spec.ANNOTATION_GROUP_KINDS)
-    if kinds_text is not None:
-        return spec.parse_group_kinds(kinds_text), set(), spec.ANNOTATION_GROUP_KINDS
-    legacy_text = annotations.get(spec.ANNOTATION_GROUP_RESOURCES)
-    if not legacy_text:
-        return set(), set(), None
-    kinds, unmapped = set(), set()
-    for group_resource in spec.parse_group_resources(legacy_text):
-        res = discovery.for_resource(group_resource.group, group_resource.resource)
-        if res is None:
-            unmapped.add(group_resource)
-        else:
-            kinds.add(res.group_kind)
-    return kinds, unmapped, spec.ANNOTATION_GROUP_RESOURCES
 
 
 # ----- finding parents -------------------------------------------------------------------
@@ -266,19 +137,26 @@ def _recorded_group_kinds(annotations: dict, discovery: Discovery) -> tuple[set,
 class SetListing:
     """The sets found, and the parent kinds whose LIST failed (so sets may be missing)."""
 
-    sets: list[SetInfo] = field(default_factory=list)
+    sets: list[LiveParent] = field(default_factory=list)
     unlisted: list[Unlisted] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
 def parent_resources(client: KubeClient, discovery: Discovery, listing: SetListing) -> list[Resource]:
-    """Every kind that may be a parent: Secrets, ConfigMaps and custom resources of marked CRDs."""
+    """Every kind that may be a parent: Secrets, ConfigMaps and custom resources of marked CRDs.
+
+    :param client: the API client (the marked CRDs are listed).
+    :param discovery: the server's discovery.
+    :param listing: receives an ``Unlisted`` and a warning when the CRDs cannot be listed,
+        and a warning for a marked CRD the server does not serve.
+    :returns: the parent resources found.
+    """
     found = [res for res in (discovery.for_group_kind(gk) for gk in (spec.SECRET_KIND, spec.CONFIGMAP_KIND))
              if res is not None]
     try:
-        crds = list(client.list(parents.CRD_RESOURCE, label_selector=spec.LABEL_PARENT_TYPE))
+        crds = list(client.list(retention.CRD_RESOURCE, label_selector=spec.LABEL_PARENT_TYPE))
     except ApiError as err:
-        listing.unlisted.append(unlisted_from(err, parents.CRD_RESOURCE))
+        listing.unlisted.append(unlisted_from(err, retention.CRD_RESOURCE))
         listing.warnings.append(
             "custom resource parents were not looked for: listing CustomResourceDefinitions labelled "
             f"{spec.LABEL_PARENT_TYPE} failed ({err.message})")
@@ -303,10 +181,14 @@ def _parent_selector(res: Resource) -> str | None:
 
 
 def find_sets(client: KubeClient, discovery: Discovery, namespace: str | None = None) -> SetListing:
-    """List the parents of every tool, in one namespace or (namespace None) cluster-wide.
+    """List the parents of every tool, in one namespace or cluster-wide.
 
-    With a namespace, only parents in that namespace are listed; cluster-scoped custom
-    resource parents live in no namespace and are left out.
+    :param client: the API client.
+    :param discovery: the server's discovery.
+    :param namespace: list only parents in this namespace (cluster-scoped custom resource
+        parents live in no namespace and are left out); None lists them all.
+    :returns: the sets found, sorted, with the parent LISTs that failed.
+    :raises Exception: anything but an ``ApiError`` from a LIST propagates.
     """
     listing = SetListing()
     resources = parent_resources(client, discovery, listing)
@@ -322,17 +204,23 @@ def find_sets(client: KubeClient, discovery: Discovery, namespace: str | None = 
             continue
         if isinstance(items, Exception):
             raise items
-        listing.sets += [inspect_parent(res, item, discovery) for item in items]
+        listing.sets += [parents.inspect(res, item, discovery) for item in items]
     listing.sets.sort(key=lambda s: s.sort_key)
     return listing
 
 
 def get_set(client: KubeClient, discovery: Discovery, parent_spec,
-            namespace: str | None) -> tuple[SetInfo | None, Resource, str, str]:
-    """Find one set by its parent, given as in applyset_apply (string, reference or definition).
+            namespace: str | None) -> tuple[LiveParent | None, Resource, str, str]:
+    """Find one set by its parent, given as in applyset_apply.
 
-    Returns (set or None when the parent does not exist, resource, name, namespace).
-    Raises ``InputError``/``ParentError`` for a reference that cannot name a parent.
+    :param client: the API client.
+    :param discovery: the server's discovery.
+    :param parent_spec: the parent as a string, a reference or a definition (``parent.resolve``).
+    :param namespace: the namespace of a namespaced parent that names none.
+    :returns: ``(set, resource, name, namespace)``; set is None when the parent does not exist.
+    :raises InputError: for a reference that cannot name a parent.
+    :raises ParentError: for a kind that may not be a parent.
+    :raises ApplySetError: when the GET of the parent fails.
     """
     res, name, parent_namespace, _definition = parents.resolve(discovery, parent_spec, namespace)
     parents.check_kind_allowed(client, res)
@@ -347,7 +235,7 @@ def get_set(client: KubeClient, discovery: Discovery, parent_spec,
         ) from None
     if live is None:
         return None, res, name, parent_namespace
-    return inspect_parent(res, live, discovery), res, name, parent_namespace
+    return parents.inspect(res, live, discovery), res, name, parent_namespace
 
 
 # ----- finding members -------------------------------------------------------------------
@@ -357,16 +245,20 @@ def get_set(client: KubeClient, discovery: Discovery, parent_spec,
 class MemberListing:
     """Members by set id, and the (kind, namespace) LISTs that failed."""
 
-    by_id: dict = field(default_factory=dict)  # expected id -> list[Member], sorted
+    by_id: dict = field(default_factory=dict)  # expected id -> list[LiveMember], sorted
     unlisted: list[Unlisted] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
-def scope_of(set_info: SetInfo, discovery: Discovery) -> list[tuple[Resource, str | None]]:
-    """(resource, namespace) pairs where the set's members may live, as prune sees them.
+def scope_of(set_info: LiveParent, discovery: Discovery) -> list[tuple[Resource, str | None]]:
+    """Where the set's members may live, as prune sees them.
 
     Namespaced kinds are looked for in the recorded namespaces only: that is all a prune
-    would look at. Kinds the server does not serve cannot hold objects and are skipped.
+    would look at. Kinds the server does not serve cannot be listed and are skipped.
+
+    :param set_info: the set's parent.
+    :param discovery: the server's discovery.
+    :returns: ``(resource, namespace)`` pairs; namespace None for a cluster-scoped kind.
     """
     pairs = []
     for gk in sorted(set_info.group_kinds):
@@ -380,13 +272,20 @@ def scope_of(set_info: SetInfo, discovery: Discovery) -> list[tuple[Resource, st
     return pairs
 
 
-def find_members(client: KubeClient, discovery: Discovery, sets: list[SetInfo], *,
+def find_members(client: KubeClient, discovery: Discovery, sets: list[LiveParent], *,
                  full_objects: bool = False) -> MemberListing:
     """The members of each set in its recorded scope, keyed by the set's expected id.
 
     A member is an object labelled ``part-of=<id>`` where the id is the one computed from
     the parent (what a prune would use); a forged id label on the parent does not change
     which objects belong to it. Sets that share a (kind, namespace) pair share its LIST.
+
+    :param client: the API client.
+    :param discovery: the server's discovery.
+    :param sets: the sets' parents.
+    :param full_objects: list whole objects instead of metadata only, and keep them.
+    :returns: the members by expected id (each list sorted), and the LISTs that failed.
+    :raises Exception: anything but an ``ApiError`` from a LIST propagates.
     """
     wanted: dict[tuple, set] = {}
     for set_info in sets:
@@ -412,7 +311,7 @@ def find_members(client: KubeClient, discovery: Discovery, sets: list[SetInfo], 
         if isinstance(items, Exception):
             raise items
         for item in items:
-            member = Member.from_item(res, item, full=full_objects)
+            member = LiveMember.from_item(res, item, full=full_objects)
             if member.part_of in listing.by_id:
                 listing.by_id[member.part_of].append(member)
     for members in listing.by_id.values():
@@ -425,15 +324,19 @@ def find_members(client: KubeClient, discovery: Discovery, sets: list[SetInfo], 
 
 @dataclass
 class InfoReport:
+    """What applyset_info returns: the sets (dicts), the LISTs that failed, warnings."""
+
     applysets: list = field(default_factory=list)  # dicts, sorted
     unlisted: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
+        """Every LIST succeeded, so no set or member can be missing."""
         return not self.unlisted
 
     def to_dict(self) -> dict:
+        """The result of applyset_info."""
         return {
             "applysets": self.applysets,
             "complete": self.complete,
@@ -446,10 +349,18 @@ def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = No
              member_count: bool = False, full_objects: bool = False, readiness=None) -> InfoReport:
     """List sets (no parent) or view one set (parent given), for ``applyset_info``.
 
-    ``members`` adds each set's member list, ``full_objects`` the whole objects in it, and
-    ``member_count`` just the count. ``readiness``, when given, is a function
-    ``obj -> (ready, reason)`` (``health.is_ready``) that adds ``ready`` and ``reason`` to
-    each member; it implies the member list.
+    :param client: the API client.
+    :param parent_spec: the one set to view, as in applyset_apply; None lists every set.
+    :param namespace: the namespace to list sets in (None: all), or the default namespace
+        of ``parent_spec``.
+    :param members: add each set's member list.
+    :param member_count: add just each set's member count.
+    :param full_objects: add the whole objects to the member list (Secret data hidden).
+    :param readiness: a function ``obj -> (ready, reason)`` (``health.is_ready``) that adds
+        ``ready`` and ``reason`` to each member; it implies the member list.
+    :returns: the ``InfoReport``.
+    :raises InputError: for a parent reference that cannot name a parent.
+    :raises ApplySetError: when the one parent asked for cannot be read.
     """
     discovery = client.discover()
     report = InfoReport()
@@ -480,7 +391,7 @@ def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = No
     return report
 
 
-def _member_entry(member: Member, full_objects: bool, readiness) -> dict:
+def _member_entry(member: LiveMember, full_objects: bool, readiness) -> dict:
     entry = member.to_dict(full_object=full_objects)
     if readiness is not None and member.full_object is not None:
         ready, reason = readiness(member.full_object)

@@ -1,17 +1,19 @@
 """Resolve, read, validate and write the ApplySet parent.
 
-The parent records the set: its ``id`` label, our ``tooling`` annotation and
-the hints (``contains-group-kinds``, ``additional-namespaces``) that tell a
-later run where members may live. Reading refuses anything that could make us
-prune the wrong objects: a forged or mismatched id, another tool's set (unless
-the user asks to take it over), a parent kind the specification does not allow.
-Writes are server-side applies with a resourceVersion precondition, so two runs
-can never interleave their parent updates silently.
+The parent records the set: its ``id`` label, the ``tooling`` annotation and the hints
+(``contains-group-kinds``, ``additional-namespaces``) that tell a later run where members may
+live. What a live parent object says is parsed in one place, ``inspect``, into a ``LiveParent``
+that judges nothing; ``applyset_info`` and ``applyset_verify`` report it as it is. ``read``
+judges it before a run writes: it refuses anything that could make us prune the wrong objects
+(a forged or mismatched id, another tool's set unless the user asks to take it over, a parent
+kind the specification does not allow). Writes are server-side applies with a resourceVersion
+precondition, so two runs can never interleave their parent updates silently.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 
 from . import retention, spec
@@ -19,12 +21,229 @@ from .errors import ApiError, InputError, ParentError, missing_namespace
 from .kube import Discovery, KubeClient, Resource
 from .spec import GroupKind
 
-CRD_RESOURCE = retention.CRD_RESOURCE
+
+# ----- what a live parent says -------------------------------------------------------------
+
+
+def claim_holds(claim: dict | None, now: float, *, other_than: str | None = None) -> bool:
+    """Whether a run's claim on a set is still in force.
+
+    :param claim: the parsed claim annotation, ``{"run": RUN_ID, "expires": UNIX_TIME}``, or None.
+    :param now: the current time (``time.time()``).
+    :param other_than: a run id whose own claim does not count (the run asking).
+    :returns: True while the claim has not expired (and belongs to another run when
+        ``other_than`` is given). An unreadable expiry protects nothing, so it gives False.
+    """
+    if not claim:
+        return False
+    try:
+        expires = float(claim.get("expires", 0))
+    except (TypeError, ValueError):
+        return False
+    return expires > now and (other_than is None or claim.get("run") != other_than)
+
+
+@dataclass(frozen=True)
+class LiveParent:
+    """What one live ApplySet parent object says, parsed but not judged.
+
+    Built by ``inspect`` only. The engine's ``read`` refuses what it must from it; inventory and
+    fsck report it as found (a forged id, another tool's set, a missing hint).
+
+    The recorded kinds are read from both hint annotations: ``contains-group-kinds`` and
+    kubectl 1.27/1.28's ``contains-group-resources``. kubectl reads the legacy one only when
+    the other is absent; reading both when both are present makes a prune scope wider than
+    kubectl's, never narrower, so no member of either is ever missed.
+    """
+
+    resource: Resource
+    name: str
+    namespace: str  # "" when cluster-scoped
+    uid: str | None
+    resource_version: str | None
+    live_id: str | None  # the id label as found (None when missing)
+    tooling: str | None
+    annotations: dict  # the parent's applyset.kubernetes.io/ annotations, verbatim
+    group_kinds: frozenset  # recorded GroupKinds from both hint annotations, served or not
+    legacy_group_kinds: frozenset  # the part of group_kinds that contains-group-resources names
+    unmapped_resources: frozenset  # legacy GroupResource entries that discovery cannot map to a kind
+    additional_namespaces: frozenset
+    claim: dict | None = None  # applyset_apply's {"run", "expires"} while a run changes the set
+    last_written: str | None = None  # newest managedFields time: when any tool last changed the parent
+
+    def claimed(self, now: float | None = None) -> bool:
+        """Whether a run of applyset_apply holds an unexpired claim on the set.
+
+        :param now: the current time; None for ``time.time()``.
+        """
+        return claim_holds(self.claim, time.time() if now is None else now)
+
+    @property
+    def hint_source(self) -> str | None:
+        """The annotation the recorded kinds come from: ``contains-group-kinds`` when present,
+        else ``contains-group-resources`` when it lists anything, else None (no hint)."""
+        if spec.ANNOTATION_GROUP_KINDS in self.annotations:
+            return spec.ANNOTATION_GROUP_KINDS
+        if self.annotations.get(spec.ANNOTATION_GROUP_RESOURCES):
+            return spec.ANNOTATION_GROUP_RESOURCES
+        return None
+
+    @property
+    def legacy_hint(self) -> bool:
+        """The kinds are recorded only in contains-group-resources (a kubectl 1.27/1.28 set)."""
+        return self.hint_source == spec.ANNOTATION_GROUP_RESOURCES
+
+    @property
+    def legacy_annotation(self) -> bool:
+        """contains-group-resources is present, alone or beside contains-group-kinds."""
+        return spec.ANNOTATION_GROUP_RESOURCES in self.annotations
+
+    @property
+    def legacy_only_group_kinds(self) -> frozenset:
+        """Recorded kinds that only contains-group-resources names, beside contains-group-kinds."""
+        if self.hint_source != spec.ANNOTATION_GROUP_KINDS:
+            return frozenset()
+        return self.legacy_group_kinds - spec.parse_group_kinds(self.annotations.get(spec.ANNOTATION_GROUP_KINDS))
+
+    @property
+    def expected_id(self) -> str:
+        """The id computed from the parent's name, namespace and kind: the one a prune uses."""
+        return spec.compute_id(self.name, self.namespace, self.resource.kind, self.resource.group)
+
+    @property
+    def id_matches(self) -> bool:
+        """The id label is the expected id (False when it is missing)."""
+        return self.live_id == self.expected_id
+
+    @property
+    def tool(self) -> str | None:
+        """The managing tool's name from the tooling annotation (``kubectl``), or None."""
+        return spec.tooling_name(self.tooling) if self.tooling else None
+
+    @property
+    def is_ours(self) -> bool:
+        """The tooling annotation names this collection."""
+        return self.tool == spec.TOOL_NAME
+
+    @property
+    def namespaces(self) -> frozenset:
+        """The namespaces where namespaced members may live: the recorded ones and the parent's own."""
+        return self.additional_namespaces | ({self.namespace} if self.namespace else frozenset())
+
+    @property
+    def group_kind(self) -> GroupKind:
+        return self.resource.group_kind
+
+    @property
+    def object_id(self) -> spec.ObjectId:
+        """Which object the parent is: group, kind, namespace and name."""
+        return spec.ObjectId.of(self.resource, self.namespace, self.name)
+
+    @property
+    def ref(self) -> str:
+        """kubectl-style reference, e.g. ``secrets./shop`` or ``applysets.example.com/shop``."""
+        return self.resource.parent_ref(self.name)
+
+    @property
+    def display(self) -> str:
+        """``Secret shop/web`` or ``ApplySet.example.com platform``."""
+        return str(self.object_id)
+
+    @property
+    def sort_key(self) -> tuple:
+        """Parents sort by namespace first, then kind and name (the order of info's output)."""
+        return (self.namespace, self.resource.group, self.resource.kind, self.name)
+
+    def parent_ref(self) -> dict:
+        """apiVersion, kind, namespace (None when cluster-scoped) and name of the parent."""
+        return {"apiVersion": self.resource.api_version, "kind": self.resource.kind,
+                "namespace": self.namespace or None, "name": self.name}
+
+    def to_dict(self) -> dict:
+        """The set as applyset_info and applyset_verify show it."""
+        return {
+            "parent": self.parent_ref(),
+            "id": self.live_id,
+            "expected_id": self.expected_id,
+            "id_matches": self.id_matches,
+            "tooling": self.tooling,
+            "tool": self.tool,
+            "group_kinds": sorted(str(gk) for gk in self.group_kinds),
+            "namespaces": sorted(self.namespaces),
+            "hint_annotation": self.hint_source,
+            "claim": self.claim,
+            "last_written": self.last_written,
+        }
+
+
+def inspect(res: Resource, obj: dict, discovery: Discovery) -> LiveParent:
+    """Parse a live parent object's id label, tooling, hints and claim; never raises on their content.
+
+    :param res: the parent's resource (its kind, as discovery serves it).
+    :param obj: the parent object as a GET or LIST returned it (only ``metadata`` is read).
+    :param discovery: maps the legacy ``resource.group`` entries to kinds; entries it does
+        not serve are kept apart in ``unmapped_resources``.
+    :returns: the ``LiveParent``.
+    """
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    kinds = spec.parse_group_kinds(annotations.get(spec.ANNOTATION_GROUP_KINDS))
+    legacy_kinds, unmapped = set(), set()
+    for group_resource in spec.parse_group_resources(annotations.get(spec.ANNOTATION_GROUP_RESOURCES)):
+        mapped = discovery.for_resource(group_resource.group, group_resource.resource)
+        if mapped is None:
+            unmapped.add(group_resource)
+        else:
+            legacy_kinds.add(mapped.group_kind)
+    return LiveParent(
+        resource=res,
+        name=meta.get("name", ""),
+        namespace=meta.get("namespace") or "",
+        uid=meta.get("uid"),
+        resource_version=meta.get("resourceVersion"),
+        live_id=labels.get(spec.LABEL_ID),
+        tooling=annotations.get(spec.ANNOTATION_TOOLING),
+        annotations={k: v for k, v in annotations.items() if k.startswith(spec.PREFIX)},
+        group_kinds=frozenset(kinds | legacy_kinds),
+        legacy_group_kinds=frozenset(legacy_kinds),
+        unmapped_resources=frozenset(unmapped),
+        additional_namespaces=frozenset(spec.parse_namespaces(annotations.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES))),
+        claim=_parse_claim(annotations.get(spec.ANNOTATION_CLAIM)),
+        last_written=_last_written(meta),
+    )
+
+
+def _parse_claim(text: str | None) -> dict | None:
+    """The claim annotation's JSON object; anything unreadable is no claim."""
+    try:
+        claim = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return claim if isinstance(claim, dict) else None
+
+
+def _claim_text(claim: dict | None) -> str | None:
+    """The claim annotation's value, written byte-for-byte the same for the same claim."""
+    return json.dumps(claim, sort_keys=True, separators=(",", ":")) if claim else None
+
+
+def _last_written(meta: dict) -> str | None:
+    """The newest time in managedFields (RFC 3339 UTC, so the text sorts as the time does)."""
+    times = [entry.get("time") for entry in meta.get("managedFields") or () if isinstance(entry, dict)]
+    return max((t for t in times if isinstance(t, str)), default=None)
+
+
+# ----- the parent a run writes -------------------------------------------------------------
 
 
 @dataclass
 class Parent:
-    """The parent as found on the cluster (or about to be created)."""
+    """The parent as a run of the engine holds it: found on the cluster, or about to be created.
+
+    Unlike ``LiveParent`` it changes as the run writes (resourceVersion, claim, tooling), and its
+    recorded kinds are sorted by whether the server serves them.
+    """
 
     resource: Resource
     name: str
@@ -42,18 +261,30 @@ class Parent:
     dropped_group_kinds: set = field(default_factory=set)
     namespaces: set = field(default_factory=set)  # recorded scope, incl. the parent's own namespace
     definition: dict | None = None  # body for creating a custom-resource parent
-    legacy_hint: bool = False  # recorded only as contains-group-resources (kubectl < 1.29)
     legacy_annotation: bool = False  # contains-group-resources present, alone or beside contains-group-kinds
-    lock: dict | None = None  # {"run", "expires"} while some run changes the set
+    claim: dict | None = None  # {"run", "expires"} while some run changes the set
 
-    def locked_by_other(self, run_id: str, now: float) -> bool:
-        """True while another run's claim on the set has not expired."""
-        lock = self.lock or {}
-        try:
-            expires = float(lock.get("expires", 0))
-        except (TypeError, ValueError):
-            return False  # an unreadable claim protects nothing
-        return bool(lock) and lock.get("run") != run_id and expires > now
+    @classmethod
+    def from_live(cls, live: LiveParent, *, definition: dict | None = None) -> Parent:
+        """The engine's model of an existing parent, before its recorded kinds are sorted.
+
+        :param live: what the parent object says (``inspect``).
+        :param definition: the custom-resource parent's definition, when the user gave one.
+        :returns: a ``Parent`` whose ``id`` is the expected id (never the live label) and whose
+            ``group_kinds`` hold every recorded kind; ``read`` then moves unserved ones out.
+        """
+        return cls(resource=live.resource, name=live.name, namespace=live.namespace, id=live.expected_id,
+                   exists=True, uid=live.uid, resource_version=live.resource_version, tooling=live.tooling,
+                   group_kinds=set(live.group_kinds), namespaces=set(live.namespaces), definition=definition,
+                   legacy_annotation=live.legacy_annotation, claim=live.claim)
+
+    def claimed_by_other(self, run_id: str, now: float) -> bool:
+        """Whether another run's claim on the set has not expired.
+
+        :param run_id: this run's id (its own claim does not count).
+        :param now: the current time (``time.time()``).
+        """
+        return claim_holds(self.claim, now, other_than=run_id)
 
     @property
     def group_kind(self) -> GroupKind:
@@ -70,6 +301,7 @@ class Parent:
         return self.group_kinds | set(self.unlistable_group_kinds)
 
     def describe(self) -> dict:
+        """The id, parent reference and tooling, as the module result's ``applyset`` shows them."""
         return {
             "id": self.id,
             "parent": {
@@ -83,12 +315,17 @@ class Parent:
 
 
 def resolve(discovery: Discovery, parent_spec, default_namespace: str | None) -> tuple[Resource, str, str, dict | None]:
-    """Turn the user's parent option into (resource, name, namespace, definition).
+    """Turn the user's parent option into the resource and name of the parent.
 
-    ``parent_spec`` is a kubectl-style string (``[RESOURCE][.GROUP]/NAME``), a
-    reference dict (``kind``, ``name``, optional ``apiVersion``/``group`` and
-    ``namespace``), or a full object with ``metadata`` (a custom resource
-    parent to create when it does not exist yet).
+    :param discovery: the server's discovery, to find the parent's resource.
+    :param parent_spec: a kubectl-style string (``[RESOURCE][.GROUP]/NAME``), a reference dict
+        (``kind``, ``name``, optional ``apiVersion``/``group`` and ``namespace``), or a full
+        object with ``metadata`` (a custom resource parent to create when it does not exist yet).
+    :param default_namespace: the namespace of a namespaced parent that names none.
+    :returns: ``(resource, name, namespace, definition)``; namespace is "" when cluster-scoped,
+        definition is the full object or None.
+    :raises InputError: for a reference that cannot name a parent the server serves, or a
+        namespace missing (namespaced kind) or given (cluster-scoped kind).
     """
     definition = None
     if isinstance(parent_spec, str):
@@ -157,7 +394,13 @@ def resolve(discovery: Discovery, parent_spec, default_namespace: str | None) ->
 
 
 def check_kind_allowed(client: KubeClient, res: Resource) -> None:
-    """Secrets and ConfigMaps, or custom resources whose CRD carries the marker label."""
+    """Check that the parent's kind may be a parent: Secret, ConfigMap, or a custom resource
+    whose CRD carries the ``is-parent-type`` label.
+
+    :param client: the API client (a custom resource's CRD is read).
+    :param res: the parent's resource.
+    :raises ParentError: for any other kind, or when the CRD cannot be read.
+    """
     if res.group_kind in spec.BUILTIN_PARENT_KINDS:
         return
     message = f'resource "{res.api_version}, Resource={res.plural}" is not permitted as an ApplySet parent'
@@ -167,7 +410,7 @@ def check_kind_allowed(client: KubeClient, res: Resource) -> None:
     if not res.group:
         raise builtin
     try:
-        crd = client.get(CRD_RESOURCE, f"{res.plural}.{res.group}")
+        crd = client.get(retention.CRD_RESOURCE, f"{res.plural}.{res.group}")
     except ApiError as err:
         raise ParentError(
             f"identifying allowed custom resource parent types: {err.message}",
@@ -184,115 +427,99 @@ def check_kind_allowed(client: KubeClient, res: Resource) -> None:
 
 def read(client: KubeClient, discovery: Discovery, res: Resource, name: str, namespace: str,
          *, takeover: bool = False, definition: dict | None = None) -> tuple[Parent, list[str]]:
-    """GET and validate the parent. Returns the parent and warnings for the user."""
+    """GET the parent and judge what it says before a run writes anything.
+
+    :param client: the API client.
+    :param discovery: the server's discovery, to map and sort the recorded kinds.
+    :param res: the parent's resource, as ``resolve`` found it.
+    :param name: the parent's name.
+    :param namespace: its namespace, "" when cluster-scoped.
+    :param takeover: manage a set whose parent another tool made (or that has no tooling).
+    :param definition: a custom-resource parent's full definition, to create it when missing.
+    :returns: ``(parent, warnings)``: the engine's ``Parent`` (``exists`` False when there is
+        none yet) and warnings for the user about recorded kinds the server does not serve.
+    :raises ParentError: for a parent kind that is not allowed, a GET that fails, a missing
+        custom-resource parent without a definition, another tool's set or a missing tooling
+        annotation (unless ``takeover``), a missing or forged id label, a missing hint, or a
+        legacy hint entry that may hold members but cannot be mapped to a kind.
+    """
     applyset_id = spec.compute_id(name, namespace, res.kind, res.group)
-    parent = Parent(resource=res, name=name, namespace=namespace, id=applyset_id, definition=definition)
+    where_ref = res.parent_ref(name)
     warnings: list[str] = []
     check_kind_allowed(client, res)
     try:
-        live = client.get(res, name, namespace or None)
+        obj = client.get(res, name, namespace or None)
     except ApiError as err:
         raise ParentError(
-            f'failed to fetch ApplySet parent object "{parent.ref}": {err.message}',
-            obj=f"parent {parent.ref}",
+            f'failed to fetch ApplySet parent object "{where_ref}": {err.message}',
+            obj=f"parent {where_ref}",
             fix="check the credentials' RBAC: get on the parent is required",
         ) from None
-    if live is None:
+    if obj is None:
         if res.group_kind not in spec.BUILTIN_PARENT_KINDS and definition is None:
             raise ParentError(
                 "custom resource ApplySet parents cannot be created automatically",
-                obj=f"parent {parent.ref}",
+                obj=f"parent {where_ref}",
                 fix="create the parent first, or give its full definition (apiVersion, kind, metadata, spec) as parent",
             )
+        parent = Parent(resource=res, name=name, namespace=namespace, id=applyset_id, definition=definition)
         if namespace:
             parent.namespaces.add(namespace)
         return parent, warnings
 
-    meta = live.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
-    parent.exists = True
-    parent.uid = meta.get("uid")
-    parent.resource_version = meta.get("resourceVersion")
-    parent.tooling = annotations.get(spec.ANNOTATION_TOOLING)
-    parent.lock = _parse_lock(annotations.get(spec.ANNOTATION_LOCK))
-    where = f'ApplySet parent object "{parent.ref}"'
-    takeover_fix = "set takeover: true to make this collection manage the set from now on"
-
-    if parent.tooling is None:
-        if not takeover:
-            raise ParentError(
-                f'{where} already exists and is missing required annotation "{spec.ANNOTATION_TOOLING}"',
-                obj=f"parent {parent.ref}",
-                fix=f"choose another parent name, or {takeover_fix}",
-            )
-    elif spec.tooling_name(parent.tooling) != spec.TOOL_NAME and not takeover:
-        raise ParentError(
-            f'{where} already exists and is managed by tooling "{spec.tooling_name(parent.tooling)}" '
-            f'instead of "{spec.TOOL_NAME}"',
-            obj=f"parent {parent.ref}",
-            fix=f"manage this set with {spec.tooling_name(parent.tooling)}, or {takeover_fix}",
-        )
-
-    live_id = labels.get(spec.LABEL_ID)
-    if live_id is None and not (takeover and parent.tooling is None):
-        raise ParentError(
-            f"{where} exists and does not have required label {spec.LABEL_ID}",
-            obj=f"parent {parent.ref}",
-            fix=f"choose another parent name, or {takeover_fix}" if not takeover else
-            f"add the label {spec.LABEL_ID}={applyset_id} by hand after checking the set",
-        )
-    if live_id is not None and live_id != applyset_id:
-        # Never repaired automatically: a copied id would let us prune another set's objects.
-        raise ParentError(
-            f'{where} exists and has incorrect value for label "{spec.LABEL_ID}" '
-            f"(got: {live_id}, want: {applyset_id})",
-            obj=f"parent {parent.ref}",
-            fix="this may be an impersonation of another set; inspect the parent and its members, then fix "
-            "or delete the label by hand",
-        )
-
-    parent.legacy_annotation = spec.ANNOTATION_GROUP_RESOURCES in annotations
-    recorded, unmapped = _recorded_group_kinds(parent, annotations, discovery, allow_missing=takeover)
+    live = inspect(res, obj, discovery)
+    _refuse_foreign_or_forged(live, takeover)
+    parent = Parent.from_live(live, definition=definition)
+    recorded = parent.group_kinds
     unserved = {gk for gk in recorded if discovery.for_group_kind(gk) is None}
     parent.group_kinds = recorded - unserved
-    if unserved or unmapped:
-        _sort_unserved(client, discovery, parent, unserved, unmapped, warnings)
-    parent.namespaces = spec.parse_namespaces(annotations.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES))
-    if namespace:
-        parent.namespaces.add(namespace)
+    if unserved or live.unmapped_resources:
+        _sort_unserved(client, discovery, parent, unserved, set(live.unmapped_resources), warnings)
     return parent, warnings
 
 
-def _recorded_group_kinds(parent: Parent, annotations: dict, discovery: Discovery,
-                          allow_missing: bool) -> tuple[set, set]:
-    """(recorded kinds, legacy (group, resource) entries discovery cannot map).
-
-    kubectl reads contains-group-resources only when contains-group-kinds is absent. When both
-    are present (a kubectl 1.27/1.28 set that a newer tool took over), we read both: a prune
-    scope may only be wider than kubectl's, never narrower.
-    """
-    kinds_text = annotations.get(spec.ANNOTATION_GROUP_KINDS)
-    legacy = annotations.get(spec.ANNOTATION_GROUP_RESOURCES)
-    kinds, unmapped = set(), set()
-    if kinds_text is not None:
-        kinds = spec.parse_group_kinds(kinds_text)
-    elif legacy:
-        parent.legacy_hint = True
-    elif not allow_missing:
+def _refuse_foreign_or_forged(live: LiveParent, takeover: bool) -> None:
+    """Raise unless the parent is this collection's (or ``takeover`` allows it) and its id and hint hold."""
+    where = f'ApplySet parent object "{live.ref}"'
+    takeover_fix = "set takeover: true to make this collection manage the set from now on"
+    if live.tooling is None:
+        if not takeover:
+            raise ParentError(
+                f'{where} already exists and is missing required annotation "{spec.ANNOTATION_TOOLING}"',
+                obj=f"parent {live.ref}",
+                fix=f"choose another parent name, or {takeover_fix}",
+            )
+    elif spec.tooling_name(live.tooling) != spec.TOOL_NAME and not takeover:
+        tool = spec.tooling_name(live.tooling)
         raise ParentError(
-            f'parsing ApplySet annotation on "{parent.ref}": the "{spec.ANNOTATION_GROUP_KINDS}" annotation must be '
+            f'{where} already exists and is managed by tooling "{tool}" instead of "{spec.TOOL_NAME}"',
+            obj=f"parent {live.ref}",
+            fix=f"manage this set with {tool}, or {takeover_fix}",
+        )
+
+    if live.live_id is None and not (takeover and live.tooling is None):
+        raise ParentError(
+            f"{where} exists and does not have required label {spec.LABEL_ID}",
+            obj=f"parent {live.ref}",
+            fix=f"choose another parent name, or {takeover_fix}" if not takeover else
+            f"add the label {spec.LABEL_ID}={live.expected_id} by hand after checking the set",
+        )
+    if live.live_id is not None and not live.id_matches:
+        # Never repaired automatically: a copied id would let us prune another set's objects.
+        raise ParentError(
+            f'{where} exists and has incorrect value for label "{spec.LABEL_ID}" '
+            f"(got: {live.live_id}, want: {live.expected_id})",
+            obj=f"parent {live.ref}",
+            fix="this may be an impersonation of another set; inspect the parent and its members, then fix "
+            "or delete the label by hand",
+        )
+    if live.hint_source is None and not takeover:
+        raise ParentError(
+            f'parsing ApplySet annotation on "{live.ref}": the "{spec.ANNOTATION_GROUP_KINDS}" annotation must be '
             "set on all ApplySet parent objects",
-            obj=f"parent {parent.ref}",
+            obj=f"parent {live.ref}",
             fix="run applyset_verify with fix: true to rebuild the hint from the members, or set takeover: true",
         )
-    for group, resource in spec.parse_group_resources(legacy or ""):
-        res = discovery.for_resource(group, resource)
-        if res is None:
-            unmapped.add((group, resource))
-        else:
-            kinds.add(res.group_kind)
-    return kinds, unmapped
 
 
 def _sort_unserved(client: KubeClient, discovery: Discovery, parent: Parent, unserved: set, unmapped: set,
@@ -339,21 +566,16 @@ def _sort_unserved(client: KubeClient, discovery: Discovery, parent: Parent, uns
             "prunes them once it is served again")
 
 
-def _parse_lock(text: str | None) -> dict | None:
-    if not text:
-        return None
-    try:
-        lock = json.loads(text)
-    except ValueError:
-        return None
-    return lock if isinstance(lock, dict) else None
-
-
-def parent_body(parent: Parent, group_kinds, namespaces, lock: dict | None = None) -> dict:
+def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = None) -> dict:
     """The server-side apply body for the parent's labels and annotations.
 
-    With ``lock``, the body also claims the set for one run; without it, server-side
-    apply drops a claim this field manager made before.
+    :param parent: the parent to write (its id, name, namespace and read resourceVersion).
+    :param group_kinds: the kinds to record in contains-group-kinds.
+    :param namespaces: the namespaces to record; the parent's own is left out of the annotation.
+    :param claim: with a claim (``{"run", "expires"}``), the body also claims the set for one
+        run; without it, server-side apply drops a claim this field manager made before.
+    :returns: the body, with our tooling value and, when the parent was read, its
+        resourceVersion as a precondition.
     """
     meta = {
         "name": parent.name,
@@ -364,19 +586,29 @@ def parent_body(parent: Parent, group_kinds, namespaces, lock: dict | None = Non
             spec.ANNOTATION_ADDITIONAL_NAMESPACES: spec.format_namespaces(namespaces, parent.namespace),
         },
     }
-    if lock:
-        meta["annotations"][spec.ANNOTATION_LOCK] = _lock_text(lock)
+    if claim:
+        meta["annotations"][spec.ANNOTATION_CLAIM] = _claim_text(claim)
     if parent.namespace:
         meta["namespace"] = parent.namespace
     if parent.resource_version:
-        # Optimistic lock: the write fails with 409 if anyone changed the parent since we read it.
+        # Optimistic concurrency: the write fails with 409 if anyone changed the parent since we read it.
         meta["resourceVersion"] = parent.resource_version
     return {"apiVersion": parent.resource.api_version, "kind": parent.resource.kind, "metadata": meta}
 
 
-def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, lock: dict | None = None,
+def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, claim: dict | None = None,
           dry_run: bool = False) -> None:
-    """Record the hints (and the run's claim, if any) on the parent, creating it if needed."""
+    """Record the hints (and the run's claim, if any) on the parent, creating it if needed.
+
+    :param client: the API client.
+    :param parent: the parent; updated in place with the new resourceVersion, tooling and claim.
+    :param group_kinds: the kinds to record.
+    :param namespaces: the namespaces to record.
+    :param claim: the run's claim to write with the hints, or None to write it away.
+    :param dry_run: send the writes as server-side dry runs; ``parent`` is left unchanged.
+    :raises ParentError: when the parent changed since it was read (resourceVersion stale), was
+        created by someone else meanwhile, or the write fails (the message names the cause).
+    """
     if not parent.exists:
         # Created without the claim: a field set by a create is owned through an
         # Update operation, which our later server-side applies could not remove.
@@ -398,19 +630,19 @@ def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, lock: 
         parent.uid = created["metadata"]["uid"]
         parent.resource_version = created["metadata"]["resourceVersion"]
         parent.tooling = spec.tooling_value()
-        if lock is None:
+        if claim is None:
             return
-    body = parent_body(parent, group_kinds, namespaces, lock)
+    body = parent_body(parent, group_kinds, namespaces, claim)
     # force: after a takeover, or after the create above (an Update operation),
     # other managers may own these fields; the resourceVersion guards concurrency.
     result = _guarded(client, parent, lambda: client.apply(parent.resource, body,
                                                            field_manager=spec.PARENT_FIELD_MANAGER,
                                                            force=True, dry_run=dry_run),
-                      landed=lambda live: _says(live, body["metadata"], lock_expected=lock is not None))
+                      landed=lambda live: _says(live, body["metadata"], claim_expected=claim is not None))
     if not dry_run:
         parent.resource_version = result["metadata"]["resourceVersion"]
         parent.tooling = spec.tooling_value()
-        parent.lock = lock
+        parent.claim = claim
         if parent.legacy_annotation:
             drop_legacy_annotation(client, parent)
 
@@ -421,6 +653,11 @@ def drop_legacy_annotation(client: KubeClient, parent: Parent, *, dry_run: bool 
     kubectl removes it by leaving it out of its next server-side apply, which works because its
     own parent field manager wrote it. Another manager's apply cannot remove a field it does not
     own, so this is a JSON merge patch of just that key, guarded by the resourceVersion read.
+
+    :param client: the API client.
+    :param parent: the parent; its resourceVersion is the precondition and is updated.
+    :param dry_run: send the patch as a server-side dry run; ``parent`` is left unchanged.
+    :raises ParentError: when the parent changed since it was read, or the patch fails.
     """
     patch = {"metadata": {"annotations": {spec.ANNOTATION_GROUP_RESOURCES: None},
                           "resourceVersion": parent.resource_version}}
@@ -429,14 +666,14 @@ def drop_legacy_annotation(client: KubeClient, parent: Parent, *, dry_run: bool 
                                                                  field_manager=spec.PARENT_FIELD_MANAGER,
                                                                  dry_run=dry_run),
                       landed=lambda live: spec.ANNOTATION_GROUP_RESOURCES not in _annotations(live)
-                      and _annotations(live).get(spec.ANNOTATION_LOCK) == _lock_text(parent.lock))
+                      and _annotations(live).get(spec.ANNOTATION_CLAIM) == _claim_text(parent.claim))
     if not dry_run:
         parent.resource_version = result["metadata"]["resourceVersion"]
         parent.legacy_annotation = False
 
 
-def _creation_body(parent: Parent, group_kinds, namespaces, lock: dict | None) -> dict:
-    body = parent_body(parent, group_kinds, namespaces, lock)
+def _creation_body(parent: Parent, group_kinds, namespaces, claim: dict | None) -> dict:
+    body = parent_body(parent, group_kinds, namespaces, claim)
     if parent.definition:
         merged = dict(parent.definition)
         meta = dict(merged.get("metadata") or {})
@@ -479,11 +716,7 @@ def _annotations(live: dict) -> dict:
     return (live.get("metadata") or {}).get("annotations") or {}
 
 
-def _lock_text(lock: dict | None) -> str | None:
-    return json.dumps(lock, sort_keys=True, separators=(",", ":")) if lock else None
-
-
-def _says(live: dict, wanted_meta: dict, *, lock_expected: bool) -> bool:
+def _says(live: dict, wanted_meta: dict, *, claim_expected: bool) -> bool:
     """Whether the live parent carries every label and annotation of a body we sent."""
     meta = live.get("metadata") or {}
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
@@ -491,7 +724,7 @@ def _says(live: dict, wanted_meta: dict, *, lock_expected: bool) -> bool:
         return False
     if any(annotations.get(k) != v for k, v in (wanted_meta.get("annotations") or {}).items()):
         return False
-    return lock_expected or spec.ANNOTATION_LOCK not in annotations
+    return claim_expected or spec.ANNOTATION_CLAIM not in annotations
 
 
 def _stale_error(parent: Parent) -> ParentError:
@@ -523,5 +756,11 @@ def _write_error(parent: Parent, err: ApiError) -> ParentError:
 
 
 def delete(client: KubeClient, parent: Parent, *, dry_run: bool = False) -> None:
+    """Delete the parent, if it exists, with a UID precondition (never a namesake made meanwhile).
+
+    :param client: the API client.
+    :param parent: the parent to delete.
+    :param dry_run: send the DELETE as a server-side dry run.
+    """
     if parent.exists:
         client.delete(parent.resource, parent.name, parent.namespace or None, uid=parent.uid, dry_run=dry_run)

@@ -35,7 +35,10 @@ OWN_PREFIX = "applyset.kubernetes.ansible/"
 # Our own prune protection, honoured like the other tools' annotations below.
 ANNOTATION_KEEP = OWN_PREFIX + "prune"
 # On the parent while a run changes the set: who runs and until when the claim holds.
-ANNOTATION_LOCK = OWN_PREFIX + "lock"
+# The key on the wire stays ".../lock" although the code calls it the claim: runs of older
+# versions read this key to keep out of each other's way, and a renamed key would let an
+# old and a new run change one set at the same time.
+ANNOTATION_CLAIM = OWN_PREFIX + "lock"
 
 TOOL_NAME = "applyset.kubernetes"
 # Kept in step with galaxy.yml by a unit test; nothing is read at runtime.
