@@ -31,7 +31,7 @@ def test_first_apply_writes_the_parent_before_any_member(api):
     parent_first = first_index(api, is_parent_write)
     member_first = first_index(api, lambda r: r.is_write and not is_parent_write(r))
     assert parent_first < member_first
-    # The claim write (before the members) records the union; the lock is written, then dropped.
+    # The claim write (before the members) records the union; the claim is written, then dropped.
     claim = next(r for r in parent_writes(api) if r.method == "PATCH")
     assert spec.ANNOTATION_CLAIM in claim.body["metadata"]["annotations"]
     assert claim.body["metadata"]["annotations"][spec.ANNOTATION_GROUP_KINDS] == "ConfigMap,Deployment.apps"
@@ -457,25 +457,25 @@ def test_a_namespaced_parent_needs_a_namespace_and_a_cluster_one_none(api):
 # ----- the claim: one run at a time -----------------------------------------------------------
 
 
-def lock_of(run_id, expires):
+def claim_of(run_id, expires):
     return json.dumps({"run": run_id, "expires": expires})
 
 
-def locked_parent(api, expires):
+def claimed_parent(api, expires):
     existing_parent(api, annotations={spec.ANNOTATION_TOOLING: spec.tooling_value(),
                                       spec.ANNOTATION_GROUP_KINDS: "ConfigMap",
-                                      spec.ANNOTATION_CLAIM: lock_of("other-host/1/abcd", expires)})
+                                      spec.ANNOTATION_CLAIM: claim_of("other-host/1/abcd", expires)})
 
 
 def test_another_runs_unexpired_claim_refuses_the_run_after_the_wait(api):
-    locked_parent(api, expires=4102444800)  # 2100
+    claimed_parent(api, expires=4102444800)  # 2100
     report, error = run(api, "apply", load(cm("a")), claim_wait=0)
     assert error is not None and "another run (other-host/1/abcd)" in str(error)
     assert api.writes() == []
 
 
 def test_an_expired_claim_is_taken_over(api):
-    locked_parent(api, expires=1000)  # 1970
+    claimed_parent(api, expires=1000)  # 1970
     report, error = run(api, "apply", load(cm("a")), claim_wait=0)
     assert error is None
     assert spec.ANNOTATION_CLAIM not in parent_annotations(api)
@@ -483,7 +483,7 @@ def test_an_expired_claim_is_taken_over(api):
 
 def test_the_run_waits_until_the_other_claim_is_released(api, monkeypatch):
     from applyset import claim
-    locked_parent(api, expires=4102444800)
+    claimed_parent(api, expires=4102444800)
     sleeps = []
     monkeypatch.setattr(claim.time, "sleep", sleeps.append)
 
@@ -499,7 +499,7 @@ def test_the_run_waits_until_the_other_claim_is_released(api, monkeypatch):
 
 
 def test_check_mode_previews_despite_another_runs_claim(api):
-    locked_parent(api, expires=4102444800)
+    claimed_parent(api, expires=4102444800)
     report, error = run(api, "apply", load(cm("a")), dry_run=True, claim_wait=0)
     assert error is None
     assert any("another run (other-host/1/abcd)" in w for w in report.warnings)

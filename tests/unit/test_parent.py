@@ -60,9 +60,9 @@ def test_a_built_in_kind_of_a_named_group_is_no_parent(api):
     assert api.writes() == []
 
 
-@pytest.mark.parametrize("lock", ['{"run": "other", "expires": "soon"}', "not json", '["a list"]'])
-def test_an_unreadable_claim_protects_nothing(api, lock):
-    existing_parent(api, **{spec.ANNOTATION_GROUP_KINDS: "ConfigMap", spec.ANNOTATION_CLAIM: lock})
+@pytest.mark.parametrize("claim", ['{"run": "other", "expires": "soon"}', "not json", '["a list"]'])
+def test_an_unreadable_claim_protects_nothing(api, claim):
+    existing_parent(api, **{spec.ANNOTATION_GROUP_KINDS: "ConfigMap", spec.ANNOTATION_CLAIM: claim})
     report, error = run(api, "apply", load(cm("a")), claim_wait=0)
     assert error is None and actions(report) == {"ConfigMap shop/a": "created"}
     assert spec.ANNOTATION_CLAIM not in parent_annotations(api)
