@@ -109,6 +109,10 @@ class ObjectResult:
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.kind} {where}"
 
+    @property
+    def id(self) -> spec.ObjectId:
+        return spec.ObjectId(self.api_version.rpartition("/")[0], self.kind, self.namespace or "", self.name)
+
     def to_dict(self) -> dict:
         data = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
                 "name": self.name, "action": self.action}
@@ -175,7 +179,7 @@ def _dump(obj: dict | None) -> str:
     return "" if obj is None else yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)
 
 
-def _result_for(member: plans.Member, action: str, reason: str | None = None, uid: str | None = None,
+def _result_for(member: plans.DesiredObject, action: str, reason: str | None = None, uid: str | None = None,
                 error: ApplySetError | None = None) -> ObjectResult:
     return ObjectResult(api_version=member.resource.api_version, kind=member.resource.kind,
                         namespace=member.namespace, name=member.name, action=action, reason=reason, uid=uid,
@@ -224,7 +228,7 @@ def _only_part_of_conflicts(err: ConflictError) -> bool:
     return bool(fields) and all(f == _PART_OF_FIELD for f in fields)
 
 
-def _conflict_message(err: ConflictError, member: plans.Member) -> str:
+def _conflict_message(err: ConflictError, member: plans.DesiredObject) -> str:
     lines = [f"{c.get('message', 'conflict')} at {c['field']}" if c.get("field") else c.get("message", "")
              for c in _conflict_causes(err)]
     detail = "; ".join(line for line in lines if line) or err.message
@@ -356,7 +360,7 @@ class Engine:
         adopted, refs = [], []
         for res, meta in selection.adopted:
             refs.append(legacies.ref(res, meta))
-            if (res.group, res.kind, meta.get("namespace") or "", meta["name"]) in desired_keys:
+            if spec.ObjectId.from_metadata(res, meta) in desired_keys:
                 self._adopted_desired += 1
                 continue  # applying it labels it
             labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: self.parent.id}
@@ -499,8 +503,8 @@ class Engine:
         scope_pairs = set(self._scope()) if self.opts.prune else set()
         # A kind listed whole for the desired objects needs no second, selected list
         # (it may be under another version there).
-        listed_whole = {(res.group, res.kind, ns) for res, ns in desired_pairs}
-        scope_pairs = {(res, ns) for res, ns in scope_pairs if (res.group, res.kind, ns) not in listed_whole}
+        listed_whole = {(res.group_kind, ns) for res, ns in desired_pairs}
+        scope_pairs = {(res, ns) for res, ns in scope_pairs if (res.group_kind, ns) not in listed_whole}
         selector = f"{spec.LABEL_PART_OF}={parent.id}"
         listed = self._list(
             sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),
@@ -513,7 +517,7 @@ class Engine:
         for (res, _ns), items in listed.items():
             for item in items:
                 meta = item["metadata"]
-                live[(res.group, res.kind, meta.get("namespace") or "", meta["name"])] = (res, item)
+                live[spec.ObjectId.from_metadata(res, meta)] = (res, item)
         self._check_overlap(plan, live)
         if self.opts.adopt_legacy is not None and self.opts.prune:
             self._adopted = self._adopt_legacy(plan)
@@ -523,7 +527,7 @@ class Engine:
                   if (item["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
         in_set += self._adopted
         candidates = [(res, meta) for res, meta in in_set
-                      if (res.group, res.kind, meta.get("namespace") or "", meta["name"]) not in desired_keys]
+                      if spec.ObjectId.from_metadata(res, meta) not in desired_keys]
         # UIDs of the live objects this run is about to apply: the same object listed under
         # another group (Event and Event.events.k8s.io) is never a prune candidate.
         about_to_apply = {live[key][1]["metadata"].get("uid") for key in desired_keys if key in live}
@@ -577,7 +581,7 @@ class Engine:
         each member apply would race the run's claim on it; refuse it before anything is written."""
         p = self.parent
         member = next((m for m in plan.members
-                       if m.key == (p.resource.group, p.resource.kind, p.namespace or "", p.name)), None)
+                       if m.key == spec.ObjectId.of(p.resource, p.namespace, p.name)), None)
         if member is not None:
             raise InputError(
                 f"the set's parent {member.ref} is also one of the objects to apply; an ApplySet's parent records "
@@ -591,21 +595,19 @@ class Engine:
 
         Runs after the claim is released: waiting changes nothing in the set.
         """
-        applied = {(o.kind, o.namespace, o.name): o.uid for o in self.report.objects
+        applied = {o.id: o.uid for o in self.report.objects
                    if o.action in ("created", "configured", "replaced", "unchanged")}
-        ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members
-                         if (m.resource.kind, m.namespace, m.name) in applied]
+        ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members if m.key in applied]
         # The objects as applied, with the UID the server gave them: the wait then knows a
         # Job removed by its ttlSecondsAfterFinished from one deleted under it.
         as_applied = {(m.resource, m.namespace, m.name): {**m.body, "metadata": {
-            **m.body["metadata"], "uid": applied.get((m.resource.kind, m.namespace, m.name))}}
-            for m in plan.members if (m.resource.kind, m.namespace, m.name) in applied}
-        by_kind = {(m.resource.group, m.resource.kind): m.resource for m in plan.members}
+            **m.body["metadata"], "uid": applied[m.key]}}
+            for m in plan.members if m.key in applied}
+        by_kind = {m.resource.group_kind: m.resource for m in plan.members}
         gone_targets = []
         for o in self.report.objects:
             if o.action == "pruned":
-                group = o.api_version.rpartition("/")[0]
-                res = by_kind.get((group, o.kind)) or self.discovery.for_group_kind(spec.GroupKind(group, o.kind))
+                res = by_kind.get(o.id.group_kind) or self.discovery.for_group_kind(o.id.group_kind)
                 if res is not None:
                     gone_targets.append((res, o.namespace, o.name, o.uid))
         deadline = time.monotonic() + self.opts.wait_timeout
@@ -675,9 +677,9 @@ class Engine:
                 return False
         if self.parent.exists:
             return True
-        ns_key = ("", "Namespace", "", self.parent.namespace)
-        member = next((m for m in plan.members if m.key == ns_key), None)
-        if member is None or ns_key in live:
+        namespace_id = spec.ObjectId.of(spec.NAMESPACE_KIND, None, self.parent.namespace)
+        member = next((m for m in plan.members if m.key == namespace_id), None)
+        if member is None or namespace_id in live:
             return True
         result = self._apply_one(member, live, set())
         self.report.objects.append(result)
@@ -841,7 +843,7 @@ class Engine:
                 self._wait_for_crds(crds)
         return ok
 
-    def _apply_one(self, member: plans.Member, live: dict, created_namespaces: set) -> ObjectResult:
+    def _apply_one(self, member: plans.DesiredObject, live: dict, created_namespaces: set) -> ObjectResult:
         opts = self.opts
         before_entry = live.get(member.key)
         before = before_entry[1] if before_entry else None
@@ -902,7 +904,7 @@ class Engine:
             self._diff_entry(member.ref, before, after)
         return _result_for(member, action, uid=None if opts.dry_run and action == "created" else uid)
 
-    def _take_over_client_side_fields(self, member: plans.Member, applied: dict) -> dict:
+    def _take_over_client_side_fields(self, member: plans.DesiredObject, applied: dict) -> dict:
         """Make fields that client-side tools own ours where csa.py says so, as kubectl's
         managed-fields upgrade does; returns the object as it is afterwards.
 
@@ -947,7 +949,7 @@ class Engine:
                                         f"({err.message}); the next run tries again")
         return applied
 
-    def _missing_namespace_result(self, member: plans.Member, err: ApiError) -> ObjectResult:
+    def _missing_namespace_result(self, member: plans.DesiredObject, err: ApiError) -> ObjectResult:
         """The namespace went missing after the check (or could not be read): say so, not just 404."""
         name = missing_namespace(err)
         fix = f"add a Namespace object for {name} to the set, or create it beforehand"
@@ -957,7 +959,7 @@ class Engine:
                          obj=member.ref, fix=fix, details=err.details)
         return _result_for(member, "failed", reason=f"{error.message}. Fix: {fix}", error=error)
 
-    def _immutable(self, member: plans.Member, before: dict | None, err: ApiError, immutable: list) -> ObjectResult:
+    def _immutable(self, member: plans.DesiredObject, before: dict | None, err: ApiError, immutable: list) -> ObjectResult:
         """A change the server refuses in place: recreate when asked to, else name the fields and the way out."""
         fields = "; ".join(text for _field, text in immutable)
         gk = member.resource.group_kind
@@ -975,7 +977,7 @@ class Engine:
                          details={**(err.details or {}), "immutable_fields": [f for f, _text in immutable if f]})
         return _result_for(member, "failed", reason=f"{message}. Fix: {fix}", error=error)
 
-    def _recreate(self, member: plans.Member, before: dict | None, fields: str) -> ObjectResult:
+    def _recreate(self, member: plans.DesiredObject, before: dict | None, fields: str) -> ObjectResult:
         """Delete (UID precondition), wait until gone (bounded), and apply again.
 
         The replacement is first sent as a dry-run create: the server validates and admits
@@ -1030,7 +1032,7 @@ class Engine:
         return _result_for(member, "replaced", reason=f"deleted and created again: {why}",
                            uid=resp.body["metadata"].get("uid"))
 
-    def _wait_deleted(self, member: plans.Member, uid: str) -> dict | None:
+    def _wait_deleted(self, member: plans.DesiredObject, uid: str) -> dict | None:
         """Wait until the object with ``uid`` is gone; returns it if it is still there at the deadline."""
         deadline = time.monotonic() + self.opts.recreate_timeout
         pause = 0.1
@@ -1043,7 +1045,7 @@ class Engine:
             time.sleep(pause)
             pause = min(1.0, pause * 2)
 
-    def _take_part_of_label(self, member: plans.Member, before: dict) -> None:
+    def _take_part_of_label(self, member: plans.DesiredObject, before: dict) -> None:
         """Set the part-of label to this set's id with a merge patch guarded by the resourceVersion
         that was listed: an update takes a field over from another manager without a conflict,
         and touches nothing else."""
@@ -1112,8 +1114,7 @@ class Engine:
                                      "no longer in the manifests")
                 self.report.objects.append(result)
                 if result.action == "pruned":
-                    key = (res.group, res.kind, meta.get("namespace") or "", meta["name"])
-                    before = live.get(key, (None, None))[1]
+                    before = live.get(spec.ObjectId.from_metadata(res, meta), (None, None))[1]
                     self._diff_entry(result.ref, before if before is not None else {"metadata": meta}, None)
         return ok
 
@@ -1156,8 +1157,7 @@ class Engine:
             self.report.warnings.append(f"ApplySet parent {parent.ref} does not exist; nothing to remove")
             return self.report
         members = self._members_in_scope("remove")
-        live = {(res.group, res.kind, item["metadata"].get("namespace") or "", item["metadata"]["name"]):
-                (res, item) for res, item in members}
+        live = {spec.ObjectId.from_metadata(res, item["metadata"]): (res, item) for res, item in members}
         delete, keep, skip = self._classify([(res, item["metadata"]) for res, item in members])
         self._guard(delete, 0, emptying=False)
         if not self.opts.dry_run:

@@ -80,7 +80,7 @@ def kind_matches(gk: GroupKind, names) -> bool:
     return gk.kind in names or str(gk) in names
 
 
-def update_strategy(member: "Member", recreate_kinds) -> str:
+def update_strategy(member: "DesiredObject", recreate_kinds) -> str:
     """How a member's refused immutable change is handled: the annotation, else the kind list."""
     annotations = member.body["metadata"].get("annotations") or {}
     value = annotations.get(ANNOTATION_UPDATE_STRATEGY)
@@ -122,7 +122,7 @@ def rank_of(gk: GroupKind, namespaced: bool) -> int:
 
 
 @dataclass
-class Member:
+class DesiredObject:
     """One desired object, ready to send."""
 
     manifest: Manifest
@@ -151,7 +151,7 @@ class Member:
 
 @dataclass
 class Plan:
-    members: list[Member]
+    members: list[DesiredObject]
     group_kinds: set  # this run's group-kinds
     namespaces: set  # namespaces holding this run's namespaced members
     ranks: list = field(default_factory=list)  # member lists, in apply order
@@ -188,8 +188,8 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
     from_crds = _resources_from_crds(manifests)
     problems: list[InputError] = []
     warnings: list[str] = []
-    members: list[Member] = []
-    seen: dict[tuple, Manifest] = {}
+    members: list[DesiredObject] = []
+    seen: dict[spec.ObjectId, Manifest] = {}
     for m in manifests:
         res = discovery.for_gvk(m.group, m.version, m.kind)
         crd_in_set = False
@@ -208,7 +208,7 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
         body = _body_for(m, res, applyset_id, default_namespace, problems, warnings)
         if body is None:
             continue
-        member = Member(manifest=m, resource=res, body=body, rank=rank_of(res.group_kind, res.namespaced),
+        member = DesiredObject(manifest=m, resource=res, body=body, rank=rank_of(res.group_kind, res.namespaced),
                         crd_in_set=crd_in_set)
         if member.key in seen:
             problems.append(InputError(
@@ -226,7 +226,7 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
         namespaces={m.namespace for m in members if m.resource.namespaced},
         warnings=warnings,
     )
-    by_rank: dict[int, list[Member]] = {}
+    by_rank: dict[int, list[DesiredObject]] = {}
     for member in members:
         by_rank.setdefault(member.rank, []).append(member)
     plan.ranks = [by_rank[r] for r in sorted(by_rank)]
