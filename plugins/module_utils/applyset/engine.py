@@ -71,6 +71,12 @@ class Options:
     recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
     recreate_timeout: float = 120.0  # how long a recreated object may take to be gone
 
+    @property
+    def guard_limits(self) -> prunes.GuardLimits:
+        """The blast-radius guard's settings among these options."""
+        return prunes.GuardLimits(allow_empty=self.allow_empty, max_prune_percent=self.max_prune_percent,
+                                  allow_prune_kinds=frozenset(self.allow_prune_kinds))
+
     def validate(self) -> None:
         """Every option checked before the first request, whoever builds them (the modules, the
         benchmark, a test driver): a bad one must never surface after writes."""
@@ -446,36 +452,11 @@ class Engine:
         return decisions.delete, decisions.keep, decisions.skip
 
     def _guard(self, delete: list, set_size: int, emptying: bool) -> None:
-        opts = self.opts
-        refs = [f"{res.kind} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta['name']}"
-                for res, meta in delete]
-        details = {"would_prune": refs}
-        if emptying and not opts.allow_empty:
-            raise GuardError(
-                "the desired set is empty, so every member would be pruned"
-                + (f" ({len(refs)} objects)" if refs else ""),
-                obj=f"ApplySet {self.parent.ref}", details=details,
-                fix="check src/definition; to really empty the set set guard.allow_empty: true "
-                "(or use state: absent to remove it)",
-            )
-        protected = sorted({r for (res, _obj), r in zip(delete, refs)
-                            if res.group_kind in plans.PROTECTED_KINDS
-                            and res.kind not in opts.allow_prune_kinds
-                            and str(res.group_kind) not in opts.allow_prune_kinds})
-        if protected:
-            raise GuardError(
-                f"pruning would delete protected objects: {', '.join(protected)}",
-                obj=f"ApplySet {self.parent.ref}", details=details,
-                fix="keep them in the set, or allow their kinds with guard.allow_prune_kinds "
-                "(e.g. [Namespace, CustomResourceDefinition])",
-            )
-        if set_size and not emptying and len(delete) * 100 > opts.max_prune_percent * set_size:
-            raise GuardError(
-                f"pruning would delete {len(delete)} of the set's {set_size} objects, more than "
-                f"guard.max_prune_percent ({opts.max_prune_percent}%)",
-                obj=f"ApplySet {self.parent.ref}", details=details,
-                fix="check src/definition; if this is intended raise guard.max_prune_percent (100 allows all)",
-            )
+        """Raise the GuardError of the blast-radius guard (prune.guard), if it refuses."""
+        refusal = prunes.guard(delete, set_size, emptying, self.opts.guard_limits)
+        if refusal is not None:
+            raise GuardError(refusal.message, obj=f"ApplySet {self.parent.ref}", fix=refusal.fix,
+                             details=refusal.details)
 
     def _diff_entry(self, ref: str, before: dict | None, after: dict | None) -> None:
         if not self.opts.diff:
@@ -800,24 +781,11 @@ class Engine:
                     or set(group_kinds) != p.recorded_group_kinds or set(namespaces) != p.namespaces)
 
     def _check_overlap(self, plan: plans.Plan, live: dict) -> None:
-        if self.opts.adopt:
-            return
-        problems = []
-        for member in plan.members:
-            entry = live.get(member.key)
-            if entry is None:
-                continue
-            other = ((entry[1]["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF))
-            if other and other != self.parent.id:
-                problems.append(f"{member.ref} (part of {other})")
-        if problems:
-            raise ApplySetError(
-                "objects already belong to another ApplySet: " + ", ".join(problems),
-                obj=f"ApplySet {self.parent.ref}",
-                fix="remove them from this set, or set adopt: true to move them into this set "
-                "(the other set will no longer manage or prune them)",
-                details={"overlapping": problems},
-            )
+        """Raise when desired objects belong to another set (prune.overlap) and adopt is off."""
+        refusal = prunes.overlap(plan.members, live, self.parent.id, adopt=self.opts.adopt)
+        if refusal is not None:
+            raise ApplySetError(refusal.message, obj=f"ApplySet {self.parent.ref}", fix=refusal.fix,
+                                details=refusal.details)
 
     def _apply_members(self, plan: plans.Plan, live: dict) -> bool:
         ok = True

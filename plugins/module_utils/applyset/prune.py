@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from . import spec
 from .kube import Resource
+from .plan import PROTECTED_KINDS, kind_matches
 from .spec import GroupKind
 
 PRUNE = "prune"  # delete it
@@ -138,3 +139,125 @@ def decide_all(candidates, ctx: Context) -> Decisions:
 
 def scope_of(group_kinds, namespaces) -> Scope:
     return Scope(frozenset(GroupKind(*gk) for gk in group_kinds), frozenset(namespaces))
+
+
+# ----- refusals: the whole run stops before its first write ------------------------------------
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a run must stop before it writes anything: a guard rule or the overlap rule said no."""
+
+    rule: str
+    message: str
+    fix: str
+    details: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GuardLimits:
+    """The blast-radius guard's settings: the module's ``guard`` option."""
+
+    allow_empty: bool = False
+    max_prune_percent: int = 50
+    allow_prune_kinds: frozenset = frozenset()  # protected kinds allowed to prune, by Kind or Kind.group
+
+
+def _ref(res: Resource, meta: dict) -> str:
+    namespace = meta.get("namespace")
+    return f"{res.kind} {namespace + '/' if namespace else ''}{meta['name']}"
+
+
+def _would_prune(delete) -> dict:
+    return {"would_prune": [_ref(res, meta) for res, meta in delete]}
+
+
+def refuse_emptying(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+    if not emptying or limits.allow_empty:
+        return None
+    return Refusal(
+        "refuse_emptying",
+        "the desired set is empty, so every member would be pruned" + (f" ({len(delete)} objects)" if delete else ""),
+        "check src/definition; to really empty the set set guard.allow_empty: true "
+        "(or use state: absent to remove it)",
+        _would_prune(delete))
+
+
+def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+    protected = sorted({_ref(res, meta) for res, meta in delete
+                        if res.group_kind in PROTECTED_KINDS
+                        and not kind_matches(res.group_kind, limits.allow_prune_kinds)})
+    if not protected:
+        return None
+    return Refusal(
+        "refuse_protected_kinds",
+        f"pruning would delete protected objects: {', '.join(protected)}",
+        "keep them in the set, or allow their kinds with guard.allow_prune_kinds "
+        "(e.g. [Namespace, CustomResourceDefinition])",
+        _would_prune(delete))
+
+
+def refuse_too_many(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+    if not set_size or emptying or len(delete) * 100 <= limits.max_prune_percent * set_size:
+        return None
+    return Refusal(
+        "refuse_too_many",
+        f"pruning would delete {len(delete)} of the set's {set_size} objects, more than "
+        f"guard.max_prune_percent ({limits.max_prune_percent}%)",
+        "check src/definition; if this is intended raise guard.max_prune_percent (100 allows all)",
+        _would_prune(delete))
+
+
+GUARD_RULES = (refuse_emptying, refuse_protected_kinds, refuse_too_many)
+
+
+def guard(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+    """The blast-radius guard: whether a prune of ``delete`` may go ahead.
+
+    Args:
+        delete: the ``(resource, metadata)`` pairs the prune rules would delete.
+        set_size: how many objects the set holds before the run; 0 turns the percentage rule off.
+        emptying: whether the desired set is empty (every member would be pruned).
+        limits: the guard's settings.
+
+    Returns:
+        The first refusal of ``GUARD_RULES`` (emptying, protected kinds, too many), or None
+        when the prune may go ahead. Its ``details`` list the objects as ``would_prune``.
+    """
+    for rule in GUARD_RULES:
+        refusal = rule(delete, set_size, emptying, limits)
+        if refusal is not None:
+            return refusal
+    return None
+
+
+def overlap(desired, live: dict, applyset_id: str, adopt: bool) -> Refusal | None:
+    """Whether desired objects already belong to another set, which this run must not take silently.
+
+    Args:
+        desired: the desired objects (``plan.DesiredObject``: ``key`` and ``ref``).
+        live: what the LISTs found, ``{ObjectId: (resource, object)}``.
+        applyset_id: this set's id.
+        adopt: the ``adopt`` option: taking them over was asked for, so there is no refusal.
+
+    Returns:
+        A refusal naming each such object and its set (``details["overlapping"]``), or None.
+    """
+    if adopt:
+        return None
+    problems = []
+    for member in desired:
+        entry = live.get(member.key)
+        if entry is None:
+            continue
+        other = (entry[1]["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF)
+        if other and other != applyset_id:
+            problems.append(f"{member.ref} (part of {other})")
+    if not problems:
+        return None
+    return Refusal(
+        "overlap",
+        "objects already belong to another ApplySet: " + ", ".join(problems),
+        "remove them from this set, or set adopt: true to move them into this set "
+        "(the other set will no longer manage or prune them)",
+        {"overlapping": problems})
