@@ -142,15 +142,14 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     parent_changed: bool = False
     dry_run: bool = False
-    error: ApplySetError | None = None
 
     @property
     def changed(self) -> bool:
         return bool(self.parent_changed) or any(o.action in CHANGING_ACTIONS for o in self.objects)
 
     @property
-    def failed(self) -> bool:
-        return self.error is not None or any(o.action == "failed" for o in self.objects)
+    def failed_objects(self) -> list[ObjectResult]:
+        return [o for o in self.objects if o.action == "failed"]
 
     def summary(self) -> dict:
         counts = {a: 0 for a in ("created", "configured", "unchanged", "pruned", "kept", "skipped", "failed")}
@@ -267,6 +266,36 @@ class Engine:
         self.run_id = new_run_id()
         self.claim: Claim | None = None
         self._namespace_to_create: str | None = None  # create_namespace: missing, made before the parent
+
+    # -- the entry points: one error channel ------------------------------------------------
+    def apply(self, manifests: list[Manifest]) -> Report:
+        """Apply the desired set and prune what left it."""
+        return self._run(self._apply, manifests)
+
+    def uninstall(self) -> Report:
+        """Delete every member (same safety rules as prune), then the parent."""
+        return self._run(self._uninstall)
+
+    def disband(self) -> Report:
+        """Leave every member in place without our label, then delete the parent."""
+        return self._run(self._disband)
+
+    def _run(self, step, *args) -> Report:
+        """Run ``step``; the one place where a failed run gets its partial report attached.
+
+        Any failure, including objects that failed without an error of the run (a check-mode
+        namespace creation, say), leaves as an ``ApplySetError`` with ``err.report``.
+        """
+        try:
+            step(*args)
+        except ApplySetError as err:
+            err.report = self.report
+            raise
+        if self.report.failed_objects:
+            err = ApplySetError("some objects failed; see objects", fix="fix them and run again")
+            err.report = self.report
+            raise err
+        return self.report
 
     # -- shared steps ----------------------------------------------------------------------
     def _load_parent(self) -> parents.Parent:
@@ -469,8 +498,7 @@ class Engine:
         })
 
     # -- apply -----------------------------------------------------------------------------
-    def apply(self, manifests: list[Manifest]) -> Report:
-        """Apply the desired set and prune what left it."""
+    def _apply(self, manifests: list[Manifest]) -> Report:
         parent = self._load_parent()
         plan = plans.build(manifests, self.discovery, parent.id, self.namespace or parent.namespace or None)
         self.report.warnings += plan.warnings
@@ -536,16 +564,18 @@ class Engine:
         if self.opts.dry_run:
             self.report.parent_changed = final_changes
             self._describe_hint(final_gks, final_ns)
-            self._apply_and_prune(plan, live, delete, keep, skip)
+            failure = self._apply_and_prune(plan, live, delete, keep, skip)
+            if failure is not None:
+                raise failure
             return self.report
 
-        if not self._ensure_parent_namespace(plan, live):
-            return self.report
+        self._ensure_parent_namespace(plan, live)
         self._claim(superset_gks, superset_ns)
         self.report.parent_changed = superset_changes
-        done = False
+        done, failure = False, None
         try:
-            done = self._apply_and_prune(plan, live, delete, keep, skip)
+            failure = self._apply_and_prune(plan, live, delete, keep, skip)
+            done = failure is None
         finally:
             # The parent keeps the superset unless everything went through.
             self._release(final_gks if done else superset_gks, final_ns if done else superset_ns,
@@ -553,7 +583,9 @@ class Engine:
             self._describe_hint(final_gks if done else superset_gks, final_ns if done else superset_ns)
         self.report.parent_changed = self.report.parent_changed or (done and final_changes)
         self.report.applyset["tooling"] = parent.tooling  # what the parent says now
-        if done and self.opts.wait:
+        if failure is not None:
+            raise failure
+        if self.opts.wait:
             self._wait_until_settled(plan)
         return self.report
 
@@ -592,12 +624,9 @@ class Engine:
                 if res is not None:
                     gone_targets.append((res, o.namespace, o.name, o.uid))
         deadline = time.monotonic() + self.opts.wait_timeout
-        try:
-            health.wait_ready(self.client, ready_targets, timeout=self.opts.wait_timeout, applied=as_applied,
-                              **self.opts.wait_rules)
-            self._wait_gone(gone_targets, timeout=max(1.0, deadline - time.monotonic()))
-        except ApplySetError as err:
-            self.report.error = err
+        health.wait_ready(self.client, ready_targets, timeout=self.opts.wait_timeout, applied=as_applied,
+                          **self.opts.wait_rules)
+        self._wait_gone(gone_targets, timeout=max(1.0, deadline - time.monotonic()))
 
     def _wait_gone(self, targets, timeout: float) -> None:
         """Wait until the pruned or deleted objects ``(res, namespace, name, uid)`` are gone,
@@ -605,21 +634,20 @@ class Engine:
         health.wait_gone(self.client, [t[:3] for t in targets], timeout=timeout,
                          uids={t[:3]: t[3] for t in targets if t[3]})
 
-    def _apply_and_prune(self, plan, live, delete, keep, skip) -> bool:
-        """Steps 4 and 5; True when every object went through."""
+    def _apply_and_prune(self, plan, live, delete, keep, skip) -> ApplySetError | None:
+        """Steps 4 and 5. Returns the run's error when some object did not go through (the caller
+        raises it once the claim is released and the result says what the parent records), else None."""
         if self._adopted and not self.opts.dry_run and not self._label_adopted():
-            self.report.error = ApplySetError(
+            return ApplySetError(
                 "some objects of the legacy prune set could not be taken into the set; nothing was applied or "
                 "pruned:\n" + self._failures(), obj=f"ApplySet {self.parent.ref}",
                 fix="fix the errors listed per object and run again")
-            return False
         if not self._apply_members(plan, live):
-            self.report.error = ApplySetError(
+            return ApplySetError(
                 "some objects could not be applied; nothing was pruned and the parent keeps "
                 "covering every object that may exist:\n" + self._failures(),
                 obj=f"ApplySet {self.parent.ref}", fix="fix the errors listed per object and run again",
             )
-            return False
         if self.opts.prune:
             if self.claim:
                 self.claim.check()
@@ -629,15 +657,14 @@ class Engine:
                        if o.uid and o.action in ("created", "configured", "replaced", "unchanged")}
             delete, keep, skip = self._classify(self._candidates, applied | self._about_to_apply)
             if not self._prune(delete, keep, skip, live):
-                self.report.error = ApplySetError(
+                return ApplySetError(
                     "some objects could not be pruned; the parent keeps covering them so the next run "
                     "retries:\n" + self._failures(), obj=f"ApplySet {self.parent.ref}",
                     fix="fix the errors listed per object and run again",
                 )
-                return False
-        return True
+        return None
 
-    def _ensure_parent_namespace(self, plan: plans.Plan, live: dict) -> bool:
+    def _ensure_parent_namespace(self, plan: plans.Plan, live: dict) -> None:
         """Create the parent's namespace first when the set defines it or create_namespace asks.
 
         The parent must exist before any member is written, but it cannot be
@@ -650,27 +677,24 @@ class Engine:
             result = self._create_namespace(self._namespace_to_create)
             self.report.objects.append(result)
             if result.action == "failed":
-                self.report.error = ApplySetError(
+                raise ApplySetError(
                     f"could not create namespace {self._namespace_to_create}: {result.reason}",
                     obj=f"ApplySet {self.parent.ref}",
                     fix="the credentials need create on namespaces for create_namespace: true; or create it "
                     "beforehand; nothing else was changed")
-                return False
         if self.parent.exists:
-            return True
+            return
         namespace_id = spec.ObjectId.of(spec.NAMESPACE_KIND, None, self.parent.namespace)
         member = next((m for m in plan.members if m.key == namespace_id), None)
         if member is None or namespace_id in live:
-            return True
+            return
         result = self._apply_one(member, live, set())
         self.report.objects.append(result)
         self._pre_applied.add(member.key)
         if result.action == "failed":
-            self.report.error = ApplySetError(
+            raise ApplySetError(
                 f"could not create namespace {self.parent.namespace} for the parent",
                 obj=f"ApplySet {self.parent.ref}", fix="see the error of the Namespace object")
-            return False
-        return True
 
     # -- namespaces and recreate: checks before the first write ---------------------------------
     def _check_before_writes(self, plan: plans.Plan, live: dict) -> None:
@@ -1118,8 +1142,7 @@ class Engine:
                             full_for=set(scope) if self.opts.diff else frozenset())
         return [(res, item) for (res, _ns), items in listed.items() for item in items]
 
-    def uninstall(self) -> Report:
-        """Delete every member (same safety rules as prune), then the parent."""
+    def _uninstall(self) -> Report:
         parent = self._load_parent()
         if not parent.exists:
             self.report.warnings.append(f"ApplySet parent {parent.ref} does not exist; nothing to remove")
@@ -1137,10 +1160,9 @@ class Engine:
             raise
         if not pruned:
             self._release(parent.group_kinds, parent.namespaces, failing=True)
-            self.report.error = ApplySetError(
+            raise ApplySetError(
                 "some members could not be deleted; the parent is kept so that a re-run finds them:\n"
                 + self._failures(), obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again")
-            return self.report
         if self.claim:
             self.claim.stop()
         parents.delete(self.client, parent, dry_run=self.opts.dry_run)
@@ -1153,14 +1175,10 @@ class Engine:
             by_uid = {item["metadata"].get("uid"): res for res, item in members}
             gone = [(by_uid[o.uid], o.namespace, o.name, o.uid)
                     for o in self.report.objects if o.action == "pruned" and o.uid in by_uid]
-            try:
-                self._wait_gone(gone, timeout=self.opts.wait_timeout)
-            except ApplySetError as err:
-                self.report.error = err
+            self._wait_gone(gone, timeout=self.opts.wait_timeout)
         return self.report
 
-    def disband(self) -> Report:
-        """Leave every member in place without our label, then delete the parent."""
+    def _disband(self) -> Report:
         parent = self._load_parent()
         if not parent.exists:
             self.report.warnings.append(f"ApplySet parent {parent.ref} does not exist; nothing to disband")
@@ -1182,11 +1200,10 @@ class Engine:
             if isinstance(result, Exception):
                 result = _live_result(res, item["metadata"], "failed", f"could not remove the label: {result}")
             self.report.objects.append(result)
-        if self.report.failed:
+        if self.report.failed_objects:
             self._release(parent.group_kinds, parent.namespaces, failing=True)
-            self.report.error = ApplySetError("some members kept the label; the parent is kept",
-                                              obj=f"ApplySet {parent.ref}", fix="run again")
-            return self.report
+            raise ApplySetError("some members kept the label; the parent is kept",
+                                obj=f"ApplySet {parent.ref}", fix="run again")
         if self.claim:
             self.claim.stop()
         parents.delete(self.client, parent, dry_run=self.opts.dry_run)
