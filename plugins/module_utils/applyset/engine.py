@@ -241,6 +241,17 @@ def _conflict_message(err: ConflictError, member: plans.DesiredObject) -> str:
             "fields over, or remove them from the manifest")
 
 
+@dataclass(frozen=True)
+class _Hints:
+    """The parent's hint during a run, as ``(group_kinds, namespaces)`` pairs, and whether each
+    differs from what the parent records now."""
+
+    superset: tuple
+    final: tuple
+    superset_changes: bool
+    final_changes: bool
+
+
 # ----- the run ------------------------------------------------------------------------------
 
 
@@ -499,95 +510,117 @@ class Engine:
 
     # -- apply -----------------------------------------------------------------------------
     def _apply(self, manifests: list[Manifest]) -> Report:
-        parent = self._load_parent()
+        """The steps of ``apply``; see the module docstring for why they come in this order."""
+        self._load_parent()
+        plan = self._plan(manifests)
+        live = self._list_live(plan)
+        self._check_overlap(plan, live)
+        if self.opts.adopt_legacy is not None and self.opts.prune:
+            self._adopted = self._adopt_legacy(plan)
+        decisions = self._decide_prune(plan, live)
+        hints = self._hints(plan)
+        self._check_before_writes(plan, live)
+        if self.opts.dry_run:
+            self.report.parent_changed = hints.final_changes
+            self._describe_hint(*hints.final)
+            failure = self._apply_and_prune(plan, live, *decisions)
+            if failure is not None:
+                raise failure
+            return self.report
+        self._write(plan, live, decisions, hints)
+        if self.opts.wait:
+            self._wait_until_settled(plan)
+        return self.report
+
+    def _plan(self, manifests: list[Manifest]) -> plans.Plan:
+        """The desired objects resolved against discovery (plan.build); refuses every input problem."""
+        parent = self.parent
         plan = plans.build(manifests, self.discovery, parent.id, self.namespace or parent.namespace or None)
         self.report.warnings += plan.warnings
         self._refuse_parent_as_member(plan)
-        want_full = self.opts.diff or self.opts.dry_run
+        return plan
 
+    def _list_live(self, plan: plans.Plan) -> dict:
+        """LIST what the run needs to see, before any write; returns ``{ObjectId: (resource, object)}``.
+
+        Desired kinds are listed whole (to see live state and other sets' labels); the rest of
+        the prune scope, the hint as recorded before this run (kubectl's rule), only through our
+        selector. Desired kinds and namespaces new in this run are not searched for leftovers.
+        """
         desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)
                          for m in plan.members if not m.crd_in_set}
-        # Prune scope: the hint as recorded before this run (kubectl's rule); desired kinds
-        # and namespaces new in this run are not searched for leftovers.
         scope_pairs = set(self._scope()) if self.opts.prune else set()
         # A kind listed whole for the desired objects needs no second, selected list
         # (it may be under another version there).
         listed_whole = {(res.group_kind, ns) for res, ns in desired_pairs}
         scope_pairs = {(res, ns) for res, ns in scope_pairs if (res.group_kind, ns) not in listed_whole}
-        selector = f"{spec.LABEL_PART_OF}={parent.id}"
+        selector = f"{spec.LABEL_PART_OF}={self.parent.id}"
         listed = self._list(
             sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),
-            # Desired kinds are listed whole (to see live state and other sets' labels);
-            # the rest of the scope only through our selector.
             selector_for=lambda pair: None if pair in desired_pairs else selector,
-            full_for=desired_pairs if want_full else frozenset(),
+            full_for=desired_pairs if self.opts.diff or self.opts.dry_run else frozenset(),
         )
-        live = {}
-        for (res, _ns), items in listed.items():
-            for item in items:
-                meta = item["metadata"]
-                live[spec.ObjectId.from_metadata(res, meta)] = (res, item)
-        self._check_overlap(plan, live)
-        if self.opts.adopt_legacy is not None and self.opts.prune:
-            self._adopted = self._adopt_legacy(plan)
+        return {spec.ObjectId.from_metadata(res, item["metadata"]): (res, item)
+                for (res, _ns), items in listed.items() for item in items}
 
+    def _decide_prune(self, plan: plans.Plan, live: dict) -> tuple[list, list, list]:
+        """The prune candidates and their first decisions (delete, keep, skip), the guard applied.
+
+        The candidates are kept: after the applies they are decided again with the applied UIDs.
+        """
         desired_keys = plan.keys()
-        in_set = [(res, item["metadata"]) for key, (res, item) in live.items()
-                  if (item["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
+        in_set = [(res, item["metadata"]) for res, item in live.values()
+                  if (item["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF) == self.parent.id]
         in_set += self._adopted
-        candidates = [(res, meta) for res, meta in in_set
-                      if spec.ObjectId.from_metadata(res, meta) not in desired_keys]
+        self._candidates = [(res, meta) for res, meta in in_set
+                            if spec.ObjectId.from_metadata(res, meta) not in desired_keys]
         # UIDs of the live objects this run is about to apply: the same object listed under
         # another group (Event and Event.events.k8s.io) is never a prune candidate.
-        about_to_apply = {live[key][1]["metadata"].get("uid") for key in desired_keys if key in live}
-        self._candidates = candidates
-        self._about_to_apply = about_to_apply - {None}
-        delete, keep, skip = (self._classify(candidates, about_to_apply - {None}) if self.opts.prune
-                              else ([], [], []))
-        if self.opts.prune:
-            self._guard(delete, len(in_set) + self._adopted_desired, emptying=not plan.members)
-        elif not plan.members:
-            raise InputError("no objects passed to apply", obj=f"ApplySet {parent.ref}",
-                             fix="give src or definition, or use state: absent")
+        self._about_to_apply = {live[key][1]["metadata"].get("uid") for key in desired_keys if key in live} - {None}
+        if not self.opts.prune:
+            if not plan.members:
+                raise InputError("no objects passed to apply", obj=f"ApplySet {self.parent.ref}",
+                                 fix="give src or definition, or use state: absent")
+            return [], [], []
+        decisions = self._classify(self._candidates, self._about_to_apply)
+        self._guard(decisions[0], len(in_set) + self._adopted_desired, emptying=not plan.members)
+        return decisions
 
-        # Hints: the union first (crash safety), exactly this run's set at the end.
-        superset_gks = parent.recorded_group_kinds | plan.group_kinds | self._adopted_group_kinds()
-        superset_ns = parent.namespaces | plan.namespaces | self._adopted_namespaces()
-        final_gks, final_ns = superset_gks, superset_ns
+    def _hints(self, plan: plans.Plan) -> "_Hints":
+        """What the parent records while the run writes (the union of old and new, for crash safety)
+        and once everything went through (exactly this run's set, and what must stay recorded)."""
+        parent = self.parent
+        superset = (parent.recorded_group_kinds | plan.group_kinds | self._adopted_group_kinds(),
+                    parent.namespaces | plan.namespaces | self._adopted_namespaces())
+        final = superset
         if self.opts.prune:
-            final_gks, final_ns = self._retained_hint(
+            final = self._retained_hint(
                 plan.group_kinds, plan.namespaces | ({parent.namespace} if parent.namespace else set()))
+        return _Hints(superset, final,
+                      superset_changes=not parent.exists or self._hint_differs(*superset),
+                      final_changes=not parent.exists or self._hint_differs(*final))
 
-        self._check_before_writes(plan, live)
-        superset_changes = not parent.exists or self._hint_differs(superset_gks, superset_ns)
-        final_changes = not parent.exists or self._hint_differs(final_gks, final_ns)
-        if self.opts.dry_run:
-            self.report.parent_changed = final_changes
-            self._describe_hint(final_gks, final_ns)
-            failure = self._apply_and_prune(plan, live, delete, keep, skip)
-            if failure is not None:
-                raise failure
-            return self.report
+    def _write(self, plan: plans.Plan, live: dict, decisions: tuple, hints: "_Hints") -> None:
+        """Steps 5 to 8 of a real run: claim with the union, apply and prune, release.
 
+        The parent keeps the union unless everything went through; a run that failed raises
+        only once the claim is released and the result says what the parent records.
+        """
         self._ensure_parent_namespace(plan, live)
-        self._claim(superset_gks, superset_ns)
-        self.report.parent_changed = superset_changes
+        self._claim(*hints.superset)
+        self.report.parent_changed = hints.superset_changes
         done, failure = False, None
         try:
-            failure = self._apply_and_prune(plan, live, delete, keep, skip)
+            failure = self._apply_and_prune(plan, live, *decisions)
             done = failure is None
         finally:
-            # The parent keeps the superset unless everything went through.
-            self._release(final_gks if done else superset_gks, final_ns if done else superset_ns,
-                          failing=not done)
-            self._describe_hint(final_gks if done else superset_gks, final_ns if done else superset_ns)
-        self.report.parent_changed = self.report.parent_changed or (done and final_changes)
-        self.report.applyset["tooling"] = parent.tooling  # what the parent says now
+            recorded = hints.final if done else hints.superset
+            self._release(*recorded, failing=not done)
+            self._describe_hint(*recorded)
+        self.report.parent_changed = self.report.parent_changed or (done and hints.final_changes)
+        self.report.applyset["tooling"] = self.parent.tooling  # what the parent says now
         if failure is not None:
             raise failure
-        if self.opts.wait:
-            self._wait_until_settled(plan)
-        return self.report
 
     def _refuse_parent_as_member(self, plan: plans.Plan) -> None:
         """A parent that is also one of its own members would be labelled part-of its own set, and
@@ -836,54 +869,73 @@ class Engine:
         return ok
 
     def _apply_one(self, member: plans.DesiredObject, live: dict, created_namespaces: set) -> ObjectResult:
-        opts = self.opts
+        """Apply one desired object; API errors become its failed result, never an exception."""
         before_entry = live.get(member.key)
         before = before_entry[1] if before_entry else None
-        if opts.dry_run and member.crd_in_set:
+        if self.opts.dry_run and member.crd_in_set:
             self._diff_entry(member.ref, None, member.body)
             return _result_for(member, "created", reason="its CRD is created by this run, so the server "
                                "cannot dry-run it yet")
+        sent = self._send_apply(member, before, created_namespaces)
+        if isinstance(sent, ObjectResult):
+            return sent
+        for warning in sent.warnings:
+            self.report.warnings.append(f"{member.ref}: {warning}")
+        return self._applied_result(member, before, sent)
+
+    def _send_apply(self, member: plans.DesiredObject, before: dict | None, created_namespaces: set):
+        """The server-side apply of ``member``: its response, or the object's result when refused.
+
+        Retried while the endpoint of a CRD this run created comes up, and once after taking
+        the part-of label for ``adopt`` when only that label conflicts.
+        """
+        opts = self.opts
         deadline = time.monotonic() + (opts.crd_timeout if member.crd_in_set else 0)
         force = opts.force_conflicts
         label_taken = False
         while True:
             try:
-                resp = self.client.apply(member.resource, member.body, field_manager=opts.field_manager,
-                                         force=force, dry_run=opts.dry_run,
-                                         field_validation=opts.field_validation)
-                break
+                return self.client.apply(member.resource, member.body, field_manager=opts.field_manager,
+                                         force=force, dry_run=opts.dry_run, field_validation=opts.field_validation)
             except ConflictError as err:
-                if opts.adopt and not label_taken and _only_part_of_conflicts(err) and before is not None:
-                    # adopt: true means "take the part-of label", and only that field: the other
-                    # tool's apply owns it with another set's id.
-                    label_taken = True
-                    if opts.dry_run:
-                        force = True  # nothing is written; the conflict was on the label alone
-                        continue
-                    try:
-                        self._take_part_of_label(member, before)
-                    except ApiError as patch_err:
-                        return _result_for(member, "failed", reason="adopting it failed: could not take its "
-                                           f"part-of label: {patch_err.message}", error=patch_err)
+                if label_taken or not (opts.adopt and _only_part_of_conflicts(err) and before is not None):
+                    return _result_for(member, "failed", reason=_conflict_message(err, member), error=err)
+                # adopt: true means "take the part-of label", and only that field: the other
+                # tool's apply owns it with another set's id.
+                label_taken = True
+                if opts.dry_run:
+                    force = True  # nothing is written; the conflict was on the label alone
                     continue
-                return _result_for(member, "failed", reason=_conflict_message(err, member), error=err)
+                try:
+                    self._take_part_of_label(member, before)
+                except ApiError as patch_err:
+                    return _result_for(member, "failed", reason="adopting it failed: could not take its "
+                                       f"part-of label: {patch_err.message}", error=patch_err)
             except ApiError as err:
                 if err.status == 404 and member.crd_in_set and time.monotonic() < deadline:
                     time.sleep(0.5)  # the new CRD's endpoint is not served yet
                     continue
-                if (opts.dry_run and err.status == 404 and (member.namespace in created_namespaces
-                                                            or member.namespace == self._namespace_to_create)):
-                    self._diff_entry(member.ref, None, member.body)
-                    return _result_for(member, "created", reason=f"namespace {member.namespace} is created by "
-                                       "this run, so the server cannot dry-run it yet")
-                if missing_namespace(err):
-                    return self._missing_namespace_result(member, err)
-                immutable = immutable_refusal(err)
-                if immutable:
-                    return self._immutable(member, before, err, immutable)
-                return _result_for(member, "failed", reason=err.message, error=err)
-        for warning in resp.warnings:
-            self.report.warnings.append(f"{member.ref}: {warning}")
+                return self._apply_refused(member, before, err, created_namespaces)
+
+    def _apply_refused(self, member: plans.DesiredObject, before: dict | None, err: ApiError,
+                       created_namespaces: set) -> ObjectResult:
+        """The result of an apply the server refused: a check-mode create in a namespace this run
+        creates, a missing namespace, an immutable change (maybe recreated), or a plain failure."""
+        if (self.opts.dry_run and err.status == 404
+                and (member.namespace in created_namespaces or member.namespace == self._namespace_to_create)):
+            self._diff_entry(member.ref, None, member.body)
+            return _result_for(member, "created", reason=f"namespace {member.namespace} is created by "
+                               "this run, so the server cannot dry-run it yet")
+        if missing_namespace(err):
+            return self._missing_namespace_result(member, err)
+        immutable = immutable_refusal(err)
+        if immutable:
+            return self._immutable(member, before, err, immutable)
+        return _result_for(member, "failed", reason=err.message, error=err)
+
+    def _applied_result(self, member: plans.DesiredObject, before: dict | None, resp) -> ObjectResult:
+        """What an accepted apply did: created, configured or unchanged, with its diff entry."""
+        opts = self.opts
         after = self._take_over_client_side_fields(member, resp.body)
         uid = after["metadata"].get("uid")
         if before is None or resp.status == 201:
@@ -976,45 +1028,24 @@ class Engine:
         a create before it finds the name taken, so AlreadyExists means the new object
         will be accepted. An invalid manifest never gets the live object deleted.
         """
-        opts = self.opts
-        res = member.resource
-        live = before if before is not None else self.client.get(res, member.name, member.namespace)
+        live = before if before is not None else self.client.get(member.resource, member.name, member.namespace)
         if live is None or not live["metadata"].get("uid"):
             return _result_for(member, "failed", reason=f"{fields}; and it was not found to recreate it; run again")
         uid = live["metadata"]["uid"]
         why = f"the server cannot change it in place ({fields})"
-        try:
-            self.client.create(res, member.body, field_manager=opts.field_manager, dry_run=True)
-        except ConflictError as err:
-            if err.reason != "AlreadyExists":
-                return _result_for(member, "failed", reason=f"{why}; its replacement was refused, so it was "
-                                   f"not deleted: {err.message}", error=err)
-        except ApiError as err:
-            return _result_for(member, "failed", reason=f"{why}; its replacement would be refused, so it was "
-                               f"not deleted: {err.message}", error=err)
-        if opts.dry_run:
+        refused = self._replacement_refused(member, why)
+        if refused is not None:
+            return refused
+        if self.opts.dry_run:
             self._diff_entry(member.ref, live, member.body)
             return _result_for(member, "replaced", reason=f"would be replaced (deleted and created again): {why}",
                                uid=uid)
+        not_deleted = self._delete_to_recreate(member, uid, why)
+        if not_deleted is not None:
+            return not_deleted
         try:
-            self.client.delete(res, member.name, member.namespace, uid=uid,
-                               propagation_policy=opts.propagation_policy)
-        except ApiError as err:
-            if err.status == 409:
-                return _result_for(member, "failed", reason=f"{why}; it was replaced by someone else meanwhile, "
-                                   "so it was not deleted; run again", error=err)
-            if err.status != 404:
-                return _result_for(member, "failed", reason=f"{why}; deleting it to recreate it failed: "
-                                   f"{err.message}", error=err)
-        left = self._wait_deleted(member, uid)
-        if left is not None:
-            finalizers = (left.get("metadata") or {}).get("finalizers") or []
-            held = f" (finalizers: {', '.join(finalizers)})" if finalizers else ""
-            return _result_for(member, "failed", reason=f"{why}; it was deleted but is still there after "
-                               f"{opts.recreate_timeout:.0f}s{held}; the next run creates it once it is gone")
-        try:
-            resp = self.client.apply(res, member.body, field_manager=opts.field_manager,
-                                     force=opts.force_conflicts, field_validation=opts.field_validation)
+            resp = self.client.apply(member.resource, member.body, field_manager=self.opts.field_manager,
+                                     force=self.opts.force_conflicts, field_validation=self.opts.field_validation)
         except ApiError as err:
             return _result_for(member, "failed", reason=f"{why}; it was deleted, but creating it again failed: "
                                f"{err.message}; the next run creates it", error=err)
@@ -1023,6 +1054,39 @@ class Engine:
         self._diff_entry(member.ref, live, resp.body)
         return _result_for(member, "replaced", reason=f"deleted and created again: {why}",
                            uid=resp.body["metadata"].get("uid"))
+
+    def _replacement_refused(self, member: plans.DesiredObject, why: str) -> ObjectResult | None:
+        """The failed result when the server would refuse the replacement (a dry-run create), else None."""
+        try:
+            self.client.create(member.resource, member.body, field_manager=self.opts.field_manager, dry_run=True)
+        except ConflictError as err:
+            if err.reason != "AlreadyExists":
+                return _result_for(member, "failed", reason=f"{why}; its replacement was refused, so it was "
+                                   f"not deleted: {err.message}", error=err)
+        except ApiError as err:
+            return _result_for(member, "failed", reason=f"{why}; its replacement would be refused, so it was "
+                               f"not deleted: {err.message}", error=err)
+        return None
+
+    def _delete_to_recreate(self, member: plans.DesiredObject, uid: str, why: str) -> ObjectResult | None:
+        """Delete the object with ``uid`` and wait until it is gone; the failed result if not, else None."""
+        try:
+            self.client.delete(member.resource, member.name, member.namespace, uid=uid,
+                               propagation_policy=self.opts.propagation_policy)
+        except ApiError as err:
+            if err.status == 409:
+                return _result_for(member, "failed", reason=f"{why}; it was replaced by someone else meanwhile, "
+                                   "so it was not deleted; run again", error=err)
+            if err.status != 404:
+                return _result_for(member, "failed", reason=f"{why}; deleting it to recreate it failed: "
+                                   f"{err.message}", error=err)
+        left = self._wait_deleted(member, uid)
+        if left is None:
+            return None
+        finalizers = (left.get("metadata") or {}).get("finalizers") or []
+        held = f" (finalizers: {', '.join(finalizers)})" if finalizers else ""
+        return _result_for(member, "failed", reason=f"{why}; it was deleted but is still there after "
+                           f"{self.opts.recreate_timeout:.0f}s{held}; the next run creates it once it is gone")
 
     def _wait_deleted(self, member: plans.DesiredObject, uid: str) -> dict | None:
         """Wait until the object with ``uid`` is gone; returns it if it is still there at the deadline."""
