@@ -184,32 +184,35 @@ def _resources_from_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str]
 
 
 def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, default_namespace: str | None) -> Plan:
-    """Resolve every manifest to a resource and a namespace; collect all problems at once."""
+    """Resolve every manifest to a resource and a namespace, and order them for applying.
+
+    Args:
+        manifests: the desired objects as loaded (``manifests.load_*``).
+        discovery: what the server serves; kinds of CRDs in ``manifests`` count as served.
+        applyset_id: the set's id, written into each object's part-of label.
+        default_namespace: the namespace of namespaced objects that name none (may be None).
+
+    Returns:
+        The ``Plan``, its members in input order and grouped into ranks.
+
+    Raises:
+        InputErrors: every problem found (unknown kinds, a missing namespace, duplicates after
+            namespace defaulting), all at once, before anything is sent.
+    """
     from_crds = _resources_from_crds(manifests)
     problems: list[InputError] = []
     warnings: list[str] = []
     members: list[DesiredObject] = []
     seen: dict[spec.ObjectId, Manifest] = {}
     for m in manifests:
-        res = discovery.for_gvk(m.group, m.version, m.kind)
-        crd_in_set = False
-        if res is None and (m.group, m.version, m.kind) in from_crds:
-            # Not served yet: its CRD is created by this run, which says what it will be.
-            res, crd_in_set = from_crds[(m.group, m.version, m.kind)], True
+        res, crd_in_set = _resource_for(m, discovery, from_crds, problems)
         if res is None:
-            served = sorted(r.api_version for r in discovery.with_kind(m.kind))
-            hint = (f"; the server serves {m.kind} as {' or '.join(served)}" if served else
-                    "; add its CustomResourceDefinition to the set or install it first")
-            problems.append(InputError(
-                f"unknown kind {m.kind} in apiVersion {m.api_version}{hint}",
-                obj=f"{m.source} ({m.ref})", fix="check apiVersion and kind",
-            ))
             continue
         body = _body_for(m, res, applyset_id, default_namespace, problems, warnings)
         if body is None:
             continue
         member = DesiredObject(manifest=m, resource=res, body=body, rank=rank_of(res.group_kind, res.namespaced),
-                        crd_in_set=crd_in_set)
+                               crd_in_set=crd_in_set)
         if member.key in seen:
             problems.append(InputError(
                 f"the same object appears twice (also in {seen[member.key].source})",
@@ -220,17 +223,35 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
         members.append(member)
     if problems:
         raise InputErrors(problems)
-    plan = Plan(
-        members=members,
-        group_kinds={m.resource.group_kind for m in members},
-        namespaces={m.namespace for m in members if m.resource.namespaced},
-        warnings=warnings,
-    )
     by_rank: dict[int, list[DesiredObject]] = {}
     for member in members:
         by_rank.setdefault(member.rank, []).append(member)
-    plan.ranks = [by_rank[r] for r in sorted(by_rank)]
-    return plan
+    return Plan(
+        members=members,
+        group_kinds={m.resource.group_kind for m in members},
+        namespaces={m.namespace for m in members if m.resource.namespaced},
+        ranks=[by_rank[r] for r in sorted(by_rank)],
+        warnings=warnings,
+    )
+
+
+def _resource_for(m: Manifest, discovery: Discovery, from_crds: dict, problems: list) -> tuple[Resource | None, bool]:
+    """The resource serving ``m`` and whether a CRD of this run defines it; ``(None, False)``
+    with an input error added to ``problems`` when nothing serves its kind."""
+    res = discovery.for_gvk(m.group, m.version, m.kind)
+    if res is not None:
+        return res, False
+    if (m.group, m.version, m.kind) in from_crds:
+        # Not served yet: its CRD is created by this run, which says what it will be.
+        return from_crds[(m.group, m.version, m.kind)], True
+    served = sorted(r.api_version for r in discovery.with_kind(m.kind))
+    hint = (f"; the server serves {m.kind} as {' or '.join(served)}" if served else
+            "; add its CustomResourceDefinition to the set or install it first")
+    problems.append(InputError(
+        f"unknown kind {m.kind} in apiVersion {m.api_version}{hint}",
+        obj=f"{m.source} ({m.ref})", fix="check apiVersion and kind",
+    ))
+    return None, False
 
 
 def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: str | None,
