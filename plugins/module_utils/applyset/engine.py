@@ -48,6 +48,15 @@ _SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestam
 
 @dataclass
 class Options:
+    """How a run behaves; the modules build it from their options, other callers directly.
+
+    Call ``validate()`` (the engine does) before any request. The fields follow the module's
+    options: ``field_manager``, ``force_conflicts`` and ``field_validation`` go to every apply;
+    ``prune``, ``propagation_policy`` and the guard settings (``allow_empty``,
+    ``max_prune_percent``, ``allow_prune_kinds``) rule the prune; ``dry_run`` is check mode and
+    ``diff`` asks for before/after documents; the timeouts are in seconds.
+    """
+
     field_manager: str = DEFAULT_FIELD_MANAGER
     force_conflicts: bool = False
     field_validation: str = "Strict"
@@ -78,8 +87,12 @@ class Options:
                                   allow_prune_kinds=frozenset(self.allow_prune_kinds))
 
     def validate(self) -> None:
-        """Every option checked before the first request, whoever builds them (the modules, the
-        benchmark, a test driver): a bad one must never surface after writes."""
+        """Check every option before the first request, whoever builds them (the modules, the
+        benchmark, a test driver): a bad one must never surface after writes.
+
+        Raises:
+            InputError: naming each bad option (wait rule overrides included).
+        """
         problems = []
         if self.field_validation not in ("Strict", "Warn", "Ignore"):
             problems.append(("field_validation", "must be Strict, Warn or Ignore"))
@@ -101,6 +114,13 @@ class Options:
 
 @dataclass
 class ObjectResult:
+    """What a run did to one object: one entry of the module result's ``objects``.
+
+    ``action`` is one of created, configured, replaced, unchanged, pruned, kept, skipped,
+    failed, deleted or disbanded; ``reason`` says why when it is not obvious, ``uid`` is the
+    object's UID when known and ``error`` the ``ApplySetError.to_dict()`` of a failure.
+    """
+
     api_version: str
     kind: str
     namespace: str | None
@@ -112,14 +132,17 @@ class ObjectResult:
 
     @property
     def ref(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), as messages name objects."""
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.kind} {where}"
 
     @property
     def id(self) -> spec.ObjectId:
+        """The object's identity (group from ``api_version``, kind, namespace, name)."""
         return spec.ObjectId(self.api_version.rpartition("/")[0], self.kind, self.namespace or "", self.name)
 
     def to_dict(self) -> dict:
+        """The entry as plain data for the module result; empty reason, uid and error are left out."""
         data = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
                 "name": self.name, "action": self.action}
         if self.reason:
@@ -136,6 +159,15 @@ CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "ke
 
 @dataclass
 class Report:
+    """What a run did: returned by a run that succeeded, attached as ``err.report`` to the
+    ``ApplySetError`` of one that failed (what it did until it stopped).
+
+    ``applyset`` describes the parent and its hint, ``objects`` holds one ``ObjectResult`` per
+    object in the order they were handled, ``diff`` the before/after documents (``Options.diff``),
+    ``warnings`` what the user should know, ``parent_changed`` whether the parent was (or, in
+    check mode, would be) written.
+    """
+
     applyset: dict = field(default_factory=dict)
     objects: list[ObjectResult] = field(default_factory=list)
     diff: list[dict] = field(default_factory=list)
@@ -145,19 +177,23 @@ class Report:
 
     @property
     def changed(self) -> bool:
+        """Whether the run changed (or, in check mode, would change) anything on the cluster."""
         return bool(self.parent_changed) or any(o.action in CHANGING_ACTIONS for o in self.objects)
 
     @property
     def failed_objects(self) -> list[ObjectResult]:
+        """The objects whose action is ``failed``."""
         return [o for o in self.objects if o.action == "failed"]
 
     def summary(self) -> dict:
+        """How many objects had each action; the common ones are always present, maybe 0."""
         counts = {a: 0 for a in ("created", "configured", "unchanged", "pruned", "kept", "skipped", "failed")}
         for o in self.objects:
             counts[o.action] = counts.get(o.action, 0) + 1
         return counts
 
     def to_dict(self) -> dict:
+        """The report as the module result's keys: changed, applyset, summary, objects, diff."""
         return {
             "changed": self.changed,
             "applyset": self.applyset,
@@ -256,9 +292,26 @@ class _Hints:
 
 
 class Engine:
-    """One ApplySet run. Create it, then call ``apply()``, ``uninstall()`` or ``disband()``."""
+    """One ApplySet run. Create it, then call one of ``apply()``, ``uninstall()`` or ``disband()``.
+
+    The three return the ``Report`` of a run that succeeded and raise an ``ApplySetError`` on any
+    failure, with what the run did until then as ``err.report``.
+    """
 
     def __init__(self, client: KubeClient, parent_spec, namespace: str | None, options: Options):
+        """Prepare a run; sends no request.
+
+        Args:
+            client: the connection (``kube.connect``).
+            parent_spec: the parent option: ``[RESOURCE][.GROUP]/NAME``, a reference dict
+                (``kind``, ``name``, ...) or a whole object to create (see ``parent.resolve``).
+            namespace: the parent's namespace when the reference names none, and the default
+                namespace of namespaced objects that name none; None for neither.
+            options: how the run behaves; validated here.
+
+        Raises:
+            InputError: an option is invalid (``Options.validate``).
+        """
         self.client = client
         self.parent_spec = parent_spec
         self.namespace = namespace
@@ -280,15 +333,50 @@ class Engine:
 
     # -- the entry points: one error channel ------------------------------------------------
     def apply(self, manifests: list[Manifest]) -> Report:
-        """Apply the desired set and prune what left it."""
+        """Apply the desired set and prune what left it (unless ``Options.prune`` is off).
+
+        Args:
+            manifests: the desired objects (``manifests.load_*``, validated).
+
+        Returns:
+            The report of the run; also when it waited (``Options.wait``) for readiness.
+
+        Raises:
+            InputError: a problem with the input or the options, found before any write
+                (``InputErrors`` for several, ``NamespaceMissingError`` for missing namespaces).
+            ParentError: the parent cannot be used (another tool's, forged id, not permitted).
+            GuardError: the blast-radius guard refused the prune; nothing was written.
+            ApplySetError: objects of another set in the input, objects that failed (see
+                ``err.report.objects``), a lost claim, CRDs not Established in time.
+            WaitTimeout: the applied objects were not ready (or pruned ones not gone) in time.
+            ApiError: a request failed in a way that stops the run (a LIST, the parent's write).
+        """
         return self._run(self._apply, manifests)
 
     def uninstall(self) -> Report:
-        """Delete every member (same safety rules as prune), then the parent."""
+        """Delete every member (same safety rules as prune), then the parent.
+
+        Returns:
+            The report of the run; a set whose parent does not exist gives one with a warning.
+
+        Raises:
+            GuardError: the members include protected kinds that are not allowed.
+            ApplySetError: some members could not be listed or deleted (the parent is kept).
+            WaitTimeout: with ``Options.wait``, members not gone in time (the parent is gone).
+            ParentError, ApiError: as for ``apply``.
+        """
         return self._run(self._uninstall)
 
     def disband(self) -> Report:
-        """Leave every member in place without our label, then delete the parent."""
+        """Leave every member in place without our part-of label, then delete the parent.
+
+        Returns:
+            The report of the run; a set whose parent does not exist gives one with a warning.
+
+        Raises:
+            ApplySetError: some members could not be listed or kept the label (the parent is kept).
+            ParentError, ApiError: as for ``apply``.
+        """
         return self._run(self._disband)
 
     def _run(self, step, *args) -> Report:

@@ -76,12 +76,20 @@ UPDATE_STRATEGIES = (STRATEGY_APPLY, STRATEGY_RECREATE)
 
 
 def kind_matches(gk: GroupKind, names) -> bool:
-    """Whether ``Kind`` or ``Kind.group`` in ``names`` designates ``gk``."""
+    """Whether ``names`` (kinds as the user writes them: ``Kind`` or ``Kind.group``) includes ``gk``."""
     return gk.kind in names or str(gk) in names
 
 
 def update_strategy(member: "DesiredObject", recreate_kinds) -> str:
-    """How a member's refused immutable change is handled: the annotation, else the kind list."""
+    """How a refused immutable change of ``member`` is handled.
+
+    Args:
+        member: the desired object; its update-strategy annotation decides first.
+        recreate_kinds: the recreate_on_immutable option (``Kind`` or ``Kind.group`` names).
+
+    Returns:
+        ``STRATEGY_RECREATE`` or ``STRATEGY_APPLY``.
+    """
     annotations = member.body["metadata"].get("annotations") or {}
     value = annotations.get(ANNOTATION_UPDATE_STRATEGY)
     if value in UPDATE_STRATEGIES:
@@ -90,7 +98,15 @@ def update_strategy(member: "DesiredObject", recreate_kinds) -> str:
 
 
 def recreate_problems(members: list, recreate_kinds) -> list[InputError]:
-    """Input errors of the recreate settings: unknown annotation values, protected kinds."""
+    """Input errors of the recreate settings: unknown annotation values, protected kinds.
+
+    Args:
+        members: the desired objects (``DesiredObject``).
+        recreate_kinds: the recreate_on_immutable option.
+
+    Returns:
+        One ``InputError`` per problem; empty when the settings are fine.
+    """
     problems = []
     protected = sorted(k for k in recreate_kinds
                        if any(k in (gk.kind, str(gk)) for gk in PROTECTED_KINDS))
@@ -116,6 +132,7 @@ def recreate_problems(members: list, recreate_kinds) -> list[InputError]:
 
 
 def rank_of(gk: GroupKind, namespaced: bool) -> int:
+    """The apply rank of a kind (``RANK_TABLE``, else by scope); prune goes in reverse rank order."""
     if gk in RANK_TABLE:
         return RANK_TABLE[gk]
     return RANK_OTHER if namespaced else RANK_OTHER_CLUSTER
@@ -123,7 +140,12 @@ def rank_of(gk: GroupKind, namespaced: bool) -> int:
 
 @dataclass
 class DesiredObject:
-    """One desired object, ready to send."""
+    """One desired object, ready to send (live members are another type, in inventory.py).
+
+    ``manifest`` is where it came from, ``resource`` what serves it, ``body`` what is sent (the
+    manifest with our part-of label and its namespace set), ``rank`` its place in the apply order
+    and ``crd_in_set`` whether its kind comes from a CRD that this run applies.
+    """
 
     manifest: Manifest
     resource: Resource
@@ -133,24 +155,31 @@ class DesiredObject:
 
     @property
     def namespace(self) -> str | None:
+        """Its namespace as sent; None when cluster-scoped."""
         return self.body["metadata"].get("namespace")
 
     @property
     def name(self) -> str:
+        """Its metadata.name."""
         return self.body["metadata"]["name"]
 
     @property
     def key(self) -> spec.ObjectId:
+        """Its identity, to match it with live objects."""
         return spec.ObjectId.of(self.resource, self.namespace, self.name)
 
     @property
     def ref(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), as messages name objects."""
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.resource.kind} {where}"
 
 
 @dataclass
 class Plan:
+    """The desired set resolved: its members in input order, grouped into ``ranks`` (apply order),
+    the group-kinds and namespaces it covers, and ``warnings`` about input we changed."""
+
     members: list[DesiredObject]
     group_kinds: set  # this run's group-kinds
     namespaces: set  # namespaces holding this run's namespaced members
@@ -158,6 +187,7 @@ class Plan:
     warnings: list = field(default_factory=list)  # input kubectl would accept but we changed
 
     def keys(self) -> set:
+        """The ``ObjectId`` of every member."""
         return {m.key for m in self.members}
 
 

@@ -42,6 +42,10 @@ class Scope:
     namespaces: frozenset
 
     def covers(self, res: Resource, namespace: str | None) -> bool:
+        """Whether an object of ``res`` in ``namespace`` (None: cluster-scoped) is within the scope.
+
+        By group-kind, whatever the version; a namespaced one also by namespace.
+        """
         if res.group_kind not in self.group_kinds:
             return False
         return not res.namespaced or (namespace or "") in self.namespaces
@@ -49,6 +53,9 @@ class Scope:
 
 @dataclass(frozen=True)
 class Context:
+    """What the rules know about the run: this set's id, the parent's UID (an owner that is the
+    parent is no foreign controller), the recorded ``Scope`` and the UIDs this run applied."""
+
     applyset_id: str
     parent_uid: str | None
     scope: Scope
@@ -57,6 +64,9 @@ class Context:
 
 @dataclass(frozen=True)
 class Decision:
+    """The fate of one candidate: its ``verdict`` (PRUNE, KEEP, SKIP or IGNORE), the ``rule``
+    that settled it (a rule's name, or "prune" when none did) and the ``reason`` shown."""
+
     resource: Resource
     meta: dict = field(hash=False, compare=False)
     verdict: str
@@ -65,12 +75,14 @@ class Decision:
 
 
 def not_in_set(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+    """Ignore a candidate without this set's part-of label (the LIST selects none: a guard)."""
     if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) != ctx.applyset_id:
         return Decision(res, meta, IGNORE, "not_in_set", "it does not carry this set's part-of label")
     return None
 
 
 def outside_recorded_scope(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+    """Ignore a candidate whose kind or namespace the parent did not record before the run."""
     if not ctx.scope.covers(res, meta.get("namespace")):
         return Decision(res, meta, IGNORE, "outside_recorded_scope",
                         "its kind or namespace was not in the parent's hint before this run")
@@ -78,6 +90,7 @@ def outside_recorded_scope(res: Resource, meta: dict, ctx: Context) -> Decision 
 
 
 def applied_in_this_run(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+    """Ignore a candidate with a UID this run applied, whatever group or version listed it."""
     if meta.get("uid") and meta["uid"] in ctx.applied_uids:
         return Decision(res, meta, IGNORE, "applied_in_this_run",
                         "this run applied the same object (same UID), possibly under another group or version")
@@ -85,11 +98,13 @@ def applied_in_this_run(res: Resource, meta: dict, ctx: Context) -> Decision | N
 
 
 def kept_by_annotation(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+    """Keep (take out of the set, leave on the cluster) a candidate with a keep annotation."""
     reason = spec.keep_reason(meta.get("annotations") or {})
     return Decision(res, meta, KEEP, "kept_by_annotation", reason) if reason else None
 
 
 def controlled_by_other(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+    """Skip a candidate whose controller owner is something other than the parent."""
     owner = next((o for o in meta.get("ownerReferences") or []
                   if o.get("controller") and o.get("uid") != ctx.parent_uid), None)
     if owner:
@@ -103,6 +118,13 @@ RULES = (not_in_set, outside_recorded_scope, applied_in_this_run, kept_by_annota
 
 
 def decide(res: Resource, meta: dict, ctx: Context) -> Decision:
+    """The decision on one candidate: the first of ``RULES`` that settles it, else PRUNE.
+
+    Args:
+        res: the resource the candidate was listed under.
+        meta: its metadata as listed.
+        ctx: what the rules know about the run.
+    """
     for rule in RULES:
         decision = rule(res, meta, ctx)
         if decision is not None:
@@ -112,32 +134,42 @@ def decide(res: Resource, meta: dict, ctx: Context) -> Decision:
 
 @dataclass
 class Decisions:
-    """Every candidate's decision, grouped the way the engine acts on them."""
+    """Every candidate's decision (``all``, in candidate order), grouped the way the engine acts on them."""
 
     all: list
 
     def with_verdict(self, verdict: str) -> list:
+        """The decisions with ``verdict``, in candidate order."""
         return [d for d in self.all if d.verdict == verdict]
 
     @property
     def delete(self) -> list:
+        """``(resource, metadata)`` of the candidates to delete."""
         return [(d.resource, d.meta) for d in self.with_verdict(PRUNE)]
 
     @property
     def keep(self) -> list:
+        """``(resource, metadata, reason)`` of the candidates kept by an annotation."""
         return [(d.resource, d.meta, d.reason) for d in self.with_verdict(KEEP)]
 
     @property
     def skip(self) -> list:
+        """``(resource, metadata, reason)`` of the candidates another controller manages."""
         return [(d.resource, d.meta, d.reason) for d in self.with_verdict(SKIP)]
 
 
 def decide_all(candidates, ctx: Context) -> Decisions:
-    """``candidates``: (resource, metadata) pairs."""
+    """Decide every candidate (``decide``).
+
+    Args:
+        candidates: ``(resource, metadata)`` pairs of listed set members that are not desired.
+        ctx: what the rules know about the run.
+    """
     return Decisions([decide(res, meta, ctx) for res, meta in candidates])
 
 
 def scope_of(group_kinds, namespaces) -> Scope:
+    """A ``Scope`` from a hint's group-kinds (``GroupKind`` or ``(group, kind)`` pairs) and namespaces."""
     return Scope(frozenset(GroupKind(*gk) for gk in group_kinds), frozenset(namespaces))
 
 
@@ -173,6 +205,7 @@ def _would_prune(delete) -> dict:
 
 
 def refuse_emptying(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+    """Refuse to empty the set (no desired object) unless ``allow_empty``; parameters as ``guard``."""
     if not emptying or limits.allow_empty:
         return None
     return Refusal(
@@ -184,6 +217,8 @@ def refuse_emptying(delete, set_size: int, emptying: bool, limits: GuardLimits) 
 
 
 def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+    """Refuse to delete protected kinds (plan.PROTECTED_KINDS) unless ``allow_prune_kinds`` names
+    them; parameters as ``guard``."""
     protected = sorted({_ref(res, meta) for res, meta in delete
                         if res.group_kind in PROTECTED_KINDS
                         and not kind_matches(res.group_kind, limits.allow_prune_kinds)})
@@ -198,6 +233,8 @@ def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardL
 
 
 def refuse_too_many(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+    """Refuse to delete more than ``max_prune_percent`` of the set (not when emptying it, which
+    ``refuse_emptying`` judges); parameters as ``guard``."""
     if not set_size or emptying or len(delete) * 100 <= limits.max_prune_percent * set_size:
         return None
     return Refusal(
