@@ -674,7 +674,7 @@ class Engine:
         self._guard(decisions[0], len(in_set) + self._adopted_desired, emptying=not plan.members)
         return decisions
 
-    def _hints(self, plan: plans.Plan) -> "_Hints":
+    def _hints(self, plan: plans.Plan) -> _Hints:
         """What the parent records while the run writes (the union of old and new, for crash safety)
         and once everything went through (exactly this run's set, and what must stay recorded)."""
         parent = self.parent
@@ -688,7 +688,7 @@ class Engine:
                       superset_changes=not parent.exists or self._hint_differs(*superset),
                       final_changes=not parent.exists or self._hint_differs(*final))
 
-    def _write(self, plan: plans.Plan, live: dict, decisions: tuple, hints: "_Hints") -> None:
+    def _write(self, plan: plans.Plan, live: dict, decisions: tuple, hints: _Hints) -> None:
         """Steps 5 to 8 of a real run: claim with the union, apply and prune, release.
 
         The parent keeps the union unless everything went through; a run that failed raises
