@@ -22,6 +22,7 @@ ROOT = Path(os.environ.get("BENCH_TREE") or Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(ROOT / "plugins" / "module_utils"))
 
 from applyset import engine, kube, manifests  # noqa: E402
+from applyset.errors import ApplySetError  # noqa: E402
 from applyset.kube import METADATA_LIST  # noqa: E402
 
 
@@ -84,7 +85,12 @@ def main(argv=None) -> int:
     instrument(client, log)
     opts = engine.Options(prune=not args.no_prune, dry_run=args.dry_run, max_prune_percent=50)
     run = engine.Engine(client, json.loads(args.parent), args.namespace, opts)
-    report = run.apply(loaded)
+    try:
+        report, error = run.apply(loaded), None
+    except ApplySetError as err:
+        if err.report is None:
+            raise
+        report, error = err.report, err
     if profiler:
         profiler.stop()
         Path(args.profile).write_text(profiler.output_text(unicode=True, color=False, show_all=False))
@@ -94,10 +100,10 @@ def main(argv=None) -> int:
         parent_path = p.resource.path(p.namespace or None, p.name)
     out = {"summary": report.summary(), "changed": report.changed, "requests_sent": client.requests_sent,
            "requests": tally(log, parent_path), "warnings": report.warnings[:5]}
-    if report.error:
-        out["error"] = str(report.error)
+    if error is not None:
+        out["error"] = str(error)
     print(json.dumps(out))
-    return 1 if report.failed else 0
+    return 1 if error is not None else 0
 
 
 if __name__ == "__main__":

@@ -558,7 +558,6 @@ def main():
         create_namespace=params["create_namespace"],
         recreate_on_immutable=frozenset(params["recreate_on_immutable"]),
     )
-    report = None
     try:
         # Names as the server checks them, before any request (the engine may take this over).
         names.check_options(params["parent"], params["namespace"])
@@ -569,24 +568,21 @@ def main():
             desired = load_manifests(params, definition)
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         run = engine.Engine(client, params["parent"], params["namespace"], options)
-        report = run.report
         if params["state"] == "present":
-            run.apply(desired)
+            report = run.apply(desired)
         elif params["state"] == "absent":
-            run.uninstall()
+            report = run.uninstall()
         else:
-            run.disband()
+            report = run.disband()
     except ApplySetError as err:
-        result = report.to_dict() if report is not None else {"changed": False}
-        if report is not None:
-            warn_all(module, report.warnings)
+        # A failed run raises; what it did until then comes with the error (err.report).
+        partial = err.report
+        if partial is not None:
+            warn_all(module, partial.warnings)
+        result = partial.to_dict() if partial is not None else {"changed": False}
         fail_from_error(module, err, **_shape(result, module, failed=True))
     warn_all(module, report.warnings)
-    result = _shape(report.to_dict(), module, failed=report.failed)
-    if report.failed:
-        error = report.error or ApplySetError("some objects failed; see objects", fix="fix them and run again")
-        fail_from_error(module, error, **result)
-    module.exit_json(**result)
+    module.exit_json(**_shape(report.to_dict(), module))
 
 
 def _shape(result, module, failed=False):

@@ -19,16 +19,16 @@ def main() -> int:
     job = json.load(sys.stdin)
     client = kube.connect(job["auth"], **job.get("client", {}))
     run = engine.Engine(client, job["parent"], job.get("namespace"), engine.Options(**job.get("options", {})))
+    # finished_at: when this run let go of the set, so that a test can tell which of two
+    # concurrent runs wrote last (the order in which it reads their output says nothing).
     try:
         report = run.apply(manifests.load_definition(job["definition"]))
     except ApplySetError as err:
-        print(json.dumps({"failed": True, "error": str(err), "finished_at": time.time()}))
+        partial = err.report.to_dict() if err.report is not None else {}
+        print(json.dumps({"failed": True, "error": str(err), "finished_at": time.time(), **partial}))
         return 1
-    # finished_at: when this run let go of the set, so that a test can tell which of two
-    # concurrent runs wrote last (the order in which it reads their output says nothing).
-    print(json.dumps({"failed": report.failed, "error": str(report.error) if report.error else None,
-                      "finished_at": time.time(), **report.to_dict()}))
-    return 1 if report.failed else 0
+    print(json.dumps({"failed": False, "error": None, "finished_at": time.time(), **report.to_dict()}))
+    return 0
 
 
 if __name__ == "__main__":

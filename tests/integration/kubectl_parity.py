@@ -173,10 +173,11 @@ def our_dry_run(client, namespace: str, paths: list, parent: str) -> Outcome:
         run = engine.Engine(client, parent, namespace, engine.Options(dry_run=True, diff=True))
         report = run.apply(loaded)
     except ApplySetError as err:
+        failed = err.report.failed_objects if err.report is not None else []
+        if failed:  # the objects' own errors say more than the run's summary
+            return Outcome(False, error="; ".join(f"{o.ref}: {o.reason}" for o in failed),
+                           warnings=err.report.warnings)
         return Outcome(False, error=str(err))
-    if report.failed:
-        errors = [f"{o.ref}: {o.reason}" for o in report.objects if o.action == "failed"]
-        return Outcome(False, error="; ".join(errors) or str(report.error), warnings=report.warnings)
     objects = {}
     for entry in report.diff:
         after = yaml.safe_load(entry["after"]) if entry.get("after") else None

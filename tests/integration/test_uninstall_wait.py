@@ -13,11 +13,14 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "plugins" / "module_utils"))
 
 from ansible_cli import run_playbook  # noqa: E402
 from applyset import engine, kube as core_kube, manifests  # noqa: E402
+from applyset.errors import ApplySetError  # noqa: E402
 from kubeapi import wait_for  # noqa: E402
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -101,8 +104,7 @@ def test_uninstall_waits_for_finalizers_and_crds_then_reinstall_works(cluster, k
     group = f"u{secrets.token_hex(3)}.example.com"
     held = f"/apis/{group}/v1/namespaces/{namespace}/widgets/widget-0"
     try:
-        report = run(cluster, namespace, wait=True, wait_timeout=120).apply(manifests.load_definition(stack(group)))
-        assert report.error is None, report.error
+        run(cluster, namespace, wait=True, wait_timeout=120).apply(manifests.load_definition(stack(group)))
 
         controller = FinalizerController(kube, held)
         controller.start()
@@ -111,7 +113,6 @@ def test_uninstall_waits_for_finalizers_and_crds_then_reinstall_works(cluster, k
         returned_at = time.monotonic()
         controller.stop.set()
         controller.join()
-        assert report.error is None, report.error
         assert sorted(o.action for o in report.objects) == ["pruned"] * 10
         # Returned only after the finalizer was released, and nothing of the set is left.
         assert controller.removed_at is not None and controller.removed_at <= returned_at
@@ -122,7 +123,6 @@ def test_uninstall_waits_for_finalizers_and_crds_then_reinstall_works(cluster, k
         # Install again at once: nothing of the old set is in the way.
         started = time.monotonic()
         report = run(cluster, namespace, wait=True, wait_timeout=120).apply(manifests.load_definition(stack(group)))
-        assert report.error is None, report.error
         assert sorted({o.action for o in report.objects}) == ["created"]
         print(f"reinstall right after: {time.monotonic() - started:.1f}s")
         assert kube.get(held)["spec"] == {"size": 0}
@@ -135,17 +135,18 @@ def test_uninstall_waits_for_finalizers_and_crds_then_reinstall_works(cluster, k
 def test_uninstall_timeout_lists_what_remains_and_the_finalizers_holding_it(cluster, kube, namespace):
     group = f"u{secrets.token_hex(3)}.example.com"
     try:
-        report = run(cluster, namespace).apply(manifests.load_definition(stack(group)))
-        assert report.error is None, report.error
-        report = run(cluster, namespace, wait=True, wait_timeout=3).uninstall()
-        assert report.error is not None
-        message = str(report.error)
+        run(cluster, namespace).apply(manifests.load_definition(stack(group)))
+        with pytest.raises(ApplySetError) as caught:
+            run(cluster, namespace, wait=True, wait_timeout=3).uninstall()
+        error = caught.value
+        assert [o.action for o in error.report.objects].count("pruned") == 10
+        message = str(error)
         assert f"Widget {namespace}/widget-0: being deleted; finalizers: {FINALIZER}" in message
         # The CRD waits for its last resource: the API server's cleanup finalizer holds it.
         assert f"CustomResourceDefinition widgets.{group}: being deleted; finalizers: " \
                "customresourcecleanup.apiextensions.k8s.io" in message
         assert "not gone after 3s" in message
-        unready = {(u["kind"], u["name"]) for u in report.error.details["unready"]}
+        unready = {(u["kind"], u["name"]) for u in error.details["unready"]}
         assert unready == {("Widget", "widget-0"), ("CustomResourceDefinition", f"widgets.{group}")}
     finally:
         cleanup(kube, group, namespace)
@@ -157,10 +158,8 @@ def test_without_wait_uninstall_returns_while_members_are_still_being_deleted(cl
     group = f"u{secrets.token_hex(3)}.example.com"
     held = f"/apis/{group}/v1/namespaces/{namespace}/widgets/widget-0"
     try:
-        report = run(cluster, namespace).apply(manifests.load_definition(stack(group)))
-        assert report.error is None, report.error
-        report = run(cluster, namespace, wait=False).uninstall()
-        assert report.error is None, report.error
+        run(cluster, namespace).apply(manifests.load_definition(stack(group)))
+        run(cluster, namespace, wait=False).uninstall()
         assert kube.get(held)["metadata"].get("deletionTimestamp")
     finally:
         cleanup(kube, group, namespace)
@@ -183,8 +182,7 @@ def test_uninstall_role_waits_by_default(cluster, kube, namespace, tmp_path):
         uninstall_wait_timeout: 120
 """)
     try:
-        report = run(cluster, namespace).apply(manifests.load_definition(stack(group)))
-        assert report.error is None, report.error
+        run(cluster, namespace).apply(manifests.load_definition(stack(group)))
         controller = FinalizerController(kube, held)
         controller.start()
         proc = run_playbook(cluster, playbook)

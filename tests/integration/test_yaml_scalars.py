@@ -147,7 +147,10 @@ def our_results(cluster, kube, namespace, files: dict[str, Path]) -> dict[str, o
     # before custom resources), while all objects of one rank are attempted.
     for kind, suffix in (("ConfigMap", "-cm.yaml"), ("Scalar", ("-value.yaml", "-key.yaml"))):
         run = engine.Engine(client, f"scalars-{kind.lower()}", namespace, engine.Options(max_prune_percent=100))
-        report = run.apply([m for name, found in loaded.items() if name.endswith(suffix) for m in found])
+        try:
+            report = run.apply([m for name, found in loaded.items() if name.endswith(suffix) for m in found])
+        except ApplySetError as err:  # values the server refuses fail their object, not the comparison
+            report = err.report
         applied |= {o.name for o in report.objects if o.action in ("created", "configured", "unchanged")}
     for name in loaded:
         object_name = _object_name(name)

@@ -628,15 +628,14 @@ def make_engine(api: FakeApi, parent="configmaps/shop", namespace="shop", parall
 def outcome(engine: engines.Engine, action: str, *args) -> tuple[engines.Report, ApplySetError | None]:
     """Run ``engine.<action>(*args)`` and return ``(report, error)``.
 
-    The single place that knows how the engine reports failure: today it both raises
-    ``ApplySetError`` and sets ``report.error``. When that becomes one channel, only this
-    function changes.
+    The engine has one error channel: a run that succeeds returns its report, a run that fails
+    raises an ``ApplySetError`` carrying the partial report as ``err.report`` (None for errors
+    raised before the run started, such as invalid options).
     """
     try:
-        getattr(engine, action)(*args)
+        return getattr(engine, action)(*args), None
     except ApplySetError as err:
-        return engine.report, err
-    return engine.report, engine.report.error
+        return (err.report if err.report is not None else engine.report), err
 
 
 def actions(report: engines.Report) -> dict:

@@ -133,3 +133,111 @@ def test_scope_covers_by_group_kind_not_version():
     scope = prune.scope_of({GroupKind("", "Event")}, {"shop"})
     assert scope.covers(EVENT, "shop")
     assert not scope.covers(EVENT_NEW, "shop")
+
+
+# ----- the blast-radius guard and the overlap rule ---------------------------------------------
+
+CRD = Resource(group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition",
+               plural="customresourcedefinitions", namespaced=False)
+LIMITS = prune.GuardLimits()
+
+
+def configmaps(count):
+    return [(CONFIGMAP, meta(name=f"cm-{i}", uid=f"u-{i}")) for i in range(count)]
+
+
+def test_the_guard_lets_a_small_prune_through():
+    assert prune.guard(configmaps(1), set_size=4, emptying=False, limits=LIMITS) is None
+
+
+def test_an_empty_desired_set_is_refused_unless_allowed():
+    refusal = prune.guard(configmaps(2), set_size=2, emptying=True, limits=LIMITS)
+    assert refusal.rule == "refuse_emptying"
+    assert refusal.message == "the desired set is empty, so every member would be pruned (2 objects)"
+    assert "guard.allow_empty: true" in refusal.fix
+    assert refusal.details == {"would_prune": ["ConfigMap shop/cm-0", "ConfigMap shop/cm-1"]}
+    assert prune.guard(configmaps(2), 2, True, prune.GuardLimits(allow_empty=True)) is None
+
+
+def test_an_empty_desired_set_with_nothing_to_prune_names_no_count():
+    refusal = prune.guard([], set_size=0, emptying=True, limits=LIMITS)
+    assert refusal.message == "the desired set is empty, so every member would be pruned"
+
+
+@pytest.mark.parametrize("allowed, refused", [
+    (frozenset(), True),
+    (frozenset({"Namespace"}), False),  # by Kind
+    (frozenset({"CustomResourceDefinition.apiextensions.k8s.io"}), True),  # another kind, by Kind.group
+])
+def test_protected_kinds_are_refused_unless_their_kind_is_allowed(allowed, refused):
+    delete = [(NAMESPACE, meta(name="shop", namespace=None))] + configmaps(1)
+    refusal = prune.guard(delete, set_size=10, emptying=False,
+                          limits=prune.GuardLimits(allow_prune_kinds=allowed))
+    if not refused:
+        assert refusal is None
+        return
+    assert refusal.rule == "refuse_protected_kinds"
+    assert refusal.message == "pruning would delete protected objects: Namespace shop"
+    assert refusal.details == {"would_prune": ["Namespace shop", "ConfigMap shop/cm-0"]}
+
+
+def test_a_protected_kind_is_allowed_by_kind_and_group():
+    delete = [(CRD, meta(name="widgets.example.com", namespace=None))]
+    limits = prune.GuardLimits(allow_prune_kinds=frozenset({"CustomResourceDefinition.apiextensions.k8s.io"}))
+    assert prune.guard(delete, set_size=10, emptying=False, limits=limits) is None
+
+
+@pytest.mark.parametrize("pruned, set_size, percent, refused", [
+    (2, 4, 50, False),  # exactly the limit is allowed
+    (3, 4, 50, True),
+    (3, 4, 100, False),
+    (1, 4, 0, True),
+    (5, 0, 0, False),  # no set size known: the percentage rule does not apply
+])
+def test_the_percentage_rule(pruned, set_size, percent, refused):
+    refusal = prune.guard(configmaps(pruned), set_size, False, prune.GuardLimits(max_prune_percent=percent))
+    assert (refusal is not None) == refused
+    if refused:
+        assert refusal.rule == "refuse_too_many"
+        assert refusal.message == (f"pruning would delete {pruned} of the set's {set_size} objects, more than "
+                                   f"guard.max_prune_percent ({percent}%)")
+
+
+def test_emptying_is_judged_before_protected_kinds_and_is_not_a_percentage():
+    delete = [(NAMESPACE, meta(name="shop", namespace=None))]
+    assert prune.guard(delete, 1, True, LIMITS).rule == "refuse_emptying"
+    assert prune.guard(delete, 1, True, prune.GuardLimits(allow_empty=True)).rule == "refuse_protected_kinds"
+    allowed = prune.GuardLimits(allow_empty=True, allow_prune_kinds=frozenset({"Namespace"}), max_prune_percent=0)
+    assert prune.guard(delete, 1, True, allowed) is None
+
+
+def test_guard_rules_are_in_the_documented_order():
+    assert [rule.__name__ for rule in prune.GUARD_RULES] == [
+        "refuse_emptying", "refuse_protected_kinds", "refuse_too_many"]
+
+
+class Desired:
+    def __init__(self, name):
+        self.key = spec.ObjectId.of(CONFIGMAP, "shop", name)
+        self.ref = f"ConfigMap shop/{name}"
+
+
+def live_with(**labels_by_name):
+    return {spec.ObjectId.of(CONFIGMAP, "shop", name): (CONFIGMAP, {"metadata": meta(name=name, labels=labels)})
+            for name, labels in labels_by_name.items()}
+
+
+def test_desired_objects_of_another_set_are_an_overlap():
+    live = live_with(a={spec.LABEL_PART_OF: "applyset-other-v1"}, b={spec.LABEL_PART_OF: ID}, c={})
+    desired = [Desired(name) for name in ("a", "b", "c", "new")]
+    refusal = prune.overlap(desired, live, ID, adopt=False)
+    assert refusal.rule == "overlap"
+    assert refusal.message == "objects already belong to another ApplySet: ConfigMap shop/a (part of applyset-other-v1)"
+    assert "adopt: true" in refusal.fix
+    assert refusal.details == {"overlapping": ["ConfigMap shop/a (part of applyset-other-v1)"]}
+
+
+def test_adopt_or_no_foreign_label_is_no_overlap():
+    live = live_with(a={spec.LABEL_PART_OF: "applyset-other-v1"}, b={spec.LABEL_PART_OF: ID})
+    assert prune.overlap([Desired("a")], live, ID, adopt=True) is None
+    assert prune.overlap([Desired("b"), Desired("new")], live, ID, adopt=False) is None

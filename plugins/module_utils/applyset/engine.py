@@ -48,6 +48,15 @@ _SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestam
 
 @dataclass
 class Options:
+    """How a run behaves; the modules build it from their options, other callers directly.
+
+    Call ``validate()`` (the engine does) before any request. The fields follow the module's
+    options: ``field_manager``, ``force_conflicts`` and ``field_validation`` go to every apply;
+    ``prune``, ``propagation_policy`` and the guard settings (``allow_empty``,
+    ``max_prune_percent``, ``allow_prune_kinds``) rule the prune; ``dry_run`` is check mode and
+    ``diff`` asks for before/after documents; the timeouts are in seconds.
+    """
+
     field_manager: str = DEFAULT_FIELD_MANAGER
     force_conflicts: bool = False
     field_validation: str = "Strict"
@@ -71,9 +80,19 @@ class Options:
     recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
     recreate_timeout: float = 120.0  # how long a recreated object may take to be gone
 
+    @property
+    def guard_limits(self) -> prunes.GuardLimits:
+        """The blast-radius guard's settings among these options."""
+        return prunes.GuardLimits(allow_empty=self.allow_empty, max_prune_percent=self.max_prune_percent,
+                                  allow_prune_kinds=frozenset(self.allow_prune_kinds))
+
     def validate(self) -> None:
-        """Every option checked before the first request, whoever builds them (the modules, the
-        benchmark, a test driver): a bad one must never surface after writes."""
+        """Check every option before the first request, whoever builds them (the modules, the
+        benchmark, a test driver): a bad one must never surface after writes.
+
+        Raises:
+            InputError: naming each bad option (wait rule overrides included).
+        """
         problems = []
         if self.field_validation not in ("Strict", "Warn", "Ignore"):
             problems.append(("field_validation", "must be Strict, Warn or Ignore"))
@@ -95,6 +114,13 @@ class Options:
 
 @dataclass
 class ObjectResult:
+    """What a run did to one object: one entry of the module result's ``objects``.
+
+    ``action`` is one of created, configured, replaced, unchanged, pruned, kept, skipped,
+    failed, deleted or disbanded; ``reason`` says why when it is not obvious, ``uid`` is the
+    object's UID when known and ``error`` the ``ApplySetError.to_dict()`` of a failure.
+    """
+
     api_version: str
     kind: str
     namespace: str | None
@@ -106,10 +132,17 @@ class ObjectResult:
 
     @property
     def ref(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), as messages name objects."""
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.kind} {where}"
 
+    @property
+    def id(self) -> spec.ObjectId:
+        """The object's identity (group from ``api_version``, kind, namespace, name)."""
+        return spec.ObjectId(self.api_version.rpartition("/")[0], self.kind, self.namespace or "", self.name)
+
     def to_dict(self) -> dict:
+        """The entry as plain data for the module result; empty reason, uid and error are left out."""
         data = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
                 "name": self.name, "action": self.action}
         if self.reason:
@@ -126,29 +159,41 @@ CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "ke
 
 @dataclass
 class Report:
+    """What a run did: returned by a run that succeeded, attached as ``err.report`` to the
+    ``ApplySetError`` of one that failed (what it did until it stopped).
+
+    ``applyset`` describes the parent and its hint, ``objects`` holds one ``ObjectResult`` per
+    object in the order they were handled, ``diff`` the before/after documents (``Options.diff``),
+    ``warnings`` what the user should know, ``parent_changed`` whether the parent was (or, in
+    check mode, would be) written.
+    """
+
     applyset: dict = field(default_factory=dict)
     objects: list[ObjectResult] = field(default_factory=list)
     diff: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     parent_changed: bool = False
     dry_run: bool = False
-    error: ApplySetError | None = None
 
     @property
     def changed(self) -> bool:
+        """Whether the run changed (or, in check mode, would change) anything on the cluster."""
         return bool(self.parent_changed) or any(o.action in CHANGING_ACTIONS for o in self.objects)
 
     @property
-    def failed(self) -> bool:
-        return self.error is not None or any(o.action == "failed" for o in self.objects)
+    def failed_objects(self) -> list[ObjectResult]:
+        """The objects whose action is ``failed``."""
+        return [o for o in self.objects if o.action == "failed"]
 
     def summary(self) -> dict:
+        """How many objects had each action; the common ones are always present, maybe 0."""
         counts = {a: 0 for a in ("created", "configured", "unchanged", "pruned", "kept", "skipped", "failed")}
         for o in self.objects:
             counts[o.action] = counts.get(o.action, 0) + 1
         return counts
 
     def to_dict(self) -> dict:
+        """The report as the module result's keys: changed, applyset, summary, objects, diff."""
         return {
             "changed": self.changed,
             "applyset": self.applyset,
@@ -175,7 +220,7 @@ def _dump(obj: dict | None) -> str:
     return "" if obj is None else yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)
 
 
-def _result_for(member: plans.Member, action: str, reason: str | None = None, uid: str | None = None,
+def _result_for(member: plans.DesiredObject, action: str, reason: str | None = None, uid: str | None = None,
                 error: ApplySetError | None = None) -> ObjectResult:
     return ObjectResult(api_version=member.resource.api_version, kind=member.resource.kind,
                         namespace=member.namespace, name=member.name, action=action, reason=reason, uid=uid,
@@ -224,7 +269,7 @@ def _only_part_of_conflicts(err: ConflictError) -> bool:
     return bool(fields) and all(f == _PART_OF_FIELD for f in fields)
 
 
-def _conflict_message(err: ConflictError, member: plans.Member) -> str:
+def _conflict_message(err: ConflictError, member: plans.DesiredObject) -> str:
     lines = [f"{c.get('message', 'conflict')} at {c['field']}" if c.get("field") else c.get("message", "")
              for c in _conflict_causes(err)]
     detail = "; ".join(line for line in lines if line) or err.message
@@ -232,13 +277,41 @@ def _conflict_message(err: ConflictError, member: plans.Member) -> str:
             "fields over, or remove them from the manifest")
 
 
+@dataclass(frozen=True)
+class _Hints:
+    """The parent's hint during a run, as ``(group_kinds, namespaces)`` pairs, and whether each
+    differs from what the parent records now."""
+
+    superset: tuple
+    final: tuple
+    superset_changes: bool
+    final_changes: bool
+
+
 # ----- the run ------------------------------------------------------------------------------
 
 
 class Engine:
-    """One ApplySet run. Create it, then call ``apply()``, ``uninstall()`` or ``disband()``."""
+    """One ApplySet run. Create it, then call one of ``apply()``, ``uninstall()`` or ``disband()``.
+
+    The three return the ``Report`` of a run that succeeded and raise an ``ApplySetError`` on any
+    failure, with what the run did until then as ``err.report``.
+    """
 
     def __init__(self, client: KubeClient, parent_spec, namespace: str | None, options: Options):
+        """Prepare a run; sends no request.
+
+        Args:
+            client: the connection (``kube.connect``).
+            parent_spec: the parent option: ``[RESOURCE][.GROUP]/NAME``, a reference dict
+                (``kind``, ``name``, ...) or a whole object to create (see ``parent.resolve``).
+            namespace: the parent's namespace when the reference names none, and the default
+                namespace of namespaced objects that name none; None for neither.
+            options: how the run behaves; validated here.
+
+        Raises:
+            InputError: an option is invalid (``Options.validate``).
+        """
         self.client = client
         self.parent_spec = parent_spec
         self.namespace = namespace
@@ -257,6 +330,71 @@ class Engine:
         self.run_id = new_run_id()
         self.claim: Claim | None = None
         self._namespace_to_create: str | None = None  # create_namespace: missing, made before the parent
+
+    # -- the entry points: one error channel ------------------------------------------------
+    def apply(self, manifests: list[Manifest]) -> Report:
+        """Apply the desired set and prune what left it (unless ``Options.prune`` is off).
+
+        Args:
+            manifests: the desired objects (``manifests.load_*``, validated).
+
+        Returns:
+            The report of the run; also when it waited (``Options.wait``) for readiness.
+
+        Raises:
+            InputError: a problem with the input or the options, found before any write
+                (``InputErrors`` for several, ``NamespaceMissingError`` for missing namespaces).
+            ParentError: the parent cannot be used (another tool's, forged id, not permitted).
+            GuardError: the blast-radius guard refused the prune; nothing was written.
+            ApplySetError: objects of another set in the input, objects that failed (see
+                ``err.report.objects``), a lost claim, CRDs not Established in time.
+            WaitTimeout: the applied objects were not ready (or pruned ones not gone) in time.
+            ApiError: a request failed in a way that stops the run (a LIST, the parent's write).
+        """
+        return self._run(self._apply, manifests)
+
+    def uninstall(self) -> Report:
+        """Delete every member (same safety rules as prune), then the parent.
+
+        Returns:
+            The report of the run; a set whose parent does not exist gives one with a warning.
+
+        Raises:
+            GuardError: the members include protected kinds that are not allowed.
+            ApplySetError: some members could not be listed or deleted (the parent is kept).
+            WaitTimeout: with ``Options.wait``, members not gone in time (the parent is gone).
+            ParentError, ApiError: as for ``apply``.
+        """
+        return self._run(self._uninstall)
+
+    def disband(self) -> Report:
+        """Leave every member in place without our part-of label, then delete the parent.
+
+        Returns:
+            The report of the run; a set whose parent does not exist gives one with a warning.
+
+        Raises:
+            ApplySetError: some members could not be listed or kept the label (the parent is kept).
+            ParentError, ApiError: as for ``apply``.
+        """
+        return self._run(self._disband)
+
+    def _run(self, step, *args) -> Report:
+        """Run ``step``; the one place where a failed run gets its partial report attached.
+
+        Any failure, including objects that failed without an error of the run (a check-mode
+        namespace creation, say), leaves as an ``ApplySetError`` with ``err.report``.
+        """
+        try:
+            step(*args)
+        except ApplySetError as err:
+            err.report = self.report
+            raise
+        if self.report.failed_objects:
+            err = ApplySetError("some objects failed; see objects", fix="fix them and run again")
+            err.report = self.report
+            raise err
+        return self.report
 
     # -- shared steps ----------------------------------------------------------------------
     def _load_parent(self) -> parents.Parent:
@@ -356,7 +494,7 @@ class Engine:
         adopted, refs = [], []
         for res, meta in selection.adopted:
             refs.append(legacies.ref(res, meta))
-            if (res.group, res.kind, meta.get("namespace") or "", meta["name"]) in desired_keys:
+            if spec.ObjectId.from_metadata(res, meta) in desired_keys:
                 self._adopted_desired += 1
                 continue  # applying it labels it
             labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: self.parent.id}
@@ -442,36 +580,11 @@ class Engine:
         return decisions.delete, decisions.keep, decisions.skip
 
     def _guard(self, delete: list, set_size: int, emptying: bool) -> None:
-        opts = self.opts
-        refs = [f"{res.kind} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta['name']}"
-                for res, meta in delete]
-        details = {"would_prune": refs}
-        if emptying and not opts.allow_empty:
-            raise GuardError(
-                "the desired set is empty, so every member would be pruned"
-                + (f" ({len(refs)} objects)" if refs else ""),
-                obj=f"ApplySet {self.parent.ref}", details=details,
-                fix="check src/definition; to really empty the set set guard.allow_empty: true "
-                "(or use state: absent to remove it)",
-            )
-        protected = sorted({r for (res, _obj), r in zip(delete, refs)
-                            if res.group_kind in plans.PROTECTED_KINDS
-                            and res.kind not in opts.allow_prune_kinds
-                            and str(res.group_kind) not in opts.allow_prune_kinds})
-        if protected:
-            raise GuardError(
-                f"pruning would delete protected objects: {', '.join(protected)}",
-                obj=f"ApplySet {self.parent.ref}", details=details,
-                fix="keep them in the set, or allow their kinds with guard.allow_prune_kinds "
-                "(e.g. [Namespace, CustomResourceDefinition])",
-            )
-        if set_size and not emptying and len(delete) * 100 > opts.max_prune_percent * set_size:
-            raise GuardError(
-                f"pruning would delete {len(delete)} of the set's {set_size} objects, more than "
-                f"guard.max_prune_percent ({opts.max_prune_percent}%)",
-                obj=f"ApplySet {self.parent.ref}", details=details,
-                fix="check src/definition; if this is intended raise guard.max_prune_percent (100 allows all)",
-            )
+        """Raise the GuardError of the blast-radius guard (prune.guard), if it refuses."""
+        refusal = prunes.guard(delete, set_size, emptying, self.opts.guard_limits)
+        if refusal is not None:
+            raise GuardError(refusal.message, obj=f"ApplySet {self.parent.ref}", fix=refusal.fix,
+                             details=refusal.details)
 
     def _diff_entry(self, ref: str, before: dict | None, after: dict | None) -> None:
         if not self.opts.diff:
@@ -484,100 +597,125 @@ class Engine:
         })
 
     # -- apply -----------------------------------------------------------------------------
-    def apply(self, manifests: list[Manifest]) -> Report:
-        """Apply the desired set and prune what left it."""
-        parent = self._load_parent()
-        plan = plans.build(manifests, self.discovery, parent.id, self.namespace or parent.namespace or None)
-        self.report.warnings += plan.warnings
-        self._refuse_parent_as_member(plan)
-        want_full = self.opts.diff or self.opts.dry_run
-
-        desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)
-                         for m in plan.members if not m.crd_in_set}
-        # Prune scope: the hint as recorded before this run (kubectl's rule); desired kinds
-        # and namespaces new in this run are not searched for leftovers.
-        scope_pairs = set(self._scope()) if self.opts.prune else set()
-        # A kind listed whole for the desired objects needs no second, selected list
-        # (it may be under another version there).
-        listed_whole = {(res.group, res.kind, ns) for res, ns in desired_pairs}
-        scope_pairs = {(res, ns) for res, ns in scope_pairs if (res.group, res.kind, ns) not in listed_whole}
-        selector = f"{spec.LABEL_PART_OF}={parent.id}"
-        listed = self._list(
-            sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),
-            # Desired kinds are listed whole (to see live state and other sets' labels);
-            # the rest of the scope only through our selector.
-            selector_for=lambda pair: None if pair in desired_pairs else selector,
-            full_for=desired_pairs if want_full else frozenset(),
-        )
-        live = {}
-        for (res, _ns), items in listed.items():
-            for item in items:
-                meta = item["metadata"]
-                live[(res.group, res.kind, meta.get("namespace") or "", meta["name"])] = (res, item)
+    def _apply(self, manifests: list[Manifest]) -> Report:
+        """The steps of ``apply``; see the module docstring for why they come in this order."""
+        self._load_parent()
+        plan = self._plan(manifests)
+        live = self._list_live(plan)
         self._check_overlap(plan, live)
         if self.opts.adopt_legacy is not None and self.opts.prune:
             self._adopted = self._adopt_legacy(plan)
-
-        desired_keys = plan.keys()
-        in_set = [(res, item["metadata"]) for key, (res, item) in live.items()
-                  if (item["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
-        in_set += self._adopted
-        candidates = [(res, meta) for res, meta in in_set
-                      if (res.group, res.kind, meta.get("namespace") or "", meta["name"]) not in desired_keys]
-        # UIDs of the live objects this run is about to apply: the same object listed under
-        # another group (Event and Event.events.k8s.io) is never a prune candidate.
-        about_to_apply = {live[key][1]["metadata"].get("uid") for key in desired_keys if key in live}
-        self._candidates = candidates
-        self._about_to_apply = about_to_apply - {None}
-        delete, keep, skip = (self._classify(candidates, about_to_apply - {None}) if self.opts.prune
-                              else ([], [], []))
-        if self.opts.prune:
-            self._guard(delete, len(in_set) + self._adopted_desired, emptying=not plan.members)
-        elif not plan.members:
-            raise InputError("no objects passed to apply", obj=f"ApplySet {parent.ref}",
-                             fix="give src or definition, or use state: absent")
-
-        # Hints: the union first (crash safety), exactly this run's set at the end.
-        superset_gks = parent.recorded_group_kinds | plan.group_kinds | self._adopted_group_kinds()
-        superset_ns = parent.namespaces | plan.namespaces | self._adopted_namespaces()
-        final_gks, final_ns = superset_gks, superset_ns
-        if self.opts.prune:
-            final_gks, final_ns = self._retained_hint(
-                plan.group_kinds, plan.namespaces | ({parent.namespace} if parent.namespace else set()))
-
+        decisions = self._decide_prune(plan, live)
+        hints = self._hints(plan)
         self._check_before_writes(plan, live)
-        superset_changes = not parent.exists or self._hint_differs(superset_gks, superset_ns)
-        final_changes = not parent.exists or self._hint_differs(final_gks, final_ns)
         if self.opts.dry_run:
-            self.report.parent_changed = final_changes
-            self._describe_hint(final_gks, final_ns)
-            self._apply_and_prune(plan, live, delete, keep, skip)
+            self.report.parent_changed = hints.final_changes
+            self._describe_hint(*hints.final)
+            failure = self._apply_and_prune(plan, live, *decisions)
+            if failure is not None:
+                raise failure
             return self.report
-
-        if not self._ensure_parent_namespace(plan, live):
-            return self.report
-        self._claim(superset_gks, superset_ns)
-        self.report.parent_changed = superset_changes
-        done = False
-        try:
-            done = self._apply_and_prune(plan, live, delete, keep, skip)
-        finally:
-            # The parent keeps the superset unless everything went through.
-            self._release(final_gks if done else superset_gks, final_ns if done else superset_ns,
-                          failing=not done)
-            self._describe_hint(final_gks if done else superset_gks, final_ns if done else superset_ns)
-        self.report.parent_changed = self.report.parent_changed or (done and final_changes)
-        self.report.applyset["tooling"] = parent.tooling  # what the parent says now
-        if done and self.opts.wait:
+        self._write(plan, live, decisions, hints)
+        if self.opts.wait:
             self._wait_until_settled(plan)
         return self.report
+
+    def _plan(self, manifests: list[Manifest]) -> plans.Plan:
+        """The desired objects resolved against discovery (plan.build); refuses every input problem."""
+        parent = self.parent
+        plan = plans.build(manifests, self.discovery, parent.id, self.namespace or parent.namespace or None)
+        self.report.warnings += plan.warnings
+        self._refuse_parent_as_member(plan)
+        return plan
+
+    def _list_live(self, plan: plans.Plan) -> dict:
+        """LIST what the run needs to see, before any write; returns ``{ObjectId: (resource, object)}``.
+
+        Desired kinds are listed whole (to see live state and other sets' labels); the rest of
+        the prune scope, the hint as recorded before this run (kubectl's rule), only through our
+        selector. Desired kinds and namespaces new in this run are not searched for leftovers.
+        """
+        desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)
+                         for m in plan.members if not m.crd_in_set}
+        scope_pairs = set(self._scope()) if self.opts.prune else set()
+        # A kind listed whole for the desired objects needs no second, selected list
+        # (it may be under another version there).
+        listed_whole = {(res.group_kind, ns) for res, ns in desired_pairs}
+        scope_pairs = {(res, ns) for res, ns in scope_pairs if (res.group_kind, ns) not in listed_whole}
+        selector = f"{spec.LABEL_PART_OF}={self.parent.id}"
+        listed = self._list(
+            sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),
+            selector_for=lambda pair: None if pair in desired_pairs else selector,
+            full_for=desired_pairs if self.opts.diff or self.opts.dry_run else frozenset(),
+        )
+        return {spec.ObjectId.from_metadata(res, item["metadata"]): (res, item)
+                for (res, _ns), items in listed.items() for item in items}
+
+    def _decide_prune(self, plan: plans.Plan, live: dict) -> tuple[list, list, list]:
+        """The prune candidates and their first decisions (delete, keep, skip), the guard applied.
+
+        The candidates are kept: after the applies they are decided again with the applied UIDs.
+        """
+        desired_keys = plan.keys()
+        in_set = [(res, item["metadata"]) for res, item in live.values()
+                  if (item["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF) == self.parent.id]
+        in_set += self._adopted
+        self._candidates = [(res, meta) for res, meta in in_set
+                            if spec.ObjectId.from_metadata(res, meta) not in desired_keys]
+        # UIDs of the live objects this run is about to apply: the same object listed under
+        # another group (Event and Event.events.k8s.io) is never a prune candidate.
+        self._about_to_apply = {live[key][1]["metadata"].get("uid") for key in desired_keys if key in live} - {None}
+        if not self.opts.prune:
+            if not plan.members:
+                raise InputError("no objects passed to apply", obj=f"ApplySet {self.parent.ref}",
+                                 fix="give src or definition, or use state: absent")
+            return [], [], []
+        decisions = self._classify(self._candidates, self._about_to_apply)
+        self._guard(decisions[0], len(in_set) + self._adopted_desired, emptying=not plan.members)
+        return decisions
+
+    def _hints(self, plan: plans.Plan) -> _Hints:
+        """What the parent records while the run writes (the union of old and new, for crash safety)
+        and once everything went through (exactly this run's set, and what must stay recorded)."""
+        parent = self.parent
+        superset = (parent.recorded_group_kinds | plan.group_kinds | self._adopted_group_kinds(),
+                    parent.namespaces | plan.namespaces | self._adopted_namespaces())
+        final = superset
+        if self.opts.prune:
+            final = self._retained_hint(
+                plan.group_kinds, plan.namespaces | ({parent.namespace} if parent.namespace else set()))
+        return _Hints(superset, final,
+                      superset_changes=not parent.exists or self._hint_differs(*superset),
+                      final_changes=not parent.exists or self._hint_differs(*final))
+
+    def _write(self, plan: plans.Plan, live: dict, decisions: tuple, hints: _Hints) -> None:
+        """Steps 5 to 8 of a real run: claim with the union, apply and prune, release.
+
+        The parent keeps the union unless everything went through; a run that failed raises
+        only once the claim is released and the result says what the parent records.
+        """
+        self._ensure_parent_namespace(plan, live)
+        self._claim(*hints.superset)
+        self.report.parent_changed = hints.superset_changes
+        done, failure = False, None
+        try:
+            failure = self._apply_and_prune(plan, live, *decisions)
+            done = failure is None
+        finally:
+            recorded = hints.final if done else hints.superset
+            self._release(*recorded, failing=not done)
+            self._describe_hint(*recorded)
+        self.report.parent_changed = self.report.parent_changed or (done and hints.final_changes)
+        self.report.applyset["tooling"] = self.parent.tooling  # what the parent says now
+        if failure is not None:
+            raise failure
 
     def _refuse_parent_as_member(self, plan: plans.Plan) -> None:
         """A parent that is also one of its own members would be labelled part-of its own set, and
         each member apply would race the run's claim on it; refuse it before anything is written."""
         p = self.parent
         member = next((m for m in plan.members
-                       if m.key == (p.resource.group, p.resource.kind, p.namespace or "", p.name)), None)
+                       if m.key == spec.ObjectId.of(p.resource, p.namespace, p.name)), None)
         if member is not None:
             raise InputError(
                 f"the set's parent {member.ref} is also one of the objects to apply; an ApplySet's parent records "
@@ -591,30 +729,25 @@ class Engine:
 
         Runs after the claim is released: waiting changes nothing in the set.
         """
-        applied = {(o.kind, o.namespace, o.name): o.uid for o in self.report.objects
+        applied = {o.id: o.uid for o in self.report.objects
                    if o.action in ("created", "configured", "replaced", "unchanged")}
-        ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members
-                         if (m.resource.kind, m.namespace, m.name) in applied]
+        ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members if m.key in applied]
         # The objects as applied, with the UID the server gave them: the wait then knows a
         # Job removed by its ttlSecondsAfterFinished from one deleted under it.
         as_applied = {(m.resource, m.namespace, m.name): {**m.body, "metadata": {
-            **m.body["metadata"], "uid": applied.get((m.resource.kind, m.namespace, m.name))}}
-            for m in plan.members if (m.resource.kind, m.namespace, m.name) in applied}
-        by_kind = {(m.resource.group, m.resource.kind): m.resource for m in plan.members}
+            **m.body["metadata"], "uid": applied[m.key]}}
+            for m in plan.members if m.key in applied}
+        by_kind = {m.resource.group_kind: m.resource for m in plan.members}
         gone_targets = []
         for o in self.report.objects:
             if o.action == "pruned":
-                group = o.api_version.rpartition("/")[0]
-                res = by_kind.get((group, o.kind)) or self.discovery.for_group_kind(spec.GroupKind(group, o.kind))
+                res = by_kind.get(o.id.group_kind) or self.discovery.for_group_kind(o.id.group_kind)
                 if res is not None:
                     gone_targets.append((res, o.namespace, o.name, o.uid))
         deadline = time.monotonic() + self.opts.wait_timeout
-        try:
-            health.wait_ready(self.client, ready_targets, timeout=self.opts.wait_timeout, applied=as_applied,
-                              **self.opts.wait_rules)
-            self._wait_gone(gone_targets, timeout=max(1.0, deadline - time.monotonic()))
-        except ApplySetError as err:
-            self.report.error = err
+        health.wait_ready(self.client, ready_targets, timeout=self.opts.wait_timeout, applied=as_applied,
+                          **self.opts.wait_rules)
+        self._wait_gone(gone_targets, timeout=max(1.0, deadline - time.monotonic()))
 
     def _wait_gone(self, targets, timeout: float) -> None:
         """Wait until the pruned or deleted objects ``(res, namespace, name, uid)`` are gone,
@@ -622,21 +755,20 @@ class Engine:
         health.wait_gone(self.client, [t[:3] for t in targets], timeout=timeout,
                          uids={t[:3]: t[3] for t in targets if t[3]})
 
-    def _apply_and_prune(self, plan, live, delete, keep, skip) -> bool:
-        """Steps 4 and 5; True when every object went through."""
+    def _apply_and_prune(self, plan, live, delete, keep, skip) -> ApplySetError | None:
+        """Steps 4 and 5. Returns the run's error when some object did not go through (the caller
+        raises it once the claim is released and the result says what the parent records), else None."""
         if self._adopted and not self.opts.dry_run and not self._label_adopted():
-            self.report.error = ApplySetError(
+            return ApplySetError(
                 "some objects of the legacy prune set could not be taken into the set; nothing was applied or "
                 "pruned:\n" + self._failures(), obj=f"ApplySet {self.parent.ref}",
                 fix="fix the errors listed per object and run again")
-            return False
         if not self._apply_members(plan, live):
-            self.report.error = ApplySetError(
+            return ApplySetError(
                 "some objects could not be applied; nothing was pruned and the parent keeps "
                 "covering every object that may exist:\n" + self._failures(),
                 obj=f"ApplySet {self.parent.ref}", fix="fix the errors listed per object and run again",
             )
-            return False
         if self.opts.prune:
             if self.claim:
                 self.claim.check()
@@ -646,15 +778,14 @@ class Engine:
                        if o.uid and o.action in ("created", "configured", "replaced", "unchanged")}
             delete, keep, skip = self._classify(self._candidates, applied | self._about_to_apply)
             if not self._prune(delete, keep, skip, live):
-                self.report.error = ApplySetError(
+                return ApplySetError(
                     "some objects could not be pruned; the parent keeps covering them so the next run "
                     "retries:\n" + self._failures(), obj=f"ApplySet {self.parent.ref}",
                     fix="fix the errors listed per object and run again",
                 )
-                return False
-        return True
+        return None
 
-    def _ensure_parent_namespace(self, plan: plans.Plan, live: dict) -> bool:
+    def _ensure_parent_namespace(self, plan: plans.Plan, live: dict) -> None:
         """Create the parent's namespace first when the set defines it or create_namespace asks.
 
         The parent must exist before any member is written, but it cannot be
@@ -667,27 +798,24 @@ class Engine:
             result = self._create_namespace(self._namespace_to_create)
             self.report.objects.append(result)
             if result.action == "failed":
-                self.report.error = ApplySetError(
+                raise ApplySetError(
                     f"could not create namespace {self._namespace_to_create}: {result.reason}",
                     obj=f"ApplySet {self.parent.ref}",
                     fix="the credentials need create on namespaces for create_namespace: true; or create it "
                     "beforehand; nothing else was changed")
-                return False
         if self.parent.exists:
-            return True
-        ns_key = ("", "Namespace", "", self.parent.namespace)
-        member = next((m for m in plan.members if m.key == ns_key), None)
-        if member is None or ns_key in live:
-            return True
+            return
+        namespace_id = spec.ObjectId.of(spec.NAMESPACE_KIND, None, self.parent.namespace)
+        member = next((m for m in plan.members if m.key == namespace_id), None)
+        if member is None or namespace_id in live:
+            return
         result = self._apply_one(member, live, set())
         self.report.objects.append(result)
         self._pre_applied.add(member.key)
         if result.action == "failed":
-            self.report.error = ApplySetError(
+            raise ApplySetError(
                 f"could not create namespace {self.parent.namespace} for the parent",
                 obj=f"ApplySet {self.parent.ref}", fix="see the error of the Namespace object")
-            return False
-        return True
 
     # -- namespaces and recreate: checks before the first write ---------------------------------
     def _check_before_writes(self, plan: plans.Plan, live: dict) -> None:
@@ -798,24 +926,11 @@ class Engine:
                     or set(group_kinds) != p.recorded_group_kinds or set(namespaces) != p.namespaces)
 
     def _check_overlap(self, plan: plans.Plan, live: dict) -> None:
-        if self.opts.adopt:
-            return
-        problems = []
-        for member in plan.members:
-            entry = live.get(member.key)
-            if entry is None:
-                continue
-            other = ((entry[1]["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF))
-            if other and other != self.parent.id:
-                problems.append(f"{member.ref} (part of {other})")
-        if problems:
-            raise ApplySetError(
-                "objects already belong to another ApplySet: " + ", ".join(problems),
-                obj=f"ApplySet {self.parent.ref}",
-                fix="remove them from this set, or set adopt: true to move them into this set "
-                "(the other set will no longer manage or prune them)",
-                details={"overlapping": problems},
-            )
+        """Raise when desired objects belong to another set (prune.overlap) and adopt is off."""
+        refusal = prunes.overlap(plan.members, live, self.parent.id, adopt=self.opts.adopt)
+        if refusal is not None:
+            raise ApplySetError(refusal.message, obj=f"ApplySet {self.parent.ref}", fix=refusal.fix,
+                                details=refusal.details)
 
     def _apply_members(self, plan: plans.Plan, live: dict) -> bool:
         ok = True
@@ -841,55 +956,74 @@ class Engine:
                 self._wait_for_crds(crds)
         return ok
 
-    def _apply_one(self, member: plans.Member, live: dict, created_namespaces: set) -> ObjectResult:
-        opts = self.opts
+    def _apply_one(self, member: plans.DesiredObject, live: dict, created_namespaces: set) -> ObjectResult:
+        """Apply one desired object; API errors become its failed result, never an exception."""
         before_entry = live.get(member.key)
         before = before_entry[1] if before_entry else None
-        if opts.dry_run and member.crd_in_set:
+        if self.opts.dry_run and member.crd_in_set:
             self._diff_entry(member.ref, None, member.body)
             return _result_for(member, "created", reason="its CRD is created by this run, so the server "
                                "cannot dry-run it yet")
+        sent = self._send_apply(member, before, created_namespaces)
+        if isinstance(sent, ObjectResult):
+            return sent
+        for warning in sent.warnings:
+            self.report.warnings.append(f"{member.ref}: {warning}")
+        return self._applied_result(member, before, sent)
+
+    def _send_apply(self, member: plans.DesiredObject, before: dict | None, created_namespaces: set):
+        """The server-side apply of ``member``: its response, or the object's result when refused.
+
+        Retried while the endpoint of a CRD this run created comes up, and once after taking
+        the part-of label for ``adopt`` when only that label conflicts.
+        """
+        opts = self.opts
         deadline = time.monotonic() + (opts.crd_timeout if member.crd_in_set else 0)
         force = opts.force_conflicts
         label_taken = False
         while True:
             try:
-                resp = self.client.apply(member.resource, member.body, field_manager=opts.field_manager,
-                                         force=force, dry_run=opts.dry_run,
-                                         field_validation=opts.field_validation)
-                break
+                return self.client.apply(member.resource, member.body, field_manager=opts.field_manager,
+                                         force=force, dry_run=opts.dry_run, field_validation=opts.field_validation)
             except ConflictError as err:
-                if opts.adopt and not label_taken and _only_part_of_conflicts(err) and before is not None:
-                    # adopt: true means "take the part-of label", and only that field: the other
-                    # tool's apply owns it with another set's id.
-                    label_taken = True
-                    if opts.dry_run:
-                        force = True  # nothing is written; the conflict was on the label alone
-                        continue
-                    try:
-                        self._take_part_of_label(member, before)
-                    except ApiError as patch_err:
-                        return _result_for(member, "failed", reason="adopting it failed: could not take its "
-                                           f"part-of label: {patch_err.message}", error=patch_err)
+                if label_taken or not (opts.adopt and _only_part_of_conflicts(err) and before is not None):
+                    return _result_for(member, "failed", reason=_conflict_message(err, member), error=err)
+                # adopt: true means "take the part-of label", and only that field: the other
+                # tool's apply owns it with another set's id.
+                label_taken = True
+                if opts.dry_run:
+                    force = True  # nothing is written; the conflict was on the label alone
                     continue
-                return _result_for(member, "failed", reason=_conflict_message(err, member), error=err)
+                try:
+                    self._take_part_of_label(member, before)
+                except ApiError as patch_err:
+                    return _result_for(member, "failed", reason="adopting it failed: could not take its "
+                                       f"part-of label: {patch_err.message}", error=patch_err)
             except ApiError as err:
                 if err.status == 404 and member.crd_in_set and time.monotonic() < deadline:
                     time.sleep(0.5)  # the new CRD's endpoint is not served yet
                     continue
-                if (opts.dry_run and err.status == 404 and (member.namespace in created_namespaces
-                                                            or member.namespace == self._namespace_to_create)):
-                    self._diff_entry(member.ref, None, member.body)
-                    return _result_for(member, "created", reason=f"namespace {member.namespace} is created by "
-                                       "this run, so the server cannot dry-run it yet")
-                if missing_namespace(err):
-                    return self._missing_namespace_result(member, err)
-                immutable = immutable_refusal(err)
-                if immutable:
-                    return self._immutable(member, before, err, immutable)
-                return _result_for(member, "failed", reason=err.message, error=err)
-        for warning in resp.warnings:
-            self.report.warnings.append(f"{member.ref}: {warning}")
+                return self._apply_refused(member, before, err, created_namespaces)
+
+    def _apply_refused(self, member: plans.DesiredObject, before: dict | None, err: ApiError,
+                       created_namespaces: set) -> ObjectResult:
+        """The result of an apply the server refused: a check-mode create in a namespace this run
+        creates, a missing namespace, an immutable change (maybe recreated), or a plain failure."""
+        if (self.opts.dry_run and err.status == 404
+                and (member.namespace in created_namespaces or member.namespace == self._namespace_to_create)):
+            self._diff_entry(member.ref, None, member.body)
+            return _result_for(member, "created", reason=f"namespace {member.namespace} is created by "
+                               "this run, so the server cannot dry-run it yet")
+        if missing_namespace(err):
+            return self._missing_namespace_result(member, err)
+        immutable = immutable_refusal(err)
+        if immutable:
+            return self._immutable(member, before, err, immutable)
+        return _result_for(member, "failed", reason=err.message, error=err)
+
+    def _applied_result(self, member: plans.DesiredObject, before: dict | None, resp) -> ObjectResult:
+        """What an accepted apply did: created, configured or unchanged, with its diff entry."""
+        opts = self.opts
         after = self._take_over_client_side_fields(member, resp.body)
         uid = after["metadata"].get("uid")
         if before is None or resp.status == 201:
@@ -902,7 +1036,7 @@ class Engine:
             self._diff_entry(member.ref, before, after)
         return _result_for(member, action, uid=None if opts.dry_run and action == "created" else uid)
 
-    def _take_over_client_side_fields(self, member: plans.Member, applied: dict) -> dict:
+    def _take_over_client_side_fields(self, member: plans.DesiredObject, applied: dict) -> dict:
         """Make fields that client-side tools own ours where csa.py says so, as kubectl's
         managed-fields upgrade does; returns the object as it is afterwards.
 
@@ -947,7 +1081,7 @@ class Engine:
                                         f"({err.message}); the next run tries again")
         return applied
 
-    def _missing_namespace_result(self, member: plans.Member, err: ApiError) -> ObjectResult:
+    def _missing_namespace_result(self, member: plans.DesiredObject, err: ApiError) -> ObjectResult:
         """The namespace went missing after the check (or could not be read): say so, not just 404."""
         name = missing_namespace(err)
         fix = f"add a Namespace object for {name} to the set, or create it beforehand"
@@ -957,7 +1091,7 @@ class Engine:
                          obj=member.ref, fix=fix, details=err.details)
         return _result_for(member, "failed", reason=f"{error.message}. Fix: {fix}", error=error)
 
-    def _immutable(self, member: plans.Member, before: dict | None, err: ApiError, immutable: list) -> ObjectResult:
+    def _immutable(self, member: plans.DesiredObject, before: dict | None, err: ApiError, immutable: list) -> ObjectResult:
         """A change the server refuses in place: recreate when asked to, else name the fields and the way out."""
         fields = "; ".join(text for _field, text in immutable)
         gk = member.resource.group_kind
@@ -975,52 +1109,31 @@ class Engine:
                          details={**(err.details or {}), "immutable_fields": [f for f, _text in immutable if f]})
         return _result_for(member, "failed", reason=f"{message}. Fix: {fix}", error=error)
 
-    def _recreate(self, member: plans.Member, before: dict | None, fields: str) -> ObjectResult:
+    def _recreate(self, member: plans.DesiredObject, before: dict | None, fields: str) -> ObjectResult:
         """Delete (UID precondition), wait until gone (bounded), and apply again.
 
         The replacement is first sent as a dry-run create: the server validates and admits
         a create before it finds the name taken, so AlreadyExists means the new object
         will be accepted. An invalid manifest never gets the live object deleted.
         """
-        opts = self.opts
-        res = member.resource
-        live = before if before is not None else self.client.get(res, member.name, member.namespace)
+        live = before if before is not None else self.client.get(member.resource, member.name, member.namespace)
         if live is None or not live["metadata"].get("uid"):
             return _result_for(member, "failed", reason=f"{fields}; and it was not found to recreate it; run again")
         uid = live["metadata"]["uid"]
         why = f"the server cannot change it in place ({fields})"
-        try:
-            self.client.create(res, member.body, field_manager=opts.field_manager, dry_run=True)
-        except ConflictError as err:
-            if err.reason != "AlreadyExists":
-                return _result_for(member, "failed", reason=f"{why}; its replacement was refused, so it was "
-                                   f"not deleted: {err.message}", error=err)
-        except ApiError as err:
-            return _result_for(member, "failed", reason=f"{why}; its replacement would be refused, so it was "
-                               f"not deleted: {err.message}", error=err)
-        if opts.dry_run:
+        refused = self._replacement_refused(member, why)
+        if refused is not None:
+            return refused
+        if self.opts.dry_run:
             self._diff_entry(member.ref, live, member.body)
             return _result_for(member, "replaced", reason=f"would be replaced (deleted and created again): {why}",
                                uid=uid)
+        not_deleted = self._delete_to_recreate(member, uid, why)
+        if not_deleted is not None:
+            return not_deleted
         try:
-            self.client.delete(res, member.name, member.namespace, uid=uid,
-                               propagation_policy=opts.propagation_policy)
-        except ApiError as err:
-            if err.status == 409:
-                return _result_for(member, "failed", reason=f"{why}; it was replaced by someone else meanwhile, "
-                                   "so it was not deleted; run again", error=err)
-            if err.status != 404:
-                return _result_for(member, "failed", reason=f"{why}; deleting it to recreate it failed: "
-                                   f"{err.message}", error=err)
-        left = self._wait_deleted(member, uid)
-        if left is not None:
-            finalizers = (left.get("metadata") or {}).get("finalizers") or []
-            held = f" (finalizers: {', '.join(finalizers)})" if finalizers else ""
-            return _result_for(member, "failed", reason=f"{why}; it was deleted but is still there after "
-                               f"{opts.recreate_timeout:.0f}s{held}; the next run creates it once it is gone")
-        try:
-            resp = self.client.apply(res, member.body, field_manager=opts.field_manager,
-                                     force=opts.force_conflicts, field_validation=opts.field_validation)
+            resp = self.client.apply(member.resource, member.body, field_manager=self.opts.field_manager,
+                                     force=self.opts.force_conflicts, field_validation=self.opts.field_validation)
         except ApiError as err:
             return _result_for(member, "failed", reason=f"{why}; it was deleted, but creating it again failed: "
                                f"{err.message}; the next run creates it", error=err)
@@ -1030,7 +1143,40 @@ class Engine:
         return _result_for(member, "replaced", reason=f"deleted and created again: {why}",
                            uid=resp.body["metadata"].get("uid"))
 
-    def _wait_deleted(self, member: plans.Member, uid: str) -> dict | None:
+    def _replacement_refused(self, member: plans.DesiredObject, why: str) -> ObjectResult | None:
+        """The failed result when the server would refuse the replacement (a dry-run create), else None."""
+        try:
+            self.client.create(member.resource, member.body, field_manager=self.opts.field_manager, dry_run=True)
+        except ConflictError as err:
+            if err.reason != "AlreadyExists":
+                return _result_for(member, "failed", reason=f"{why}; its replacement was refused, so it was "
+                                   f"not deleted: {err.message}", error=err)
+        except ApiError as err:
+            return _result_for(member, "failed", reason=f"{why}; its replacement would be refused, so it was "
+                               f"not deleted: {err.message}", error=err)
+        return None
+
+    def _delete_to_recreate(self, member: plans.DesiredObject, uid: str, why: str) -> ObjectResult | None:
+        """Delete the object with ``uid`` and wait until it is gone; the failed result if not, else None."""
+        try:
+            self.client.delete(member.resource, member.name, member.namespace, uid=uid,
+                               propagation_policy=self.opts.propagation_policy)
+        except ApiError as err:
+            if err.status == 409:
+                return _result_for(member, "failed", reason=f"{why}; it was replaced by someone else meanwhile, "
+                                   "so it was not deleted; run again", error=err)
+            if err.status != 404:
+                return _result_for(member, "failed", reason=f"{why}; deleting it to recreate it failed: "
+                                   f"{err.message}", error=err)
+        left = self._wait_deleted(member, uid)
+        if left is None:
+            return None
+        finalizers = (left.get("metadata") or {}).get("finalizers") or []
+        held = f" (finalizers: {', '.join(finalizers)})" if finalizers else ""
+        return _result_for(member, "failed", reason=f"{why}; it was deleted but is still there after "
+                           f"{self.opts.recreate_timeout:.0f}s{held}; the next run creates it once it is gone")
+
+    def _wait_deleted(self, member: plans.DesiredObject, uid: str) -> dict | None:
         """Wait until the object with ``uid`` is gone; returns it if it is still there at the deadline."""
         deadline = time.monotonic() + self.opts.recreate_timeout
         pause = 0.1
@@ -1043,7 +1189,7 @@ class Engine:
             time.sleep(pause)
             pause = min(1.0, pause * 2)
 
-    def _take_part_of_label(self, member: plans.Member, before: dict) -> None:
+    def _take_part_of_label(self, member: plans.DesiredObject, before: dict) -> None:
         """Set the part-of label to this set's id with a merge patch guarded by the resourceVersion
         that was listed: an update takes a field over from another manager without a conflict,
         and touches nothing else."""
@@ -1112,8 +1258,7 @@ class Engine:
                                      "no longer in the manifests")
                 self.report.objects.append(result)
                 if result.action == "pruned":
-                    key = (res.group, res.kind, meta.get("namespace") or "", meta["name"])
-                    before = live.get(key, (None, None))[1]
+                    before = live.get(spec.ObjectId.from_metadata(res, meta), (None, None))[1]
                     self._diff_entry(result.ref, before if before is not None else {"metadata": meta}, None)
         return ok
 
@@ -1149,15 +1294,13 @@ class Engine:
                             full_for=set(scope) if self.opts.diff else frozenset())
         return [(res, item) for (res, _ns), items in listed.items() for item in items]
 
-    def uninstall(self) -> Report:
-        """Delete every member (same safety rules as prune), then the parent."""
+    def _uninstall(self) -> Report:
         parent = self._load_parent()
         if not parent.exists:
             self.report.warnings.append(f"ApplySet parent {parent.ref} does not exist; nothing to remove")
             return self.report
         members = self._members_in_scope("remove")
-        live = {(res.group, res.kind, item["metadata"].get("namespace") or "", item["metadata"]["name"]):
-                (res, item) for res, item in members}
+        live = {spec.ObjectId.from_metadata(res, item["metadata"]): (res, item) for res, item in members}
         delete, keep, skip = self._classify([(res, item["metadata"]) for res, item in members])
         self._guard(delete, 0, emptying=False)
         if not self.opts.dry_run:
@@ -1169,10 +1312,9 @@ class Engine:
             raise
         if not pruned:
             self._release(parent.group_kinds, parent.namespaces, failing=True)
-            self.report.error = ApplySetError(
+            raise ApplySetError(
                 "some members could not be deleted; the parent is kept so that a re-run finds them:\n"
                 + self._failures(), obj=f"ApplySet {parent.ref}", fix="fix the errors listed per object and run again")
-            return self.report
         if self.claim:
             self.claim.stop()
         parents.delete(self.client, parent, dry_run=self.opts.dry_run)
@@ -1185,14 +1327,10 @@ class Engine:
             by_uid = {item["metadata"].get("uid"): res for res, item in members}
             gone = [(by_uid[o.uid], o.namespace, o.name, o.uid)
                     for o in self.report.objects if o.action == "pruned" and o.uid in by_uid]
-            try:
-                self._wait_gone(gone, timeout=self.opts.wait_timeout)
-            except ApplySetError as err:
-                self.report.error = err
+            self._wait_gone(gone, timeout=self.opts.wait_timeout)
         return self.report
 
-    def disband(self) -> Report:
-        """Leave every member in place without our label, then delete the parent."""
+    def _disband(self) -> Report:
         parent = self._load_parent()
         if not parent.exists:
             self.report.warnings.append(f"ApplySet parent {parent.ref} does not exist; nothing to disband")
@@ -1214,11 +1352,10 @@ class Engine:
             if isinstance(result, Exception):
                 result = _live_result(res, item["metadata"], "failed", f"could not remove the label: {result}")
             self.report.objects.append(result)
-        if self.report.failed:
+        if self.report.failed_objects:
             self._release(parent.group_kinds, parent.namespaces, failing=True)
-            self.report.error = ApplySetError("some members kept the label; the parent is kept",
-                                              obj=f"ApplySet {parent.ref}", fix="run again")
-            return self.report
+            raise ApplySetError("some members kept the label; the parent is kept",
+                                obj=f"ApplySet {parent.ref}", fix="run again")
         if self.claim:
             self.claim.stop()
         parents.delete(self.client, parent, dry_run=self.opts.dry_run)

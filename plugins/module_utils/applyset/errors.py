@@ -13,7 +13,10 @@ class ApplySetError(Exception):
     ``message`` says what is wrong, ``obj`` names the object or input it is about
     (``Deployment shop/web``, ``file app.yaml, document 3``), ``fix`` tells the user what
     to do about it and ``details`` holds machine-readable extras for the module result.
+    ``report`` is the partial ``engine.Report`` when a run failed (the engine attaches it).
     """
+
+    report = None
 
     def __init__(self, message, *, obj=None, fix=None, details=None):
         super().__init__(message)

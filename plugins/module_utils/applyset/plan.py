@@ -76,12 +76,20 @@ UPDATE_STRATEGIES = (STRATEGY_APPLY, STRATEGY_RECREATE)
 
 
 def kind_matches(gk: GroupKind, names) -> bool:
-    """Whether ``Kind`` or ``Kind.group`` in ``names`` designates ``gk``."""
+    """Whether ``names`` (kinds as the user writes them: ``Kind`` or ``Kind.group``) includes ``gk``."""
     return gk.kind in names or str(gk) in names
 
 
-def update_strategy(member: "Member", recreate_kinds) -> str:
-    """How a member's refused immutable change is handled: the annotation, else the kind list."""
+def update_strategy(member: "DesiredObject", recreate_kinds) -> str:
+    """How a refused immutable change of ``member`` is handled.
+
+    Args:
+        member: the desired object; its update-strategy annotation decides first.
+        recreate_kinds: the recreate_on_immutable option (``Kind`` or ``Kind.group`` names).
+
+    Returns:
+        ``STRATEGY_RECREATE`` or ``STRATEGY_APPLY``.
+    """
     annotations = member.body["metadata"].get("annotations") or {}
     value = annotations.get(ANNOTATION_UPDATE_STRATEGY)
     if value in UPDATE_STRATEGIES:
@@ -90,7 +98,15 @@ def update_strategy(member: "Member", recreate_kinds) -> str:
 
 
 def recreate_problems(members: list, recreate_kinds) -> list[InputError]:
-    """Input errors of the recreate settings: unknown annotation values, protected kinds."""
+    """Input errors of the recreate settings: unknown annotation values, protected kinds.
+
+    Args:
+        members: the desired objects (``DesiredObject``).
+        recreate_kinds: the recreate_on_immutable option.
+
+    Returns:
+        One ``InputError`` per problem; empty when the settings are fine.
+    """
     problems = []
     protected = sorted(k for k in recreate_kinds
                        if any(k in (gk.kind, str(gk)) for gk in PROTECTED_KINDS))
@@ -116,14 +132,20 @@ def recreate_problems(members: list, recreate_kinds) -> list[InputError]:
 
 
 def rank_of(gk: GroupKind, namespaced: bool) -> int:
+    """The apply rank of a kind (``RANK_TABLE``, else by scope); prune goes in reverse rank order."""
     if gk in RANK_TABLE:
         return RANK_TABLE[gk]
     return RANK_OTHER if namespaced else RANK_OTHER_CLUSTER
 
 
 @dataclass
-class Member:
-    """One desired object, ready to send."""
+class DesiredObject:
+    """One desired object, ready to send (live members are another type, in inventory.py).
+
+    ``manifest`` is where it came from, ``resource`` what serves it, ``body`` what is sent (the
+    manifest with our part-of label and its namespace set), ``rank`` its place in the apply order
+    and ``crd_in_set`` whether its kind comes from a CRD that this run applies.
+    """
 
     manifest: Manifest
     resource: Resource
@@ -133,31 +155,39 @@ class Member:
 
     @property
     def namespace(self) -> str | None:
+        """Its namespace as sent; None when cluster-scoped."""
         return self.body["metadata"].get("namespace")
 
     @property
     def name(self) -> str:
+        """Its metadata.name."""
         return self.body["metadata"]["name"]
 
     @property
     def key(self) -> spec.ObjectId:
+        """Its identity, to match it with live objects."""
         return spec.ObjectId.of(self.resource, self.namespace, self.name)
 
     @property
     def ref(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), as messages name objects."""
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.resource.kind} {where}"
 
 
 @dataclass
 class Plan:
-    members: list[Member]
+    """The desired set resolved: its members in input order, grouped into ``ranks`` (apply order),
+    the group-kinds and namespaces it covers, and ``warnings`` about input we changed."""
+
+    members: list[DesiredObject]
     group_kinds: set  # this run's group-kinds
     namespaces: set  # namespaces holding this run's namespaced members
     ranks: list = field(default_factory=list)  # member lists, in apply order
     warnings: list = field(default_factory=list)  # input kubectl would accept but we changed
 
     def keys(self) -> set:
+        """The ``ObjectId`` of every member."""
         return {m.key for m in self.members}
 
 
@@ -184,32 +214,35 @@ def _resources_from_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str]
 
 
 def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, default_namespace: str | None) -> Plan:
-    """Resolve every manifest to a resource and a namespace; collect all problems at once."""
+    """Resolve every manifest to a resource and a namespace, and order them for applying.
+
+    Args:
+        manifests: the desired objects as loaded (``manifests.load_*``).
+        discovery: what the server serves; kinds of CRDs in ``manifests`` count as served.
+        applyset_id: the set's id, written into each object's part-of label.
+        default_namespace: the namespace of namespaced objects that name none (may be None).
+
+    Returns:
+        The ``Plan``, its members in input order and grouped into ranks.
+
+    Raises:
+        InputErrors: every problem found (unknown kinds, a missing namespace, duplicates after
+            namespace defaulting), all at once, before anything is sent.
+    """
     from_crds = _resources_from_crds(manifests)
     problems: list[InputError] = []
     warnings: list[str] = []
-    members: list[Member] = []
-    seen: dict[tuple, Manifest] = {}
+    members: list[DesiredObject] = []
+    seen: dict[spec.ObjectId, Manifest] = {}
     for m in manifests:
-        res = discovery.for_gvk(m.group, m.version, m.kind)
-        crd_in_set = False
-        if res is None and (m.group, m.version, m.kind) in from_crds:
-            # Not served yet: its CRD is created by this run, which says what it will be.
-            res, crd_in_set = from_crds[(m.group, m.version, m.kind)], True
+        res, crd_in_set = _resource_for(m, discovery, from_crds, problems)
         if res is None:
-            served = sorted(r.api_version for r in discovery.with_kind(m.kind))
-            hint = (f"; the server serves {m.kind} as {' or '.join(served)}" if served else
-                    "; add its CustomResourceDefinition to the set or install it first")
-            problems.append(InputError(
-                f"unknown kind {m.kind} in apiVersion {m.api_version}{hint}",
-                obj=f"{m.source} ({m.ref})", fix="check apiVersion and kind",
-            ))
             continue
         body = _body_for(m, res, applyset_id, default_namespace, problems, warnings)
         if body is None:
             continue
-        member = Member(manifest=m, resource=res, body=body, rank=rank_of(res.group_kind, res.namespaced),
-                        crd_in_set=crd_in_set)
+        member = DesiredObject(manifest=m, resource=res, body=body, rank=rank_of(res.group_kind, res.namespaced),
+                               crd_in_set=crd_in_set)
         if member.key in seen:
             problems.append(InputError(
                 f"the same object appears twice (also in {seen[member.key].source})",
@@ -220,17 +253,35 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
         members.append(member)
     if problems:
         raise InputErrors(problems)
-    plan = Plan(
+    by_rank: dict[int, list[DesiredObject]] = {}
+    for member in members:
+        by_rank.setdefault(member.rank, []).append(member)
+    return Plan(
         members=members,
         group_kinds={m.resource.group_kind for m in members},
         namespaces={m.namespace for m in members if m.resource.namespaced},
+        ranks=[by_rank[r] for r in sorted(by_rank)],
         warnings=warnings,
     )
-    by_rank: dict[int, list[Member]] = {}
-    for member in members:
-        by_rank.setdefault(member.rank, []).append(member)
-    plan.ranks = [by_rank[r] for r in sorted(by_rank)]
-    return plan
+
+
+def _resource_for(m: Manifest, discovery: Discovery, from_crds: dict, problems: list) -> tuple[Resource | None, bool]:
+    """The resource serving ``m`` and whether a CRD of this run defines it; ``(None, False)``
+    with an input error added to ``problems`` when nothing serves its kind."""
+    res = discovery.for_gvk(m.group, m.version, m.kind)
+    if res is not None:
+        return res, False
+    if (m.group, m.version, m.kind) in from_crds:
+        # Not served yet: its CRD is created by this run, which says what it will be.
+        return from_crds[(m.group, m.version, m.kind)], True
+    served = sorted(r.api_version for r in discovery.with_kind(m.kind))
+    hint = (f"; the server serves {m.kind} as {' or '.join(served)}" if served else
+            "; add its CustomResourceDefinition to the set or install it first")
+    problems.append(InputError(
+        f"unknown kind {m.kind} in apiVersion {m.api_version}{hint}",
+        obj=f"{m.source} ({m.ref})", fix="check apiVersion and kind",
+    ))
+    return None, False
 
 
 def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: str | None,
