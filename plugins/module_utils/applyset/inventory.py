@@ -92,6 +92,7 @@ class LiveMember:
 
     @property
     def group_kind(self) -> GroupKind:
+        """The member's API group and kind."""
         return self.resource.group_kind
 
     @property

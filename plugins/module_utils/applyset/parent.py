@@ -132,6 +132,7 @@ class LiveParent:
 
     @property
     def group_kind(self) -> GroupKind:
+        """The parent's API group and kind."""
         return self.resource.group_kind
 
     @property
@@ -288,6 +289,7 @@ class Parent:
 
     @property
     def group_kind(self) -> GroupKind:
+        """The parent's API group and kind."""
         return self.resource.group_kind
 
     @property
@@ -329,18 +331,7 @@ def resolve(discovery: Discovery, parent_spec, default_namespace: str | None) ->
     """
     definition = None
     if isinstance(parent_spec, str):
-        resource_name, group, name = spec.parse_parent_ref(parent_spec)
-        res = discovery.for_resource(group, resource_name)
-        namespace = None
-        shown = parent_spec
-        if res is None:
-            raise InputError(
-                f'invalid parent reference "{parent_spec}": the server has no resource "{resource_name}"'
-                + (f' in group "{group}"' if group else ""),
-                obj="parent",
-                fix="use secrets/NAME, configmaps/NAME or PLURAL.GROUP/NAME of a CRD labelled "
-                f"{spec.LABEL_PARENT_TYPE}",
-            )
+        res, name, namespace, shown = _resolve_text(discovery, parent_spec)
     elif isinstance(parent_spec, dict):
         if "metadata" in parent_spec:
             definition = parent_spec
@@ -349,33 +340,53 @@ def resolve(discovery: Discovery, parent_spec, default_namespace: str | None) ->
                    "name": meta.get("name"), "namespace": meta.get("namespace")}
         else:
             ref = parent_spec
-        name = ref.get("name")
-        namespace = ref.get("namespace")
-        kind = ref.get("kind") or "Secret"
-        api_version = ref.get("apiVersion")
-        group = ref.get("group")
-        if api_version:
-            group = api_version.rpartition("/")[0]
-        group = group or ""
-        shown = f"{kind} {name}"
-        if not name or not isinstance(name, str):
-            raise InputError("the parent has no name", obj="parent", fix="set parent.name")
-        if api_version and "/" in api_version or api_version == "v1":
-            version = api_version.rpartition("/")[2]
-            res = discovery.for_gvk(group, version, kind) or discovery.for_group_kind(GroupKind(group, kind))
-        else:
-            res = discovery.for_group_kind(GroupKind(group, kind))
-        if res is None:
-            raise InputError(
-                f"the server does not serve the parent kind {GroupKind(group, kind)}",
-                obj=f"parent {shown}",
-                fix="use kind Secret or ConfigMap, or a custom resource whose CRD is installed and labelled "
-                f"{spec.LABEL_PARENT_TYPE}=true",
-            )
+        res, name, namespace, shown = _resolve_reference(discovery, ref)
     else:
         raise InputError("parent must be a string or a dict", obj="parent",
                          fix='e.g. parent: "configmaps/my-app" or parent: {kind: Secret, name: my-app}')
+    return res, name, _parent_namespace(res, namespace, default_namespace, shown), definition
 
+
+def _resolve_text(discovery: Discovery, text: str) -> tuple[Resource, str, None, str]:
+    """A kubectl-style ``[RESOURCE][.GROUP]/NAME``: (resource, name, no namespace, as shown)."""
+    resource_name, group, name = spec.parse_parent_ref(text)
+    res = discovery.for_resource(group, resource_name)
+    if res is None:
+        raise InputError(
+            f'invalid parent reference "{text}": the server has no resource "{resource_name}"'
+            + (f' in group "{group}"' if group else ""),
+            obj="parent",
+            fix="use secrets/NAME, configmaps/NAME or PLURAL.GROUP/NAME of a CRD labelled "
+            f"{spec.LABEL_PARENT_TYPE}",
+        )
+    return res, name, None, text
+
+
+def _resolve_reference(discovery: Discovery, ref: dict) -> tuple[Resource, str, str | None, str]:
+    """A reference dict (``kind`` defaults to Secret): (resource, name, namespace, as shown)."""
+    name = ref.get("name")
+    kind = ref.get("kind") or "Secret"
+    api_version = ref.get("apiVersion")
+    group = (api_version.rpartition("/")[0] if api_version else ref.get("group")) or ""
+    shown = f"{kind} {name}"
+    if not name or not isinstance(name, str):
+        raise InputError("the parent has no name", obj="parent", fix="set parent.name")
+    res = None
+    if api_version and "/" in api_version or api_version == "v1":
+        res = discovery.for_gvk(group, api_version.rpartition("/")[2], kind)
+    res = res or discovery.for_group_kind(GroupKind(group, kind))
+    if res is None:
+        raise InputError(
+            f"the server does not serve the parent kind {GroupKind(group, kind)}",
+            obj=f"parent {shown}",
+            fix="use kind Secret or ConfigMap, or a custom resource whose CRD is installed and labelled "
+            f"{spec.LABEL_PARENT_TYPE}=true",
+        )
+    return res, name, ref.get("namespace"), shown
+
+
+def _parent_namespace(res: Resource, namespace: str | None, default_namespace: str | None, shown: str) -> str:
+    """The parent's namespace: given, else the default for a namespaced kind; "" when cluster-scoped."""
     if res.namespaced:
         namespace = namespace or default_namespace
         if not namespace:
@@ -384,13 +395,14 @@ def resolve(discovery: Discovery, parent_spec, default_namespace: str | None) ->
                 obj=f"parent {shown}",
                 fix="set the namespace option or parent.namespace",
             )
-    elif namespace:
+        return namespace
+    if namespace:
         raise InputError(
             f"{res.kind} is cluster-scoped, so the parent cannot have a namespace",
             obj=f"parent {shown}",
             fix="remove the parent's namespace",
         )
-    return res, name, namespace or "", definition
+    return ""
 
 
 def check_kind_allowed(client: KubeClient, res: Resource) -> None:
