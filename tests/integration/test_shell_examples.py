@@ -310,7 +310,20 @@ def kubectl_compatibility_page(ctx):
 
 @contextmanager
 def performance_page(ctx):
-    yield PageRun(ctx.repo, base_env(ctx.cluster.kubeconfig, ctx.home))
+    """The small reproduction: its runs start control planes of their own in the copy's .state/bench/cluster.
+
+    `report --update-docs` from the committed results must give back this page and its plot as committed:
+    the generated part of the page is what the results say.
+    """
+    committed = {name: (ctx.repo / name).read_bytes() for name in ("docs/performance.md",)}
+    try:
+        yield PageRun(ctx.repo, base_env(ctx.cluster.kubeconfig, ctx.home))
+    finally:
+        subprocess.run([str(REPO_ROOT / "hack" / "local-cluster"), "--state-dir",
+                        str(ctx.repo / ".state" / "bench" / "cluster"), "down"], capture_output=True, timeout=120)
+    for name, text in committed.items():
+        assert (ctx.repo / name).read_bytes() == text, f"report --update-docs changes {name}: the page and its results differ"
+    assert list((ctx.repo / "benchmarks" / "results").glob("profile-*-50-noop.txt")), "no profile written"
 
 
 @contextmanager
