@@ -39,8 +39,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_cli import BIN, REPO_ROOT, ansible_env, run_playbook
-from kubeapi import wait_for
+from ansible_cli import BIN, REPO_ROOT, run_playbook
 from local_cluster.cluster import LocalCluster
 
 # The marker for the rare block that cannot run here, on the line right before its fence.
@@ -52,6 +51,7 @@ DOC_PAGES = ["README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_R
 # its own, then the commands after it) is what hack/readme-check runs, in CI.
 RUN_BY_README_CHECK = "README.md#quickstart"
 BLOCK_TIMEOUT = 600
+TRACE = "+[example] "  # bash -x's prefix (PS4) for each command of a block
 
 
 @dataclass
@@ -147,17 +147,28 @@ class PageRun:
             script, expected = block.text, []
         script = self.script(script)
         started = time.monotonic()
-        proc = subprocess.run(["bash", "-e", "-x", "-c", script], cwd=self.cwd, env=self.env,
-                              capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
+        # -x traces each command (`+ command`) into the same stream, so its output can be told apart.
+        # (PS4 set in the script: bash run as root does not take it from the environment)
+        proc = subprocess.run(["bash", "-e", "-x", "-c", f"PS4='{TRACE}'\n{script}"], cwd=self.cwd, env=self.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=BLOCK_TIMEOUT)
         seconds = time.monotonic() - started
         self.transcript.append(f"{block.where} ({block.lang}, {seconds:.1f}s)")
-        output = proc.stdout + proc.stderr
+        output = proc.stdout
         self.outputs.append(output)
         assert proc.returncode == 0, (f"{block.where} failed (exit {proc.returncode}):\n{script}\n"
                                       f"--- output ---\n{output[-8000:]}")
         missing = [line for line in expected if line not in output]
         assert not missing, f"{block.where}: the shown output lines {missing} are not in:\n{proc.stdout[-6000:]}"
         return proc
+
+    def output_of(self, command: str) -> str:
+        """What the last run of ``command`` printed (from its trace line to the next one)."""
+        for output in reversed(self.outputs):
+            parts = re.split(rf"^{re.escape(TRACE)}(.*)$", output, flags=re.M)
+            found = [parts[i + 1] for i in range(1, len(parts) - 1, 2) if parts[i].strip() == command]
+            if found:
+                return found[-1]
+        raise AssertionError(f"{command!r} did not run")
 
 
 def base_env(cluster_kubeconfig: str, home: Path) -> dict:
@@ -248,6 +259,10 @@ def awx_page(ctx):
     kubectl(env, "create", "serviceaccount", "shop-deployer", "-n", ctx.namespace)
     run = PageRun(ctx.repo, env, [("-n awx", f"-n {ctx.namespace}", "the page's namespace awx")])
     yield run
+    token = run.output_of(f"kubectl create token shop-deployer -n {ctx.namespace} --duration=8760h").strip()
+    claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    assert claims["sub"] == f"system:serviceaccount:{ctx.namespace}:shop-deployer", claims
+    assert claims["exp"] - claims["iat"] == 365 * 24 * 3600, claims  # "valid for a year"
 
 
 @contextmanager
@@ -344,7 +359,13 @@ def user_guide_page(ctx):
     del env["KUBECONFIG"]  # the block points it at the control plane make demo starts
     env["APPLYSET_CLUSTER_DIR"] = str(state_dir)
     with stopped_afterwards(state_dir):
-        yield PageRun(ctx.repo, env)
+        run = PageRun(ctx.repo, env)
+        yield run
+    # What the comments say each step shows.
+    summaries = {command: re.findall(r'"(created|pruned)": (\d+)', run.output_of(command)) for command in (
+        "ansible-playbook playbooks/preview.yml", "ansible-playbook playbooks/preview.yml -e shop_without_banner=true")}
+    assert ("created", "1") in summaries["ansible-playbook playbooks/preview.yml"], summaries  # the banner would come back
+    assert ("pruned", "1") in summaries["ansible-playbook playbooks/preview.yml -e shop_without_banner=true"], summaries
     for name in ("applyset-audit.json", "applyset-audit.md"):
         assert (ctx.repo / ".state" / "audit" / name).is_file(), f"no .state/audit/{name}"
 
