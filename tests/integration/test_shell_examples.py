@@ -41,12 +41,10 @@ import pytest
 import yaml
 from ansible_cli import BIN, REPO_ROOT, run_playbook
 from local_cluster.cluster import LocalCluster
+# The pages and the not-run marker (on the line right before a fence) are the YAML examples' own.
+from test_examples import DOC_PAGES, NOT_RUN
 
-# The marker for the rare block that cannot run here, on the line right before its fence.
-NOT_RUN = re.compile(r"<!-- example: not run: (.+?) -->\s*$")
 SHELL_FENCE = re.compile(r"^```(sh|bash|shell|console)\n(.*?)^```", flags=re.S | re.M)
-DOC_PAGES = ["README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")),
-             *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "roles").glob("*/README.md"))]
 BLOCK_TIMEOUT = 600
 TRACE = "+[example] "  # bash -x's prefix (PS4) for each command of a block
 
@@ -321,10 +319,11 @@ def kubectl_compatibility_page(ctx):
 def performance_page(ctx):
     """The small reproduction: its runs start control planes of their own in the copy's .state/bench/cluster.
 
-    `report --update-docs` from the committed results must give back this page and its plot as committed:
-    the generated part of the page is what the results say.
+    `report --update-docs` from the committed results must give back this page's generated part and
+    benchmarks/results/summary.md as committed: the published tables are what the results say.
     """
-    committed = {name: (ctx.repo / name).read_bytes() for name in ("docs/performance.md",)}
+    committed = {name: (ctx.repo / name).read_bytes()
+                 for name in ("docs/performance.md", "benchmarks/results/summary.md")}
     try:
         yield PageRun(ctx.repo, base_env(ctx.cluster.kubeconfig, ctx.home))
     finally:
