@@ -162,7 +162,7 @@ class TokenFile:
 
 
 def _resolve(base_dir: str, path) -> str:
-    return os.path.normpath(os.path.join(base_dir, os.path.expanduser(str(path))))
+    return os.path.abspath(os.path.join(base_dir, os.path.expanduser(str(path))))
 
 
 def _as_file(entry: dict, file_key: str, base_dir: str) -> str | None:
