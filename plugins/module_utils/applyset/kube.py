@@ -626,9 +626,9 @@ class KubeClient:
     """A thread-safe client over one urllib3 connection pool.
 
     Args:
-        cfg: the ``kubernetes.client.Configuration`` of ``load_connection``: server, TLS,
-            credentials (refreshed before each request when an exec plugin or token file gives them),
-            proxy.
+        cfg: the configuration of ``load_connection`` (a ``kubeconfig.ClientConfig`` or a
+            ``kubernetes.client.Configuration``): server, TLS, credentials (refreshed before each
+            request when an exec plugin or token file gives them), proxy.
         parallelism: bounds both the pool and the worker threads of ``map``.
         retry_seconds: how long idempotent requests (GET, server-side apply, DELETE with a UID
             precondition) are retried on 429, 5xx and connection errors, with jittered exponential
