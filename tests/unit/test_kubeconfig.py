@@ -312,3 +312,38 @@ def test_the_same_settings_as_the_kubernetes_package(tmp_path, user, cluster):
         return (cfg.host, cfg.verify_ssl, cfg.tls_server_name, cfg.proxy, files, authorization(cfg))
 
     assert settings(ours) == settings(theirs)
+
+
+@pytest.mark.parametrize("environ, token, ca", [
+    ({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}, "pod-token", "CA"),
+    ({"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "6443"}, "pod-token", "CA"),
+    ({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, "pod-token", "CA"),
+    ({"KUBERNETES_SERVICE_HOST": "", "KUBERNETES_SERVICE_PORT": "443"}, "pod-token", "CA"),
+    ({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}, None, "CA"),
+    ({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}, "", "CA"),
+    ({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}, "pod-token", None),
+    ({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}, "pod-token", ""),
+])
+def test_the_in_cluster_configuration_is_the_kubernetes_packages(tmp_path, environ, token, ca):
+    from kubernetes import client
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
+    token_path, ca_path = tmp_path / "token", tmp_path / "ca.crt"
+    for path, content in ((token_path, token), (ca_path, ca)):
+        if content is not None:
+            path.write_text(content)
+
+    def loaded(load):
+        try:
+            cfg = load()
+        except (ConfigException, plain.ConfigRefused) as err:
+            return str(err)
+        return cfg.host, cfg.ssl_ca_cert, authorization(cfg).lower()
+
+    def theirs():
+        cfg = client.Configuration()
+        InClusterConfigLoader(str(token_path), str(ca_path), environ=environ).load_and_set(cfg)
+        return cfg
+
+    assert loaded(lambda: plain.in_cluster(environ, str(token_path), str(ca_path))) == loaded(theirs)

@@ -1,8 +1,8 @@
 """The only place that speaks HTTP to the Kubernetes API server.
 
-Plain kubeconfigs (tokens, token files, certificates) are read by ``kubeconfig``; the
-official ``kubernetes`` package, slow to import, is used only for what needs it: exec
-credential plugins, auth providers and the in-cluster configuration. Requests go out
+Plain kubeconfigs (tokens, token files, certificates) and a pod's service account are read by
+``kubeconfig``; the official ``kubernetes`` package, slow to import, is used only for what
+needs it: exec credential plugins and auth providers. Requests go out
 through one urllib3 pool, so that the engine controls exactly which requests
 are sent: one server-side apply PATCH per object, metadata-only paginated
 LISTs, DELETEs with preconditions, and nothing else.
@@ -238,8 +238,8 @@ def load_connection(auth: dict):
 
     Returns:
         ``(config, ConnectionSource)``: ``config`` is a ``kubeconfig.ClientConfig``, or a
-        ``kubernetes.client.Configuration`` for an exec plugin, an auth provider or the in-cluster
-        configuration (the same attribute names; the package is imported only then).
+        ``kubernetes.client.Configuration`` for a user with an exec plugin or an auth provider
+        (the same attribute names; the package is imported only then).
 
     Raises:
         InputError: the ``kubernetes`` package is missing and the configuration needs it.
@@ -299,10 +299,8 @@ def _load_kubeconfig_files(kubeconfig, context: str | None) -> tuple:
     paths, origin = _kubeconfig_files(kubeconfig)
     existing = [path for path in paths if os.path.isfile(path)]
     if not existing and not kubeconfig and not context and _in_cluster():
-        client, config = _kubernetes_client()
-        cfg = client.Configuration()
-        with _refused_configuration(None, config):
-            config.load_incluster_config(client_configuration=cfg)
+        with _refused_configuration(None):
+            cfg = plain_kubeconfig.in_cluster(os.environ, IN_CLUSTER_TOKEN, IN_CLUSTER_CA)
         return cfg, ConnectionSource(
             server="the in-cluster configuration (KUBERNETES_SERVICE_HOST)",
             credential=f"the pod's service account token ({IN_CLUSTER_TOKEN})",

@@ -6,8 +6,9 @@ nothing from it: this module turns such a context into a ``ClientConfig``, the f
 ``kube.KubeClient`` reads, under the attribute names of ``kubernetes.client.Configuration``.
 
 Users with an ``exec`` plugin or an ``auth-provider`` (OIDC, gcp ...) still go through the
-``kubernetes`` package (``needs_kubernetes_package`` says which path a user takes), and so does
-the in-cluster configuration; ``kube.load_connection`` chooses before anything is imported.
+``kubernetes`` package (``needs_kubernetes_package`` says which path a user takes);
+``kube.load_connection`` chooses before anything is imported. A pod's service account
+(``in_cluster``) is read here too.
 
 What is read follows the kubernetes package's loader, so that a kubeconfig loads the same
 either way: ``*-data`` wins over the file it stands for, TLS files are loaded only for an https
@@ -122,6 +123,35 @@ def _load_credential(cfg: ClientConfig, user: dict, user_dir: str) -> None:
     if "username" in user and "password" in user:
         pair = f"{user['username']}:{user['password']}".encode()  # UTF-8, as kubectl sends it
         cfg.api_key["BearerToken"] = "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def in_cluster(environ, token_path: str, ca_path: str) -> ClientConfig:
+    """The ``ClientConfig`` of a pod's service account, as the kubernetes package's
+    ``load_incluster_config`` makes it (same checks, same messages): the server from
+    ``KUBERNETES_SERVICE_HOST`` and ``KUBERNETES_SERVICE_PORT``, the token file at ``token_path``
+    (read again when the kubelet rotates it) and the CA file at ``ca_path``.
+
+    Raises:
+        ConfigRefused: a variable, the token file or the CA file is missing or empty.
+    """
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    if host is None or port is None:
+        raise ConfigRefused("Service host/port is not set.")
+    if not host or not port:
+        raise ConfigRefused("Service host/port is set but empty.")
+    if not os.path.isfile(token_path):
+        raise ConfigRefused("Service token file does not exist.")
+    if os.path.getsize(token_path) == 0:
+        raise ConfigRefused("Token file exists but empty.")
+    if not os.path.isfile(ca_path):
+        raise ConfigRefused("Service certification file does not exist.")
+    if os.path.getsize(ca_path) == 0:
+        raise ConfigRefused("Cert file exists but empty.")
+    cfg = ClientConfig()
+    cfg.host = f"https://[{host}]:{port}" if ":" in host or "%" in host else f"https://{host}:{port}"
+    cfg.ssl_ca_cert = ca_path
+    TokenFile(token_path).install(cfg)
+    return cfg
 
 
 class TokenFile:
