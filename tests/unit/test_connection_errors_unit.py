@@ -182,25 +182,30 @@ def test_a_kubeconfig_the_kubernetes_package_refuses_names_the_kubeconfig(tmp_pa
     assert info.value.fix.startswith("check it with kubectl config view")
 
 
-def test_in_a_pod_without_a_kubeconfig_the_in_cluster_configuration_is_used(monkeypatch):
-    from kubernetes import config
-
-    monkeypatch.setattr(kube, "_in_cluster", lambda: True)
-    loaded = []
-    monkeypatch.setattr(config, "load_incluster_config", lambda client_configuration: loaded.append(
-        client_configuration) or setattr(client_configuration, "host", "https://10.0.0.1:443"))
+def test_in_a_pod_without_a_kubeconfig_the_in_cluster_configuration_is_used(monkeypatch, tmp_path):
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text("pod-token")
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setattr(kube, "IN_CLUSTER_TOKEN", str(token))
+    monkeypatch.setattr(kube, "IN_CLUSTER_CA", str(ca))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     cfg, source = kube.load_connection({})
-    assert loaded == [cfg] and cfg.host == "https://10.0.0.1:443"
-    assert source.credential_kind == "in-cluster" and source.ca == kube.IN_CLUSTER_CA
+    assert (cfg.host, cfg.ssl_ca_cert, cfg.verify_ssl) == ("https://10.0.0.1:443", str(ca), True)
+    assert kube.KubeClient(cfg)._headers("application/json", None)["Authorization"] == "Bearer pod-token"
+    assert source.credential_kind == "in-cluster" and source.ca == str(ca)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    assert kube.load_connection({})[0].host == "https://[fd00::1]:443"
 
-    def refuse(client_configuration):
-        raise config.ConfigException("Service token file does not exist.")
-
-    monkeypatch.setattr(config, "load_incluster_config", refuse)
+    # The kubernetes package's checks and words (kubernetes.config.load_incluster_config).
+    ca.write_text("")
     with pytest.raises(ConfigError) as info:
         kube.load_connection({})
-    assert str(info.value).startswith("could not load Kubernetes configuration: Service token file does not exist.")
+    assert str(info.value).startswith("could not load Kubernetes configuration: Cert file exists but empty.")
     assert info.value.obj is None
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT")
+    with pytest.raises(ConfigError, match="Service host/port is not set"):
+        kube.load_connection({})
 
 
 def test_explicit_options_set_the_configuration(tmp_path):

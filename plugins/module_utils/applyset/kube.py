@@ -1,7 +1,8 @@
 """The only place that speaks HTTP to the Kubernetes API server.
 
-The official ``kubernetes`` package is used for what it does well, loading
-kubeconfig files, in-cluster config and credential plugins; requests go out
+Plain kubeconfigs (tokens, token files, certificates) and a pod's service account are read by
+``kubeconfig``; the official ``kubernetes`` package, slow to import, is used only for what
+needs it: exec credential plugins and auth providers. Requests go out
 through one urllib3 pool, so that the engine controls exactly which requests
 are sent: one server-side apply PATCH per object, metadata-only paginated
 LISTs, DELETEs with preconditions, and nothing else.
@@ -20,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from . import kubeconfig as plain_kubeconfig
 from .errors import ApiError, ApplySetError, AuthenticationFailed, ConfigError, ConflictError, ConnectionFailed, InputError
 from .spec import COLLECTION_VERSION, TOOL_NAME, GroupKind
 
@@ -113,7 +115,8 @@ def _in_cluster() -> bool:
 
 
 def _read_kubeconfigs(paths: list[str]) -> dict:
-    """The files merged as kubectl merges them: the first of each name wins."""
+    """The files merged as kubectl merges them: the first of each name wins, and the first
+    current-context. ``origins`` maps each ``(section, name)`` kept to the file it came from."""
     import yaml  # a dependency of the kubernetes package
 
     merged: dict = {"clusters": [], "contexts": [], "users": []}
@@ -132,17 +135,20 @@ def _read_kubeconfigs(paths: list[str]) -> dict:
         if not isinstance(doc, dict):
             raise ConfigError("not a kubeconfig: the file holds no mapping", obj=f"kubeconfig {path}",
                               fix=f"check it with: kubectl --kubeconfig {path} config view")
-        _merge_kubeconfig(merged, doc)
+        _merge_kubeconfig(merged, doc, path)
     return merged
 
 
-def _merge_kubeconfig(merged: dict, doc: dict) -> None:
+def _merge_kubeconfig(merged: dict, doc: dict, path: str | None = None) -> None:
+    origins = merged.setdefault("origins", {})
     for section in ("clusters", "contexts", "users"):
         known = {entry.get("name") for entry in merged[section]}
         for entry in doc.get(section) or []:
             if isinstance(entry, dict) and entry.get("name") not in known:
                 merged[section].append(entry)
                 known.add(entry.get("name"))
+                if path:
+                    origins[(section, entry.get("name"))] = path
     if doc.get("current-context") and not merged.get("current-context"):
         merged["current-context"] = doc["current-context"]
 
@@ -231,18 +237,23 @@ def load_connection(auth: dict):
             ``no_proxy``); None and "" count as not given.
 
     Returns:
-        ``(kubernetes.client.Configuration, ConnectionSource)``.
+        ``(config, ConnectionSource)``: ``config`` is a ``kubeconfig.ClientConfig``, or a
+        ``kubernetes.client.Configuration`` for a user with an exec plugin or an auth provider
+        (the same attribute names; the package is imported only then).
 
     Raises:
-        InputError: the ``kubernetes`` package is missing.
+        InputError: the ``kubernetes`` package is missing and the configuration needs it.
         ConfigError: a missing or unreadable kubeconfig, one without contexts, an unknown context,
-            or one the kubernetes package refuses; the message names the file and what to do.
+            one that cannot be loaded (a certificate file that does not exist, say), or no server
+            at all; the message names the file and what to do.
     """
-    client, config = _kubernetes_client()
     auth = {k: v for k, v in (auth or {}).items() if v is not None and v != ""}
-    cfg = client.Configuration()
-    source = _load_base_configuration(auth, cfg, config)
+    cfg, source = _load_base_configuration(auth)
     _set_explicit_options(cfg, auth)
+    if not cfg.host:
+        raise ConfigError(f"no API server address: {source.server} names none", obj=source.kubeconfig,
+                          fix="add server: https://HOST:PORT to the kubeconfig's cluster, or give host "
+                              "(K8S_AUTH_HOST)")
     return cfg, _with_explicit_options(source, auth)
 
 
@@ -259,35 +270,38 @@ def _kubernetes_client():
     return client, config
 
 
-def _load_base_configuration(auth: dict, cfg, config) -> ConnectionSource:
-    """Load what the explicit options start from into ``cfg``: a kubeconfig mapping, kubeconfig
+def _load_base_configuration(auth: dict) -> tuple:
+    """What the explicit options start from, and its source: a kubeconfig mapping, kubeconfig
     files, the in-cluster configuration, or nothing when only ``host`` and credentials are given."""
     kubeconfig, context = auth.get("kubeconfig"), auth.get("context")
     if isinstance(kubeconfig, dict):
-        return _load_kubeconfig_mapping(kubeconfig, context, cfg, config)
+        return _load_kubeconfig_mapping(kubeconfig, context)
     if kubeconfig or context or not auth.get("host"):
-        return _load_kubeconfig_files(kubeconfig, context, cfg, config)
-    return ConnectionSource(server="the host option", credential="no credentials", credential_kind="none",
-                            ca="the system's trusted CAs")
+        return _load_kubeconfig_files(kubeconfig, context)
+    return plain_kubeconfig.ClientConfig(), ConnectionSource(
+        server="the host option", credential="no credentials", credential_kind="none", ca="the system's trusted CAs")
 
 
-def _load_kubeconfig_mapping(kubeconfig: dict, context: str | None, cfg, config) -> ConnectionSource:
+def _load_kubeconfig_mapping(kubeconfig: dict, context: str | None) -> tuple:
     label = "the kubeconfig option (a mapping)"
     doc = _read_kubeconfig_dict(kubeconfig)
     context_entry = _choose_context(doc, context, label)
-    with _refused_configuration(config, label):
-        config.load_kube_config_from_dict(kubeconfig, context=context, client_configuration=cfg)
-    return _describe_kubeconfig(doc, context_entry, label)
+
+    def with_package(config, cfg):
+        config.load_kube_config_from_dict(kubeconfig, context=context_entry.get("name"), client_configuration=cfg)
+
+    cfg = _load_context(doc, context_entry, label, with_package)
+    return cfg, _describe_kubeconfig(doc, context_entry, label)
 
 
-def _load_kubeconfig_files(kubeconfig, context: str | None, cfg, config) -> ConnectionSource:
+def _load_kubeconfig_files(kubeconfig, context: str | None) -> tuple:
     """The kubeconfig files kubectl would read; in a pod without any of them, the in-cluster configuration."""
     paths, origin = _kubeconfig_files(kubeconfig)
     existing = [path for path in paths if os.path.isfile(path)]
     if not existing and not kubeconfig and not context and _in_cluster():
-        with _refused_configuration(config, None):
-            config.load_incluster_config(client_configuration=cfg)
-        return ConnectionSource(
+        with _refused_configuration(None):
+            cfg = plain_kubeconfig.in_cluster(os.environ, IN_CLUSTER_TOKEN, IN_CLUSTER_CA)
+        return cfg, ConnectionSource(
             server="the in-cluster configuration (KUBERNETES_SERVICE_HOST)",
             credential=f"the pod's service account token ({IN_CLUSTER_TOKEN})",
             credential_kind="in-cluster", ca=IN_CLUSTER_CA)
@@ -296,18 +310,48 @@ def _load_kubeconfig_files(kubeconfig, context: str | None, cfg, config) -> Conn
     label = "kubeconfig " + os.pathsep.join(existing)
     doc = _read_kubeconfigs(existing)
     context_entry = _choose_context(doc, context, label)
-    with _refused_configuration(config, label):
-        config.load_kube_config(config_file=os.pathsep.join(existing), context=context,
+
+    def with_package(config, cfg):
+        # The context chosen above, by name: the package would take the last file's current-context.
+        config.load_kube_config(config_file=os.pathsep.join(existing), context=context_entry.get("name"),
                                 client_configuration=cfg, persist_config=False)
-    return _describe_kubeconfig(doc, context_entry, label)
+
+    cfg = _load_context(doc, context_entry, label, with_package)
+    return cfg, _describe_kubeconfig(doc, context_entry, label)
+
+
+def _load_context(doc: dict, context_entry: dict, label: str, with_package):
+    """The client configuration of ``context_entry``: read here for a plain user, by the kubernetes
+    package (``with_package(config, cfg)``) for a user with an exec plugin or an auth provider."""
+    ctx = context_entry.get("context") or {}
+    cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
+    user = (_named(doc, "users", user_name) or {}).get("user")
+    if plain_kubeconfig.needs_kubernetes_package(user):
+        client, config = _kubernetes_client()
+        cfg = client.Configuration()
+        with _refused_configuration(label, config):
+            with_package(config, cfg)
+        return cfg
+    cluster = (_named(doc, "clusters", cluster_name) or {}).get("cluster")
+    origins = doc.get("origins") or {}
+
+    def directory(section, name):
+        path = origins.get((section, name))
+        return os.path.abspath(os.path.dirname(path)) if path else ""
+
+    with _refused_configuration(label):
+        return plain_kubeconfig.load(cluster, user, cluster_dir=directory("clusters", cluster_name),
+                                     user_dir=directory("users", user_name), context_name=context_entry.get("name"))
 
 
 @contextmanager
-def _refused_configuration(config, label: str | None):
-    """Turn the kubernetes package's refusal of a configuration into a ``ConfigError`` about ``label``."""
+def _refused_configuration(label: str | None, config=None):
+    """Turn a refusal of a configuration (ours, or the kubernetes package's ``config``) into a
+    ``ConfigError`` about ``label``."""
+    refusals = (plain_kubeconfig.ConfigRefused, config.ConfigException) if config else plain_kubeconfig.ConfigRefused
     try:
         yield
-    except config.ConfigException as err:
+    except refusals as err:
         raise ConfigError(
             f"could not load Kubernetes configuration: {err}",
             obj=label,
@@ -325,6 +369,8 @@ def _set_explicit_options(cfg, auth: dict) -> None:
     if auth.get("api_key"):
         key = auth["api_key"]
         cfg.api_key = {"authorization": key if key.lower().startswith("bearer ") else f"Bearer {key}"}
+        # The kubeconfig's credential is replaced, not refreshed: its hook would put it back.
+        cfg.refresh_api_key_hook = None
     if auth.get("ca_cert"):
         cfg.ssl_ca_cert = auth["ca_cert"]
     if auth.get("client_cert"):
@@ -578,9 +624,9 @@ class KubeClient:
     """A thread-safe client over one urllib3 connection pool.
 
     Args:
-        cfg: the ``kubernetes.client.Configuration`` of ``load_connection``: server, TLS,
-            credentials (refreshed before each request when an exec plugin or token file gives them),
-            proxy.
+        cfg: the configuration of ``load_connection`` (a ``kubeconfig.ClientConfig`` or a
+            ``kubernetes.client.Configuration``): server, TLS, credentials (refreshed before each
+            request when an exec plugin or token file gives them), proxy.
         parallelism: bounds both the pool and the worker threads of ``map``.
         retry_seconds: how long idempotent requests (GET, server-side apply, DELETE with a UID
             precondition) are retried on 429, 5xx and connection errors, with jittered exponential
