@@ -193,6 +193,17 @@ def test_wrong_ca_file_from_awx_names_the_variable(cluster, namespace, tmp_path)
         in result["msg"]
 
 
+def test_missing_ca_file_is_named_at_once_not_retried_as_unreachable(cluster, namespace, tmp_path):
+    server, _ = server_and_ca(cluster, tmp_path)
+    missing = tmp_path / "nope" / "ca.crt"
+    env = ansible_env(cluster, K8S_AUTH_HOST=server, K8S_AUTH_API_KEY="irrelevant",
+                      K8S_AUTH_SSL_CA_CERT=str(missing))
+    result = info(cluster, {"namespace": namespace}, env=env)
+    assert f"cannot read the CA certificate file {missing}: no such file" in result["msg"]
+    assert "K8S_AUTH_SSL_CA_CERT" in result["msg"]
+    assert "cannot connect" not in result["msg"] and "tries" not in result["msg"]
+
+
 def closed_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -409,3 +409,18 @@ def test_a_server_that_never_answered_is_retried_a_few_seconds_not_the_full_wait
         c.discover()
     spent = clock.now - 1000.0
     assert 0 < spent <= kube.FIRST_CONTACT_RETRY_SECONDS + 5.0  # the last backoff may overshoot; never 60 s
+
+
+@pytest.mark.parametrize("option,what", [("ca_cert", "CA certificate"), ("client_cert", "client certificate"),
+                                         ("client_key", "client key")])
+def test_a_missing_tls_file_option_is_refused_before_connecting_naming_its_source(tmp_path, option, what):
+    # (A kubeconfig's missing files are refused while it is read, as the kubernetes package does.)
+    files = {name: tmp_path / f"{name}.pem" for name in ("ca_cert", "client_cert", "client_key")}
+    for path in files.values():
+        path.write_text("x")
+    files[option].unlink()
+    params = {"host": "https://k8s.test:6443", **{name: str(path) for name, path in files.items()}}
+    with pytest.raises(ConfigError) as info:
+        kube.connect(params)
+    assert f"cannot read the {what} file {files[option]}: no such file" in str(info.value)
+    assert "absolute path" in info.value.fix

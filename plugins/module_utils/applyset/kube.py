@@ -620,6 +620,23 @@ def _parse_warnings(values: list[str]) -> list[str]:
     return messages
 
 
+def _check_tls_files(cfg, source: ConnectionSource) -> None:
+    """Refuse a CA, client certificate or key file that is not there, naming where it was set.
+
+    urllib3 would only find out at the first request, as a connection error that is retried
+    and then blamed on the server being unreachable (kubectl refuses it before connecting too).
+    """
+    files = [(cfg.cert_file, "client certificate", source.credential),
+             (cfg.key_file, "client key", f"the client key {cfg.key_file} from {_option_source('client_key', cfg.key_file)}")]
+    if cfg.verify_ssl:
+        files.insert(0, (cfg.ssl_ca_cert, "CA certificate", source.ca))
+    for path, what, where in files:
+        if path and not os.path.isfile(path):
+            raise ConfigError(f"cannot read the {what} file {path}: no such file", obj=where,
+                              fix=f"give the path of an existing {what} file (an absolute path: modules run "
+                              "in the playbook's directory)")
+
+
 class KubeClient:
     """A thread-safe client over one urllib3 connection pool.
 
@@ -654,6 +671,7 @@ class KubeClient:
         self.requests_sent = 0
         self._count_lock = threading.Lock()
         self.flow = AdaptiveLimit(self.parallelism)
+        _check_tls_files(cfg, self.source)
         pool_args = {
             "num_pools": 4,
             "maxsize": self.parallelism + 2,
