@@ -1,0 +1,473 @@
+"""The fast path (issue 11): a re-run writes only what differs, and never reports a false "unchanged".
+
+Every case of issue 11 point 2, against the real control plane, through the module as users run it.
+A member may be skipped only when the live object provably holds what we would apply; each test
+below changes the live object (or the request) in one way that must cost a write, and checks the
+outcome against the old behaviour (``reapply: always``) on an identical setup where it matters.
+
+Drift is made with kubectl itself (edit, patch, label, annotate, scale, a forced server-side apply)
+and with plain requests through the independent test client. Assertions read the cluster through
+that client, never through the product's HTTP layer.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import json
+import re
+import subprocess
+import threading
+
+import yaml
+from ansible_cli import ansible_env, run_module
+from faultproxy import FaultProxy
+
+PART_OF = "applyset.kubernetes.io/part-of"
+DIGEST = "applyset.kubernetes.ansible/applied-digest"
+MANAGER = "applyset.kubernetes"
+
+
+def _kubectl_binary() -> str:
+    """The newest versioned kubectl (the API server is 1.34); the one on PATH otherwise."""
+    versioned = glob.glob("/usr/lib/google-cloud-sdk/bin/kubectl.1.*")
+    if not versioned:
+        return "kubectl"
+    return max(versioned, key=lambda path: int(re.sub(r".*kubectl\.1\.", "", path) or 0))
+
+
+KUBECTL = _kubectl_binary()
+
+
+def kubectl(cluster, *args, stdin: str | None = None, **env):
+    proc = subprocess.run([KUBECTL, *args], input=stdin, capture_output=True, text=True, timeout=120,
+                          env=ansible_env(cluster, **env))
+    assert proc.returncode == 0, f"kubectl {' '.join(args)}: {proc.stdout}{proc.stderr}"
+    return proc.stdout
+
+
+# ----- manifests and reading the cluster ----------------------------------------------------------
+
+
+def cm(name, value="ours-1", labels=None, annotations=None, **data):
+    """A ConfigMap whose every field we set can be drifted: a label, an annotation, data."""
+    meta = {"name": name,
+            "labels": {"tier": "web"} if labels is None else labels,
+            "annotations": {"note": "ours"} if annotations is None else annotations}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data or {"v": value}}
+
+
+def deployment(name, replicas=2, resources=None, **pod_spec):
+    container = {"name": "app", "image": "registry.k8s.io/pause:3.10"}
+    if resources is not None:
+        container["resources"] = resources
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container], **pod_spec}},
+        },
+    }
+
+
+def apply(cluster, namespace, definition, parent="set1", check=False, diff=False, **options):
+    args = {"parent": parent, "namespace": namespace, "definition": definition, **options}
+    return run_module(cluster, "applyset_apply", args, check=check, diff=diff)
+
+
+def applied(cluster, namespace, definition, **options):
+    rc, result, out = apply(cluster, namespace, definition, **options)
+    assert rc == 0, out
+    return result
+
+
+def actions(result):
+    return {o["name"]: o["action"] for o in result["objects"]}
+
+
+def writes(result) -> int:
+    return result["requests"]["writes"]
+
+
+def cm_path(namespace, name=""):
+    return f"/api/v1/namespaces/{namespace}/configmaps" + (f"/{name}" if name else "")
+
+
+def deploy_path(namespace, name=""):
+    return f"/apis/apps/v1/namespaces/{namespace}/deployments" + (f"/{name}" if name else "")
+
+
+def secret_path(namespace, name=""):
+    return f"/api/v1/namespaces/{namespace}/secrets" + (f"/{name}" if name else "")
+
+
+def versions(kube, namespace):
+    """name -> resourceVersion of every ConfigMap, Deployment and Secret of the test (the parent included)."""
+    state = {}
+    for path in (cm_path(namespace), deploy_path(namespace), secret_path(namespace)):
+        plural = path.rsplit("/", 1)[1]
+        for item in kube.get(path)["items"]:
+            state[f"{plural}/{item['metadata']['name']}"] = item["metadata"]["resourceVersion"]
+    state.pop("configmaps/kube-root-ca.crt", None)
+    return state
+
+
+def parent_version(kube, namespace, parent="set1"):
+    return kube.get(secret_path(namespace, parent))["metadata"]["resourceVersion"]
+
+
+def our_apply_entry(obj, manager=MANAGER):
+    return [e for e in obj["metadata"].get("managedFields") or []
+            if e.get("manager") == manager and e.get("operation") == "Apply"]
+
+
+def assert_noop(result, count):
+    assert result["changed"] is False, result
+    assert set(actions(result).values()) == {"unchanged"} and len(result["objects"]) == count, actions(result)
+    assert writes(result) == 0, result["requests"]
+
+
+def merge_patch(kube, path, body, manager="other-client"):
+    status, payload, _ = kube.request("PATCH", path, body, query={"fieldManager": manager},
+                                      content_type="application/merge-patch+json")
+    assert status == 200, payload
+    return payload
+
+
+# ----- the no-op re-run -----------------------------------------------------------------------------
+
+
+def test_noop_rerun_writes_nothing_and_always_patches_every_member(cluster, kube, namespace):
+    members = [cm("a"), cm("b"), cm("c")]
+    first = applied(cluster, namespace, members)
+    assert set(actions(first).values()) == {"created"}
+    for name in ("a", "b", "c"):
+        live = kube.get(cm_path(namespace, name))
+        assert DIGEST in live["metadata"]["annotations"], live["metadata"]
+        assert our_apply_entry(live)
+    before = versions(kube, namespace)
+
+    result = applied(cluster, namespace, members)
+    assert_noop(result, 3)
+    assert result["requests"]["sent"] > 0
+    # No claim either: the parent and every member keep their resourceVersion.
+    assert versions(kube, namespace) == before
+
+    result = applied(cluster, namespace, members, reapply="always")
+    assert result["changed"] is False and set(actions(result).values()) == {"unchanged"}, result
+    assert writes(result) >= 3, result["requests"]  # one server-side apply PATCH per member (+ the claim)
+    after = versions(kube, namespace)
+    assert {k: v for k, v in after.items() if k != "secrets/set1"} == \
+        {k: v for k, v in before.items() if k != "secrets/set1"}
+
+
+# ----- a field dropped from the manifest --------------------------------------------------------------
+
+
+def test_a_field_dropped_from_the_manifest_is_removed(cluster, kube, namespace):
+    applied(cluster, namespace, [cm("drop", labels={"tier": "web", "extra": "x"}, a="1", b="2"), cm("keep")])
+    keep_version = kube.get(cm_path(namespace, "keep"))["metadata"]["resourceVersion"]
+
+    result = applied(cluster, namespace, [cm("drop", labels={"tier": "web"}, a="1"), cm("keep")])
+    assert actions(result) == {"drop": "configured", "keep": "unchanged"}
+    assert writes(result) >= 1
+    live = kube.get(cm_path(namespace, "drop"))
+    assert live["data"] == {"a": "1"}
+    assert "extra" not in live["metadata"]["labels"]
+    assert kube.get(cm_path(namespace, "keep"))["metadata"]["resourceVersion"] == keep_version
+
+    # Dropping the last key of a map we set (the annotations we gave) removes it too.
+    result = applied(cluster, namespace, [cm("drop", labels={"tier": "web"}, annotations={}, a="1"), cm("keep")])
+    assert actions(result)["drop"] == "configured"
+    assert "note" not in (kube.get(cm_path(namespace, "drop"))["metadata"].get("annotations") or {})
+
+
+# ----- drift of a field we set ----------------------------------------------------------------------------
+
+# name -> (how the live object drifts, the field that conflicts when force_conflicts is off, or None)
+CM_DRIFTS = {
+    "edit": ".data.v",
+    "patch": ".data.v",
+    "label": ".metadata.labels.tier",
+    "annotate": ".metadata.annotations.note",
+    "merge-patch": ".data.v",
+    "forced-apply": ".data.v",
+    "other-update": ".data.v",   # stands in for a mutating webhook: another manager changes our value
+    "label-removed": None,       # nobody owns the label any more: restored without a conflict
+}
+
+
+def drift_configmap(cluster, kube, namespace, name, tmp_path):
+    path = cm_path(namespace, name)
+    if name == "edit":
+        # kubectl edit with an editor that rewrites our value (sed -i on the file kubectl opens).
+        kubectl(cluster, "-n", namespace, "edit", f"configmap/{name}", KUBE_EDITOR="sed -i s/ours-1/drift-1/")
+    elif name == "patch":
+        kubectl(cluster, "-n", namespace, "patch", f"configmap/{name}", "--type=merge", "-p",
+                json.dumps({"data": {"v": "drift-1"}}))
+    elif name == "label":
+        kubectl(cluster, "-n", namespace, "label", "--overwrite", f"configmap/{name}", "tier=drift")
+    elif name == "annotate":
+        kubectl(cluster, "-n", namespace, "annotate", "--overwrite", f"configmap/{name}", "note=drift")
+    elif name == "merge-patch":
+        merge_patch(kube, path, {"data": {"v": "drift-1"}})
+    elif name == "forced-apply":
+        manifest = tmp_path / f"{namespace}-{name}.yaml"
+        manifest.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                                            "metadata": {"name": name}, "data": {"v": "drift-1"}}))
+        kubectl(cluster, "-n", namespace, "apply", "--server-side", "--force-conflicts",
+                "--field-manager=other", "-f", str(manifest))
+    elif name == "other-update":
+        live = kube.get(path)
+        live["data"]["v"] = "drift-1"
+        status, payload, _ = kube.request("PUT", path, live, query={"fieldManager": "mutator"})
+        assert status == 200, payload
+    elif name == "label-removed":
+        kubectl(cluster, "-n", namespace, "label", f"configmap/{name}", "tier-")
+    else:
+        raise AssertionError(name)
+
+
+def comparable(result, namespace):
+    """Per member: its action, its reason and the conflicting fields, with the namespace made neutral."""
+    return {o["name"]: (o["action"], (o.get("reason") or "").replace(namespace, "NS"),
+                        ((o.get("error") or {}).get("conflicting_fields")))
+            for o in result["objects"]}
+
+
+def test_drift_of_fields_we_set_conflicts_exactly_as_always_then_force_restores(cluster, kube, namespace, tmp_path):
+    other = f"{namespace}-always"
+    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    try:
+        members = [cm(name) for name in CM_DRIFTS]
+        for ns in (namespace, other):
+            applied(cluster, ns, members)
+            for name in CM_DRIFTS:
+                drift_configmap(cluster, kube, ns, name, tmp_path)
+        drifted = {name: kube.get(cm_path(namespace, name)) for name in CM_DRIFTS}
+        assert drifted["edit"]["data"]["v"] == "drift-1"
+        assert "tier" not in drifted["label-removed"]["metadata"]["labels"]
+
+        rc_fast, fast, out_fast = apply(cluster, namespace, members)
+        rc_always, always, out_always = apply(cluster, other, members, reapply="always")
+        assert rc_fast != 0 and rc_always != 0, (out_fast, out_always)
+        assert comparable(fast, namespace) == comparable(always, other)
+        for name, field in CM_DRIFTS.items():
+            got = comparable(fast, namespace)[name]
+            if field is None:
+                assert got[0] == "configured", (name, got)
+            else:
+                assert got[0] == "failed" and got[2] == [field], (name, got)
+        assert "tier" in kube.get(cm_path(namespace, "label-removed"))["metadata"]["labels"]
+
+        result = applied(cluster, namespace, members, force_conflicts=True)
+        assert actions(result) == {name: ("unchanged" if name == "label-removed" else "configured")
+                                   for name in CM_DRIFTS}, actions(result)
+        for name in CM_DRIFTS:
+            live = kube.get(cm_path(namespace, name))
+            assert live["data"] == {"v": "ours-1"}, name
+            assert live["metadata"]["labels"]["tier"] == "web", name
+            assert live["metadata"]["annotations"]["note"] == "ours", name
+        # Restored, the set is a no-op again.
+        assert_noop(applied(cluster, namespace, members, force_conflicts=True), len(CM_DRIFTS))
+    finally:
+        kube.delete(f"/api/v1/namespaces/{other}")
+
+
+def test_scale_subresource_drift_conflicts_exactly_as_always_then_force_restores(cluster, kube, namespace):
+    other = f"{namespace}-always"
+    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    try:
+        members = [deployment("web", replicas=2)]
+        for ns in (namespace, other):
+            applied(cluster, ns, members)
+            kubectl(cluster, "-n", ns, "scale", "deployment/web", "--replicas=3")
+        assert kube.get(deploy_path(namespace, "web"))["spec"]["replicas"] == 3
+
+        rc_fast, fast, out_fast = apply(cluster, namespace, members)
+        rc_always, always, out_always = apply(cluster, other, members, reapply="always")
+        assert (rc_fast == 0) == (rc_always == 0), (out_fast, out_always)
+        assert comparable(fast, namespace) == comparable(always, other)
+        if rc_fast != 0:
+            assert comparable(fast, namespace)["web"][2] == [".spec.replicas"], fast
+            result = applied(cluster, namespace, members, force_conflicts=True)
+        else:
+            result = fast
+        assert actions(result) == {"web": "configured"}
+        assert kube.get(deploy_path(namespace, "web"))["spec"]["replicas"] == 2
+    finally:
+        kube.delete(f"/api/v1/namespaces/{other}")
+
+
+# ----- the member deleted, unlabelled, or no longer ours in managedFields ---------------------------------
+
+
+def test_deleted_unlabelled_or_unmanaged_member_is_written_again(cluster, kube, namespace):
+    members = [cm("deleted"), cm("unlabelled"), cm("unmanaged"), cm("untouched")]
+    applied(cluster, namespace, members)
+    untouched = kube.get(cm_path(namespace, "untouched"))["metadata"]["resourceVersion"]
+
+    kube.delete(cm_path(namespace, "deleted"))
+    kubectl(cluster, "-n", namespace, "label", "configmap/unlabelled", f"{PART_OF}-")
+    status, payload, _ = kube.request(
+        "PATCH", cm_path(namespace, "unmanaged"),
+        [{"op": "replace", "path": "/metadata/managedFields", "value": [{}]}],
+        content_type="application/json-patch+json")
+    assert status == 200, payload
+    assert not payload["metadata"].get("managedFields"), payload["metadata"]
+    unmanaged_version = payload["metadata"]["resourceVersion"]
+
+    result = applied(cluster, namespace, members)
+    got = actions(result)
+    assert got["deleted"] == "created" and got["unlabelled"] == "configured" and got["untouched"] == "unchanged", got
+    print(f"managedFields cleared: reported {got['unmanaged']!r}, writes={writes(result)}")
+    assert writes(result) >= 3, result["requests"]
+
+    assert kube.get(cm_path(namespace, "deleted"))["data"] == {"v": "ours-1"}
+    assert PART_OF in kube.get(cm_path(namespace, "unlabelled"))["metadata"]["labels"]
+    unmanaged = kube.get(cm_path(namespace, "unmanaged"))
+    assert our_apply_entry(unmanaged), unmanaged["metadata"].get("managedFields")
+    assert unmanaged["metadata"]["resourceVersion"] != unmanaged_version
+    assert kube.get(cm_path(namespace, "untouched"))["metadata"]["resourceVersion"] == untouched
+    # And once written again, the set is a no-op.
+    assert_noop(applied(cluster, namespace, members), 4)
+
+
+# ----- option changes that change the request --------------------------------------------------------------
+
+
+def test_changed_field_manager_force_or_validation_is_a_write(cluster, kube, namespace):
+    members = [cm("one"), cm("two")]
+    applied(cluster, namespace, members)
+    steps = [
+        {"field_manager": "renamed-manager"},
+        {"field_manager": "renamed-manager", "force_conflicts": True},
+        {"field_manager": "renamed-manager", "force_conflicts": True, "field_validation": "Warn"},
+    ]
+    for options in steps:
+        changed = applied(cluster, namespace, members, **options)
+        assert writes(changed) >= 2, (options, changed["requests"], actions(changed))
+        for name in ("one", "two"):
+            assert our_apply_entry(kube.get(cm_path(namespace, name)), manager=options["field_manager"]), name
+        # The same options again: nothing to write.
+        assert_noop(applied(cluster, namespace, members, **options), 2)
+
+
+# ----- values the server normalises ------------------------------------------------------------------------
+
+
+def test_server_normalised_values_never_leave_a_wrong_live_value(cluster, kube, namespace):
+    resources = {"requests": {"cpu": 0.5, "memory": "128Mi"}, "limits": {"cpu": "1000m"}}
+    members = [
+        deployment("quantities", replicas=1, resources=resources, terminationGracePeriodSeconds=30.0),
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "string-data"}, "stringData": {"k": "v1"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "data"},
+         "data": {"k": base64.b64encode(b"v1").decode()}},
+    ]
+
+    def check_live():
+        pod = kube.get(deploy_path(namespace, "quantities"))["spec"]["template"]["spec"]
+        assert pod["containers"][0]["resources"] == {"requests": {"cpu": "500m", "memory": "128Mi"},
+                                                     "limits": {"cpu": "1"}}
+        assert pod["terminationGracePeriodSeconds"] == 30
+        for name in ("string-data", "data"):
+            assert kube.get(secret_path(namespace, name))["data"] == {"k": base64.b64encode(b"v1").decode()}
+
+    applied(cluster, namespace, members)
+    check_live()
+    for run in (2, 3):
+        result = applied(cluster, namespace, members)
+        check_live()
+        print(f"normalised values, run {run}: actions={actions(result)} requests={result['requests']}")
+        assert result["changed"] is False, actions(result)
+
+    # A value changed behind our back is never hidden by the normalisation: it is restored.
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "750m"}}}]}}}}
+    status, payload, _ = kube.request("PATCH", deploy_path(namespace, "quantities"), patch,
+                                      query={"fieldManager": "other-client"},
+                                      content_type="application/strategic-merge-patch+json")
+    assert status == 200, payload
+    merge_patch(kube, secret_path(namespace, "string-data"), {"data": {"k": base64.b64encode(b"drift").decode()}})
+    merge_patch(kube, secret_path(namespace, "data"), {"data": {"k": base64.b64encode(b"drift").decode()}})
+    result = applied(cluster, namespace, members, force_conflicts=True)
+    assert actions(result) == {"quantities": "configured", "string-data": "configured", "data": "configured"}
+    check_live()
+
+
+# ----- check mode ------------------------------------------------------------------------------------------
+
+
+def test_check_mode_noop_sends_no_write_and_drift_is_reported_without_writing(cluster, kube, namespace):
+    members = [cm("steady"), cm("drifting")]
+    applied(cluster, namespace, members)
+    before = versions(kube, namespace)
+
+    rc, result, out = apply(cluster, namespace, members, check=True, diff=True)
+    assert rc == 0, out
+    assert_noop(result, 2)
+    assert versions(kube, namespace) == before
+
+    kubectl(cluster, "-n", namespace, "label", "configmap/drifting", "tier-")
+    before = versions(kube, namespace)
+    rc, result, out = apply(cluster, namespace, members, check=True, diff=True)
+    assert rc == 0, out
+    assert result["changed"] is True and actions(result) == {"steady": "unchanged", "drifting": "configured"}
+    assert "tier" in json.dumps(result.get("diff")), result.get("diff")
+    assert versions(kube, namespace) == before  # dry runs only: nothing was written
+    assert "tier" not in kube.get(cm_path(namespace, "drifting"))["metadata"]["labels"]
+
+
+# ----- no claim, and a concurrent change to the parent ------------------------------------------------------
+
+
+class ParentWriterProxy(FaultProxy):
+    """Forwards everything; once the run has read the parent, changes the parent (as another writer
+    would) just before forwarding the run's next request, so that the change lands between the run's
+    read of the parent and its end."""
+
+    def __init__(self, kubeconfig, parent_path, change):
+        self.parent_path, self.change = parent_path, change
+        self.parent_reads, self.changed_at = 0, None
+        self._hook_lock = threading.Lock()
+        super().__init__(kubeconfig)
+
+    def _forward(self, method, path, headers, body):
+        with self._hook_lock:
+            is_parent_read = method == "GET" and path.split("?")[0] == self.parent_path
+            if self.parent_reads and not is_parent_read and self.changed_at is None:
+                self.changed_at = f"{method} {path}"
+                self.change()
+            if is_parent_read:
+                self.parent_reads += 1
+        return super()._forward(method, path, headers, body)
+
+
+def test_a_noop_run_takes_no_claim_and_falls_back_when_the_parent_changes_meanwhile(cluster, kube, namespace):
+    members = [cm("x"), cm("y")]
+    applied(cluster, namespace, members)
+    before = parent_version(kube, namespace)
+    assert_noop(applied(cluster, namespace, members), 2)
+    assert parent_version(kube, namespace) == before
+
+    written = {}
+
+    def another_writer():
+        written["version"] = merge_patch(kube, secret_path(namespace, "set1"),
+                                         {"metadata": {"annotations": {"example.com/touched": "yes"}}})[
+            "metadata"]["resourceVersion"]
+
+    proxy = ParentWriterProxy(cluster.kubeconfig, secret_path(namespace, "set1"), another_writer)
+    try:
+        rc, result, out = run_module(cluster, "applyset_apply",
+                                     {"parent": "set1", "namespace": namespace, "definition": members,
+                                      "host": proxy.url})
+    finally:
+        proxy.close()
+    assert rc == 0, out
+    assert proxy.changed_at, "the run never read its parent through the proxy"
+    print(f"parent changed before {proxy.changed_at}; requests={result['requests']}")
+    assert set(actions(result).values()) == {"unchanged"}
+    # The run saw the parent change under it: it went the normal way (claim and release).
+    assert writes(result) >= 2, result["requests"]
+    assert parent_version(kube, namespace) != written["version"]
