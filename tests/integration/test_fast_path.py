@@ -22,6 +22,7 @@ import threading
 import yaml
 from ansible_cli import ansible_env, run_module
 from faultproxy import FaultProxy
+from mutating_webhook import MUTATED, SELECT_LABEL, MutatingWebhook
 
 PART_OF = "applyset.kubernetes.io/part-of"
 DIGEST = "applyset.kubernetes.ansible/applied-digest"
@@ -297,6 +298,53 @@ def test_scale_subresource_drift_conflicts_exactly_as_always_then_force_restores
         assert actions(result) == {"web": "configured"}
         assert kube.get(deploy_path(namespace, "web"))["spec"]["replicas"] == 2
     finally:
+        kube.delete(f"/api/v1/namespaces/{other}")
+
+
+def test_mutating_webhook_drift_is_never_hidden(cluster, kube, namespace, tmp_path):
+    """A mutating admission webhook changes a value we set: at another client's write (then the value
+    is that client's: a conflict, exactly as with reapply: always, until forced), and at our own
+    writes (then every run must still send its PATCH, exactly as reapply: always does)."""
+    other = f"{namespace}-always"
+    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    webhook = MutatingWebhook(kube, [namespace, other], tmp_path)
+    try:
+        members = [cm("hooked", labels={"tier": "web", SELECT_LABEL[0]: SELECT_LABEL[1]}), cm("plain")]
+        for ns in (namespace, other):
+            applied(cluster, ns, members)
+        assert webhook.reviews >= 2, "the API server never called the test webhook"
+
+        # 1. The webhook mutates our value while another client writes the object.
+        webhook.mutating = True
+        for ns in (namespace, other):
+            merge_patch(kube, cm_path(ns, "hooked"), {"metadata": {"annotations": {"poke": "1"}}}, manager="poker")
+            assert kube.get(cm_path(ns, "hooked"))["data"]["v"] == MUTATED
+        webhook.mutating = False
+        rc_fast, fast, out_fast = apply(cluster, namespace, members)
+        rc_always, always, out_always = apply(cluster, other, members, reapply="always")
+        assert (rc_fast == 0) == (rc_always == 0), (out_fast, out_always)
+        assert comparable(fast, namespace) == comparable(always, other)
+        print(f"webhook drift at another client's write: rc={rc_fast} {comparable(fast, namespace)['hooked']}")
+        if rc_fast != 0:  # the mutated value became the other client's: forced, it is ours again
+            fast = applied(cluster, namespace, members, force_conflicts=True)
+        assert actions(fast) == {"hooked": "configured", "plain": "unchanged"}
+        assert kube.get(cm_path(namespace, "hooked"))["data"]["v"] == "ours-1"
+        applied(cluster, other, members, force_conflicts=True)
+
+        # 2. The webhook mutates our value at every write of ours: the fast path must keep sending.
+        webhook.mutating = True
+        for _ in range(2):
+            reviews = webhook.reviews
+            rc_fast, fast, out_fast = apply(cluster, namespace, members, force_conflicts=True)
+            rc_always, always, out_always = apply(cluster, other, members, force_conflicts=True, reapply="always")
+            assert rc_fast == 0 and rc_always == 0, (out_fast, out_always)
+            assert comparable(fast, namespace) == comparable(always, other)
+            assert webhook.reviews > reviews  # our PATCH of "hooked" reached the webhook again
+            assert writes(fast) >= 1, fast["requests"]
+            assert kube.get(cm_path(namespace, "hooked"))["data"]["v"] == MUTATED
+            print(f"webhook mutating our own writes: actions={actions(fast)} requests={fast['requests']}")
+    finally:
+        webhook.close()
         kube.delete(f"/api/v1/namespaces/{other}")
 
 
