@@ -26,6 +26,8 @@ description:
     object, and has no keep annotation. A blast-radius guard refuses large or dangerous prunes.
   - In check mode every apply is a server-side dry run and nothing at all is written, not even the
     parent; the exact list of objects that would be pruned is reported, guards included.
+  - A member whose live object is already what the apply would make is not sent at all (see
+    I(reapply)), and a run with nothing to change writes nothing, not even the parent.
   - With C(--diff), one before/after entry is returned per created, changed or pruned object. Secret
     values are masked.
 author:
@@ -129,6 +131,21 @@ options:
     type: str
     choices: [Strict, Warn, Ignore]
     default: Strict
+  reapply:
+    description:
+      - Which members are sent to the server.
+      - C(changed) sends only the members whose live object is not already what the apply would make;
+        the others are reported C(unchanged) without a request. A member is skipped only when the live
+        object (listed in full) carries the digest of the very request this run would send (annotation
+        C(applyset.kubernetes.ansible/applied-digest), written by every apply), this field manager's apply
+        entry, and every value of the manifest, strictly equal. A run that has nothing to change, nothing
+        to prune and the parent's hint already right writes nothing at all, the parent included. Values
+        the server normalises (C(0.5) CPU stored as C(500m), a Secret's C(stringData)) cost one apply on
+        every run, never a missed change.
+      - C(always) applies every member on every run, as C(kubectl apply --server-side) does.
+    type: str
+    choices: [changed, always]
+    default: changed
   create_namespace:
     description:
       - Create the parent's namespace (for a cluster-scoped parent, I(namespace)) when it does not exist,
@@ -413,6 +430,14 @@ objects:
   sample:
     - {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, action: configured, uid: 0b5c...}
     - {apiVersion: v1, kind: ConfigMap, namespace: shop, name: old, action: pruned}
+requests:
+  description:
+    - How many requests the run sent to the API server (C(sent), retries included) and how many of them
+      were writes (C(writes), POST, PUT, PATCH and DELETE, server-side dry runs included).
+    - A re-run with nothing to change sends C(writes=0) with I(reapply=changed).
+  returned: when the run started (not for bad options or a failed connection)
+  type: dict
+  sample: {sent: 5, writes: 0}
 diff:
   description: Before/after entries of every created, changed or pruned object, when diff mode is on.
   returned: when diff mode is on
@@ -459,6 +484,7 @@ def argument_spec():
         force_conflicts=dict(type="bool", default=False),
         field_manager=dict(type="str", default="applyset.kubernetes"),
         field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
+        reapply=dict(type="str", choices=["changed", "always"], default="changed"),
         create_namespace=dict(type="bool", default=False),
         recreate_on_immutable=dict(type="list", elements="str", default=[]),
         takeover=dict(type="bool", default=False),
@@ -557,6 +583,7 @@ def main():
         claim_wait=float(params["claim_wait"]),
         create_namespace=params["create_namespace"],
         recreate_on_immutable=frozenset(params["recreate_on_immutable"]),
+        reapply=params["reapply"],
     )
     try:
         # Names as the server checks them, before any request (the engine may take this over).

@@ -875,7 +875,7 @@ def test_a_run_that_loses_its_claim_prunes_nothing(api):
         assert renewal_failed.wait(timeout=20), "the heartbeat never renewed the claim"
 
     api.before("PATCH", "/api/v1/namespaces/shop/configmaps/a", another_run_takes_the_set)
-    report, error = run(api, "apply", load(cm("a")), claim_ttl=3, parallelism=2)
+    report, error = run(api, "apply", load(cm("a", k="changed")), claim_ttl=3, parallelism=2)
     assert error is not None and "lost its claim" in str(error)
     assert "another run took the set over" in error.fix
     assert not any(r.method == "DELETE" for r in api.requests)
@@ -1190,3 +1190,189 @@ def test_disband_in_check_mode_changes_nothing(api):
     assert error is None and actions(report) == {"ConfigMap shop/a": "disbanded"}
     assert [(r.method, r.path, r.dry_run) for r in api.writes()] == [("DELETE", PARENT_PATH, True)]
     assert api.object("v1", "ConfigMap", "a", "shop")["metadata"]["labels"] == {spec.LABEL_PART_OF: ID}
+
+
+# ----- reapply: changed (nochange.py): re-runs that write nothing --------------------------------
+
+CM_A = "/api/v1/namespaces/shop/configmaps/a"
+
+
+def digest_of(api, name):
+    return api.object("v1", "ConfigMap", name, "shop")["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
+
+
+def test_every_apply_records_the_digest_of_its_request_also_with_reapply_always(api):
+    run(api, "apply", load(cm("a")), reapply="always")
+    sent = next(r for r in api.sent("PATCH", CM_A))
+    assert sent.body["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST] == digest_of(api, "a")
+    assert digest_of(api, "a").startswith("v1:")
+
+
+def test_a_rerun_of_an_unchanged_set_sends_no_write_at_all(api):
+    deployed(api, cm("a"), cm("b"), deploy("web"))
+    report, error = run(api, "apply", load(cm("a"), cm("b"), deploy("web")))
+    assert error is None
+    assert api.writes() == []
+    assert set(actions(report).values()) == {"unchanged"} and not report.changed
+    assert all(o.uid for o in report.objects)
+    # The parent read at the start and once more at the end (its resourceVersion unchanged).
+    assert len(api.sent("GET", PARENT_PATH)) == 2
+    assert report.requests == {"sent": len(api.requests), "writes": 0}
+    assert report.to_dict()["requests"] == report.requests
+    # Desired kinds listed as full objects (no metadata-only accept header), one LIST per kind.
+    lists = [r for r in api.sent("GET") if r.path.endswith(("/configmaps", "/deployments"))]
+    assert len(lists) == 2 and not any("PartialObjectMetadata" in (r.accept or "") for r in lists)
+
+
+def test_reapply_always_sends_every_member_and_the_claim(api):
+    deployed(api, cm("a"), cm("b"))
+    report, error = run(api, "apply", load(cm("a"), cm("b")), reapply="always")
+    assert error is None and set(actions(report).values()) == {"unchanged"}
+    assert len(member_writes(api)) == 2 and len(parent_writes(api)) == 2
+    assert report.requests["writes"] == 4
+
+
+def test_only_the_changed_member_is_sent_with_the_claim_around_it(api):
+    deployed(api, cm("a"), cm("b"))
+    report, error = run(api, "apply", load(cm("a", k="new"), cm("b")))
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "configured", "ConfigMap shop/b": "unchanged"}
+    assert [r.path for r in member_writes(api)] == [CM_A]
+    assert len(parent_writes(api)) == 2 and report.requests["writes"] == 3
+
+
+def test_a_field_dropped_from_the_manifest_is_removed(api):
+    deployed(api, cm("a", k="v", gone="x"))
+    report, error = run(api, "apply", load(cm("a", k="v")))
+    assert error is None and actions(report) == {"ConfigMap shop/a": "configured"}
+    assert api.object("v1", "ConfigMap", "a", "shop")["data"] == {"k": "v"}
+
+
+@pytest.mark.parametrize("drift", [
+    lambda o: o["data"].update(k="edited"),
+    lambda o: o["metadata"]["labels"].pop(spec.LABEL_PART_OF),
+    lambda o: o["metadata"]["annotations"].pop(spec.ANNOTATION_APPLIED_DIGEST),
+    lambda o: o["metadata"].update(managedFields=[]),
+], ids=["edited", "lost-part-of", "lost-digest", "lost-managed-fields"])
+def test_drift_of_a_member_is_applied_again(api, drift):
+    deployed(api, cm("a"), cm("b"))
+    api.update("v1", "ConfigMap", "a", "shop", drift)
+    report, error = run(api, "apply", load(cm("a"), cm("b")))
+    assert error is None and actions(report)["ConfigMap shop/b"] == "unchanged"
+    assert [r.path for r in member_writes(api)] == [CM_A]
+    live = api.object("v1", "ConfigMap", "a", "shop")
+    assert live["data"] == {"k": "a"} and live["metadata"]["labels"][spec.LABEL_PART_OF] == ID
+
+
+def test_a_deleted_member_is_created_again(api):
+    deployed(api, cm("a"), cm("b"))
+    api.remove("v1", "ConfigMap", "a", "shop")
+    report, error = run(api, "apply", load(cm("a"), cm("b")))
+    assert error is None and actions(report)["ConfigMap shop/a"] == "created"
+    assert [r.path for r in member_writes(api)] == [CM_A]
+
+
+@pytest.mark.parametrize("options", [{"field_manager": "someone"}, {"force_conflicts": True},
+                                     {"field_validation": "Warn"}])
+def test_a_change_of_the_request_options_applies_every_member(api, options):
+    deployed(api, cm("a"), cm("b"))
+    report, error = run(api, "apply", load(cm("a"), cm("b")), **options)
+    assert error is None
+    assert sorted(r.path for r in member_writes(api)) == [CM_A, "/api/v1/namespaces/shop/configmaps/b"]
+
+
+def test_a_prune_takes_the_normal_path_without_sending_unchanged_members(api):
+    deployed(api, cm("a"), cm("b"))
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "unchanged", "ConfigMap shop/b": "pruned"}
+    assert [r.method for r in member_writes(api)] == ["DELETE"]
+    assert len(parent_writes(api)) == 2
+
+
+def test_a_hint_to_narrow_takes_the_normal_path(api):
+    deployed(api, cm("a"), deploy("web"))
+    api.remove("apps/v1", "Deployment", "web", "shop")
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None and actions(report) == {"ConfigMap shop/a": "unchanged"}
+    assert member_writes(api) == [] and len(parent_writes(api)) == 2
+    assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap"
+
+
+def test_a_parent_with_an_expired_claim_takes_the_normal_path_which_clears_it(api):
+    deployed(api, cm("a"))
+    api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(
+        {spec.ANNOTATION_CLAIM: json.dumps({"run": "crashed", "expires": 1000})}))
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None and member_writes(api) == [] and len(parent_writes(api)) == 2
+    assert spec.ANNOTATION_CLAIM not in parent_annotations(api)
+
+
+def test_a_parent_with_other_tooling_takes_the_normal_path(api):
+    deployed(api, cm("a"))
+    api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(
+        {spec.ANNOTATION_TOOLING: "applyset.kubernetes/0.0.1"}))
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None and member_writes(api) == [] and len(parent_writes(api)) == 2
+    assert parent_annotations(api)[spec.ANNOTATION_TOOLING] == spec.tooling_value()
+
+
+def test_a_parent_written_while_the_run_read_the_set_makes_it_start_over_with_the_claim(api):
+    deployed(api, cm("a"), cm("b"))
+
+    def another_writer(_request):
+        if len(api.sent("GET", PARENT_PATH)) == 2:  # the check at the end of the quiet run
+            api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["labels"].update(x="y"))
+            api.update("v1", "ConfigMap", "b", "shop", lambda o: o["data"].update(k="edited"))
+
+    api.before("GET", PARENT_PATH, another_writer, times=None)
+    report, error = run(api, "apply", load(cm("a"), cm("b")))
+    assert error is None
+    # Started over: listed again, saw b's drift, and wrote it under the claim.
+    assert actions(report) == {"ConfigMap shop/a": "unchanged", "ConfigMap shop/b": "configured"}
+    assert [r.path for r in member_writes(api)] == ["/api/v1/namespaces/shop/configmaps/b"]
+    assert len(parent_writes(api)) == 2
+    assert len(report.objects) == 2  # the first attempt's results are not reported twice
+
+
+def test_a_parent_deleted_while_the_run_read_the_set_makes_it_start_over(api):
+    deployed(api, cm("a"))
+
+    def parent_goes(_request):
+        if len(api.sent("GET", PARENT_PATH)) == 2:
+            api.remove("v1", "ConfigMap", "shop", "shop")
+
+    api.before("GET", PARENT_PATH, parent_goes, times=None)
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None
+    assert api.object("v1", "ConfigMap", "shop", "shop") is not None  # written again by the normal path
+
+
+def test_check_mode_sends_no_dry_run_for_unchanged_members(api):
+    deployed(api, cm("a"), cm("b"))
+    report, error = run(api, "apply", load(cm("a", k="new"), cm("b")), dry_run=True, diff=True)
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "configured", "ConfigMap shop/b": "unchanged"}
+    assert [(r.path, r.dry_run) for r in api.writes()] == [(CM_A, True)]
+    assert [d["before_header"] for d in report.diff] == ["ConfigMap shop/a"]
+    assert report.requests["writes"] == 1
+
+
+def test_wait_on_a_run_that_writes_nothing_still_waits_and_writes_nothing(api):
+    deployed(api, cm("a"))
+    report, error = run(api, "apply", load(cm("a")), wait=True, wait_timeout=5)
+    assert error is None and api.writes() == [] and actions(report) == {"ConfigMap shop/a": "unchanged"}
+
+
+def test_an_owned_object_skipped_by_prune_does_not_stop_a_run_that_writes_nothing(api):
+    deployed(api, cm("a"), cm("b"))
+    api.update("v1", "ConfigMap", "b", "shop", lambda o: o["metadata"].update(
+        ownerReferences=[{"apiVersion": "apps/v1", "kind": "Deployment", "name": "x", "uid": "u", "controller": True}]))
+    report, error = run(api, "apply", load(cm("a")))
+    assert error is None and api.writes() == []
+    assert actions(report) == {"ConfigMap shop/a": "unchanged", "ConfigMap shop/b": "skipped"}
+
+
+def test_reapply_must_be_changed_or_always(api):
+    with pytest.raises(InputError, match="reapply must be changed or always"):
+        make_engine(api, reapply="sometimes")

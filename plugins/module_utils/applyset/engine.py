@@ -27,7 +27,7 @@ try:
 except ImportError:
     yaml = None  # a requirement: without PyYAML the modules stop first, with manifests.YAML_IMPORT_ERROR
 
-from . import csa, health, redact
+from . import csa, health, nochange, redact
 from . import legacy as legacies
 from . import parent as parents
 from . import plan as plans
@@ -44,6 +44,9 @@ DEFAULT_FIELD_MANAGER = "applyset.kubernetes"
 # How the server names the part-of label in an apply conflict's causes.
 _PART_OF_FIELD = f".metadata.labels.{spec.LABEL_PART_OF}"
 _SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+
+REAPPLY_CHOICES = ("changed", "always")
 
 
 @dataclass
@@ -79,6 +82,10 @@ class Options:
     create_namespace: bool = False  # create the parent's namespace when missing (not a member)
     recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
     recreate_timeout: float = 120.0  # how long a recreated object may take to be gone
+    # "changed": members whose live object already is what the apply would make are not sent
+    # (nochange.py), and a run with nothing to change writes nothing, the parent included;
+    # "always": every member is applied on every run.
+    reapply: str = "changed"
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:
@@ -98,6 +105,8 @@ class Options:
             problems.append(("field_validation", "must be Strict, Warn or Ignore"))
         if self.propagation_policy not in ("Background", "Foreground", "Orphan"):
             problems.append(("propagation_policy", "must be Background, Foreground or Orphan"))
+        if self.reapply not in REAPPLY_CHOICES:
+            problems.append(("reapply", "must be changed or always"))
         if not 0 <= self.max_prune_percent <= 100:
             problems.append(("guard.max_prune_percent", "must be between 0 and 100"))
         for name in ("crd_timeout", "claim_ttl", "claim_wait", "wait_timeout", "recreate_timeout"):
@@ -165,7 +174,8 @@ class Report:
     ``applyset`` describes the parent and its hint, ``objects`` holds one ``ObjectResult`` per
     object in the order they were handled, ``diff`` the before/after documents (``Options.diff``),
     ``warnings`` what the user should know, ``parent_changed`` whether the parent was (or, in
-    check mode, would be) written.
+    check mode, would be) written, ``requests`` how many requests the client sent in all and how
+    many of them were writes (POST, PUT, PATCH, DELETE; dry runs included).
     """
 
     applyset: dict = field(default_factory=dict)
@@ -174,6 +184,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     parent_changed: bool = False
     dry_run: bool = False
+    requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
 
     @property
     def changed(self) -> bool:
@@ -193,13 +204,14 @@ class Report:
         return counts
 
     def to_dict(self) -> dict:
-        """The report as the module result's keys: changed, applyset, summary, objects, diff."""
+        """The report as the module result's keys: changed, applyset, summary, objects, diff, requests."""
         return {
             "changed": self.changed,
             "applyset": self.applyset,
             "summary": self.summary(),
             "objects": [o.to_dict() for o in self.objects],
             "diff": self.diff,
+            "requests": dict(self.requests),
         }
 
 
@@ -317,8 +329,15 @@ class Engine:
         self.namespace = namespace
         options.validate()
         self.opts = options
-        self.report = Report(dry_run=options.dry_run)
         self._masker = redact.SecretDigester()
+        self.run_id = new_run_id()
+        # A run that found nothing to write may finish without the claim, once (see _write_nothing).
+        self._may_write_nothing = options.reapply == "changed" and not options.dry_run
+        self._start()
+
+    def _start(self) -> None:
+        """The state of a run before its first request; a run that starts over starts here."""
+        self.report = Report(dry_run=self.opts.dry_run)
         self.discovery: Discovery | None = None
         self.parent: parents.Parent | None = None
         self._pre_applied: set = set()
@@ -327,9 +346,9 @@ class Engine:
         self._about_to_apply: set = set()  # UIDs of the live objects the desired set names
         self._adopted: list = []  # (resource, metadata) of legacy prune objects taken in, not desired
         self._adopted_desired = 0  # legacy prune objects taken in that the desired set names
-        self.run_id = new_run_id()
         self.claim: Claim | None = None
         self._namespace_to_create: str | None = None  # create_namespace: missing, made before the parent
+        self._unchanged: dict = {}  # ObjectId -> live UID of members whose apply is skipped (nochange.py)
 
     # -- the entry points: one error channel ------------------------------------------------
     def apply(self, manifests: list[Manifest]) -> Report:
@@ -390,6 +409,10 @@ class Engine:
         except ApplySetError as err:
             err.report = self.report
             raise
+        finally:
+            # The client's own counters (a stand-in client may keep none).
+            self.report.requests = {"sent": getattr(self.client, "requests_sent", 0),
+                                    "writes": getattr(self.client, "writes_sent", 0)}
         if self.report.failed_objects:
             err = ApplySetError("some objects failed; see objects", fix="fix them and run again")
             err.report = self.report
@@ -608,6 +631,17 @@ class Engine:
         decisions = self._decide_prune(plan, live)
         hints = self._hints(plan)
         self._check_before_writes(plan, live)
+        self._unchanged = self._find_unchanged(plan, live)
+        if self._writes_nothing(plan, decisions, hints):
+            if self._write_nothing(plan, live, decisions, hints):
+                if self.opts.wait:
+                    self._wait_until_settled(plan)
+                return self.report
+            # The parent changed while this run read the set (another run, kubectl): what was
+            # listed may be out of date, so start over on the normal path, with the claim.
+            self._may_write_nothing = False
+            self._start()
+            return self._apply(manifests)
         if self.opts.dry_run:
             self.report.parent_changed = hints.final_changes
             self._describe_hint(*hints.final)
@@ -626,7 +660,82 @@ class Engine:
         plan = plans.build(manifests, self.discovery, parent.id, self.namespace or parent.namespace or None)
         self.report.warnings += plan.warnings
         self._refuse_parent_as_member(plan)
+        for member in plan.members:
+            # Every apply records the digest of its own request, whatever reapply says: a later
+            # run with reapply: changed then knows what wrote the object (nochange.py).
+            member.body = nochange.with_digest(member.body, **self._request_options())
         return plan
+
+    def _request_options(self) -> dict:
+        """The options of a member's server-side apply that change what the server makes of it."""
+        return {"field_manager": self.opts.field_manager, "force": self.opts.force_conflicts,
+                "field_validation": self.opts.field_validation}
+
+    def _find_unchanged(self, plan: plans.Plan, live: dict) -> dict:
+        """``{ObjectId: uid}`` of the members whose apply would change nothing (nochange.why_apply);
+        empty with ``reapply: always``. Members whose CRD this run applies are never listed."""
+        if self.opts.reapply != "changed":
+            return {}
+        options = {"force": self.opts.force_conflicts, "field_validation": self.opts.field_validation}
+        unchanged = {}
+        for member in plan.members:
+            entry = live.get(member.key)
+            if member.crd_in_set or entry is None or entry[0].group_kind != member.resource.group_kind:
+                continue
+            obj = entry[1]
+            if nochange.why_apply(member.body, obj, self.opts.field_manager, options) is None:
+                unchanged[member.key] = obj["metadata"].get("uid")
+        return unchanged
+
+    def _writes_nothing(self, plan: plans.Plan, decisions: tuple, hints: _Hints) -> bool:
+        """Whether a real run would send no write at all, so it may go without the claim.
+
+        Every member unchanged, nothing to delete or take out of the set (keep rules strip the
+        label), nothing to adopt, no namespace to create, and a parent that exists, holds no
+        claim (not even an expired one, which a normal run clears) and already records exactly
+        this run's hint and tooling. Anything else takes the normal path.
+        """
+        delete, keep, _skip = decisions
+        parent = self.parent
+        return (self._may_write_nothing and parent.exists and parent.claim is None
+                and all(m.key in self._unchanged for m in plan.members)
+                and not delete and not keep and not self._adopted and self._namespace_to_create is None
+                and not self._pre_applied and not hints.superset_changes and not hints.final_changes)
+
+    def _write_nothing(self, plan: plans.Plan, live: dict, decisions: tuple, hints: _Hints) -> bool:
+        """Finish a run that writes nothing, without the claim; False when it must start over.
+
+        The claim keeps two runs from writing one set at the same time; a run that writes
+        nothing cannot get in another's way, but what it read must not be half of another
+        run's work. Every run that writes a set writes its parent first (the claim) and last
+        (the release), and a claim was not held when this run read the parent. So when the
+        parent's resourceVersion is the same now as when it was read, before the LISTs, no run
+        wrote the set in between, and what was listed is a state the set was in. A GET that
+        finds the parent changed, or not exactly as a run would write it, means start over.
+        """
+        parent = self.parent
+        now = self.client.get(parent.resource, parent.name, parent.namespace or None)
+        if (now is None or (now.get("metadata") or {}).get("resourceVersion") != parent.resource_version
+                or not self._parent_says(now, *hints.final)):
+            return False
+        for rank_members in plan.ranks:
+            for member in rank_members:
+                self.report.objects.append(_result_for(member, "unchanged", uid=self._unchanged[member.key]))
+        _delete, _keep, skip = decisions
+        self._prune([], [], skip, live)
+        self.report.applyset["tooling"] = parent.tooling
+        return True
+
+    def _parent_says(self, live_parent: dict, group_kinds, namespaces) -> bool:
+        """Whether the live parent carries exactly the labels and annotations a release would write
+        (and no claim, no legacy hint), so that not writing it changes nothing."""
+        meta = live_parent.get("metadata") or {}
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+        wanted = parents.parent_body(self.parent, group_kinds, namespaces)["metadata"]
+        return (all(labels.get(k) == v for k, v in wanted["labels"].items())
+                and all(annotations.get(k) == v for k, v in wanted["annotations"].items())
+                and spec.ANNOTATION_CLAIM not in annotations
+                and spec.ANNOTATION_GROUP_RESOURCES not in annotations)
 
     def _list_live(self, plan: plans.Plan) -> dict:
         """LIST what the run needs to see, before any write; returns ``{ObjectId: (resource, object)}``.
@@ -646,7 +755,9 @@ class Engine:
         listed = self._list(
             sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),
             selector_for=lambda pair: None if pair in desired_pairs else selector,
-            full_for=desired_pairs if self.opts.diff or self.opts.dry_run else frozenset(),
+            # Full objects where the run compares them: diffs, check mode, and reapply: changed.
+            full_for=(desired_pairs if self.opts.diff or self.opts.dry_run or self.opts.reapply == "changed"
+                      else frozenset()),
         )
         return {spec.ObjectId.from_metadata(res, item["metadata"]): (res, item)
                 for (res, _ns), items in listed.items() for item in items}
@@ -960,6 +1071,9 @@ class Engine:
         """Apply one desired object; API errors become its failed result, never an exception."""
         before_entry = live.get(member.key)
         before = before_entry[1] if before_entry else None
+        if member.key in self._unchanged:
+            # The live object already is what this apply would make (nochange.why_apply): not sent.
+            return _result_for(member, "unchanged", uid=self._unchanged[member.key])
         if self.opts.dry_run and member.crd_in_set:
             self._diff_entry(member.ref, None, member.body)
             return _result_for(member, "created", reason="its CRD is created by this run, so the server "

@@ -574,6 +574,10 @@ def _parse_warnings(values: list[str]) -> list[str]:
     return messages
 
 
+# Methods that change something (or would, as a dry run): counted apart in ``writes_sent``.
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
 class KubeClient:
     """A thread-safe client over one urllib3 connection pool.
 
@@ -589,7 +593,8 @@ class KubeClient:
         impersonate_user, impersonate_groups: sent as ``Impersonate-User`` and ``Impersonate-Group``.
         source: where the settings came from, named by connection and credential errors.
 
-    ``requests_sent`` counts every attempt, retries included.
+    ``requests_sent`` counts every attempt, retries included; ``writes_sent`` those of them that
+    were POST, PUT, PATCH or DELETE (dry runs included).
     """
 
     def __init__(self, cfg, parallelism: int = 8, retry_seconds: float = 30.0, timeout: float = 60.0,
@@ -606,6 +611,7 @@ class KubeClient:
         self._answered = False  # has the server ever answered this client (see request)
         self.timeout = urllib3.Timeout(connect=10.0, read=timeout)
         self.requests_sent = 0
+        self.writes_sent = 0
         self._count_lock = threading.Lock()
         self.flow = AdaptiveLimit(self.parallelism)
         pool_args = {
@@ -699,6 +705,8 @@ class KubeClient:
             finally:
                 with self._count_lock:
                     self.requests_sent += 1
+                    if method in WRITE_METHODS:
+                        self.writes_sent += 1
             self._answered = True
             if resp.status in (429, 503):
                 self.flow.pushed_back()  # the server is overloaded: send less at once

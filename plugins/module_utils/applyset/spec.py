@@ -39,6 +39,10 @@ ANNOTATION_KEEP = OWN_PREFIX + "prune"
 # versions read this key to keep out of each other's way, and a renamed key would let an
 # old and a new run change one set at the same time.
 ANNOTATION_CLAIM = OWN_PREFIX + "lock"
+# On members: the digest of the server-side apply request that last wrote the object (its body
+# and the options that change the outcome), sent in that same request. A run skips a member
+# only when the digest of the request it would send is this one (nochange.py).
+ANNOTATION_APPLIED_DIGEST = OWN_PREFIX + "applied-digest"
 
 TOOL_NAME = "applyset.kubernetes"
 # Kept in step with galaxy.yml by a unit test; nothing is read at runtime.

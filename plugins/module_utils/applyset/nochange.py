@@ -1,0 +1,161 @@
+"""Whether a member's server-side apply may be skipped: the live object already is what it would make.
+
+A skipped member costs no request at all, so a wrong "unchanged" would leave drift or a dropped
+field in place for good. Every rule here therefore errs towards writing: a member is skipped only
+when ALL of these hold (``why_apply`` returns the first that fails, as the reason to write):
+
+1. the live object carries our applied-digest annotation, equal to the digest of the request this
+   run would send (``request_digest``): the body *and* the options that change what the server
+   does with it (field manager, force, field validation). Server-side apply removes fields its
+   manager stops applying, which no comparison of values can see; a changed body changes the
+   digest, so a dropped field always means a write;
+2. our manager's ``operation: Apply`` entry is in the live object's managedFields (someone who
+   removed it took the fields away from us; an apply gives them back);
+3. no client-side tool owns fields that an apply would take over (``csa.plan``): that takeover
+   happens only after an apply;
+4. "desired is contained in live" (``contains``): every value we send is in the live object,
+   strictly equal. This catches drift by anyone (edit, patch, label, scale, another manager's
+   forced apply, a mutating webhook): they change a value we set.
+
+Values the server normalises (``0.5`` CPU stored as ``500m``, a Secret's ``stringData`` stored
+as ``data``) are never "contained", so such members are written on every run: a false "changed"
+costs one PATCH, a false "unchanged" would cost correctness.
+
+Pure: no requests, no Ansible.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+
+from . import csa, spec
+
+DIGEST_VERSION = "v1"
+
+
+def _without_digest(body: dict) -> dict:
+    """``body`` without our digest annotation (and without an annotations map it leaves empty)."""
+    meta = body.get("metadata")
+    if not isinstance(meta, dict):
+        return body
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict) or spec.ANNOTATION_APPLIED_DIGEST not in annotations:
+        return body
+    annotations = {k: v for k, v in annotations.items() if k != spec.ANNOTATION_APPLIED_DIGEST}
+    meta = {**meta, "annotations": annotations}
+    if not annotations:
+        del meta["annotations"]
+    return {**body, "metadata": meta}
+
+
+def request_digest(body: dict, *, field_manager: str, force: bool, field_validation: str) -> str:
+    """The digest of one server-side apply request: ``v1:`` + unpadded base64url of the sha256 of
+    the canonical JSON (sorted keys, no spaces) of the body (without the digest annotation itself)
+    and the query options that change the outcome.
+
+    Args:
+        body: the object as it is (or would be) sent.
+        field_manager, force, field_validation: the request's query options.
+
+    Returns:
+        The annotation value, for example ``v1:3q2+7w...`` (43 characters after ``v1:``).
+    """
+    request = {"body": _without_digest(body), "fieldManager": field_manager, "force": bool(force),
+               "fieldValidation": field_validation}
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    raw = hashlib.sha256(canonical.encode("utf-8")).digest()
+    return f"{DIGEST_VERSION}:" + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def with_digest(body: dict, *, field_manager: str, force: bool, field_validation: str) -> dict:
+    """``body`` with our digest annotation set to the digest of the request that sends it.
+
+    Returns a new dict (the metadata and annotations copied); ``body`` is left as it is.
+    """
+    clean = _without_digest(body)
+    digest = request_digest(clean, field_manager=field_manager, force=force, field_validation=field_validation)
+    meta = dict(clean.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), spec.ANNOTATION_APPLIED_DIGEST: digest}
+    return {**clean, "metadata": meta}
+
+
+def _scalar_equal(desired, live) -> bool:
+    # bool is an int in Python: never let True equal 1. int and float compare by value
+    # (JSON has one number type; the server may answer 1 for 1.0). Anything else: same type.
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return isinstance(desired, bool) and isinstance(live, bool) and desired == live
+    numbers = (int, float)
+    if isinstance(desired, numbers) and isinstance(live, numbers):
+        return desired == live
+    if desired is None or live is None:
+        return desired is None and live is None
+    if isinstance(desired, str) and isinstance(live, str):
+        return desired == live
+    return False
+
+
+def contains(desired, live) -> bool:
+    """Whether every value of ``desired`` is in ``live``, strictly equal.
+
+    Maps recursively (``live`` may have more keys); lists element by element with equal length
+    (each desired element contained in the live one at the same index); scalars equal with strict
+    types (a bool never equals a number, a string only a string; int and float by value).
+    Anything else (other types, a map against a list) is not contained.
+    """
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return False
+        return all(key in live and contains(value, live[key]) for key, value in desired.items())
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(desired) != len(live):
+            return False
+        return all(contains(d, l) for d, l in zip(desired, live))
+    if isinstance(live, (dict, list)):
+        return False
+    return _scalar_equal(desired, live)
+
+
+def _has_apply_entry(live: dict, manager: str) -> bool:
+    entries = (live.get("metadata") or {}).get("managedFields") or []
+    return any(isinstance(e, dict) and e.get("manager") == manager and e.get("operation") == "Apply"
+               and not e.get("subresource") for e in entries)
+
+
+def why_apply(member_body: dict, live_obj: dict | None, manager: str, options: dict) -> str | None:
+    """The reason the member must be applied, or None when the apply may be skipped.
+
+    Args:
+        member_body: the body this run would send, with or without our digest annotation.
+        live_obj: the live object as a full-object LIST or GET returned it; None when not found,
+            and metadata-only objects are never enough (they carry no spec to compare).
+        manager: the field manager of this run.
+        options: ``force`` and ``field_validation`` of this run (the other request options).
+
+    Returns:
+        A short reason ("not found", "applied by another request", ...), or None.
+    """
+    if live_obj is None:
+        return "not found"
+    if not isinstance(live_obj, dict) or live_obj.get("kind") == "PartialObjectMetadata":
+        return "only its metadata was listed"
+    meta = live_obj.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return "being deleted"
+    want = request_digest(member_body, field_manager=manager, force=bool(options.get("force")),
+                          field_validation=options.get("field_validation", "Strict"))
+    have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
+    if have is None:
+        return "no applied digest recorded"
+    if have != want:
+        return "the manifest or the request options changed since the last apply"
+    if not _has_apply_entry(live_obj, manager):
+        return f"field manager {manager} has no Apply entry"
+    if csa.plan(meta.get("managedFields"), manager) is not None:
+        return "client-side tools own fields that an apply takes over"
+    body = with_digest(member_body, field_manager=manager, force=bool(options.get("force")),
+                       field_validation=options.get("field_validation", "Strict"))
+    if not contains(body, live_obj):
+        return "the live object differs from the manifest"
+    return None

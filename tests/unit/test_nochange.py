@@ -1,0 +1,234 @@
+"""nochange: when a member's apply may be skipped. Every doubt must mean "apply"."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from applyset import nochange, spec
+
+MANAGER = "applyset.kubernetes"
+OPTIONS = {"force": False, "field_validation": "Strict"}
+DIGEST = spec.ANNOTATION_APPLIED_DIGEST
+
+
+def body(**data):
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "shop", "labels": {spec.LABEL_PART_OF: "applyset-x-v1"}},
+            "data": data or {"k": "v"}}
+
+
+def applied(member, manager=MANAGER, **options):
+    """The live object a server-side apply of ``member`` leaves: the digest, server metadata, our entry."""
+    opts = {"force": False, "field_validation": "Strict", **options}
+    sent = nochange.with_digest(member, field_manager=manager, **opts)
+    live = copy.deepcopy(sent)
+    live["metadata"].update(uid="u1", resourceVersion="7", creationTimestamp="2026-01-01T00:00:00Z",
+                            managedFields=[{"manager": manager, "operation": "Apply", "apiVersion": "v1",
+                                            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}])
+    return live
+
+
+# ----- request_digest ----------------------------------------------------------------------
+
+
+def test_the_digest_is_versioned_unpadded_base64url_of_sha256():
+    digest = nochange.request_digest(body(), field_manager=MANAGER, force=False, field_validation="Strict")
+    assert digest.startswith("v1:")
+    assert len(digest) == 3 + 43 and "=" not in digest and "+" not in digest and "/" not in digest
+
+
+def test_the_digest_ignores_key_order_and_its_own_annotation():
+    a = body(x="1", y="2")
+    b = {"data": {"y": "2", "x": "1"}, "metadata": dict(reversed(list(a["metadata"].items()))),
+         "kind": "ConfigMap", "apiVersion": "v1"}
+    stamped = nochange.with_digest(a, field_manager=MANAGER, force=False, field_validation="Strict")
+    d = [nochange.request_digest(x, field_manager=MANAGER, force=False, field_validation="Strict")
+         for x in (a, b, stamped)]
+    assert d[0] == d[1] == d[2]
+
+
+@pytest.mark.parametrize("change", [
+    {"field_manager": "other"}, {"force": True}, {"field_validation": "Warn"},
+])
+def test_every_request_option_that_changes_the_outcome_changes_the_digest(change):
+    options = {"field_manager": MANAGER, "force": False, "field_validation": "Strict"}
+    assert nochange.request_digest(body(), **options) != nochange.request_digest(body(), **{**options, **change})
+
+
+def test_a_dropped_field_changes_the_digest():
+    options = {"field_manager": MANAGER, "force": False, "field_validation": "Strict"}
+    assert nochange.request_digest(body(k="v", gone="x"), **options) != nochange.request_digest(body(k="v"), **options)
+
+
+def test_with_digest_leaves_the_body_alone_and_drops_an_empty_annotations_map():
+    b = body()
+    stamped = nochange.with_digest(b, field_manager=MANAGER, force=False, field_validation="Strict")
+    assert "annotations" not in b["metadata"]
+    assert set(stamped["metadata"]["annotations"]) == {DIGEST}
+    assert "annotations" not in nochange._without_digest(stamped)["metadata"]
+
+
+def test_with_digest_replaces_a_digest_the_manifest_brought():
+    b = body()
+    b["metadata"]["annotations"] = {DIGEST: "v1:forged", "keep": "me"}
+    stamped = nochange.with_digest(b, field_manager=MANAGER, force=False, field_validation="Strict")
+    assert stamped["metadata"]["annotations"]["keep"] == "me"
+    assert stamped["metadata"]["annotations"][DIGEST] == nochange.request_digest(
+        b, field_manager=MANAGER, force=False, field_validation="Strict") != "v1:forged"
+
+
+# ----- contains ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("desired, live", [
+    ({"a": 1}, {"a": 1, "b": 2}),
+    ({"a": {"b": "x"}}, {"a": {"b": "x", "c": "y"}}),
+    ([{"name": "c", "image": "i"}], [{"name": "c", "image": "i", "imagePullPolicy": "Always"}]),
+    (1, 1.0),
+    (0.5, 0.5),
+    (True, True),
+    ("x", "x"),
+    (None, None),
+    ({}, {"anything": 1}),
+    ([], []),
+])
+def test_contained(desired, live):
+    assert nochange.contains(desired, live)
+
+
+@pytest.mark.parametrize("desired, live", [
+    ({"a": 1}, {}),  # missing key
+    ({"a": 1}, {"a": 2}),
+    ({"a": None}, {}),  # a null we send is not "absent"
+    ([1, 2], [1, 2, 3]),  # lists compare with equal length
+    ([1, 2, 3], [1, 2]),
+    ([1, 2], [2, 1]),
+    (True, 1),  # a bool is never a number
+    (1, True),
+    (False, 0),
+    ("1", 1),  # a string is only a string
+    (1, "1"),
+    ("0.5", "500m"),  # server-normalised quantities cost a write
+    (0.5, "500m"),
+    ({"a": 1}, [1]),
+    ([1], {"0": 1}),
+    ("x", {"x": 1}),
+    (None, 0),
+    (None, ""),
+    (0, None),
+])
+def test_not_contained(desired, live):
+    assert not nochange.contains(desired, live)
+
+
+def test_secret_string_data_is_never_contained_in_data():
+    desired = {"stringData": {"p": "s"}}
+    live = {"data": {"p": "cw=="}}
+    assert not nochange.contains(desired, live)
+
+
+# ----- why_apply -----------------------------------------------------------------------------
+
+
+def test_a_live_object_as_last_applied_may_be_skipped():
+    assert nochange.why_apply(body(), applied(body()), MANAGER, OPTIONS) is None
+
+
+def test_the_member_body_may_already_carry_its_digest():
+    stamped = nochange.with_digest(body(), field_manager=MANAGER, force=False, field_validation="Strict")
+    assert nochange.why_apply(stamped, applied(body()), MANAGER, OPTIONS) is None
+
+
+def test_not_found_is_applied():
+    assert nochange.why_apply(body(), None, MANAGER, OPTIONS) == "not found"
+
+
+def test_metadata_only_is_never_enough():
+    live = {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": applied(body())["metadata"]}
+    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is not None
+
+
+def test_an_object_being_deleted_is_applied():
+    live = applied(body())
+    live["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) == "being deleted"
+
+
+def test_no_digest_is_applied():
+    live = applied(body())
+    del live["metadata"]["annotations"][DIGEST]
+    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) == "no applied digest recorded"
+
+
+def test_a_field_dropped_from_the_manifest_is_applied_although_live_contains_the_rest():
+    live = applied(body(k="v", gone="x"))
+    assert nochange.why_apply(body(k="v"), live, MANAGER, OPTIONS) is not None
+
+
+@pytest.mark.parametrize("manager, options", [
+    ("other-manager", OPTIONS),
+    (MANAGER, {"force": True, "field_validation": "Strict"}),
+    (MANAGER, {"force": False, "field_validation": "Ignore"}),
+])
+def test_changed_request_options_are_applied(manager, options):
+    assert nochange.why_apply(body(), applied(body()), manager, options) is not None
+
+
+def test_a_removed_apply_entry_is_applied():
+    live = applied(body())
+    live["metadata"]["managedFields"] = [{"manager": MANAGER, "operation": "Update", "apiVersion": "v1"}]
+    assert "no Apply entry" in nochange.why_apply(body(), live, MANAGER, OPTIONS)
+
+
+def test_an_apply_entry_of_a_subresource_does_not_count():
+    live = applied(body())
+    live["metadata"]["managedFields"][0]["subresource"] = "status"
+    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is not None
+
+
+@pytest.mark.parametrize("drift", [
+    lambda o: o["data"].update(k="edited"),  # kubectl edit / patch
+    lambda o: o["data"].pop("k"),  # a field we set removed
+    lambda o: o["metadata"]["labels"].pop(spec.LABEL_PART_OF),  # lost its part-of label
+    lambda o: o["metadata"]["labels"].update({spec.LABEL_PART_OF: "applyset-other-v1"}),
+    lambda o: o["metadata"]["annotations"].update({DIGEST: "v1:other"}),
+])
+def test_drift_of_anything_we_set_is_applied(drift):
+    live = applied(body())
+    drift(live)
+    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is not None
+
+
+def test_values_others_added_do_not_force_a_write():
+    live = applied(body())
+    live["data"]["added-by-someone"] = "x"
+    live["metadata"]["labels"]["team"] = "a"
+    live["metadata"]["annotations"]["note"] = "b"
+    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is None
+
+
+def test_replica_drift_by_the_scale_subresource_is_applied():
+    member = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"},
+              "spec": {"replicas": 2}}
+    live = applied(member)
+    live["spec"]["replicas"] = 5
+    assert nochange.why_apply(member, live, MANAGER, OPTIONS) is not None
+
+
+def test_a_normalised_quantity_is_applied_on_every_run():
+    member = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "shop"},
+              "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": 0.5}}}]}}
+    live = applied(member)
+    live["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "500m"
+    assert nochange.why_apply(member, live, MANAGER, OPTIONS) == "the live object differs from the manifest"
+
+
+def test_fields_of_client_side_tools_are_applied_so_that_they_are_taken_over():
+    live = applied(body())
+    live["metadata"]["managedFields"].append({"manager": "kubectl-client-side-apply", "operation": "Update",
+                                              "apiVersion": "v1", "fieldsType": "FieldsV1",
+                                              "fieldsV1": {"f:data": {"f:k": {}}}})
+    live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is not None
