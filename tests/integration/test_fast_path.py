@@ -423,41 +423,72 @@ def test_an_option_change_is_a_write(cluster, kube, namespace, option):
 # ----- values the server normalises ------------------------------------------------------------------------
 
 
+class RecordingProxy(FaultProxy):
+    """Forwards everything and records the path of every write, so a test can tell which members a
+    run sent (the result only counts them)."""
+
+    def __init__(self, kubeconfig):
+        self.writes = []
+        super().__init__(kubeconfig)
+
+    def _forward(self, method, path, headers, body):
+        if method in ("POST", "PUT", "PATCH", "DELETE"):
+            self.writes.append(f"{method} {path.split('?')[0]}")
+        return super()._forward(method, path, headers, body)
+
+    def members_written(self, parent="set1"):
+        return sorted({w.rsplit("/", 1)[1] for w in self.writes if not w.endswith(f"/secrets/{parent}")})
+
+
 def test_server_normalised_values_never_leave_a_wrong_live_value(cluster, kube, namespace):
-    resources = {"requests": {"cpu": 0.5, "memory": "128Mi"}, "limits": {"cpu": "1000m"}}
+    b64 = base64.b64encode(b"v1").decode()
     members = [
-        deployment("quantities", replicas=1, resources=resources, terminationGracePeriodSeconds=30.0),
+        deployment("cpu-float", replicas=1, resources={"requests": {"cpu": 0.5}}),         # live "500m"
+        deployment("cpu-milli", replicas=1, resources={"limits": {"cpu": "1000m"}}),       # live "1"
+        deployment("int-as-float", replicas=1, terminationGracePeriodSeconds=30.0),      # live 30
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "string-data"}, "stringData": {"k": "v1"}},
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "data"},
-         "data": {"k": base64.b64encode(b"v1").decode()}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "data"}, "data": {"k": b64}},
     ]
 
     def check_live():
-        pod = kube.get(deploy_path(namespace, "quantities"))["spec"]["template"]["spec"]
-        assert pod["containers"][0]["resources"] == {"requests": {"cpu": "500m", "memory": "128Mi"},
-                                                     "limits": {"cpu": "1"}}
-        assert pod["terminationGracePeriodSeconds"] == 30
+        def pod(name):
+            return kube.get(deploy_path(namespace, name))["spec"]["template"]["spec"]
+        assert pod("cpu-float")["containers"][0]["resources"] == {"requests": {"cpu": "500m"}}
+        assert pod("cpu-milli")["containers"][0]["resources"] == {"limits": {"cpu": "1"}}
+        assert pod("int-as-float")["terminationGracePeriodSeconds"] == 30
         for name in ("string-data", "data"):
-            assert kube.get(secret_path(namespace, name))["data"] == {"k": base64.b64encode(b"v1").decode()}
+            assert kube.get(secret_path(namespace, name))["data"] == {"k": b64}
 
     applied(cluster, namespace, members)
     check_live()
-    for run in (2, 3):
-        result = applied(cluster, namespace, members)
-        check_live()
-        print(f"normalised values, run {run}: actions={actions(result)} requests={result['requests']}")
-        assert result["changed"] is False, actions(result)
+    proxy = RecordingProxy(cluster.kubeconfig)
+    try:
+        for run in (2, 3):
+            proxy.writes.clear()
+            rc, result, out = run_module(cluster, "applyset_apply", {
+                "parent": "set1", "namespace": namespace, "definition": members, "host": proxy.url})
+            assert rc == 0, out
+            check_live()
+            print(f"normalised values, run {run}: sent again {proxy.members_written()}, "
+                  f"actions={actions(result)} requests={result['requests']}")
+            assert result["changed"] is False, actions(result)
+            assert "data" not in proxy.members_written()  # a value the server keeps as given is not sent
+    finally:
+        proxy.close()
 
     # A value changed behind our back is never hidden by the normalisation: it is restored.
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "750m"}}}]}}}}
-    status, payload, _ = kube.request("PATCH", deploy_path(namespace, "quantities"), patch,
+    status, payload, _ = kube.request("PATCH", deploy_path(namespace, "cpu-float"), patch,
                                       query={"fieldManager": "other-client"},
                                       content_type="application/strategic-merge-patch+json")
     assert status == 200, payload
-    merge_patch(kube, secret_path(namespace, "string-data"), {"data": {"k": base64.b64encode(b"drift").decode()}})
-    merge_patch(kube, secret_path(namespace, "data"), {"data": {"k": base64.b64encode(b"drift").decode()}})
+    merge_patch(kube, deploy_path(namespace, "int-as-float"),
+                {"spec": {"template": {"spec": {"terminationGracePeriodSeconds": 31}}}})
+    for name in ("string-data", "data"):
+        merge_patch(kube, secret_path(namespace, name), {"data": {"k": base64.b64encode(b"drift").decode()}})
     result = applied(cluster, namespace, members, force_conflicts=True)
-    assert actions(result) == {"quantities": "configured", "string-data": "configured", "data": "configured"}
+    drifted = {"cpu-float", "int-as-float", "string-data", "data"}
+    assert {n: a for n, a in actions(result).items() if n in drifted} == {n: "configured" for n in drifted}
     check_live()
 
 
