@@ -59,6 +59,7 @@ def kubectl_minor() -> int:
 # since 1.33; older ones refuse the rest of the stream.
 KUBECTL_READS_JSON_THEN_YAML = kubectl_minor() >= 33
 PART_OF = "applyset.kubernetes.io/part-of"
+APPLIED_DIGEST = "applyset.kubernetes.ansible/applied-digest"
 SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
 
 # Why kubectl refuses an input, when the reason is something this cluster lacks rather than
@@ -107,7 +108,8 @@ SECRET_FIELDS = ("data", "stringData")
 
 
 def normalise(obj: dict) -> dict:
-    """The object without server bookkeeping, status, made-up names and our part-of label.
+    """The object without server bookkeeping, status, made-up names, our part-of label and our
+    applied-digest annotation (every apply of ours records it; kubectl's does not).
 
     Secret values are left out (ours are masked in the diff): their keys are compared.
     """
@@ -118,6 +120,11 @@ def normalise(obj: dict) -> dict:
         meta["labels"] = labels
     else:
         meta.pop("labels", None)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != APPLIED_DIGEST}
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
     out["metadata"] = meta
     if obj.get("kind") == "Secret":
         for name in SECRET_FIELDS:

@@ -232,3 +232,31 @@ def test_fields_of_client_side_tools_are_applied_so_that_they_are_taken_over():
                                               "fieldsV1": {"f:data": {"f:k": {}}}})
     live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
     assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is not None
+
+
+# ----- Secrets: values stay out of the digest, and a change of one is still written -------------
+
+
+def secret(**data):
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "shop"},
+            "type": "Opaque", "data": data}
+
+
+def test_a_secrets_values_are_not_in_its_digest_but_its_keys_are():
+    options = {"field_manager": MANAGER, "force": False, "field_validation": "Strict"}
+    assert (nochange.request_digest(secret(p="YWRtaW4="), **options)
+            == nochange.request_digest(secret(p="c2VjcmV0"), **options))
+    assert (nochange.request_digest(secret(p="YWRtaW4=", q="eA=="), **options)
+            != nochange.request_digest(secret(p="YWRtaW4="), **options))
+
+
+def test_a_changed_secret_value_is_still_applied():
+    live = applied(secret(p="YWRtaW4="))
+    assert nochange.why_apply(secret(p="YWRtaW4="), live, MANAGER, OPTIONS) is None
+    assert nochange.why_apply(secret(p="c2VjcmV0"), live, MANAGER, OPTIONS) == \
+        "the live object differs from the manifest"
+
+
+def test_a_secret_key_dropped_from_the_manifest_is_applied():
+    live = applied(secret(p="YWRtaW4=", q="eA=="))
+    assert nochange.why_apply(secret(p="YWRtaW4="), live, MANAGER, OPTIONS) is not None

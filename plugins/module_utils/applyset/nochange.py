@@ -21,6 +21,10 @@ Values the server normalises (``0.5`` CPU stored as ``500m``, a Secret's ``strin
 as ``data``) are never "contained", so such members are written on every run: a false "changed"
 costs one PATCH, a false "unchanged" would cost correctness.
 
+A Secret's values are left out of the digest (its keys are in): the annotation shows up in diffs
+and in ``kubectl get``, and an unkeyed hash of a short password can be guessed offline. Nothing
+is lost by it: a changed value is never "contained" (rule 4), and a dropped key changes the digest.
+
 Pure: no requests, no Ansible.
 """
 
@@ -30,7 +34,7 @@ import base64
 import hashlib
 import json
 
-from . import csa, spec
+from . import csa, redact, spec
 
 DIGEST_VERSION = "v1"
 
@@ -50,10 +54,22 @@ def _without_digest(body: dict) -> dict:
     return {**body, "metadata": meta}
 
 
+def _values_hidden(body: dict) -> dict:
+    """A Secret (``redact.is_secret``) with every ``data`` and ``stringData`` value replaced by
+    the same placeholder; anything else as it is."""
+    if not redact.is_secret(body):
+        return body
+    hidden = dict(body)
+    for name in ("data", "stringData"):
+        if isinstance(body.get(name), dict):
+            hidden[name] = {key: "" for key in body[name]}
+    return hidden
+
+
 def request_digest(body: dict, *, field_manager: str, force: bool, field_validation: str) -> str:
     """The digest of one server-side apply request: ``v1:`` + unpadded base64url of the sha256 of
-    the canonical JSON (sorted keys, no spaces) of the body (without the digest annotation itself)
-    and the query options that change the outcome.
+    the canonical JSON (sorted keys, no spaces) of the body (without the digest annotation itself,
+    a Secret without its values) and the query options that change the outcome.
 
     Args:
         body: the object as it is (or would be) sent.
@@ -62,7 +78,7 @@ def request_digest(body: dict, *, field_manager: str, force: bool, field_validat
     Returns:
         The annotation value, for example ``v1:3q2+7w...`` (43 characters after ``v1:``).
     """
-    request = {"body": _without_digest(body), "fieldManager": field_manager, "force": bool(force),
+    request = {"body": _values_hidden(_without_digest(body)), "fieldManager": field_manager, "force": bool(force),
                "fieldValidation": field_validation}
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     raw = hashlib.sha256(canonical.encode("utf-8")).digest()
