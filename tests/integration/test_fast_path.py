@@ -356,11 +356,42 @@ def test_mutating_webhook_drift_is_never_hidden(cluster, kube, namespace, tmp_pa
         kube.delete(f"/api/v1/namespaces/{other}")
 
 
+def test_members_in_other_namespaces_and_cluster_scoped_are_checked_too(cluster, kube, namespace):
+    """The fast path lists every desired kind in every namespace of the set, and cluster-scoped kinds."""
+    other = f"{namespace}-x"
+    role = f"fastpath-test-{namespace}"
+    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    cluster_role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": {"name": role, "labels": {"tier": "web"}},
+                    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}
+    remote = dict(cm("remote"), metadata=dict(cm("remote")["metadata"], namespace=other))
+    members = [cm("local"), remote, cluster_role]
+    try:
+        applied(cluster, namespace, members)
+        assert_noop(applied(cluster, namespace, members), 3)
+
+        kubectl(cluster, "-n", other, "label", "configmap/remote", "tier-")
+        kubectl(cluster, "label", f"clusterrole/{role}", "tier-")
+        result = applied(cluster, namespace, members)
+        assert actions(result) == {"local": "unchanged", "remote": "configured", role: "configured"}
+        assert kube.get(cm_path(other, "remote"))["metadata"]["labels"]["tier"] == "web"
+        live_role = kube.get(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}")
+        assert live_role["metadata"]["labels"]["tier"] == "web"
+
+        kube.delete(cm_path(other, "remote"))
+        result = applied(cluster, namespace, members)
+        assert actions(result) == {"local": "unchanged", "remote": "created", role: "unchanged"}
+        assert_noop(applied(cluster, namespace, members), 3)
+    finally:
+        kube.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}")
+        kube.delete(f"/api/v1/namespaces/{other}")
+
+
 # ----- the member deleted, unlabelled, or no longer ours in managedFields ---------------------------------
 
 
-def test_deleted_unlabelled_or_unmanaged_member_is_written_again(cluster, kube, namespace):
-    members = [cm("deleted"), cm("unlabelled"), cm("unmanaged"), cm("untouched")]
+def test_deleted_unlabelled_unmanaged_or_undigested_member_is_written_again(cluster, kube, namespace):
+    members = [cm("deleted"), cm("unlabelled"), cm("unmanaged"), cm("undigested"), cm("untouched")]
     applied(cluster, namespace, members)
     untouched = kube.get(cm_path(namespace, "untouched"))["metadata"]["resourceVersion"]
 
@@ -372,13 +403,16 @@ def test_deleted_unlabelled_or_unmanaged_member_is_written_again(cluster, kube, 
         content_type="application/json-patch+json")
     assert status == 200, payload
     assert not payload["metadata"].get("managedFields"), payload["metadata"]
+    kubectl(cluster, "-n", namespace, "annotate", "configmap/undigested", f"{DIGEST}-")
     unmanaged_version = payload["metadata"]["resourceVersion"]
 
     result = applied(cluster, namespace, members)
     got = actions(result)
     assert got["deleted"] == "created" and got["unlabelled"] == "configured" and got["untouched"] == "unchanged", got
+    assert got["undigested"] == "configured", got
     print(f"managedFields cleared: reported {got['unmanaged']!r}, writes={writes(result)}")
-    assert writes(result) >= 3, result["requests"]
+    assert writes(result) >= 4, result["requests"]
+    assert DIGEST in kube.get(cm_path(namespace, "undigested"))["metadata"]["annotations"]
 
     assert kube.get(cm_path(namespace, "deleted"))["data"] == {"v": "ours-1"}
     assert PART_OF in kube.get(cm_path(namespace, "unlabelled"))["metadata"]["labels"]
@@ -387,7 +421,7 @@ def test_deleted_unlabelled_or_unmanaged_member_is_written_again(cluster, kube, 
     assert unmanaged["metadata"]["resourceVersion"] != unmanaged_version
     assert kube.get(cm_path(namespace, "untouched"))["metadata"]["resourceVersion"] == untouched
     # And once written again, the set is a no-op.
-    assert_noop(applied(cluster, namespace, members), 4)
+    assert_noop(applied(cluster, namespace, members), 5)
 
 
 # ----- option changes that change the request --------------------------------------------------------------
@@ -490,6 +524,16 @@ def test_server_normalised_values_never_leave_a_wrong_live_value(cluster, kube, 
     drifted = {"cpu-float", "int-as-float", "string-data", "data"}
     assert {n: a for n, a in actions(result).items() if n in drifted} == {n: "configured" for n in drifted}
     check_live()
+
+    # A Secret's new value in the manifest is written, whichever way the manifest gives it.
+    b64 = base64.b64encode(b"v2").decode()
+    members[3] = dict(members[3], stringData={"k": "v2"})
+    members[4] = dict(members[4], data={"k": b64})
+    result = applied(cluster, namespace, members)
+    assert {n: a for n, a in actions(result).items() if n in ("string-data", "data")} == \
+        {"string-data": "configured", "data": "configured"}, actions(result)
+    for name in ("string-data", "data"):
+        assert kube.get(secret_path(namespace, name))["data"] == {"k": b64}
 
 
 # ----- check mode ------------------------------------------------------------------------------------------
