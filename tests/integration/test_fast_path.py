@@ -511,7 +511,8 @@ def test_server_normalised_values_never_leave_a_wrong_live_value(cluster, kube, 
         proxy.close()
 
     # A value changed behind our back is never hidden by the normalisation: it is restored.
-    patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "750m"}}}]}}}}
+    container = {"name": "app", "resources": {"requests": {"cpu": "750m"}}}
+    patch = {"spec": {"template": {"spec": {"containers": [container]}}}}
     status, payload, _ = kube.request("PATCH", deploy_path(namespace, "cpu-float"), patch,
                                       query={"fieldManager": "other-client"},
                                       content_type="application/strategic-merge-patch+json")
