@@ -18,6 +18,7 @@ import json
 import re
 import subprocess
 import threading
+import time
 
 import pytest
 import yaml
@@ -28,6 +29,8 @@ from mutating_webhook import MUTATED, SELECT_LABEL, MutatingWebhook
 PART_OF = "applyset.kubernetes.io/part-of"
 DIGEST = "applyset.kubernetes.ansible/applied-digest"
 MANAGER = "applyset.kubernetes"
+KINDS = "applyset.kubernetes.io/contains-group-kinds"
+CLAIM = "applyset.kubernetes.ansible/lock"  # the claim's key on the wire
 
 
 def _kubectl_binary() -> str:
@@ -615,3 +618,25 @@ def test_a_noop_run_takes_no_claim_and_falls_back_when_the_parent_changes_meanwh
     # The run saw the parent change under it: it went the normal way (claim and release).
     assert writes(result) >= 2, result["requests"]
     assert parent_version(kube, namespace) != written["version"]
+
+
+def test_a_noop_run_still_writes_parent_hints_that_are_out_of_date(cluster, kube, namespace):
+    members = [cm("x")]
+    applied(cluster, namespace, members)
+    for wrong in ("", "ConfigMap,Secret"):
+        merge_patch(kube, secret_path(namespace, "set1"), {"metadata": {"annotations": {KINDS: wrong}}})
+        result = applied(cluster, namespace, members)
+        assert actions(result) == {"x": "unchanged"}
+        assert writes(result) >= 1, (wrong, result["requests"])
+        assert kube.get(secret_path(namespace, "set1"))["metadata"]["annotations"][KINDS] == "ConfigMap", wrong
+        assert_noop(applied(cluster, namespace, members), 1)
+
+
+def test_a_noop_run_does_not_pass_a_claim_held_by_another_run(cluster, kube, namespace):
+    members = [cm("x")]
+    applied(cluster, namespace, members)
+    claim = json.dumps({"expires": time.time() + 600, "run": "elsewhere/1/abcd"}, separators=(",", ":"))
+    merge_patch(kube, secret_path(namespace, "set1"), {"metadata": {"annotations": {CLAIM: claim}}})
+    rc, result, out = apply(cluster, namespace, members, claim_wait=0)
+    # As today: the run reports the other run's claim instead of calling the set unchanged.
+    assert rc != 0 and "elsewhere/1/abcd" in result["msg"], out
