@@ -282,30 +282,58 @@ def test_drift_of_fields_we_set_conflicts_exactly_as_always_then_force_restores(
         kube.delete(f"/api/v1/namespaces/{other}")
 
 
-def test_scale_subresource_drift_conflicts_exactly_as_always_then_force_restores(cluster, kube, namespace):
+def test_deployment_drift_scale_and_set_image_conflicts_exactly_as_always_then_force_restores(
+        cluster, kube, namespace):
+    """The scale subresource (kubectl scale) and a field inside a list (kubectl set image)."""
     other = f"{namespace}-always"
     kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
     try:
-        members = [deployment("web", replicas=2)]
+        members = [deployment("scaled", replicas=2), deployment("imaged", replicas=2)]
         for ns in (namespace, other):
             applied(cluster, ns, members)
-            kubectl(cluster, "-n", ns, "scale", "deployment/web", "--replicas=3")
-        assert kube.get(deploy_path(namespace, "web"))["spec"]["replicas"] == 3
+            kubectl(cluster, "-n", ns, "scale", "deployment/scaled", "--replicas=3")
+            kubectl(cluster, "-n", ns, "set", "image", "deployment/imaged", "app=registry.k8s.io/pause:3.9")
+        assert kube.get(deploy_path(namespace, "scaled"))["spec"]["replicas"] == 3
 
         rc_fast, fast, out_fast = apply(cluster, namespace, members)
         rc_always, always, out_always = apply(cluster, other, members, reapply="always")
-        assert (rc_fast == 0) == (rc_always == 0), (out_fast, out_always)
+        assert rc_fast != 0 and rc_always != 0, (out_fast, out_always)
         assert comparable(fast, namespace) == comparable(always, other)
-        print(f"kubectl scale drift: rc={rc_fast} {comparable(fast, namespace)['web']}")
-        if rc_fast != 0:
-            assert comparable(fast, namespace)["web"][2] == [".spec.replicas"], fast
-            result = applied(cluster, namespace, members, force_conflicts=True)
-        else:
-            result = fast
-        assert actions(result) == {"web": "configured"}
-        assert kube.get(deploy_path(namespace, "web"))["spec"]["replicas"] == 2
+        print(f"kubectl scale drift: {comparable(fast, namespace)['scaled']}")
+        assert comparable(fast, namespace)["scaled"][2] == [".spec.replicas"], fast
+        assert comparable(fast, namespace)["imaged"][2] == ['.spec.template.spec.containers[name="app"].image'], fast
+
+        result = applied(cluster, namespace, members, force_conflicts=True)
+        assert actions(result) == {"scaled": "configured", "imaged": "configured"}
+        assert kube.get(deploy_path(namespace, "scaled"))["spec"]["replicas"] == 2
+        pod = kube.get(deploy_path(namespace, "imaged"))["spec"]["template"]["spec"]
+        assert pod["containers"][0]["image"] == "registry.k8s.io/pause:3.10"
     finally:
         kube.delete(f"/api/v1/namespaces/{other}")
+
+
+def test_drift_of_an_atomic_list_we_set(cluster, kube, namespace):
+    """Another client appends to a list we own whole (a ClusterRole's rules): a conflict, then restored."""
+    role = f"fastpath-test-{namespace}"
+    cluster_role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": role},
+                    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}
+    path = f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}"
+    try:
+        applied(cluster, namespace, [cluster_role])
+        extra = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}
+        kubectl(cluster, "patch", f"clusterrole/{role}", "--type=json",
+                "-p", json.dumps([{"op": "add", "path": "/rules/-", "value": extra}]))
+        assert len(kube.get(path)["rules"]) == 2
+
+        rc, result, out = apply(cluster, namespace, [cluster_role])
+        assert rc != 0, out
+        assert comparable(result, namespace)[role][:1] == ("failed",) and \
+            comparable(result, namespace)[role][2] == [".rules"], result["objects"]
+        result = applied(cluster, namespace, [cluster_role], force_conflicts=True)
+        assert actions(result) == {role: "configured"}
+        assert kube.get(path)["rules"] == cluster_role["rules"]
+    finally:
+        kube.delete(path)
 
 
 def test_mutating_webhook_drift_is_never_hidden(cluster, kube, namespace, tmp_path):
