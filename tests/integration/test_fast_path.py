@@ -159,9 +159,18 @@ def test_noop_rerun_writes_nothing_and_always_patches_every_member(cluster, kube
     # No claim either: the parent and every member keep their resourceVersion.
     assert versions(kube, namespace) == before
 
-    result = applied(cluster, namespace, members, reapply="always")
+    proxy = RecordingProxy(cluster.kubeconfig)
+    try:
+        rc, result, out = run_module(cluster, "applyset_apply", {
+            "parent": "set1", "namespace": namespace, "definition": members, "reapply": "always", "host": proxy.url})
+    finally:
+        proxy.close()
+    assert rc == 0, out
     assert result["changed"] is False and set(actions(result).values()) == {"unchanged"}, result
-    assert writes(result) >= 3, result["requests"]  # one server-side apply PATCH per member (+ the claim)
+    # One server-side apply PATCH per member, and the claim's two writes of the parent.
+    assert sorted(proxy.writes) == sorted([f"PATCH {cm_path(namespace, n)}" for n in ("a", "b", "c")]
+                                          + [f"PATCH {secret_path(namespace, 'set1')}"] * 2), proxy.writes
+    assert writes(result) == 5, result["requests"]
     after = versions(kube, namespace)
     assert {k: v for k, v in after.items() if k != "secrets/set1"} == \
         {k: v for k, v in before.items() if k != "secrets/set1"}
