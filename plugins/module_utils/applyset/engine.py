@@ -6,8 +6,10 @@ real run would do, prune list and guards included.
 
 Order of a real run (each step only starts when the previous one succeeded):
   1. discovery, parent GET and validation, plan (all input errors surface here);
-  2. LISTs (metadata only) of desired kinds and of the recorded scope, which give
-     the live state, overlapping sets and the prune candidates; the guard runs;
+  2. LISTs of desired kinds (whole, as full objects with reapply: changed) and of the
+     recorded scope (metadata only, by label), which give the live state, overlapping
+     sets and the prune candidates; the guard runs; members whose apply would change
+     nothing are marked to be skipped (nochange.py);
   3. parent written with the union of recorded and new group-kinds/namespaces;
   4. members applied rank by rank (CRDs first; custom resources after their CRD
      is Established);
@@ -15,6 +17,12 @@ Order of a real run (each step only starts when the previous one succeeded):
   6. parent rewritten to exactly this run's group-kinds and namespaces.
 A failure in 4 or 5 stops before 6, so the parent still covers everything that
 may exist and the next run prunes what it must.
+
+A run that would write nothing at all in 3 to 6 (every member skipped, nothing to
+prune, the parent already as a release would leave it) skips them, claim included,
+and only reads the parent once more: an unchanged resourceVersion means no other run
+wrote the set meanwhile; a changed one makes the run start over from 1 with the claim
+(see _write_nothing and docs/safety.md).
 """
 
 from __future__ import annotations
