@@ -136,7 +136,7 @@ options:
       - Which members are sent to the server.
       - C(changed) sends only the members whose live object is not already what the apply would make;
         the others are reported C(unchanged) without a request. A member is skipped only when the live
-        object (listed in full) carries the digest of the very request this run would send (annotation
+        object (listed in full) carries the digest of the very body this run would send (annotation
         C(applyset.kubernetes.ansible/applied-digest), written by every apply), this field manager's apply
         entry, and every value of the manifest, strictly equal. A run that has nothing to change, nothing
         to prune and the parent's hint already right writes nothing at all, the parent included. Values

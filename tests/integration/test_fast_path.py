@@ -483,7 +483,14 @@ def test_an_option_change_is_a_write(cluster, kube, namespace, option):
     rc, changed, out = apply(cluster, namespace, members, **options)
     assert rc == 0, out  # as today: the same values under new options never conflict
     print(f"{option} changed: actions={actions(changed)} requests={changed['requests']}")
-    assert writes(changed) >= 2, (changed["requests"], actions(changed))
+    if option == "field_manager":
+        # A new manager has no Apply entry yet: every member is sent, and the old manager's
+        # digest annotation holds the same value, so the two managers share it without a conflict.
+        assert writes(changed) >= 2, (changed["requests"], actions(changed))
+    else:
+        # force_conflicts or field_validation alone cannot change what an apply of values that are
+        # all in place makes (no conflict, no unknown field): nothing is sent, as nothing changes.
+        assert writes(changed) == 0, (changed["requests"], actions(changed))
     for name in ("one", "two"):
         assert our_apply_entry(kube.get(cm_path(namespace, name)), manager=manager), name
     # The same options again: nothing to write.

@@ -1272,13 +1272,21 @@ def test_a_deleted_member_is_created_again(api):
     assert [r.path for r in member_writes(api)] == [CM_A]
 
 
-@pytest.mark.parametrize("options", [{"field_manager": "someone"}, {"force_conflicts": True},
-                                     {"field_validation": "Warn"}])
-def test_a_change_of_the_request_options_applies_every_member(api, options):
+def test_a_new_field_manager_applies_every_member(api):
     deployed(api, cm("a"), cm("b"))
-    report, error = run(api, "apply", load(cm("a"), cm("b")), **options)
+    report, error = run(api, "apply", load(cm("a"), cm("b")), field_manager="someone")
     assert error is None
     assert sorted(r.path for r in member_writes(api)) == [CM_A, "/api/v1/namespaces/shop/configmaps/b"]
+
+
+@pytest.mark.parametrize("options", [{"force_conflicts": True}, {"field_validation": "Warn"}])
+def test_force_or_field_validation_alone_change_nothing_that_is_in_place(api, options):
+    # With every value in place an apply conflicts with nobody and sends no unknown field: the
+    # result is the same with or without these options, so the members are not sent.
+    deployed(api, cm("a"), cm("b"))
+    report, error = run(api, "apply", load(cm("a"), cm("b")), **options)
+    assert error is None and set(actions(report).values()) == {"unchanged"}
+    assert member_writes(api) == []
 
 
 def test_a_prune_takes_the_normal_path_without_sending_unchanged_members(api):

@@ -8,7 +8,6 @@ import pytest
 from applyset import nochange, spec
 
 MANAGER = "applyset.kubernetes"
-OPTIONS = {"force": False, "field_validation": "Strict"}
 DIGEST = spec.ANNOTATION_APPLIED_DIGEST
 
 
@@ -18,10 +17,9 @@ def body(**data):
             "data": data or {"k": "v"}}
 
 
-def applied(member, manager=MANAGER, **options):
+def applied(member, manager=MANAGER):
     """The live object a server-side apply of ``member`` leaves: the digest, server metadata, our entry."""
-    opts = {"force": False, "field_validation": "Strict", **options}
-    sent = nochange.with_digest(member, field_manager=manager, **opts)
+    sent = nochange.with_digest(member)
     live = copy.deepcopy(sent)
     live["metadata"].update(uid="u1", resourceVersion="7", creationTimestamp="2026-01-01T00:00:00Z",
                             managedFields=[{"manager": manager, "operation": "Apply", "apiVersion": "v1",
@@ -33,7 +31,7 @@ def applied(member, manager=MANAGER, **options):
 
 
 def test_the_digest_is_versioned_unpadded_base64url_of_sha256():
-    digest = nochange.request_digest(body(), field_manager=MANAGER, force=False, field_validation="Strict")
+    digest = nochange.request_digest(body())
     assert digest.startswith("v1:")
     assert len(digest) == 3 + 43 and "=" not in digest and "+" not in digest and "/" not in digest
 
@@ -42,28 +40,24 @@ def test_the_digest_ignores_key_order_and_its_own_annotation():
     a = body(x="1", y="2")
     b = {"data": {"y": "2", "x": "1"}, "metadata": dict(reversed(list(a["metadata"].items()))),
          "kind": "ConfigMap", "apiVersion": "v1"}
-    stamped = nochange.with_digest(a, field_manager=MANAGER, force=False, field_validation="Strict")
-    d = [nochange.request_digest(x, field_manager=MANAGER, force=False, field_validation="Strict")
-         for x in (a, b, stamped)]
+    stamped = nochange.with_digest(a)
+    d = [nochange.request_digest(x) for x in (a, b, stamped)]
     assert d[0] == d[1] == d[2]
 
 
-@pytest.mark.parametrize("change", [
-    {"field_manager": "other"}, {"force": True}, {"field_validation": "Warn"},
-])
-def test_every_request_option_that_changes_the_outcome_changes_the_digest(change):
-    options = {"field_manager": MANAGER, "force": False, "field_validation": "Strict"}
-    assert nochange.request_digest(body(), **options) != nochange.request_digest(body(), **{**options, **change})
+def test_the_digest_is_the_bodys_alone():
+    # Not the request's options: a new field manager would otherwise conflict with the old one
+    # over the annotation itself (found against the real server, tests/integration/test_fast_path.py).
+    assert nochange.request_digest(body()) == nochange.request_digest(copy.deepcopy(body()))
 
 
 def test_a_dropped_field_changes_the_digest():
-    options = {"field_manager": MANAGER, "force": False, "field_validation": "Strict"}
-    assert nochange.request_digest(body(k="v", gone="x"), **options) != nochange.request_digest(body(k="v"), **options)
+    assert nochange.request_digest(body(k="v", gone="x")) != nochange.request_digest(body(k="v"))
 
 
 def test_with_digest_leaves_the_body_alone_and_drops_an_empty_annotations_map():
     b = body()
-    stamped = nochange.with_digest(b, field_manager=MANAGER, force=False, field_validation="Strict")
+    stamped = nochange.with_digest(b)
     assert "annotations" not in b["metadata"]
     assert set(stamped["metadata"]["annotations"]) == {DIGEST}
     assert "annotations" not in nochange._without_digest(stamped)["metadata"]
@@ -72,10 +66,10 @@ def test_with_digest_leaves_the_body_alone_and_drops_an_empty_annotations_map():
 def test_with_digest_replaces_a_digest_the_manifest_brought():
     b = body()
     b["metadata"]["annotations"] = {DIGEST: "v1:forged", "keep": "me"}
-    stamped = nochange.with_digest(b, field_manager=MANAGER, force=False, field_validation="Strict")
+    stamped = nochange.with_digest(b)
     assert stamped["metadata"]["annotations"]["keep"] == "me"
     assert stamped["metadata"]["annotations"][DIGEST] == nochange.request_digest(
-        b, field_manager=MANAGER, force=False, field_validation="Strict") != "v1:forged"
+        b) != "v1:forged"
 
 
 # ----- contains ------------------------------------------------------------------------------
@@ -132,60 +126,60 @@ def test_secret_string_data_is_never_contained_in_data():
 
 
 def test_a_live_object_as_last_applied_may_be_skipped():
-    assert nochange.why_apply(body(), applied(body()), MANAGER, OPTIONS) is None
+    assert nochange.why_apply(body(), applied(body()), MANAGER) is None
 
 
 def test_the_member_body_may_already_carry_its_digest():
-    stamped = nochange.with_digest(body(), field_manager=MANAGER, force=False, field_validation="Strict")
-    assert nochange.why_apply(stamped, applied(body()), MANAGER, OPTIONS) is None
+    stamped = nochange.with_digest(body())
+    assert nochange.why_apply(stamped, applied(body()), MANAGER) is None
 
 
 def test_not_found_is_applied():
-    assert nochange.why_apply(body(), None, MANAGER, OPTIONS) == "not found"
+    assert nochange.why_apply(body(), None, MANAGER) == "not found"
 
 
 def test_metadata_only_is_never_enough():
     live = {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
             "metadata": applied(body())["metadata"]}
-    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is not None
+    assert nochange.why_apply(body(), live, MANAGER) is not None
 
 
 def test_an_object_being_deleted_is_applied():
     live = applied(body())
     live["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) == "being deleted"
+    assert nochange.why_apply(body(), live, MANAGER) == "being deleted"
 
 
 def test_no_digest_is_applied():
     live = applied(body())
     del live["metadata"]["annotations"][DIGEST]
-    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) == "no applied digest recorded"
+    assert nochange.why_apply(body(), live, MANAGER) == "no applied digest recorded"
 
 
 def test_a_field_dropped_from_the_manifest_is_applied_although_live_contains_the_rest():
     live = applied(body(k="v", gone="x"))
-    assert nochange.why_apply(body(k="v"), live, MANAGER, OPTIONS) is not None
+    assert nochange.why_apply(body(k="v"), live, MANAGER) is not None
 
 
-@pytest.mark.parametrize("manager, options", [
-    ("other-manager", OPTIONS),
-    (MANAGER, {"force": True, "field_validation": "Strict"}),
-    (MANAGER, {"force": False, "field_validation": "Ignore"}),
-])
-def test_changed_request_options_are_applied(manager, options):
-    assert nochange.why_apply(body(), applied(body()), manager, options) is not None
+def test_another_field_manager_is_applied_it_has_no_apply_entry_yet():
+    assert "no Apply entry" in nochange.why_apply(body(), applied(body()), "other-manager")
+
+
+def test_force_and_field_validation_do_not_matter_once_every_value_is_in_place():
+    # With every value already there, an apply conflicts with nobody and sends no unknown field.
+    assert nochange.why_apply(body(), applied(body()), MANAGER) is None
 
 
 def test_a_removed_apply_entry_is_applied():
     live = applied(body())
     live["metadata"]["managedFields"] = [{"manager": MANAGER, "operation": "Update", "apiVersion": "v1"}]
-    assert "no Apply entry" in nochange.why_apply(body(), live, MANAGER, OPTIONS)
+    assert "no Apply entry" in nochange.why_apply(body(), live, MANAGER)
 
 
 def test_an_apply_entry_of_a_subresource_does_not_count():
     live = applied(body())
     live["metadata"]["managedFields"][0]["subresource"] = "status"
-    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is not None
+    assert nochange.why_apply(body(), live, MANAGER) is not None
 
 
 @pytest.mark.parametrize("drift", [
@@ -198,7 +192,7 @@ def test_an_apply_entry_of_a_subresource_does_not_count():
 def test_drift_of_anything_we_set_is_applied(drift):
     live = applied(body())
     drift(live)
-    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is not None
+    assert nochange.why_apply(body(), live, MANAGER) is not None
 
 
 def test_values_others_added_do_not_force_a_write():
@@ -206,7 +200,7 @@ def test_values_others_added_do_not_force_a_write():
     live["data"]["added-by-someone"] = "x"
     live["metadata"]["labels"]["team"] = "a"
     live["metadata"]["annotations"]["note"] = "b"
-    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is None
+    assert nochange.why_apply(body(), live, MANAGER) is None
 
 
 def test_replica_drift_by_the_scale_subresource_is_applied():
@@ -214,7 +208,7 @@ def test_replica_drift_by_the_scale_subresource_is_applied():
               "spec": {"replicas": 2}}
     live = applied(member)
     live["spec"]["replicas"] = 5
-    assert nochange.why_apply(member, live, MANAGER, OPTIONS) is not None
+    assert nochange.why_apply(member, live, MANAGER) is not None
 
 
 def test_a_normalised_quantity_is_applied_on_every_run():
@@ -222,7 +216,7 @@ def test_a_normalised_quantity_is_applied_on_every_run():
               "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": 0.5}}}]}}
     live = applied(member)
     live["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "500m"
-    assert nochange.why_apply(member, live, MANAGER, OPTIONS) == "the live object differs from the manifest"
+    assert nochange.why_apply(member, live, MANAGER) == "the live object differs from the manifest"
 
 
 def test_fields_of_client_side_tools_are_applied_so_that_they_are_taken_over():
@@ -231,7 +225,7 @@ def test_fields_of_client_side_tools_are_applied_so_that_they_are_taken_over():
                                               "apiVersion": "v1", "fieldsType": "FieldsV1",
                                               "fieldsV1": {"f:data": {"f:k": {}}}})
     live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
-    assert nochange.why_apply(body(), live, MANAGER, OPTIONS) is not None
+    assert nochange.why_apply(body(), live, MANAGER) is not None
 
 
 # ----- Secrets: values stay out of the digest, and a change of one is still written -------------
@@ -243,20 +237,17 @@ def secret(**data):
 
 
 def test_a_secrets_values_are_not_in_its_digest_but_its_keys_are():
-    options = {"field_manager": MANAGER, "force": False, "field_validation": "Strict"}
-    assert (nochange.request_digest(secret(p="YWRtaW4="), **options)
-            == nochange.request_digest(secret(p="c2VjcmV0"), **options))
-    assert (nochange.request_digest(secret(p="YWRtaW4=", q="eA=="), **options)
-            != nochange.request_digest(secret(p="YWRtaW4="), **options))
+    assert nochange.request_digest(secret(p="YWRtaW4=")) == nochange.request_digest(secret(p="c2VjcmV0"))
+    assert nochange.request_digest(secret(p="YWRtaW4=", q="eA==")) != nochange.request_digest(secret(p="YWRtaW4="))
 
 
 def test_a_changed_secret_value_is_still_applied():
     live = applied(secret(p="YWRtaW4="))
-    assert nochange.why_apply(secret(p="YWRtaW4="), live, MANAGER, OPTIONS) is None
-    assert nochange.why_apply(secret(p="c2VjcmV0"), live, MANAGER, OPTIONS) == \
+    assert nochange.why_apply(secret(p="YWRtaW4="), live, MANAGER) is None
+    assert nochange.why_apply(secret(p="c2VjcmV0"), live, MANAGER) == \
         "the live object differs from the manifest"
 
 
 def test_a_secret_key_dropped_from_the_manifest_is_applied():
     live = applied(secret(p="YWRtaW4=", q="eA=="))
-    assert nochange.why_apply(secret(p="YWRtaW4="), live, MANAGER, OPTIONS) is not None
+    assert nochange.why_apply(secret(p="YWRtaW4="), live, MANAGER) is not None

@@ -669,29 +669,23 @@ class Engine:
         self.report.warnings += plan.warnings
         self._refuse_parent_as_member(plan)
         for member in plan.members:
-            # Every apply records the digest of its own request, whatever reapply says: a later
-            # run with reapply: changed then knows what wrote the object (nochange.py).
-            member.body = nochange.with_digest(member.body, **self._request_options())
+            # Every apply records the digest of its own body, whatever reapply says: a later
+            # run with reapply: changed then knows what was applied last (nochange.py).
+            member.body = nochange.with_digest(member.body)
         return plan
-
-    def _request_options(self) -> dict:
-        """The options of a member's server-side apply that change what the server makes of it."""
-        return {"field_manager": self.opts.field_manager, "force": self.opts.force_conflicts,
-                "field_validation": self.opts.field_validation}
 
     def _find_unchanged(self, plan: plans.Plan, live: dict) -> dict:
         """``{ObjectId: uid}`` of the members whose apply would change nothing (nochange.why_apply);
         empty with ``reapply: always``. Members whose CRD this run applies are never listed."""
         if self.opts.reapply != "changed":
             return {}
-        options = {"force": self.opts.force_conflicts, "field_validation": self.opts.field_validation}
         unchanged = {}
         for member in plan.members:
             entry = live.get(member.key)
             if member.crd_in_set or entry is None or entry[0].group_kind != member.resource.group_kind:
                 continue
             obj = entry[1]
-            if nochange.why_apply(member.body, obj, self.opts.field_manager, options) is None:
+            if nochange.why_apply(member.body, obj, self.opts.field_manager) is None:
                 unchanged[member.key] = obj["metadata"].get("uid")
         return unchanged
 

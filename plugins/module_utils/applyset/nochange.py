@@ -4,11 +4,13 @@ A skipped member costs no request at all, so a wrong "unchanged" would leave dri
 field in place for good. Every rule here therefore errs towards writing: a member is skipped only
 when ALL of these hold (``why_apply`` returns the first that fails, as the reason to write):
 
-1. the live object carries our applied-digest annotation, equal to the digest of the request this
-   run would send (``request_digest``): the body *and* the options that change what the server
-   does with it (field manager, force, field validation). Server-side apply removes fields its
-   manager stops applying, which no comparison of values can see; a changed body changes the
-   digest, so a dropped field always means a write;
+1. the live object carries our applied-digest annotation, equal to the digest of the body this
+   run would send (``request_digest``). Server-side apply removes fields its manager stops
+   applying, which no comparison of values can see; a changed body changes the digest, so a
+   dropped field always means a write. The request's options are not in it: a new field manager
+   has no Apply entry yet (rule 2), and when every value is already in place (rule 4) neither
+   force nor field validation can change what the apply makes. Were they in it, a new field
+   manager would conflict with the old one over the annotation itself;
 2. our manager's ``operation: Apply`` entry is in the live object's managedFields (someone who
    removed it took the fields away from us; an apply gives them back);
 3. no client-side tool owns fields that an apply would take over (``csa.plan``): that takeover
@@ -66,34 +68,31 @@ def _values_hidden(body: dict) -> dict:
     return hidden
 
 
-def request_digest(body: dict, *, field_manager: str, force: bool, field_validation: str) -> str:
-    """The digest of one server-side apply request: ``v1:`` + unpadded base64url of the sha256 of
-    the canonical JSON (sorted keys, no spaces) of the body (without the digest annotation itself,
-    a Secret without its values) and the query options that change the outcome.
+def request_digest(body: dict) -> str:
+    """The digest of a server-side apply body: ``v1:`` + unpadded base64url of the sha256 of its
+    canonical JSON (sorted keys, no spaces), without the digest annotation itself and with a
+    Secret's values left out (its keys are in).
 
     Args:
         body: the object as it is (or would be) sent.
-        field_manager, force, field_validation: the request's query options.
 
     Returns:
-        The annotation value, for example ``v1:3q2+7w...`` (43 characters after ``v1:``).
+        The annotation value, for example ``v1:3q2-7w...`` (43 characters after ``v1:``).
     """
-    request = {"body": _values_hidden(_without_digest(body)), "fieldManager": field_manager, "force": bool(force),
-               "fieldValidation": field_validation}
-    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(_values_hidden(_without_digest(body)), sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
     raw = hashlib.sha256(canonical.encode("utf-8")).digest()
     return f"{DIGEST_VERSION}:" + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def with_digest(body: dict, *, field_manager: str, force: bool, field_validation: str) -> dict:
-    """``body`` with our digest annotation set to the digest of the request that sends it.
+def with_digest(body: dict) -> dict:
+    """``body`` with our digest annotation set to its digest.
 
     Returns a new dict (the metadata and annotations copied); ``body`` is left as it is.
     """
     clean = _without_digest(body)
-    digest = request_digest(clean, field_manager=field_manager, force=force, field_validation=field_validation)
     meta = dict(clean.get("metadata") or {})
-    meta["annotations"] = {**(meta.get("annotations") or {}), spec.ANNOTATION_APPLIED_DIGEST: digest}
+    meta["annotations"] = {**(meta.get("annotations") or {}), spec.ANNOTATION_APPLIED_DIGEST: request_digest(clean)}
     return {**clean, "metadata": meta}
 
 
@@ -139,7 +138,7 @@ def _has_apply_entry(live: dict, manager: str) -> bool:
                and not e.get("subresource") for e in entries)
 
 
-def why_apply(member_body: dict, live_obj: dict | None, manager: str, options: dict) -> str | None:
+def why_apply(member_body: dict, live_obj: dict | None, manager: str) -> str | None:
     """The reason the member must be applied, or None when the apply may be skipped.
 
     Args:
@@ -147,7 +146,6 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, options: d
         live_obj: the live object as a full-object LIST or GET returned it; None when not found,
             and metadata-only objects are never enough (they carry no spec to compare).
         manager: the field manager of this run.
-        options: ``force`` and ``field_validation`` of this run (the other request options).
 
     Returns:
         A short reason ("not found", "applied by another request", ...), or None.
@@ -159,19 +157,17 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, options: d
     meta = live_obj.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return "being deleted"
-    want = request_digest(member_body, field_manager=manager, force=bool(options.get("force")),
-                          field_validation=options.get("field_validation", "Strict"))
+    want = request_digest(member_body)
     have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
     if have is None:
         return "no applied digest recorded"
     if have != want:
-        return "the manifest or the request options changed since the last apply"
+        return "the manifest changed since the last apply"
     if not _has_apply_entry(live_obj, manager):
         return f"field manager {manager} has no Apply entry"
     if csa.plan(meta.get("managedFields"), manager) is not None:
         return "client-side tools own fields that an apply takes over"
-    body = with_digest(member_body, field_manager=manager, force=bool(options.get("force")),
-                       field_validation=options.get("field_validation", "Strict"))
+    body = with_digest(member_body)
     if not contains(body, live_obj):
         return "the live object differs from the manifest"
     return None

@@ -41,7 +41,7 @@ ANNOTATION_KEEP = OWN_PREFIX + "prune"
 ANNOTATION_CLAIM = OWN_PREFIX + "lock"
 # On members: the digest of the server-side apply request that last wrote the object (its body
 # and the options that change the outcome), sent in that same request. A run skips a member
-# only when the digest of the request it would send is this one (nochange.py).
+# only when the digest of the body it would send is this one (nochange.py).
 ANNOTATION_APPLIED_DIGEST = OWN_PREFIX + "applied-digest"
 
 TOOL_NAME = "applyset.kubernetes"
