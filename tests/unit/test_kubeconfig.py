@@ -52,11 +52,8 @@ def authorization(cfg) -> str | None:
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch, tmp_path):
-    for var in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG", "K8S_AUTH_API_KEY", "K8S_AUTH_HOST", "K8S_AUTH_CONTEXT",
-                "K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT", "KUBERNETES_SERVICE_HOST"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+def _no_connection_settings_from_outside(clean_connection_environment):
+    """Every test here starts from no kubeconfig, no K8S_AUTH_* and an empty HOME."""
 
 
 def run_python(code: str, *args) -> str:

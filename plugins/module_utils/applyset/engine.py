@@ -718,7 +718,7 @@ class Engine:
         parent = self.parent
         now = self.client.get(parent.resource, parent.name, parent.namespace or None)
         if (now is None or (now.get("metadata") or {}).get("resourceVersion") != parent.resource_version
-                or not self._parent_says(now, *hints.final)):
+                or not parents.records(parent, now, *hints.final)):
             return False
         for rank_members in plan.ranks:
             for member in rank_members:
@@ -727,17 +727,6 @@ class Engine:
         self._prune([], [], skip, live)
         self.report.applyset["tooling"] = parent.tooling
         return True
-
-    def _parent_says(self, live_parent: dict, group_kinds, namespaces) -> bool:
-        """Whether the live parent carries exactly the labels and annotations a release would write
-        (and no claim, no legacy hint), so that not writing it changes nothing."""
-        meta = live_parent.get("metadata") or {}
-        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-        wanted = parents.parent_body(self.parent, group_kinds, namespaces)["metadata"]
-        return (all(labels.get(k) == v for k, v in wanted["labels"].items())
-                and all(annotations.get(k) == v for k, v in wanted["annotations"].items())
-                and spec.ANNOTATION_CLAIM not in annotations
-                and spec.ANNOTATION_GROUP_RESOURCES not in annotations)
 
     def _list_live(self, plan: plans.Plan) -> dict:
         """LIST what the run needs to see, before any write; returns ``{ObjectId: (resource, object)}``.

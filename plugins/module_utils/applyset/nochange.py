@@ -157,7 +157,8 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str) -> str | N
     meta = live_obj.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return "being deleted"
-    want = request_digest(member_body)
+    body = with_digest(member_body)  # the body as sent, so its digest is computed once
+    want = body["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
     have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
     if have is None:
         return "no applied digest recorded"
@@ -167,7 +168,6 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str) -> str | N
         return f"field manager {manager} has no Apply entry"
     if csa.plan(meta.get("managedFields"), manager) is not None:
         return "client-side tools own fields that an apply takes over"
-    body = with_digest(member_body)
     if not contains(body, live_obj):
         return "the live object differs from the manifest"
     return None

@@ -739,6 +739,23 @@ def _says(live: dict, wanted_meta: dict, *, claim_expected: bool) -> bool:
     return claim_expected or spec.ANNOTATION_CLAIM not in annotations
 
 
+def records(parent: Parent, live: dict, group_kinds, namespaces) -> bool:
+    """Whether the live parent already carries exactly what a release would write.
+
+    Args:
+        parent: the parent as this run read it.
+        live: the parent object as read now.
+        group_kinds, namespaces: the hint the release would record.
+
+    Returns:
+        True when every label and annotation of that body is there, with no claim and no legacy
+        ``contains-group-resources`` hint (which a release would remove): not writing it changes nothing.
+    """
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    return (_says(live, parent_body(parent, group_kinds, namespaces)["metadata"], claim_expected=False)
+            and spec.ANNOTATION_GROUP_RESOURCES not in annotations)
+
+
 def _stale_error(parent: Parent) -> ParentError:
     return ParentError(
         f"{parent.ref} was changed by someone else during this run (resourceVersion "
