@@ -133,3 +133,10 @@ def test_namespace_and_crd_reads_of_ours_count_toward_the_bound():
               "GET customresourcedefinitions.apiextensions.k8s.io": 1, "GET namespaces": 3}
     c = report.check_writes(server_row("ansible", 1000, 3, "noop", by_res))
     assert c["requests"] == 41 and not c["ok"] and "requests > kinds × namespaces + 4 = 37" in c["why"]
+
+
+def test_missing_member_writes_on_the_parent_resource_are_a_shortfall_not_negative_parent_writes():
+    by_res = members(1000, workload.changed)
+    by_res["APPLY secrets"] -= 3
+    c = report.check_writes(server_row("ansible", 1000, 1, "change", by_res))
+    assert c["parent"] == 0 and c["wrong"]["secrets"] == (by_res["APPLY secrets"], by_res["APPLY secrets"] + 3)
