@@ -365,8 +365,9 @@ def writes_table(data: dict) -> list[str]:
     lines = ["#### Writes of ours against what the run must write (`reapply: changed`, one run each)", "",
              "Writes: POST, PUT, PATCH (server-side apply) and DELETE without dry run. The core library counts "
              "what it sent itself (client count, exact); ansible-playbook's are the server's `/metrics` deltas on "
-             "the workload's resources and the parent's (server count; the parent's writes are what its resource "
-             "gets beyond the members, and other clients of a shared control plane can add to it). The server "
+             "discovery and the resources a run of ours touches: the workload's, the parent's, namespaces and the "
+             "parent type's CRD (server count; the parent's writes are what its resource gets beyond the members; other clients of a shared control plane add to it, and so does the control "
+             "plane's own periodic discovery, see the idle background above). The server "
              "labels a DELETE's dry run only in the query, and ours carries it in the body, so the preview's DELETEs "
              "are counted as its dry runs.", "",
              "| tool | N / namespaces | scenario | expected | measured | met |", "|---|---|---|---|---|---|"]
