@@ -83,8 +83,6 @@ VENV_BIN = PY.parent
 # Series that only the control plane's own components touch in this workload.
 BACKGROUND_RESOURCES = frozenset({"leases", "nodes", "events", "pods", "replicasets", "endpointslices", "endpoints",
                                   "controllerrevisions", "serviceaccounts/token"})
-# Verbs of /metrics that change something; a server-side dry run carries " (dry run)" in its name.
-WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE"})
 BENCH_STATE = ROOT / ".state" / "bench"
 TREE = ROOT  # the collection tree under test (--tree); the harness itself always runs from ROOT
 COLLECTIONS = BENCH_STATE / "collections"  # ansible_collections/applyset/kubernetes -> TREE
@@ -667,9 +665,9 @@ def run_process(argv, env, cwd, stdout_path: Path, timeout: float) -> dict:
 
 
 def supports_reapply(tree: Path) -> bool:
-    """Does this collection tree have the reapply option (issue 11)?"""
+    """Does this collection tree have the reapply option (issue 11)? Its engine's Options say."""
     try:
-        return "reapply" in (tree / "plugins" / "module_utils" / "applyset" / "engine.py").read_text()
+        return "\n    reapply: str" in (tree / "plugins" / "module_utils" / "applyset" / "engine.py").read_text()
     except OSError:
         return False
 
