@@ -807,6 +807,7 @@ def summarize(runs: list[dict]) -> list[dict]:
         rows.append({
             "tool": tool, "n": n, "namespaces": nsc, "scenario": scenario, "runs": len(rs),
             "reapply": modes.pop() if len(modes) == 1 else "mixed",
+            "chain": rs[0].get("chain"),
             "ok": all(r["ok"] for r in rs),
             "median_s": round(med, 3), "min_s": round(walls[0], 3), "max_s": round(walls[-1], 3),
             "spread_pct": round(100 * (walls[-1] - walls[0]) / med, 1) if med else None,
@@ -1099,10 +1100,13 @@ def run_benchmark(args) -> int:
                     for position, tool in enumerate(order):
                         tool.before_rep(admin)
                         line = []
-                        for scenario in (s_ for s_ in tool.scenarios if s_ in scenarios):
+                        chain = [s_ for s_ in tool.scenarios if s_ in scenarios]
+                        for scenario in chain:
                             res = run_scenario(tool, scenario, admin, args.timeout)
+                            # the chain tells the report what a scenario must write (a prune
+                            # without the 10% change before it also applies the changed tenth)
                             res.update(tool=tool.name, n=n, namespaces=nsc, rep=rep, scenario=scenario,
-                                       position=position, loadavg=os.getloadavg()[0])
+                                       position=position, loadavg=os.getloadavg()[0], chain=chain)
                             results["runs"].append(res)
                             line.append(f"{scenario} {res['wall_s']:.2f}s{'' if res['ok'] else ' FAILED'}")
                         cleanup = admin.clear_namespaces(tool.namespaces)

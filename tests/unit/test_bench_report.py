@@ -140,3 +140,22 @@ def test_missing_member_writes_on_the_parent_resource_are_a_shortfall_not_negati
     by_res["APPLY secrets"] -= 3
     c = report.check_writes(server_row("ansible", 1000, 1, "change", by_res))
     assert c["parent"] == 0 and c["wrong"]["secrets"] == (by_res["APPLY secrets"], by_res["APPLY secrets"] + 3)
+
+
+def test_a_chain_without_the_change_carries_it_into_the_preview_and_the_prune():
+    """``--matrix 5000:1:ansible:1:initial,noop,prune``: the prune's variant has the changed tenth,
+    which no earlier run applied."""
+    carried = report.member_writes(1000, "prune", "changed", after_change=False)
+    assert sum(carried["apply"].values()) == 100 and sum(carried["delete"].values()) == 300
+    preview = report.member_writes(1000, "preview", "changed", after_change=False)
+    assert sum(preview["dry-run apply"].values()) == 100
+    prune = {**members(1000, workload.removed, "DELETE")}
+    for key, count in members(1000, workload.changed).items():
+        prune[key] = prune.get(key, 0) + count
+    prune["APPLY secrets"] += 2
+    row = server_row("ansible", 1000, 1, "prune", prune)
+    row["chain"] = ["initial", "noop", "prune"]
+    c = report.check_writes(row)
+    assert c["ok"] and (c["members"], c["parent"]) == (400, 2), c
+    row["chain"] = list(report.SCENARIOS)
+    assert not report.check_writes(row)["ok"]
