@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import signal
 import statistics
@@ -299,6 +300,13 @@ class Config:
     parallelism: int
     ceiling_parallelism: int
     reapply: str = "changed"
+    # Names of the namespaces ("PREFIX-TOOL-K") and of the cluster-scoped parents: unique per run on
+    # a cluster given with --kubeconfig, which other runs (a test suite's smoke run) may share.
+    prefix: str = "b"
+
+    def set_name(self, tool: str) -> str:
+        """Name of a tool's cluster-scoped parent (sets over several namespaces)."""
+        return f"bench-{tool}" if self.prefix == "b" else f"bench-{self.prefix}-{tool}"
 
 
 class Tool:
@@ -313,7 +321,7 @@ class Tool:
             self.name = name
         slug = self.name.replace("@", "-p")
         self.dir = cfg.workdir / f"{slug}-{cfg.n}-{cfg.nsc}ns"
-        self.namespaces = [f"b-{slug}-{k}" for k in range(cfg.nsc)]
+        self.namespaces = [f"{cfg.prefix}-{slug}-{k}" for k in range(cfg.nsc)]
 
     # -- hooks
     @classmethod
@@ -417,7 +425,7 @@ class AnsibleTool(_AnsibleTool):
         if self.cfg.nsc == 1:
             return "bench"
         return {"apiVersion": f"{workload.BENCH_GROUP}/v1", "kind": "ApplySet",
-                "metadata": {"name": f"bench-{self.name}"}, "spec": {}}
+                "metadata": {"name": self.cfg.set_name(self.name)}, "spec": {}}
 
     def prepare(self) -> None:
         super().prepare()
@@ -436,7 +444,7 @@ class AnsibleTool(_AnsibleTool):
 
     def after_rep(self, admin: Admin) -> None:
         if self.cfg.nsc > 1:
-            admin.delete_path(f"/apis/{workload.BENCH_GROUP}/v1/applysets/bench-{self.name}")
+            admin.delete_path(f"/apis/{workload.BENCH_GROUP}/v1/applysets/{self.cfg.set_name(self.name)}")
 
     def command(self, scenario):
         return self.ansible_command(scenario, self.dir / "playbook.yml", {"ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS)})
@@ -478,7 +486,7 @@ class KubectlTool(Tool):
         return None if shutil.which("kubectl") else "kubectl is not on PATH"
 
     def parent_name(self) -> str:
-        return f"bench-{self.name}"
+        return self.cfg.set_name(self.name)
 
     def before_rep(self, admin: Admin) -> None:
         if self.cfg.nsc > 1:
@@ -522,7 +530,7 @@ class KubectlNoValidateTool(KubectlTool):
     scenarios = ("initial", "noop", "change")
 
     def parent_name(self) -> str:
-        return "bench-kubectl-nv"
+        return self.cfg.set_name("kubectl-nv")
 
     def command(self, scenario):
         argv, env = super().command(scenario)
@@ -540,7 +548,7 @@ class KptTool(Tool):
     def write_args(self):
         inventory = {"apiVersion": "kpt.dev/v1alpha1", "kind": "ResourceGroup",
                      "metadata": {"name": "bench-inventory", "namespace": self.namespaces[0],
-                                  "labels": {"cli-utils.sigs.k8s.io/inventory-id": f"bench-kpt-{self.cfg.n}-{self.cfg.nsc}"}}}
+                                  "labels": {"cli-utils.sigs.k8s.io/inventory-id": f"{self.cfg.set_name('kpt')}-{self.cfg.n}-{self.cfg.nsc}"}}}
         return {"extra": {"resourcegroup.yaml": inventory}}
 
     def command(self, scenario):
@@ -769,10 +777,9 @@ def tune_ceiling(admin: Admin, cfg_base: Config, candidates, n: int, reps: int) 
     timings = {}
     for p in candidates:
         cfg = Config(n=n, nsc=1, workdir=cfg_base.workdir / "tune", kubeconfig=cfg_base.kubeconfig,
-                     parallelism=cfg_base.parallelism, ceiling_parallelism=p)
+                     parallelism=cfg_base.parallelism, ceiling_parallelism=p, prefix=cfg_base.prefix)
         tool = CeilingTool(cfg)
-        if not tool.dir.exists():
-            tool.prepare()
+        tool.prepare()  # the manifests name the run's namespaces
         runs = []
         admin.create_namespaces(tool.namespaces)
         for _ in range(reps):
@@ -1046,6 +1053,8 @@ def run_benchmark(args) -> int:
             tools_available.append(name)
 
     kubeconfig, state_dir, cluster = start_cluster(args)
+    # Two runs on one cluster (a smoke test while someone benchmarks) must not share namespaces.
+    prefix = f"b{secrets.token_hex(2)}" if args.kubeconfig else "b"
     try:
         admin = Admin(kubeconfig, state_dir)
         install_crds(admin)
@@ -1064,13 +1073,13 @@ def run_benchmark(args) -> int:
                    # from before issue 11) one apply per member on every run
                    "reapply": args.reapply if supports_reapply(tree) else "always",
                    "default_matrix": args.matrix == DEFAULT_MATRIX and not (args.sizes or args.namespaces or args.tools),
-                   "blocks": []}
+                   "blocks": [], "namespace_prefix": prefix}
         log(f"machine: {results['machine']['cores']} cores, {results['machine']['cpu']}, load {os.getloadavg()}")
         results["background"] = idle_background(admin, args.idle)
         if results["background"]:
             log(f"idle background over {args.idle:.0f}s: {results['background']['by_verb']}")
         base_cfg = Config(n=0, nsc=1, workdir=workdir, kubeconfig=kubeconfig, parallelism=args.parallelism,
-                          ceiling_parallelism=16, reapply=args.reapply)
+                          ceiling_parallelism=16, reapply=args.reapply, prefix=prefix)
         if args.ceiling_parallelism == "auto":
             log(f"tuning the ceiling's parallelism at N={args.tune_n}")
             results["ceiling_tuning"] = tune_ceiling(admin, base_cfg, (8, 16, 32), args.tune_n, 2)
@@ -1087,7 +1096,7 @@ def run_benchmark(args) -> int:
                 names = [t for t in names_here if t in tools_available]
                 block_started = time.monotonic()
                 cfg = Config(n=n, nsc=nsc, workdir=workdir, kubeconfig=kubeconfig, parallelism=args.parallelism,
-                             ceiling_parallelism=ceiling_p, reapply=args.reapply)
+                             ceiling_parallelism=ceiling_p, reapply=args.reapply, prefix=prefix)
                 tools = [TOOL_CLASSES[name.split("@")[0]](cfg, name) for name in names]
                 for tool in tools:
                     tool.prepare()
