@@ -928,7 +928,8 @@ def run_profile(args) -> int:
         install_crds(admin)
         time.sleep(2)
         cfg = Config(n=args.n, nsc=1, workdir=Path(args.workdir), kubeconfig=kubeconfig,
-                     parallelism=args.parallelism, ceiling_parallelism=16)
+                     parallelism=args.parallelism, ceiling_parallelism=16,
+                     prefix=f"b{secrets.token_hex(2)}" if args.kubeconfig else "b")
         out_dir = BENCH / "results"
         out_dir.mkdir(parents=True, exist_ok=True)
         for tool in (CoreTool(cfg), AnsibleTool(cfg)):
