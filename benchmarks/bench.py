@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import signal
 import statistics
@@ -48,13 +49,36 @@ SCENARIOS = ("initial", "noop", "change", "preview", "prune")
 VARIANT_FOR = {"initial": "base", "noop": "base", "change": "changed", "preview": "pruned", "prune": "pruned"}
 ALL_TOOLS = ("ansible", "core", "kubectl", "kubectl-nv", "kpt", "k8s", "ceiling")
 # What `benchmarks/run` measures by default (N:namespace counts:tools[:repetitions[:scenarios]]),
-# most important first; the published numbers in docs/performance.md come from this matrix. About
-# 55 minutes on a quiet 2-core machine, half of it kubectl at N=1,000 (its client-side validation
-# takes ~37 CPU-s per 1,000 objects and its prune deletes 5 objects/s). kubectl is left out at
-# N=5,000 (one chain would take over 20 minutes); at N=5,000 the check-mode preview and the 10%
-# change are skipped, and ansible-playbook runs once there (for its memory and the slope).
-DEFAULT_MATRIX = ("1000:1:all 5000:1:core,ceiling:3:initial,noop,prune 5000:1:ansible:1:initial,noop,prune "
-                  "100:1:all 100:3:ansible,core,kubectl,kpt,ceiling:1 1000:3:ansible,core,kubectl,ceiling:1")
+# most important first, so that a run cut short still has the issue-11 targets. Each block covers
+# targets of docs/performance.md; the estimates are from the per-run wall times in
+# benchmarks/results (bench-main.json, bench-extra.json: a loaded 2-core machine, before
+# `reapply: changed`; a no-op or 10%-changed chain of ours is now cheaper) plus ~25% for the
+# untimed cleanup between chains:
+DEFAULT_BLOCKS = (
+    # ours against the ceiling, every scenario: the no-op, 10%-changed and initial-apply targets,
+    # the request expectations, core vs ceiling. ~80 s per repetition: ~5.5 min.
+    ("1000:1:ansible,core,ceiling:3", 5.5),
+    # the N=5,000 targets (no-op <= 0.3x the ceiling, initial apply <= 1.3x, module memory
+    # <= 200 MB with full-object LISTs) and the slope. ~140 s per repetition + 5,000-object
+    # cleanups: ~7 min.
+    ("5000:1:ansible,ceiling:2:initial,noop,change", 7.0),
+    # kinds x namespaces: the no-op's request bound with 3 namespaces (33 LISTs + 4). ~1.5 min.
+    ("1000:3:ansible,core,ceiling:1:initial,noop,change", 1.5),
+    # every peer, small: ~73 s per repetition (kubectl 28 s, ansible-playbook 14 s, k8s 13 s): ~4.5 min.
+    ("100:1:all:3", 4.5),
+    # the peers at N=1,000, once: kubectl's chain alone takes ~6 min (client-side validation,
+    # 5 prune DELETEs/s), kubectl --validate=false ~0.5 min, kpt ~1.5 min: ~9.5 min.
+    ("1000:1:kubectl,kubectl-nv,kpt:1", 9.5),
+)
+# With the ceiling's tuning (~1.5 min) and the idle measurement: ~30 minutes on a quiet 2-core
+# machine (the old default took ~55). Left out: kubectl and kpt at N=5,000 (one kubectl chain
+# takes over 20 minutes), kubernetes.core at N=1,000 (~1.5 min per chain, it cannot prune), the
+# prune at N=5,000 (no issue-11 target; the 10% change is there instead).
+DEFAULT_MATRIX = " ".join(entry for entry, _ in DEFAULT_BLOCKS)
+DEFAULT_MINUTES = round(sum(minutes for _, minutes in DEFAULT_BLOCKS) + 2)
+# The module's reapply option: "changed" (the default since issue 11) sends only members whose
+# live state differs; "always" applies every member on every run (the behaviour before).
+REAPPLY_MODES = ("changed", "always")
 PY = Path(sys.executable)
 VENV_BIN = PY.parent
 # Series that only the control plane's own components touch in this workload.
@@ -243,7 +267,8 @@ def request_delta(before: dict, after: dict) -> dict:
         if delta <= 0:
             continue
         verb, group, resource, subresource, dry_run, code = key
-        if resource in BACKGROUND_RESOURCES or subresource == "status" or verb == "WATCH" and not resource:
+        if (resource in BACKGROUND_RESOURCES or f"{resource}/{subresource}" in BACKGROUND_RESOURCES
+                or subresource == "status" or verb == "WATCH" and not resource):
             continue
         if not resource:
             if subresource not in ("api", "apis"):
@@ -274,6 +299,14 @@ class Config:
     kubeconfig: str
     parallelism: int
     ceiling_parallelism: int
+    reapply: str = "changed"
+    # Names of the namespaces ("PREFIX-TOOL-K") and of the cluster-scoped parents: unique per run on
+    # a cluster given with --kubeconfig, which other runs (a test suite's smoke run) may share.
+    prefix: str = "b"
+
+    def set_name(self, tool: str) -> str:
+        """Name of a tool's cluster-scoped parent (sets over several namespaces)."""
+        return f"bench-{tool}" if self.prefix == "b" else f"bench-{self.prefix}-{tool}"
 
 
 class Tool:
@@ -288,7 +321,7 @@ class Tool:
             self.name = name
         slug = self.name.replace("@", "-p")
         self.dir = cfg.workdir / f"{slug}-{cfg.n}-{cfg.nsc}ns"
-        self.namespaces = [f"b-{slug}-{k}" for k in range(cfg.nsc)]
+        self.namespaces = [f"{cfg.prefix}-{slug}-{k}" for k in range(cfg.nsc)]
 
     # -- hooks
     @classmethod
@@ -383,11 +416,16 @@ class AnsibleTool(_AnsibleTool):
     name = "ansible"
     label = "applyset_apply via ansible-playbook"
 
+    def reapply_mode(self) -> str:
+        """What the collection under test does with unchanged members (a tree from before issue 11
+        has no reapply option and applies every member on every run)."""
+        return self.cfg.reapply if supports_reapply(TREE) else "always"
+
     def parent_option(self):
         if self.cfg.nsc == 1:
             return "bench"
         return {"apiVersion": f"{workload.BENCH_GROUP}/v1", "kind": "ApplySet",
-                "metadata": {"name": f"bench-{self.name}"}, "spec": {}}
+                "metadata": {"name": self.cfg.set_name(self.name)}, "spec": {}}
 
     def prepare(self) -> None:
         super().prepare()
@@ -398,13 +436,15 @@ class AnsibleTool(_AnsibleTool):
             "parallelism": self.cfg.parallelism,
             "kubeconfig": self.cfg.kubeconfig,
         }}
+        if supports_reapply(TREE):
+            task["applyset.kubernetes.applyset_apply"]["reapply"] = self.cfg.reapply
         if self.cfg.nsc == 1:
             task["applyset.kubernetes.applyset_apply"]["namespace"] = self.namespaces[0]
         self.playbook(task)
 
     def after_rep(self, admin: Admin) -> None:
         if self.cfg.nsc > 1:
-            admin.delete_path(f"/apis/{workload.BENCH_GROUP}/v1/applysets/bench-{self.name}")
+            admin.delete_path(f"/apis/{workload.BENCH_GROUP}/v1/applysets/{self.cfg.set_name(self.name)}")
 
     def command(self, scenario):
         return self.ansible_command(scenario, self.dir / "playbook.yml", {"ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS)})
@@ -429,7 +469,12 @@ class CoreTool(AnsibleTool):
             argv += ["--namespace", self.namespaces[0]]
         if scenario == "preview":
             argv.append("--dry-run")
+        if supports_reapply(self.tree()):
+            argv += ["--reapply", self.cfg.reapply]
         return argv, self.env(BENCH_TREE=str(self.tree()))
+
+    def reapply_mode(self) -> str:
+        return self.cfg.reapply if supports_reapply(self.tree()) else "always"
 
 
 class KubectlTool(Tool):
@@ -441,7 +486,7 @@ class KubectlTool(Tool):
         return None if shutil.which("kubectl") else "kubectl is not on PATH"
 
     def parent_name(self) -> str:
-        return f"bench-{self.name}"
+        return self.cfg.set_name(self.name)
 
     def before_rep(self, admin: Admin) -> None:
         if self.cfg.nsc > 1:
@@ -485,7 +530,7 @@ class KubectlNoValidateTool(KubectlTool):
     scenarios = ("initial", "noop", "change")
 
     def parent_name(self) -> str:
-        return "bench-kubectl-nv"
+        return self.cfg.set_name("kubectl-nv")
 
     def command(self, scenario):
         argv, env = super().command(scenario)
@@ -503,7 +548,7 @@ class KptTool(Tool):
     def write_args(self):
         inventory = {"apiVersion": "kpt.dev/v1alpha1", "kind": "ResourceGroup",
                      "metadata": {"name": "bench-inventory", "namespace": self.namespaces[0],
-                                  "labels": {"cli-utils.sigs.k8s.io/inventory-id": f"bench-kpt-{self.cfg.n}-{self.cfg.nsc}"}}}
+                                  "labels": {"cli-utils.sigs.k8s.io/inventory-id": f"{self.cfg.set_name('kpt')}-{self.cfg.n}-{self.cfg.nsc}"}}}
         return {"extra": {"resourcegroup.yaml": inventory}}
 
     def command(self, scenario):
@@ -627,6 +672,14 @@ def run_process(argv, env, cwd, stdout_path: Path, timeout: float) -> dict:
             "timed_out": timed_out}
 
 
+def supports_reapply(tree: Path) -> bool:
+    """Does this collection tree have the reapply option (issue 11)? Its engine's Options say."""
+    try:
+        return "\n    reapply: str" in (tree / "plugins" / "module_utils" / "applyset" / "engine.py").read_text()
+    except OSError:
+        return False
+
+
 def run_scenario(tool: Tool, scenario: str, admin: Admin, timeout: float) -> dict:
     argv, env = tool.command(scenario)
     before = admin.metrics()
@@ -642,7 +695,9 @@ def run_scenario(tool: Tool, scenario: str, admin: Admin, timeout: float) -> dic
         res["module_rss_kb"] = res["module"].get("rss_kb")
     else:
         res["module_rss_kb"] = res["rss_kb"]
-    if tool.name in ("core", "ceiling"):
+    if hasattr(tool, "reapply_mode"):
+        res["reapply"] = tool.reapply_mode()
+    if tool.name.partition("@")[0] in ("core", "ceiling"):
         try:
             res["client_report"] = json.loads(out_file.read_text().strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -722,10 +777,9 @@ def tune_ceiling(admin: Admin, cfg_base: Config, candidates, n: int, reps: int) 
     timings = {}
     for p in candidates:
         cfg = Config(n=n, nsc=1, workdir=cfg_base.workdir / "tune", kubeconfig=cfg_base.kubeconfig,
-                     parallelism=cfg_base.parallelism, ceiling_parallelism=p)
+                     parallelism=cfg_base.parallelism, ceiling_parallelism=p, prefix=cfg_base.prefix)
         tool = CeilingTool(cfg)
-        if not tool.dir.exists():
-            tool.prepare()
+        tool.prepare()  # the manifests name the run's namespaces
         runs = []
         admin.create_namespaces(tool.namespaces)
         for _ in range(reps):
@@ -756,8 +810,11 @@ def summarize(runs: list[dict]) -> list[dict]:
         med = statistics.median(walls)
         rss = [r["module_rss_kb"] for r in rs if r.get("module_rss_kb")]
         reqs = rs[len(rs) // 2]["requests"]  # requests of a middle run (they hardly vary)
+        modes = {r.get("reapply") for r in rs}
         rows.append({
             "tool": tool, "n": n, "namespaces": nsc, "scenario": scenario, "runs": len(rs),
+            "reapply": modes.pop() if len(modes) == 1 else "mixed",
+            "chain": rs[0].get("chain"),
             "ok": all(r["ok"] for r in rs),
             "median_s": round(med, 3), "min_s": round(walls[0], 3), "max_s": round(walls[-1], 3),
             "spread_pct": round(100 * (walls[-1] - walls[0]) / med, 1) if med else None,
@@ -784,12 +841,18 @@ def main(argv=None) -> int:
     run.add_argument("--matrix", default=DEFAULT_MATRIX,
                      help="space-separated N:NAMESPACE_COUNTS:TOOLS[:REPS[:SCENARIOS]] entries (TOOLS 'all' or "
                      "comma-separated; SCENARIOS comma-separated, in chain order); "
-                     f"default: {DEFAULT_MATRIX!r}")
+                     f"default: {DEFAULT_MATRIX!r}, about {DEFAULT_MINUTES} minutes on a quiet 2-core machine ("
+                     + ", ".join(f"{entry}: ~{minutes:g} min" for entry, minutes in DEFAULT_BLOCKS)
+                     + ", plus ~2 min of ceiling tuning and idle measurement; estimated from the per-run wall "
+                     "times in benchmarks/results)")
     run.add_argument("--sizes", help="only these N (comma-separated)")
     run.add_argument("--namespaces", help="only these namespace counts (comma-separated)")
     run.add_argument("--tools", help="only these tools (comma-separated): " + ",".join(ALL_TOOLS))
     run.add_argument("--reps", type=int, default=3)
     run.add_argument("--parallelism", type=int, default=8, help="our module's parallelism option")
+    run.add_argument("--reapply", choices=REAPPLY_MODES, default="changed",
+                     help="our module's reapply option (recorded with every run; a tree without the option "
+                     "always reapplies and is recorded so)")
     run.add_argument("--ceiling-parallelism", default="auto", help="a number, or auto (tune at --tune-n)")
     run.add_argument("--tune-n", type=int, default=1000)
     run.add_argument("--tree", default="snapshot",
@@ -865,7 +928,8 @@ def run_profile(args) -> int:
         install_crds(admin)
         time.sleep(2)
         cfg = Config(n=args.n, nsc=1, workdir=Path(args.workdir), kubeconfig=kubeconfig,
-                     parallelism=args.parallelism, ceiling_parallelism=16)
+                     parallelism=args.parallelism, ceiling_parallelism=16,
+                     prefix=f"b{secrets.token_hex(2)}" if args.kubeconfig else "b")
         out_dir = BENCH / "results"
         out_dir.mkdir(parents=True, exist_ok=True)
         for tool in (CoreTool(cfg), AnsibleTool(cfg)):
@@ -944,6 +1008,7 @@ def use_tree(spec_: str) -> Path:
 
 
 def run_benchmark(args) -> int:
+    run_started = time.monotonic()
     if args.smoke:
         # kubectl only applies here: its prune waits 200 ms per DELETE (client-side rate limit)
         args.matrix = "50:1:ansible,core,ceiling 50:1:kubectl:1:initial,noop"
@@ -989,6 +1054,8 @@ def run_benchmark(args) -> int:
             tools_available.append(name)
 
     kubeconfig, state_dir, cluster = start_cluster(args)
+    # Two runs on one cluster (a smoke test while someone benchmarks) must not share namespaces.
+    prefix = f"b{secrets.token_hex(2)}" if args.kubeconfig else "b"
     try:
         admin = Admin(kubeconfig, state_dir)
         install_crds(admin)
@@ -1001,13 +1068,19 @@ def run_benchmark(args) -> int:
         results = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(),
                    "tree": describe_tree(args.tree, tree),
                    "config": {k: v for k, v in vars(args).items() if k not in ("cmd",)},
-                   "skipped_tools": skipped, "tools": {n: TOOL_CLASSES[n.split("@")[0]].label for n in tools_available}}
+                   "skipped_tools": skipped, "tools": {n: TOOL_CLASSES[n.split("@")[0]].label for n in tools_available},
+                   # what the expectations of the report depend on: with "changed" a run sends only
+                   # the members that differ; "always" (and every results file without this field,
+                   # from before issue 11) one apply per member on every run
+                   "reapply": args.reapply if supports_reapply(tree) else "always",
+                   "default_matrix": args.matrix == DEFAULT_MATRIX and not (args.sizes or args.namespaces or args.tools),
+                   "blocks": [], "namespace_prefix": prefix}
         log(f"machine: {results['machine']['cores']} cores, {results['machine']['cpu']}, load {os.getloadavg()}")
         results["background"] = idle_background(admin, args.idle)
         if results["background"]:
             log(f"idle background over {args.idle:.0f}s: {results['background']['by_verb']}")
         base_cfg = Config(n=0, nsc=1, workdir=workdir, kubeconfig=kubeconfig, parallelism=args.parallelism,
-                          ceiling_parallelism=16)
+                          ceiling_parallelism=16, reapply=args.reapply, prefix=prefix)
         if args.ceiling_parallelism == "auto":
             log(f"tuning the ceiling's parallelism at N={args.tune_n}")
             results["ceiling_tuning"] = tune_ceiling(admin, base_cfg, (8, 16, 32), args.tune_n, 2)
@@ -1022,8 +1095,9 @@ def run_benchmark(args) -> int:
         for n, nsc, names_here, reps, scenarios in matrix:
             if True:
                 names = [t for t in names_here if t in tools_available]
+                block_started = time.monotonic()
                 cfg = Config(n=n, nsc=nsc, workdir=workdir, kubeconfig=kubeconfig, parallelism=args.parallelism,
-                             ceiling_parallelism=ceiling_p)
+                             ceiling_parallelism=ceiling_p, reapply=args.reapply, prefix=prefix)
                 tools = [TOOL_CLASSES[name.split("@")[0]](cfg, name) for name in names]
                 for tool in tools:
                     tool.prepare()
@@ -1036,10 +1110,13 @@ def run_benchmark(args) -> int:
                     for position, tool in enumerate(order):
                         tool.before_rep(admin)
                         line = []
-                        for scenario in (s_ for s_ in tool.scenarios if s_ in scenarios):
+                        chain = [s_ for s_ in tool.scenarios if s_ in scenarios]
+                        for scenario in chain:
                             res = run_scenario(tool, scenario, admin, args.timeout)
+                            # the chain tells the report what a scenario must write (a prune
+                            # without the 10% change before it also applies the changed tenth)
                             res.update(tool=tool.name, n=n, namespaces=nsc, rep=rep, scenario=scenario,
-                                       position=position, loadavg=os.getloadavg()[0])
+                                       position=position, loadavg=os.getloadavg()[0], chain=chain)
                             results["runs"].append(res)
                             line.append(f"{scenario} {res['wall_s']:.2f}s{'' if res['ok'] else ' FAILED'}")
                         cleanup = admin.clear_namespaces(tool.namespaces)
@@ -1049,10 +1126,16 @@ def run_benchmark(args) -> int:
                 # Waiting keeps the namespace controller's work out of the next block; the smoke run
                 # (on the test session's shared cluster) does not need that.
                 admin.delete_namespaces([ns for tool in tools for ns in tool.namespaces], wait=not args.smoke)
+                # for the estimates of the next default matrix: cleanups included
+                results["blocks"].append({"n": n, "namespaces": nsc, "tools": names, "reps": reps,
+                                          "scenarios": list(scenarios),
+                                          "wall_s": round(time.monotonic() - block_started, 1)})
         results["elapsed_s"] = round(time.monotonic() - started, 1)
+        # the whole invocation as `make bench` takes it (cluster start, tuning, idle and cleanups)
+        results["total_wall_s"] = round(time.monotonic() - run_started, 1)
         results["summary"] = summarize(results["runs"])
         out.write_text(json.dumps(results, indent=1))
-        log(f"results: {out} ({results['elapsed_s']}s of runs)")
+        log(f"results: {out} ({results['elapsed_s']}s of runs, {results['total_wall_s']}s in all)")
         failed = [r for r in results["runs"] if not r["ok"]]
         if failed:
             log(f"{len(failed)} runs failed their check")

@@ -2,7 +2,7 @@
 """Run our core library directly (no Ansible): what applyset_apply does, minus the module glue.
 
 Usage: core_run.py KUBECONFIG MANIFEST_DIR --parent PARENT_JSON [--namespace NS] [--parallelism P]
-                   [--dry-run] [--no-prune] [--profile OUT.txt]
+                   [--dry-run] [--no-prune] [--reapply changed|always] [--profile OUT.txt]
 
 PARENT_JSON is the module's ``parent`` option as JSON (a string or a dict). Prints one JSON line:
 the report's summary, the client's request count and every request classified by what it is for
@@ -68,6 +68,8 @@ def main(argv=None) -> int:
     ap.add_argument("--parallelism", type=int, default=8)
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-prune", action="store_true")
+    ap.add_argument("--reapply", choices=("changed", "always"),
+                    help="the engine's reapply option (left out: the engine's default; older trees have none)")
     ap.add_argument("--profile", help="write a pyinstrument text profile here")
     args = ap.parse_args(argv)
 
@@ -83,7 +85,8 @@ def main(argv=None) -> int:
     client = kube.connect({"kubeconfig": args.kubeconfig}, parallelism=args.parallelism)
     log: list = []
     instrument(client, log)
-    opts = engine.Options(prune=not args.no_prune, dry_run=args.dry_run, max_prune_percent=50)
+    extra = {"reapply": args.reapply} if args.reapply else {}
+    opts = engine.Options(prune=not args.no_prune, dry_run=args.dry_run, max_prune_percent=50, **extra)
     run = engine.Engine(client, json.loads(args.parent), args.namespace, opts)
     try:
         report, error = run.apply(loaded), None

@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import workload  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "performance.md"
 PLOT = ROOT / "docs" / "performance.png"
@@ -169,6 +172,222 @@ def time_tables(data: dict) -> list[str]:
     return lines
 
 
+# ----- what a run of ours must send -----------------------------------------------------------------
+#
+# "Writes" are the requests that change something: POST, PUT, PATCH (server-side apply included) and
+# DELETE, server-side dry runs left out. The server's /metrics labels a dry run only when dryRun is
+# in the query; a DELETE carries it in its body, so the check-mode preview's dry-run DELETEs are
+# counted as DELETEs there and are told apart by the scenario.
+WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE")
+OURS = ("ansible", "core")
+
+
+def reapply_mode(row: dict) -> str:
+    """How the run treated unchanged members. Results from before issue 11 record nothing: their
+    collection applied every member on every run ("always")."""
+    return row.get("reapply") or "always"
+
+
+def _resource(kind: str) -> str:
+    """A kind's resource as /metrics names it: plural.group (the core group has none)."""
+    group = workload.API_VERSION[kind].rpartition("/")[0]
+    return workload.PLURAL[kind] + (f".{group}" if group else "")
+
+
+def parent_resource(nsc: int) -> str:
+    """The benchmark's parent: a Secret in the namespace, or the cluster-scoped ApplySet for several."""
+    return "secrets" if nsc == 1 else f"applysets.{workload.BENCH_GROUP}"
+
+
+def member_writes(n: int, scenario: str, mode: str, after_change: bool = True) -> dict:
+    """The members' writes a scenario needs, by verb ("apply", "dry-run apply", "delete") and resource.
+
+    With reapply: changed only members whose live state differs are sent: all at the initial apply,
+    none on the no-op, the changed tenth on the 10% change; the preview and the prune (whose other
+    70% equal the 10%-changed variant) only delete, as dry runs for the preview, and apply the
+    changed tenth too when the chain had no 10% change before them (``after_change`` false). With
+    reapply: always (results from before issue 11) every member that stays is applied on every run."""
+    stays = [i for i in range(n) if not workload.removed(i)]
+    gone = [i for i in range(n) if workload.removed(i)]
+    changed = [i for i in range(n) if workload.changed(i)]
+    if mode == "changed":
+        carried = () if after_change else [i for i in changed if not workload.removed(i)]
+        applied = {"initial": range(n), "noop": (), "change": changed, "preview": carried, "prune": carried}[scenario]
+    else:
+        applied = range(n) if scenario in ("initial", "noop", "change") else stays
+    deleted = gone if scenario in ("preview", "prune") else ()
+    out = {"apply": {}, "dry-run apply": {}, "delete": {}}
+    for verb, items in (("dry-run apply" if scenario == "preview" else "apply", applied), ("delete", deleted)):
+        for i in items:
+            res = _resource(workload.kind_of(i))
+            out[verb][res] = out[verb].get(res, 0) + 1
+    return out
+
+
+def hints_change(n: int, nsc: int, scenario: str) -> bool:
+    """Do the parent's hints (group-kinds, namespaces) change in this scenario? Only at the first
+    apply here: the 10% change keeps every object, and the removed 30% leave every kind in place."""
+    if scenario == "initial":
+        return True
+    before = {workload.kind_of(i) for i in range(n)}
+    after = {workload.kind_of(i) for i in range(n) if scenario not in ("preview", "prune") or not workload.removed(i)}
+    return before != after
+
+
+def ours_may_touch(nsc: int) -> set[str]:
+    """The resources a run of ours touches here: the workload's kinds, the parent's, the namespaces
+    it writes into (a GET each) and the parent type's CRD (a GET when the parent is a custom resource)."""
+    return ({_resource(kind) for kind in workload.KINDS}
+            | {parent_resource(nsc), "namespaces", "customresourcedefinitions.apiextensions.k8s.io"})
+
+
+def server_counts(row: dict) -> dict:
+    """Writes and dry runs by resource, and requests in all, from the server's counts, on the
+    resources a run of ours may touch (and discovery): what other clients of a shared control
+    plane send elsewhere is left out; what they send to the same resources is not (the control
+    plane's own periodic discovery included: run on a quiet control plane of its own)."""
+    relevant = ours_may_touch(row["namespaces"])
+    writes: dict[str, int] = {}
+    dry: dict[str, int] = {}
+    requests = 0
+    for key, count in (row.get("requests_by_resource") or {}).items():
+        name, _, resource = key.rpartition(" ")
+        verb = name.split()[0]
+        if resource not in relevant and resource != "discovery" or verb == "WATCH":
+            continue
+        requests += count
+        if verb not in WRITE_VERBS:
+            continue
+        target = dry if "(dry run)" in name or (verb == "DELETE" and row["scenario"] == "preview") else writes
+        target[resource] = target.get(resource, 0) + count
+    return {"writes": writes, "dry": dry, "requests": requests}
+
+
+def check_writes(row: dict) -> dict:
+    """One run of ours against what it must send (reapply: changed).
+
+    The core library counts what it sent itself, exactly (members, parent, anything else); for
+    ansible-playbook the server's counts are used, per resource: what the parent's resource gets
+    beyond its members is the parent's writes. Returns the figures, ``ok`` and ``why``."""
+    n, nsc, scenario = row["n"], row["namespaces"], row["scenario"]
+    expect = member_writes(n, scenario, "changed", after_change(row))
+    preview = scenario == "preview"
+    want_writes: dict[str, int] = {}
+    want_dry: dict[str, int] = {}
+    for verb, per_res in expect.items():
+        target = want_dry if verb == "dry-run apply" or (verb == "delete" and preview) else want_writes
+        for res, k in per_res.items():
+            target[res] = target.get(res, 0) + k
+    client = row.get("client_requests") or {}
+    wrong: dict[str, tuple] = {}
+    if client:
+        member_verbs = ("PATCH apply", "DELETE other")
+        parent = sum(v for k, v in client.items() if "parent" in k and k.split()[0] in WRITE_VERBS)
+        members = sum(client.get(k, 0) for k in member_verbs)
+        others = {k: v for k, v in client.items()
+                  if k.split()[0] in WRITE_VERBS and "parent" not in k and k not in member_verbs}
+        writes = parent + sum(others.values()) + (0 if preview else members)
+        dry = members if preview else 0
+        if (0 if preview else members) != sum(want_writes.values()):
+            wrong["members"] = (members, sum(want_writes.values()))
+        if dry != sum(want_dry.values()):
+            wrong["dry runs"] = (dry, sum(want_dry.values()))
+        wrong.update({k: (v, 0) for k, v in others.items()})
+        requests = sum(client.values())
+        source = "client"
+    else:
+        got = server_counts(row)
+        parent_res = parent_resource(nsc)
+        # fewer writes there than the members need is a shortfall of members, not negative parent writes
+        parent = max(0, got["writes"].get(parent_res, 0) - want_writes.get(parent_res, 0))
+        for have, want, label in ((got["writes"], want_writes, ""), (got["dry"], want_dry, " (dry runs)")):
+            for res in set(have) | set(want):
+                expected = want.get(res, 0) + (parent if not label and res == parent_res else 0)
+                if have.get(res, 0) != expected:
+                    wrong[res + label] = (have.get(res, 0), expected)
+        writes = sum(got["writes"].values())
+        dry = sum(got["dry"].values())
+        requests = got["requests"]
+        source = "server"
+    bound = len(workload.KINDS) * nsc + 4
+    out = {"writes": writes, "members": writes - parent, "parent": parent, "dry": dry, "requests": requests,
+           "bound": bound, "source": source, "wrong": wrong, "hints_change": hints_change(n, nsc, scenario)}
+    why = []
+    if wrong:
+        why.append("differs from the expectation: " + ", ".join(
+            f"{what} {a} (expected {b})" for what, (a, b) in sorted(wrong.items())))
+    if scenario == "noop":
+        if writes:
+            why.append(f"{writes} writes on a no-op")
+        if requests > bound:
+            why.append(f"{requests} requests > kinds × namespaces + 4 = {bound}")
+    elif scenario == "change" and parent and not out["hints_change"]:
+        why.append(f"{parent} parent writes while the hints do not change (the run's claim)")
+    elif preview and parent:
+        why.append(f"{parent} parent writes in check mode")
+    out["ok"] = not why
+    out["why"] = "; ".join(why)
+    return out
+
+
+def after_change(row: dict) -> bool:
+    """Did the run's chain have the 10% change before this scenario? Results files record the
+    chain since issue 11; before, a chain that left it out ran only at N=5,000 with reapply: always."""
+    return "change" in (row.get("chain") or SCENARIOS)
+
+
+def expectation_text(row: dict) -> str:
+    n, nsc, s = row["n"], row["namespaces"], row["scenario"]
+    e = member_writes(n, s, "changed", after_change(row))
+    applies, deletes = sum(e["apply"].values()), sum(e["delete"].values())
+    bound = len(workload.KINDS) * nsc + 4
+    if s == "initial":
+        return f"{applies:,} member applies + parent writes"
+    if s == "noop":
+        return f"0 writes, ≤ {bound} requests (kinds × namespaces + 4)"
+    if s == "change":
+        return (f"{applies:,} changed + parent writes (met only with 0 parent writes, or when the hints change: "
+                f"{'they do' if hints_change(n, nsc, s) else 'they do not'})")
+    if s == "preview":
+        dry_applies = sum(e["dry-run apply"].values())
+        return f"0 writes; {deletes:,} dry-run DELETEs, {dry_applies} dry-run applies of changed members"
+    return f"{deletes:,} deletes + {applies} applies of changed members + parent writes"
+
+
+def measured_text(row: dict, c: dict) -> str:
+    s = row["scenario"]
+    if s == "noop":
+        text = f"{c['writes']} writes, {c['requests']} requests"
+    elif s == "preview":
+        text = f"{c['writes']} writes; {c['dry']:,} dry runs"
+    else:
+        text = f"{c['writes']:,} writes = {c['members']:,} members + {c['parent']} parent"
+    return text + f" ({c['source']} count)"
+
+
+def writes_table(data: dict) -> list[str]:
+    """Our runs with reapply: changed against what they must write (nothing for older results)."""
+    rows = [r for r in data["summary"] if r["tool"] in OURS and reapply_mode(r) == "changed"]
+    if not rows:
+        return []
+    rows.sort(key=lambda r: (r["n"], r["namespaces"], OURS.index(r["tool"]), SCENARIOS.index(r["scenario"])))
+    lines = ["#### Writes of ours against what the run must write (`reapply: changed`, one run each)", "",
+             "Writes: POST, PUT, PATCH (server-side apply) and DELETE without dry run. The core library counts "
+             "what it sent itself (client count, exact); ansible-playbook's are the server's `/metrics` deltas on "
+             "discovery and the resources a run of ours touches: the workload's, the parent's, namespaces and the "
+             "parent type's CRD (server count; the parent's writes are what its resource gets beyond the members; other clients of a shared control plane add to it, and so does the control "
+             "plane's own periodic discovery, see the idle background above). The server "
+             "labels a DELETE's dry run only in the query, and ours carries it in the body, so the preview's DELETEs "
+             "are counted as its dry runs.", "",
+             "| tool | N / namespaces | scenario | expected | measured | met |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        c = check_writes(r)
+        lines.append(f"| {short(r['tool'])} | {r['n']:,} / {r['namespaces']} | {SCENARIO_TITLE[r['scenario']]} | "
+                     f"{expectation_text(r)} | {measured_text(r, c)} | {'yes' if c['ok'] else 'no: ' + c['why']} |")
+    lines.append("")
+    return lines
+
+
 def request_tables(data: dict, n: int) -> list[str]:
     idx = index(data["summary"])
     lines = [f"#### API requests at N = {n:,}, 1 namespace (server `/metrics` deltas, one run)", "",
@@ -278,9 +497,10 @@ def targets(data: dict) -> list[str]:
                         f"median {fmt_s(c['median_s'])} s vs {fmt_s(z['median_s'])} s = {r:.2f}×; "
                         f"best {fmt_s(c['min_s'])} s vs {fmt_s(z['min_s'])} s = {best:.2f}×; "
                         f"CPU {c['cpu_s']:.1f} s vs {z['cpu_s']:.1f} s", r <= 1.3)
-    # requests: one write per applied object, metadata-only prune LISTs, discovery <= 3
+    # requests of results from before issue 11 (reapply: always): one write per applied object,
+    # metadata-only prune LISTs, discovery <= 3; later results are judged in the writes table
     for (tool, n, nsc, s), r in sorted(idx.items()):
-        if tool != "core" or not r.get("client_requests") or nsc != 1:
+        if tool != "core" or not r.get("client_requests") or nsc != 1 or reapply_mode(r) != "always":
             continue
         cr = r["client_requests"]
         applies = cr.get("PATCH apply", 0)
@@ -307,6 +527,74 @@ def targets(data: dict) -> list[str]:
     return lines
 
 
+def issue11_targets(data: dict) -> list[str]:
+    """The targets of issue 11, from the runs made with reapply: changed (none in older results)."""
+    idx = index(data["summary"])
+    ours = {k: r for k, r in idx.items() if k[0] in OURS and reapply_mode(r) == "changed"}
+    if not ours:
+        return []
+    lines = ["#### Targets of issue 11 (re-runs that write nothing), as computed from this run", "",
+             "| target | measured | met |", "|---|---|---|"]
+
+    def row(target, measured, ok):
+        lines.append(f"| {target} | {measured} | {'yes' if ok else 'no' if ok is not None else 'not measured'} |")
+
+    spaces = sorted({k[2] for k in ours}) or [1]
+    for n, limit in ((1000, 0.5), (5000, 0.3)):
+        for nsc in spaces:
+            a, z = ours.get(("ansible", n, nsc, "noop")), idx.get(("ceiling", n, nsc, "noop"))
+            target = f"no-op re-run through ansible-playbook ≤ {limit}× the ceiling's no-op, N={n:,}, {nsc} ns"
+            if a and z:
+                r = a["median_s"] / z["median_s"]
+                row(target, f"{fmt_s(a['median_s'])} s vs {fmt_s(z['median_s'])} s = {r:.2f}× "
+                    f"(medians of {a['runs']} and {z['runs']} runs)", r <= limit)
+            elif nsc == 1:
+                row(target, "–", None)
+    for n in (1000, 5000):
+        for nsc in spaces:
+            a = ours.get(("ansible", n, nsc, "noop"))
+            bound = len(workload.KINDS) * nsc + 4
+            target = f"no-op re-run through ansible-playbook: 0 writes, ≤ {bound} requests (kinds × namespaces + 4), N={n:,}, {nsc} ns"
+            if a:
+                c = check_writes(a)
+                row(target, measured_text(a, c) + ("" if c["ok"] else f"; {c['why']}"), c["ok"])
+            elif nsc == 1:
+                row(target, "–", None)
+    for n in (1000, 5000):
+        for tool in OURS:
+            for nsc in spaces:
+                r = ours.get((tool, n, nsc, "change"))
+                if not r:
+                    if tool == "ansible" and nsc == 1:
+                        row(f"10% changed: writes = changed objects (+ parent if its hints change), N={n:,}, 1 ns", "–", None)
+                    continue
+                c = check_writes(r)
+                hints = "the hints change" if c["hints_change"] else "the hints do not change"
+                row(f"10% changed, {short(tool)}: writes = changed objects (+ parent if its hints change), N={n:,}, {nsc} ns",
+                    f"{c['writes']:,} writes = {c['members']:,} changed + {c['parent']} parent ({hints}; {c['source']} "
+                    f"count)" + ("" if c["ok"] else f"; {c['why']}"), c["ok"])
+    for n in (1000, 5000):
+        a, z = ours.get(("ansible", n, 1, "initial")), idx.get(("ceiling", n, 1, "initial"))
+        target = f"initial apply through ansible-playbook ≤ 1.3× the ceiling, N={n:,}, 1 ns"
+        if a and z:
+            r = a["median_s"] / z["median_s"]
+            row(target, f"{fmt_s(a['median_s'])} s vs {fmt_s(z['median_s'])} s = {r:.2f}× "
+                f"(medians of {a['runs']} and {z['runs']} runs)", r <= 1.3)
+        else:
+            row(target, "–", None)
+    vals = [r["peak_rss_mib"] for (t, n, _, _), r in ours.items() if t == "ansible" and n == 5000 and r["peak_rss_mib"]]
+    row("module process peak RSS ≤ 200 MB at N=5,000, full-object LISTs",
+        f"{max(vals):.0f} MiB" if vals else "–", (max(vals) * 1.048576 <= 200) if vals else None)
+    total = data.get("total_wall_s")
+    if data.get("default_matrix") and total:
+        row("`make bench` default run < 40 min", f"{total / 60:.1f} min in all (start to results file)", total < 40 * 60)
+    else:
+        row("`make bench` default run < 40 min",
+            "not the default matrix" + (f" (this run: {total / 60:.1f} min in all)" if total else ""), None)
+    lines.append("")
+    return lines
+
+
 def render(data: dict, source: Path) -> str:
     m = data.get("machine", {})
     cfg = data.get("config", {})
@@ -324,7 +612,11 @@ def render(data: dict, source: Path) -> str:
              f"Machine: {m.get('cores')} cores ({m.get('cpu')}), {m.get('memory_gib')} GiB, Linux {m.get('kernel')}, "
              f"Python {m.get('python')}; load average at start {', '.join(f'{x:.2f}' for x in m.get('loadavg_start', []))}. "
              f"{m.get('kubectl')}; kpt {m.get('kpt')}; {m.get('ansible_core')}; kubernetes.core {m.get('kubernetes_core')}. "
-             f"Our module's parallelism: {cfg.get('parallelism')}; the ceiling's: {data.get('ceiling_parallelism')}{tuned}.",
+             f"Our module's parallelism: {cfg.get('parallelism')}; the ceiling's: {data.get('ceiling_parallelism')}{tuned}."
+             + (f" Our module's `reapply`: {data['reapply']}." if data.get("reapply") else "")
+             + (f" The run took {data['total_wall_s'] / 60:.1f} min in all ({data['elapsed_s'] / 60:.1f} min of "
+                f"chains and cleanups{', the default matrix' if data.get('default_matrix') else ''})."
+                if data.get("total_wall_s") else ""),
              ""]
     if data.get("skipped_tools"):
         lines += ["Skipped tools: " + "; ".join(f"{k}: {v}" for k, v in data["skipped_tools"].items()), ""]
@@ -336,22 +628,27 @@ def render(data: dict, source: Path) -> str:
     sizes = sorted({r["n"] for r in data["summary"]})
     n_req = 1000 if 1000 in sizes else sizes[-1]
     lines += request_tables(data, n_req)
+    lines += writes_table(data)
     lines += cpu_table(data, n_req)
     lines += ansible_split(data)
     lines += memory_table(data)
     lines += targets(data)
+    lines += issue11_targets(data)
     return "\n".join(lines)
 
 
 def load(paths: list[Path]) -> dict:
     """One results file, or several merged (runs appended; machine and config of the first)."""
     data = json.loads(paths[0].read_text())
+    for r in data["runs"]:
+        r.setdefault("reapply", data.get("reapply"))
     for extra in paths[1:]:
         more = json.loads(extra.read_text())
+        for r in more["runs"]:
+            r.setdefault("reapply", more.get("reapply"))
         data["runs"] += more["runs"]
         data.setdefault("merged", []).append(str(extra))
     if len(paths) > 1 or "summary" not in data:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
         from bench import summarize
 
         data["summary"] = summarize(data["runs"])
