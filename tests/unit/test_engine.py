@@ -1187,7 +1187,10 @@ def test_an_object_this_run_applies_is_never_pruned_even_if_listed_as_a_candidat
 def test_uninstall_of_a_set_with_a_protected_kind_needs_it_allowed(api):
     deployed(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "extra"}}, cm("a"))
     report, error = run(api, "uninstall")
-    assert isinstance(error, GuardError) and "protected objects: Namespace extra" in str(error)
+    assert isinstance(error, GuardError) and "state: absent would delete protected objects: Namespace extra" in str(error)
+    # The way out fits state: absent: not "keep them in the set", which every member leaves.
+    assert "keep them in the set" not in error.fix and "state: disbanded" in error.fix
+    assert "guard.allow_prune_kinds" in error.fix
     assert api.writes() == []
     report, error = run(api, "uninstall", allow_prune_kinds=frozenset({"Namespace"}))
     assert error is None and actions(report) == {"Namespace extra": "pruned", "ConfigMap shop/a": "pruned"}
@@ -1254,6 +1257,17 @@ def test_only_the_changed_member_is_sent_conditionally_and_without_the_claim(api
         listed["uid"], listed["resourceVersion"])
     assert parent_writes(api) == [] and report.requests["writes"] == 1
     assert api.object("v1", "ConfigMap", "a", "shop")["data"] == {"k": "new"}
+
+
+def test_a_noop_over_several_namespaces_costs_its_lists_alone(api):
+    # No write goes into a namespace whose members are all unchanged, so it is not read either:
+    # discovery 2, the parent twice, one LIST per kind and namespace.
+    api.add_namespace("other")
+    deployed(api, cm("a"), cm("b", "other"), cm("c", "other"))
+    report, error = run(api, "apply", load(cm("a"), cm("b", "other"), cm("c", "other")))
+    assert error is None and api.writes() == []
+    assert not [r for r in api.requests if r.path.startswith("/api/v1/namespaces/") and r.path.count("/") == 4]
+    assert len(api.requests) == 2 + 2 + 2, [r.path for r in api.requests]
 
 
 def test_with_reapply_always_a_change_takes_the_claim_around_it(api):

@@ -616,9 +616,13 @@ class Engine:
         decisions = prunes.decide_all(candidates, self._prune_context(applied_uids))
         return decisions.delete, decisions.keep, decisions.skip
 
-    def _guard(self, delete: list, set_size: int, emptying: bool) -> None:
-        """Raise the GuardError of the blast-radius guard (prune.guard), if it refuses."""
-        refusal = prunes.guard(delete, set_size, emptying, self.opts.guard_limits)
+    def _guard(self, delete: list, set_size: int, emptying: bool, removing: bool = False) -> None:
+        """Raise the GuardError of the blast-radius guard (prune.guard), if it refuses; ``removing``:
+        for ``state: absent``, where only the protected-kinds rule applies."""
+        if removing:
+            refusal = prunes.refuse_protected_kinds(delete, 0, False, self.opts.guard_limits, removing=True)
+        else:
+            refusal = prunes.guard(delete, set_size, emptying, self.opts.guard_limits)
         if refusal is not None:
             raise GuardError(refusal.message, obj=f"ApplySet {self.parent.ref}", fix=refusal.fix,
                              details=refusal.details)
@@ -644,8 +648,8 @@ class Engine:
             self._adopted = self._adopt_legacy(plan)
         decisions = self._decide_prune(plan, live)
         hints = self._hints(plan)
-        self._check_before_writes(plan, live)
         self._unchanged = self._find_unchanged(plan, live)
+        self._check_before_writes(plan, live)
         if self._may_go_without_claim(plan, live, decisions, hints):
             if self._finish_without_claim(plan, live, decisions, hints):
                 if self.opts.wait:
@@ -1001,10 +1005,13 @@ class Engine:
 
         Without it, a missing namespace surfaces as the parent write's 404 (blamed on RBAC)
         or as one failure per member, after other writes. A GET that is refused (credentials
-        limited to a namespace) tells nothing; the writes then report what they meet.
+        limited to a namespace) tells nothing; the writes then report what they meet. A
+        namespace whose members are all skipped (unchanged) gets no write, so no GET: a re-run
+        costs its LISTs alone.
         """
         made_by_set = {m.name for m in plan.members if m.resource.group_kind == spec.NAMESPACE_KIND}
-        needed = {m.namespace for m in plan.members if m.resource.namespaced and m.namespace}
+        needed = {m.namespace for m in plan.members
+                  if m.resource.namespaced and m.namespace and m.key not in self._unchanged}
         if self.parent.namespace and not self.parent.exists:
             needed.add(self.parent.namespace)
         home = self._home_namespace()
@@ -1472,7 +1479,7 @@ class Engine:
         members = self._members_in_scope("remove")
         live = {spec.ObjectId.from_metadata(res, item["metadata"]): (res, item) for res, item in members}
         delete, keep, skip = self._classify([(res, item["metadata"]) for res, item in members])
-        self._guard(delete, 0, emptying=False)
+        self._guard(delete, 0, emptying=False, removing=True)
         if not self.opts.dry_run:
             self._claim(parent.group_kinds, parent.namespaces)
         try:
