@@ -139,7 +139,9 @@ options:
         object (listed in full) carries the digest of the very body this run would send (annotation
         C(applyset.kubernetes.ansible/applied-digest), written by every apply), this field manager's apply
         entry, and every value of the manifest, strictly equal. A run that has nothing to change, nothing
-        to prune and the parent's hint already right writes nothing at all, the parent included. Values
+        to prune and the parent's hint already right writes nothing at all, the parent included; one that
+        only updates members of the set sends just those updates, each conditional on the object it
+        listed (its uid and resourceVersion), and no claim (see the safety documentation). Values
         the server normalises (C(0.5) CPU stored as C(500m), a Secret's C(stringData)) cost one apply on
         every run, never a missed change.
       - C(always) applies every member on every run, as C(kubectl apply --server-side) does.
@@ -434,7 +436,8 @@ requests:
   description:
     - How many requests the run sent to the API server (C(sent), retries included) and how many of them
       were writes (C(writes), POST, PUT, PATCH and DELETE, server-side dry runs included).
-    - A re-run with nothing to change sends C(writes=0) with I(reapply=changed).
+    - A re-run with nothing to change sends C(writes=0) with I(reapply=changed); one that only updates
+      members sends one write per updated member.
   returned: when the run started (not for bad options or a failed connection)
   type: dict
   sample: {sent: 5, writes: 0}

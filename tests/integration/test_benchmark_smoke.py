@@ -40,13 +40,16 @@ def test_benchmark_smoke(cluster, tmp_path):
 
     # One server-side apply per object that changes, none for the others (reapply: changed, the
     # default), counted by the client itself: the first run applies all 50, the no-op re-run
-    # writes nothing at all (not even the parent), the 10% change applies those 5, and the prune
+    # writes nothing at all (not even the parent), the 10% change applies those 5 (and not the
+    # parent), and the prune
     # (whose other 35 objects are unchanged) only deletes.
     core = {s: by_key[("core", s)]["client_report"]["requests"]
             for s in ("initial", "noop", "change", "prune")}
     assert core["initial"]["PATCH apply"] == 50
     assert not [kind for kind in core["noop"] if kind.split()[0] in ("PATCH", "POST", "PUT", "DELETE")], core["noop"]
     assert core["change"]["PATCH apply"] == 5
+    # An update-only run takes no claim: the parent is not written at all.
+    assert not [kind for kind in core["change"] if "parent" in kind and kind.split()[0] != "GET"], core["change"]
     assert core["prune"].get("PATCH apply", 0) == 0 and core["prune"]["DELETE other"] == 15
     assert core["noop"]["GET discovery"] <= 3
 

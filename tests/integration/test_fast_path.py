@@ -684,3 +684,120 @@ def test_a_noop_run_does_not_pass_a_claim_held_by_another_run(cluster, kube, nam
     rc, result, out = apply(cluster, namespace, members, claim_wait=0)
     # As today: the run reports the other run's claim instead of calling the set unchanged.
     assert rc != 0 and "elsewhere/1/abcd" in result["msg"], out
+
+
+# ----- a run that only updates members takes no claim ------------------------------------------------------
+
+
+class MemberHookProxy(FaultProxy):
+    """Forwards everything and records every write with its answer's status; just before the
+    first write to ``hook_path`` is forwarded, calls ``hook()`` (as another client acting between
+    the run's LIST and its update would)."""
+
+    def __init__(self, kubeconfig, hook_path=None, hook=None):
+        self.hook_path, self.hook = hook_path, hook
+        self.writes = []  # "METHOD path status"
+        self._hook_lock = threading.Lock()
+        super().__init__(kubeconfig)
+
+    def _forward(self, method, path, headers, body):
+        bare = path.split("?")[0]
+        if method in ("POST", "PUT", "PATCH", "DELETE"):
+            with self._hook_lock:
+                if self.hook and bare == self.hook_path:
+                    hook, self.hook = self.hook, None
+                    hook()
+        resp = super()._forward(method, path, headers, body)
+        if method in ("POST", "PUT", "PATCH", "DELETE"):
+            self.writes.append(f"{method} {bare} {resp.status}")
+        return resp
+
+
+def through(cluster, proxy, namespace, members, **options):
+    try:
+        rc, result, out = run_module(cluster, "applyset_apply", {
+            "parent": "set1", "namespace": namespace, "definition": members, "host": proxy.url, **options})
+    finally:
+        proxy.close()
+    assert rc == 0, out
+    return result
+
+
+def test_an_update_only_run_writes_exactly_its_changed_members_and_not_the_parent(cluster, kube, namespace):
+    members = [cm("a"), cm("b"), cm("c"), deployment("web", replicas=1)]
+    applied(cluster, namespace, members)
+    before = parent_version(kube, namespace)
+    changed = [cm("a", value="ours-2"), cm("b"), cm("c"), deployment("web", replicas=3)]
+    proxy = MemberHookProxy(cluster.kubeconfig)
+    result = through(cluster, proxy, namespace, changed)
+    assert actions(result) == {"a": "configured", "b": "unchanged", "c": "unchanged", "web": "configured"}
+    assert sorted(proxy.writes) == sorted([f"PATCH {cm_path(namespace, 'a')} 200",
+                                           f"PATCH {deploy_path(namespace, 'web')} 200"]), proxy.writes
+    assert writes(result) == 2 and result["changed"] is True
+    # The parent was neither claimed nor rewritten, and the updates went through.
+    assert parent_version(kube, namespace) == before
+    assert CLAIM not in (kube.get(secret_path(namespace, "set1"))["metadata"].get("annotations") or {})
+    assert kube.get(cm_path(namespace, "a"))["data"] == {"v": "ours-2"}
+    assert kube.get(deploy_path(namespace, "web"))["spec"]["replicas"] == 3
+    assert_noop(applied(cluster, namespace, changed), 4)
+
+
+def test_a_member_pruned_meanwhile_is_not_created_again_by_an_update_without_the_claim(cluster, kube, namespace):
+    members = [cm("a"), cm("b")]
+    applied(cluster, namespace, members)
+    uid = kube.get(cm_path(namespace, "a"))["metadata"]["uid"]
+
+    def another_run_prunes_it():
+        kube.delete(cm_path(namespace, "a"))
+
+    proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), another_run_prunes_it)
+    result = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
+    print(f"writes: {proxy.writes}")
+    # The server refused the conditional update of the pruned object (409, its uid named) instead
+    # of creating it; the run started over with the claim, where "a" is desired, so it creates it.
+    assert proxy.writes[0] == f"PATCH {cm_path(namespace, 'a')} 409", proxy.writes
+    parent_writes = [w for w in proxy.writes if w.startswith(f"PATCH {secret_path(namespace, 'set1')}")]
+    assert len(parent_writes) == 2, proxy.writes
+    assert actions(result)["a"] == "created"
+    assert kube.get(cm_path(namespace, "a"))["metadata"]["uid"] != uid
+
+
+def test_a_member_changed_meanwhile_is_not_overwritten_by_an_update_without_the_claim(cluster, kube, namespace):
+    members = [cm("a"), cm("b")]
+    applied(cluster, namespace, members)
+
+    def someone_edits_it():
+        merge_patch(kube, cm_path(namespace, "a"), {"metadata": {"labels": {"edited": "yes"}}})
+
+    proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), someone_edits_it)
+    result = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
+    print(f"writes: {proxy.writes}")
+    assert proxy.writes[0] == f"PATCH {cm_path(namespace, 'a')} 409", proxy.writes
+    assert len([w for w in proxy.writes if "/secrets/set1 " in w]) == 2, proxy.writes
+    live = kube.get(cm_path(namespace, "a"))
+    assert live["data"] == {"v": "ours-2"} and live["metadata"]["labels"]["edited"] == "yes"
+    assert actions(result) == {"a": "configured", "b": "unchanged"}
+
+
+def test_an_update_whose_parent_changes_meanwhile_starts_over_and_still_reports_it(cluster, kube, namespace):
+    members = [cm("a"), cm("b")]
+    applied(cluster, namespace, members)
+
+    def another_writer_touches_the_parent():
+        merge_patch(kube, secret_path(namespace, "set1"), {"metadata": {"annotations": {"example.com/t": "1"}}})
+
+    proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), another_writer_touches_the_parent)
+    try:
+        rc, result, out = run_module(cluster, "applyset_apply", {
+            "parent": "set1", "namespace": namespace, "definition": [cm("a", value="ours-2"), cm("b")],
+            "host": proxy.url}, diff=True)
+    finally:
+        proxy.close()
+    assert rc == 0, out
+    print(f"writes: {proxy.writes}")
+    # Updated once without the claim; the parent changed, so the run started over with the claim,
+    # found "a" unchanged, and still reports what it did (configured, with its diff).
+    assert [w for w in proxy.writes if "/configmaps/" in w] == [f"PATCH {cm_path(namespace, 'a')} 200"]
+    assert len([w for w in proxy.writes if "/secrets/set1 " in w]) == 2, proxy.writes
+    assert actions(result) == {"a": "configured", "b": "unchanged"} and result["changed"] is True
+    assert f"--- before: ConfigMap {namespace}/a" in out and "+  v: ours-2" in out, out

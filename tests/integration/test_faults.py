@@ -1,7 +1,8 @@
 """Fault injection: no object lost, none leaked, nothing foreign touched.
 
 A set of 56 objects over four kinds and two namespaces (state A) is changed to
-state B, which creates, updates and prunes objects. That run goes through
+state B, which creates, updates and prunes objects, or (scenario update-only) only
+updates 20 of them, which a run does without the claim. That run goes through
 ``faultproxy`` with one fault at its k-th mutating request, for every fault kind
 and (in CI) a sample of k, or every k with APPLYSET_FAULT_SWEEP=full. After the
 fault, the parent's hints must still cover every object that carries our
@@ -58,6 +59,18 @@ def states(ns1, ns2):
         for kind in PLURALS:
             b.append(obj(kind, f"{kind.lower()}-new-{i}", ns1 if i % 2 else ns2, version="b"))
     return a, b
+
+
+def update_only_states(ns1, ns2):
+    """State A, and A with 14 objects updated and nothing created or pruned: a run that takes no
+    claim (each update conditional on the listed object; engine._finish_without_claim)."""
+    a, _b = states(ns1, ns2)
+    updated = [obj(o["kind"], o["metadata"]["name"], o["metadata"]["namespace"], version="b")
+               if int(o["metadata"]["name"].rsplit("-", 1)[1]) < 5 else o for o in a]
+    return a, updated
+
+
+SCENARIOS = {"create-update-prune": states, "update-only": update_only_states}
 
 
 def key(o):
@@ -117,10 +130,11 @@ def sample_points(total):
     return sorted({1, 2, total - 1, total} | set(range(3, total, step)))
 
 
-def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_namespaces):
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_namespaces, scenario):
     ns1, ns2 = two_namespaces
     admin = core_kube.connect({"kubeconfig": cluster.kubeconfig}, parallelism=8)
-    state_a, state_b = states(ns1, ns2)
+    state_a, state_b = SCENARIOS[scenario](ns1, ns2)
     options = {"max_prune_percent": 100, "claim_ttl": 3, "claim_wait": 30}
 
     def direct(definition):
@@ -171,6 +185,9 @@ def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_name
                 covered, why = hints_cover(kube, ns1, (ns1, ns2), set_id)
                 if not covered:
                     problems.append(f"after the fault: {why}")
+                strays = labelled(kube, (ns1, ns2), set_id) - desired_b - {key(o) for o in state_a}
+                if strays:
+                    problems.append(f"after the fault: objects of neither state {sorted(strays)[:3]}")
                 direct(state_b)  # the normal re-run
                 now = labelled(kube, (ns1, ns2), set_id)
                 if now != desired_b:
@@ -184,7 +201,7 @@ def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_name
                 if problems:
                     violations += 1
                     print(f"VIOLATION fault={fault} k={k} rc={rc}: {problems}\n{out[-400:]}{err[-400:]}")
-        print(f"fault sweep: {runs} injected runs ({len(points)} points of {total} mutating requests x "
+        print(f"fault sweep {scenario}: {runs} injected runs ({len(points)} points of {total} mutating requests x "
               f"{len(FAULTS)} fault kinds), {violations} violations, {misreported} lost answers reported as "
               f"another run, {time.monotonic() - started:.0f}s")
         assert violations == 0

@@ -385,6 +385,23 @@ class FakeApi:
                             "object has been modified; please apply your changes to the latest version and try "
                             "again", name=name, kind=kind.plural)
 
+    def _check_apply_preconditions(self, sent_meta: dict, stored: _Stored | None, kind: Kind, name: str) -> None:
+        """As kube-apiserver v1.34 answers a server-side apply that names a uid or resourceVersion:
+        an absent object is created whatever resourceVersion says, but not when a uid is named
+        (409); an existing one with another uid is invalid (422), with another resourceVersion a
+        conflict (409)."""
+        uid = sent_meta.get("uid")
+        if stored is None:
+            if uid:
+                raise HttpError(409, "Conflict", f'Operation cannot be fulfilled on {kind.plural} "{name}": uid '
+                                f"mismatch: the provided object specified uid {uid}, and no existing object was "
+                                "found", name=name, kind=kind.plural)
+            return
+        if uid and stored.obj["metadata"].get("uid") != uid:
+            raise HttpError(422, "Invalid", f'{kind.kind} "{name}" is invalid: metadata.uid: Invalid value: '
+                            f'"{uid}": field is immutable', name=name, kind=kind.plural)
+        self._check_precondition(sent_meta, stored, kind, name)
+
     def _stamp(self, obj: dict, before: dict | None) -> None:
         """Server bookkeeping: uid and creation on create, a new resourceVersion on every change."""
         meta = obj.setdefault("metadata", {})
@@ -425,9 +442,10 @@ class FakeApi:
             raise HttpError(400, "BadRequest", "fieldManager is required for apply requests")
         self._check_namespace(kind, namespace)
         before = self._store.get(self._key(kind, namespace, name))
-        self._check_precondition(meta, before, kind, name)
+        self._check_apply_preconditions(meta, before, kind, name)
         sent = copy.deepcopy(body)
         sent["metadata"].pop("resourceVersion", None)
+        sent["metadata"].pop("uid", None)
         paths = _leaf_paths(sent)
         if before is None:
             new = sent

@@ -3,8 +3,9 @@
 A fake that drifted from the server would make the engine's unit tests prove nothing. The same
 requests, sent with KubeClient to kube-apiserver v1.34.4 (the local control plane), gave these
 answers: 201 then the same resourceVersion for a no-op apply, removal of what one manager left
-out, 409 for a stale resourceVersion (apply and merge patch) and a wrong UID precondition, nothing
-stored by a dry run, 404 `namespaces "x" not found`, and paged metadata-only LISTs.
+out, 409 for a stale resourceVersion (apply and merge patch) and a wrong UID precondition, an apply
+naming a resourceVersion that creates a missing object but one naming a uid that does not (409, and
+422 for another object's uid), nothing stored by a dry run, 404 `namespaces "x" not found`, and paged metadata-only LISTs.
 """
 
 import pytest
@@ -109,3 +110,21 @@ def test_injected_failures_answer_once_or_always(api):
     for _ in range(2):
         with pytest.raises(ApiError):
             c.get(CONFIGMAPS, "a", "shop")
+
+
+def test_an_apply_naming_a_uid_never_creates_but_a_resource_version_alone_does(api):
+    # What kube-apiserver v1.34.4 answered: the reason conditional updates carry the uid.
+    c = client(api)
+    first = c.apply(CONFIGMAPS, body("a"), field_manager="m").body["metadata"]
+    c.delete(CONFIGMAPS, "a", "shop")
+    by_uid = body("a")
+    by_uid["metadata"].update(uid=first["uid"], resourceVersion=first["resourceVersion"])
+    with pytest.raises(ConflictError) as refused:
+        c.apply(CONFIGMAPS, by_uid, field_manager="m")
+    assert "uid mismatch" in str(refused.value) and api.object("v1", "ConfigMap", "a", "shop") is None
+    by_version = body("a")
+    by_version["metadata"]["resourceVersion"] = first["resourceVersion"]
+    assert c.apply(CONFIGMAPS, by_version, field_manager="m").status == 201
+    with pytest.raises(ApiError) as other_uid:
+        c.apply(CONFIGMAPS, by_uid, field_manager="m")
+    assert other_uid.value.status == 422

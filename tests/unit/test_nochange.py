@@ -251,3 +251,44 @@ def test_a_changed_secret_value_is_still_applied():
 def test_a_secret_key_dropped_from_the_manifest_is_applied():
     live = applied(secret(p="YWRtaW4=", q="eA=="))
     assert nochange.why_apply(secret(p="YWRtaW4="), live, MANAGER) is not None
+
+
+# ----- updates in place, without the claim ---------------------------------------------------------------
+
+SET_ID = "applyset-abc-v1"
+
+
+def listed(**meta):
+    base = {"name": "a", "namespace": "shop", "uid": "u-1", "resourceVersion": "7",
+            "labels": {spec.LABEL_PART_OF: SET_ID}}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**base, **meta}, "data": {"k": "v"}}
+
+
+@pytest.mark.parametrize("live, reason", [
+    (None, "not found"),
+    ({"kind": "PartialObjectMetadata", "metadata": {"name": "a"}}, "only its metadata was listed"),
+    (listed(deletionTimestamp="2026-01-01T00:00:00Z"), "being deleted"),
+    (listed(uid=None), "no uid or resourceVersion"),
+    (listed(resourceVersion=""), "no uid or resourceVersion"),
+    (listed(labels={}), "not yet a member of this set"),
+    (listed(labels={spec.LABEL_PART_OF: "applyset-other-v1"}), "not yet a member of this set"),
+    (listed(managedFields=[{"manager": "kubectl-client-side-apply", "operation": "Update",
+                            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}]),
+     "client-side tools"),
+])
+def test_what_cannot_be_updated_in_place(live, reason):
+    assert reason in nochange.in_place_blocker(live, "applyset.kubernetes", SET_ID)
+
+
+def test_a_listed_member_of_the_set_can_be_updated_in_place():
+    assert nochange.in_place_blocker(listed(), "applyset.kubernetes", SET_ID) is None
+
+
+def test_a_conditional_update_names_the_listed_uid_and_version_and_keeps_the_digest():
+    body = nochange.with_digest({"apiVersion": "v1", "kind": "ConfigMap",
+                                 "metadata": {"name": "a", "namespace": "shop"}, "data": {"k": "new"}})
+    sent = nochange.conditional(body, listed())
+    assert (sent["metadata"]["uid"], sent["metadata"]["resourceVersion"]) == ("u-1", "7")
+    assert "uid" not in body["metadata"]  # the member's body is left as it is
+    digest = sent["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
+    assert digest == body["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]

@@ -124,6 +124,12 @@ def _may_migrate(entry: dict, ssa_manager: str) -> bool:
             and (entry.get("manager") in IMPERATIVE_MANAGERS or _owns_last_applied(entry)))
 
 
+def may_take_over(managed_fields: list | None, ssa_manager: str) -> bool:
+    """Whether an apply by ``ssa_manager`` may be followed by a takeover (``plan``), judged before
+    the apply: some client-side tool's entry owns fields, whether or not ours exists yet."""
+    return any(_may_migrate(e, ssa_manager) for e in managed_fields or ())
+
+
 def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
     """Plan taking fields over from client-side tools (see the module's docstring).
 

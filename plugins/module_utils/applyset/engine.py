@@ -18,11 +18,13 @@ Order of a real run (each step only starts when the previous one succeeded):
 A failure in 4 or 5 stops before 6, so the parent still covers everything that
 may exist and the next run prunes what it must.
 
-A run that would write nothing at all in 3 to 6 (every member skipped, nothing to
-prune, the parent already as a release would leave it) skips them, claim included,
-and only reads the parent once more: an unchanged resourceVersion means no other run
-wrote the set meanwhile; a changed one makes the run start over from 1 with the claim
-(see _write_nothing and docs/safety.md).
+A run whose only writes would be in-place updates of members (often none at all:
+every member skipped, nothing to prune, the parent already as a release would leave
+it) goes without the claim and the parent writes: each update is conditional on the
+listed object's uid and resourceVersion, and the run reads the parent once more at the
+end. An unchanged resourceVersion means no other run wrote the set meanwhile; a
+changed one, or a refused update, makes the run start over from 1 with the claim
+(see _finish_without_claim and docs/safety.md).
 """
 
 from __future__ import annotations
@@ -339,8 +341,12 @@ class Engine:
         self.opts = options
         self._masker = redact.SecretDigester()
         self.run_id = new_run_id()
-        # A run that found nothing to write may finish without the claim, once (see _write_nothing).
-        self._may_write_nothing = options.reapply == "changed" and not options.dry_run
+        # A run whose only writes are in-place updates may finish without the claim, once
+        # (see _finish_without_claim).
+        self._may_skip_claim = options.reapply == "changed" and not options.dry_run
+        # What an attempt without the claim wrote before it had to start over: ObjectId ->
+        # (result or None when unknown, object before, object after or None, warnings).
+        self._carried: dict = {}
         self._start()
 
     def _start(self) -> None:
@@ -610,9 +616,13 @@ class Engine:
         decisions = prunes.decide_all(candidates, self._prune_context(applied_uids))
         return decisions.delete, decisions.keep, decisions.skip
 
-    def _guard(self, delete: list, set_size: int, emptying: bool) -> None:
-        """Raise the GuardError of the blast-radius guard (prune.guard), if it refuses."""
-        refusal = prunes.guard(delete, set_size, emptying, self.opts.guard_limits)
+    def _guard(self, delete: list, set_size: int, emptying: bool, removing: bool = False) -> None:
+        """Raise the GuardError of the blast-radius guard (prune.guard), if it refuses; ``removing``:
+        for ``state: absent``, where only the protected-kinds rule applies."""
+        if removing:
+            refusal = prunes.refuse_protected_kinds(delete, 0, False, self.opts.guard_limits, removing=True)
+        else:
+            refusal = prunes.guard(delete, set_size, emptying, self.opts.guard_limits)
         if refusal is not None:
             raise GuardError(refusal.message, obj=f"ApplySet {self.parent.ref}", fix=refusal.fix,
                              details=refusal.details)
@@ -638,16 +648,17 @@ class Engine:
             self._adopted = self._adopt_legacy(plan)
         decisions = self._decide_prune(plan, live)
         hints = self._hints(plan)
-        self._check_before_writes(plan, live)
         self._unchanged = self._find_unchanged(plan, live)
-        if self._writes_nothing(plan, decisions, hints):
-            if self._write_nothing(plan, live, decisions, hints):
+        self._check_before_writes(plan, live)
+        if self._may_go_without_claim(plan, live, decisions, hints):
+            if self._finish_without_claim(plan, live, decisions, hints):
                 if self.opts.wait:
                     self._wait_until_settled(plan)
                 return self.report
-            # The parent changed while this run read the set (another run, kubectl): what was
-            # listed may be out of date, so start over on the normal path, with the claim.
-            self._may_write_nothing = False
+            # The parent changed while this run read or updated the set (another run, kubectl),
+            # or an update was refused: what was listed may be out of date, so start over on
+            # the normal path, with the claim. What was updated is carried over (_carried).
+            self._may_skip_claim = False
             self._start()
             return self._apply(manifests)
         if self.opts.dry_run:
@@ -689,32 +700,56 @@ class Engine:
                 unchanged[member.key] = obj["metadata"].get("uid")
         return unchanged
 
-    def _writes_nothing(self, plan: plans.Plan, decisions: tuple, hints: _Hints) -> bool:
-        """Whether a real run would send no write at all, so it may go without the claim.
+    def _may_go_without_claim(self, plan: plans.Plan, live: dict, decisions: tuple, hints: _Hints) -> bool:
+        """Whether a real run's only writes would be in-place updates of members, so it may go
+        without the claim (``_finish_without_claim``).
 
-        Every member unchanged, nothing to delete or take out of the set (keep rules strip the
-        label), nothing to adopt, no namespace to create, and a parent that exists, holds no
-        claim (not even an expired one, which a normal run clears) and already records exactly
-        this run's hint and tooling. Anything else takes the normal path.
+        Every member either unchanged or updatable in place (``_updatable_in_place``), nothing to
+        delete or take out of the set (keep rules strip the label), nothing to adopt, no namespace
+        to create, and a parent that exists, holds no claim (not even an expired one, which a
+        normal run clears), has our tooling and already records exactly this run's hint.
+        Anything else takes the normal path.
         """
         delete, keep, _skip = decisions
         parent = self.parent
-        return (self._may_write_nothing and parent.exists and parent.claim is None
-                and all(m.key in self._unchanged for m in plan.members)
+        return (self._may_skip_claim and parent.exists and parent.claim is None
+                and parent.tooling == spec.tooling_value() and not parent.legacy_annotation
                 and not delete and not keep and not self._adopted and self._namespace_to_create is None
-                and not self._pre_applied and not hints.superset_changes and not hints.final_changes)
+                and not self._pre_applied and not hints.superset_changes and not hints.final_changes
+                and all(m.key in self._unchanged or self._updatable_in_place(m, live) for m in plan.members))
 
-    def _write_nothing(self, plan: plans.Plan, live: dict, decisions: tuple, hints: _Hints) -> bool:
-        """Finish a run that writes nothing, without the claim; False when it must start over.
+    def _updatable_in_place(self, member: plans.DesiredObject, live: dict) -> bool:
+        """Whether ``member`` is a listed member of this set whose apply may be sent conditional on
+        the listed object (nochange.in_place_blocker). CRDs take the normal path (their update
+        is waited for before custom resources)."""
+        entry = live.get(member.key)
+        return (entry is not None and not member.crd_in_set and member.resource.group_kind != spec.CRD_KIND
+                and entry[0].group_kind == member.resource.group_kind
+                and nochange.in_place_blocker(entry[1], self.opts.field_manager, self.parent.id) is None)
 
-        The claim keeps two runs from writing one set at the same time; a run that writes
-        nothing cannot get in another's way, but what it read must not be half of another
-        run's work. Every run that writes a set writes its parent first (the claim) and last
-        (the release), and a claim was not held when this run read the parent. So when the
-        parent's resourceVersion is the same now as when it was read, before the LISTs, no run
-        wrote the set in between, and what was listed is a state the set was in. A GET that
-        finds the parent changed, or not exactly as a run would write it, means start over.
+    def _finish_without_claim(self, plan: plans.Plan, live: dict, decisions: tuple, hints: _Hints) -> bool:
+        """Finish a run whose only writes are in-place updates, without the claim; False when it
+        must start over (on the normal path, with the claim).
+
+        The claim keeps two runs from writing one set at the same time. This run changes no
+        membership and no hint: it only updates members that carry this set's label, each
+        apply conditional on the uid and resourceVersion it listed (nochange.conditional). So a
+        member another run pruned or changed meanwhile is refused (409), never created again or
+        overwritten, and a refusal means start over. What was listed must not be half of another
+        run's work either: every run that writes a set writes its parent first (the claim) and
+        last (the release), no claim was held when this run read the parent, and when the
+        parent's resourceVersion is the same after this run's updates as when it was read,
+        before the LISTs, no run wrote the set in between: the set went from the state that was
+        listed to this run's, as if the run had held the claim. A parent changed, or not exactly
+        as a release would write it, means start over; the updates made are carried over.
         """
+        updated = {}
+        for rank_members in plan.ranks:
+            members = [m for m in rank_members if m.key not in self._unchanged]
+            outcomes = self.client.map(lambda m: self._update_in_place(m, live), members)
+            updated.update((m.key, o) for m, o in zip(members, outcomes) if isinstance(o, ObjectResult))
+            if len(outcomes) > sum(isinstance(o, ObjectResult) for o in outcomes):
+                return False  # refused: later ranks wait for the normal path
         parent = self.parent
         now = self.client.get(parent.resource, parent.name, parent.namespace or None)
         if (now is None or (now.get("metadata") or {}).get("resourceVersion") != parent.resource_version
@@ -722,11 +757,45 @@ class Engine:
             return False
         for rank_members in plan.ranks:
             for member in rank_members:
-                self.report.objects.append(_result_for(member, "unchanged", uid=self._unchanged[member.key]))
+                self.report.objects.append(updated.get(member.key) or self._unchanged_result(member, live))
         _delete, _keep, skip = decisions
         self._prune([], [], skip, live)
         self.report.applyset["tooling"] = parent.tooling
         return True
+
+    def _update_in_place(self, member: plans.DesiredObject, live: dict):
+        """Apply ``member`` conditional on the listed object (nochange.conditional): its result, or
+        the ``ApiError`` that refused it (the run then starts over with the claim)."""
+        opts = self.opts
+        before = live[member.key][1]
+        try:
+            resp = self.client.apply(member.resource, nochange.conditional(member.body, before),
+                                     field_manager=opts.field_manager, force=opts.force_conflicts,
+                                     field_validation=opts.field_validation)
+        except ApiError as err:
+            # Maybe written (an answer lost after a retry): a restart that finds it unchanged
+            # reports it configured, not unchanged.
+            self._carried[member.key] = (None, before, None, [])
+            return err
+        warnings = [f"{member.ref}: {warning}" for warning in resp.warnings]
+        self.report.warnings += warnings
+        result = self._applied_result(member, before, resp)
+        self._carried[member.key] = (result, before, resp.body, warnings)
+        return result
+
+    def _unchanged_result(self, member: plans.DesiredObject, live: dict) -> ObjectResult:
+        """The result of a member whose apply is skipped: unchanged, unless an attempt of this run
+        without the claim updated it before the run started over (then that attempt's result)."""
+        uid = self._unchanged[member.key]
+        carried = self._carried.get(member.key)
+        if carried is None:
+            return _result_for(member, "unchanged", uid=uid)
+        result, before, after, warnings = carried
+        if result is not None and result.action == "unchanged":
+            return result
+        self.report.warnings += warnings
+        self._diff_entry(member.ref, before, after if after is not None else live[member.key][1])
+        return result or _result_for(member, "configured", uid=uid)
 
     def _list_live(self, plan: plans.Plan) -> dict:
         """LIST what the run needs to see, before any write; returns ``{ObjectId: (resource, object)}``.
@@ -936,10 +1005,13 @@ class Engine:
 
         Without it, a missing namespace surfaces as the parent write's 404 (blamed on RBAC)
         or as one failure per member, after other writes. A GET that is refused (credentials
-        limited to a namespace) tells nothing; the writes then report what they meet.
+        limited to a namespace) tells nothing; the writes then report what they meet. A
+        namespace whose members are all skipped (unchanged) gets no write, so no GET: a re-run
+        costs its LISTs alone.
         """
         made_by_set = {m.name for m in plan.members if m.resource.group_kind == spec.NAMESPACE_KIND}
-        needed = {m.namespace for m in plan.members if m.resource.namespaced and m.namespace}
+        needed = {m.namespace for m in plan.members
+                  if m.resource.namespaced and m.namespace and m.key not in self._unchanged}
         if self.parent.namespace and not self.parent.exists:
             needed.add(self.parent.namespace)
         home = self._home_namespace()
@@ -1064,7 +1136,7 @@ class Engine:
         before = before_entry[1] if before_entry else None
         if member.key in self._unchanged:
             # The live object already is what this apply would make (nochange.why_apply): not sent.
-            return _result_for(member, "unchanged", uid=self._unchanged[member.key])
+            return self._unchanged_result(member, live)
         if self.opts.dry_run and member.crd_in_set:
             self._diff_entry(member.ref, None, member.body)
             return _result_for(member, "created", reason="its CRD is created by this run, so the server "
@@ -1407,7 +1479,7 @@ class Engine:
         members = self._members_in_scope("remove")
         live = {spec.ObjectId.from_metadata(res, item["metadata"]): (res, item) for res, item in members}
         delete, keep, skip = self._classify([(res, item["metadata"]) for res, item in members])
-        self._guard(delete, 0, emptying=False)
+        self._guard(delete, 0, emptying=False, removing=True)
         if not self.opts.dry_run:
             self._claim(parent.group_kinds, parent.namespaces)
         try:

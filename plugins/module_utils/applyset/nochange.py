@@ -171,3 +171,51 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str) -> str | N
     if not contains(body, live_obj):
         return "the live object differs from the manifest"
     return None
+
+
+def in_place_blocker(live_obj: dict | None, manager: str, set_id: str) -> str | None:
+    """Why a member's apply cannot be sent as a conditional in-place update, or None when it can.
+
+    A run whose only writes are in-place updates goes without the claim (see the engine's
+    ``_finish_without_claim``). Each such apply carries the listed object's ``uid`` and
+    ``resourceVersion`` (``conditional``), so the server applies it to exactly the object that
+    was listed, or refuses it with a 409: it never creates an object again that another run
+    pruned meanwhile (a server-side apply without them would), and never writes over a change
+    made since the LIST. It must also leave the set as it is: the object already carries this
+    set's part-of label, and it needs no second write (no client-side fields to take over).
+
+    Args:
+        live_obj: the live object as a full-object LIST returned it; None when not found.
+        manager: the field manager of this run.
+        set_id: the ApplySet ID of this run's parent.
+
+    Returns:
+        A short reason ("not found", "not yet a member of this set", ...), or None.
+    """
+    if live_obj is None:
+        return "not found"
+    if not isinstance(live_obj, dict) or live_obj.get("kind") == "PartialObjectMetadata":
+        return "only its metadata was listed"
+    meta = live_obj.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return "being deleted"
+    if not meta.get("uid") or not meta.get("resourceVersion"):
+        return "no uid or resourceVersion to make the update conditional on"
+    if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) != set_id:
+        return "not yet a member of this set"
+    if csa.may_take_over(meta.get("managedFields"), manager):
+        return "client-side tools own fields that an apply may take over"
+    return None
+
+
+def conditional(body: dict, live_obj: dict) -> dict:
+    """``body`` with the live object's ``uid`` and ``resourceVersion`` as preconditions.
+
+    The server refuses the apply with a 409 when the object is gone (no resurrection), was
+    deleted and created again (another uid), or changed since it was listed. Neither field is
+    recorded in managedFields, and the digest annotation already in ``body`` is computed without
+    them, so the applied object is the same as an unconditional apply would make.
+    """
+    live_meta = live_obj["metadata"]
+    meta = {**body["metadata"], "uid": live_meta["uid"], "resourceVersion": live_meta["resourceVersion"]}
+    return {**body, "metadata": meta}

@@ -216,19 +216,28 @@ def refuse_emptying(delete, set_size: int, emptying: bool, limits: GuardLimits) 
         _would_prune(delete))
 
 
-def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardLimits,
+                           removing: bool = False) -> Refusal | None:
     """Refuse to delete protected kinds (plan.PROTECTED_KINDS) unless ``allow_prune_kinds`` names
-    them; parameters as ``guard``."""
+    them; parameters as ``guard``, and ``removing`` for ``state: absent`` (which deletes every
+    member, so its way out is not "keep them in the set")."""
     protected = sorted({_ref(res, meta) for res, meta in delete
                         if res.group_kind in PROTECTED_KINDS
                         and not kind_matches(res.group_kind, limits.allow_prune_kinds)})
     if not protected:
         return None
+    allow = "guard.allow_prune_kinds (e.g. [Namespace, CustomResourceDefinition])"
+    if removing:
+        return Refusal(
+            "refuse_protected_kinds",
+            f"state: absent would delete protected objects: {', '.join(protected)}",
+            f"to delete them too, allow their kinds with {allow}; to drop the set and leave every "
+            "member in place, use state: disbanded",
+            _would_prune(delete))
     return Refusal(
         "refuse_protected_kinds",
         f"pruning would delete protected objects: {', '.join(protected)}",
-        "keep them in the set, or allow their kinds with guard.allow_prune_kinds "
-        "(e.g. [Namespace, CustomResourceDefinition])",
+        f"keep them in the set, or allow their kinds with {allow}",
         _would_prune(delete))
 
 
