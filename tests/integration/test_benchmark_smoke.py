@@ -41,8 +41,7 @@ def test_benchmark_smoke(cluster, tmp_path):
     # One server-side apply per object that changes, none for the others (reapply: changed, the
     # default), counted by the client itself: the first run applies all 50, the no-op re-run
     # writes nothing at all (not even the parent), the 10% change applies those 5 (and not the
-    # parent), and the prune
-    # (whose other 35 objects are unchanged) only deletes.
+    # parent), and the prune (whose other 35 objects are unchanged) only deletes.
     core = {s: by_key[("core", s)]["client_report"]["requests"]
             for s in ("initial", "noop", "change", "prune")}
     assert core["initial"]["PATCH apply"] == 50
