@@ -46,7 +46,8 @@ def test_phases_put_a_barrier_only_where_one_object_needs_another_first():
     # CRDs | Namespaces | configuration up to Services | workloads and the rest | webhooks.
     assert [plan.phase_of(r) for r in range(10)] == [0, 1, 2, 2, 2, 2, 3, 3, 3, 4]
     table = {str(gk): plan.phase_of(rank) for gk, rank in plan.RANK_TABLE.items()}
-    assert table["ConfigMap"] == table["PersistentVolumeClaim"] == table["Service"] == table["ClusterRole.rbac.authorization.k8s.io"] == 2
+    assert (table["ConfigMap"] == table["PersistentVolumeClaim"] == table["Service"]
+            == table["ClusterRole.rbac.authorization.k8s.io"] == 2)
     assert (table["Deployment.apps"] == table["Job.batch"] == table["HorizontalPodAutoscaler.autoscaling"]
             == table["Ingress.networking.k8s.io"] == plan.phase_of(plan.RANK_OTHER) == 3)
     assert plan.phase_of(plan.RANK_OTHER_CLUSTER) == 2
