@@ -364,6 +364,67 @@ def test_a_recorded_kind_whose_crd_still_exists_stays_in_the_hint(api):
     assert api.object("v1", "ConfigMap", "shop", "shop") is not None
 
 
+# ----- apply order: phases ---------------------------------------------------------------------
+
+
+def svc(name):
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}}
+
+
+def event(name):
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name}, "reason": "Test"}
+
+
+def applied_batches(monkeypatch, eng):
+    """Record each client.map call of the member applies as the list of refs it was given."""
+    batches, real_map = [], eng.client.map
+
+    def recording_map(func, items):
+        items = list(items)
+        if items and hasattr(items[0], "ref"):
+            batches.append([m.ref for m in items])
+        return real_map(func, items)
+
+    monkeypatch.setattr(eng.client, "map", recording_map)
+    return batches
+
+
+def test_members_are_applied_in_phases_with_barriers_only_where_needed(api, monkeypatch):
+    eng = make_engine(api, parallelism=4)
+    batches = applied_batches(monkeypatch, eng)
+    manifests = load(event("e1"), deploy("web"), svc("front"), cm("a"),
+                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "more"}},
+                     crd("widgets", "Widget"), cm("b"))
+    report, error = outcome(eng, "apply", manifests)
+    assert error is None
+    assert batches == [["CustomResourceDefinition widgets.example.com"], ["Namespace more"],
+                       ["ConfigMap shop/a", "ConfigMap shop/b", "Service shop/front"],
+                       ["Deployment shop/web", "Event shop/e1"]]
+    # The report keeps rank order, then input order, whatever the parallelism.
+    assert [o.ref for o in report.objects] == [
+        "CustomResourceDefinition widgets.example.com", "Namespace more", "ConfigMap shop/a", "ConfigMap shop/b",
+        "Service shop/front", "Deployment shop/web", "Event shop/e1"]
+
+
+def test_a_failed_configuration_member_stops_the_workloads_but_not_its_own_phase(api):
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/a", 422, "a is invalid", reason="Invalid", times=None)
+    report, error = run(api, "apply", load(deploy("web"), event("e1"), cm("a"), svc("front")))
+    assert error is not None and "ConfigMap shop/a: a is invalid" in str(error)
+    assert actions(report) == {"ConfigMap shop/a": "failed", "Service shop/front": "created"}
+    assert not any(r.is_write and ("/deployments/" in r.path or "/events/" in r.path) for r in api.requests)
+    assert api.object("apps/v1", "Deployment", "web", "shop") is None
+
+
+def test_a_failed_workload_does_not_stop_what_goes_with_it(api):
+    # An HPA, PDB, Ingress or custom resource names its target and does not need it to exist.
+    api.fail("PATCH", "/apis/apps/v1/namespaces/shop/deployments/web", 422, "web is invalid", reason="Invalid",
+             times=None)
+    report, error = run(api, "apply", load(event("e1"), deploy("web"), cm("a")))
+    assert error is not None and "nothing was pruned" in str(error)
+    assert actions(report) == {"ConfigMap shop/a": "created", "Deployment shop/web": "failed",
+                               "Event shop/e1": "created"}
+
+
 # ----- custom resource parents and CRDs ------------------------------------------------------
 
 
@@ -383,6 +444,10 @@ def test_a_crd_and_its_custom_resources_in_one_run(api):
     crd_write = first_index(api, lambda r: r.is_write and "customresourcedefinitions" in r.path)
     widget_write = first_index(api, lambda r: r.is_write and "/widgets/" in r.path)
     assert crd_write < widget_write
+    # The CRD is read back (its Established wait) before its first custom resource is sent.
+    crd_read = first_index(api, lambda r: r.method == "GET"
+                           and r.path.endswith("/customresourcedefinitions/widgets.example.com"))
+    assert crd_write < crd_read < widget_write
     assert api.object("example.com/v1", "Widget", "w1", "shop") is not None
 
 

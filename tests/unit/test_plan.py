@@ -42,6 +42,34 @@ def test_ranks_put_definitions_first_and_webhooks_last():
                      "ValidatingWebhookConfiguration"]
 
 
+def test_phases_put_a_barrier_only_where_one_object_needs_another_first():
+    # CRDs | Namespaces | configuration up to Services | workloads and the rest | webhooks.
+    assert [plan.phase_of(r) for r in range(10)] == [0, 1, 2, 2, 2, 2, 3, 3, 3, 4]
+    table = {str(gk): plan.phase_of(rank) for gk, rank in plan.RANK_TABLE.items()}
+    assert (table["ConfigMap"] == table["PersistentVolumeClaim"] == table["Service"]
+            == table["ClusterRole.rbac.authorization.k8s.io"] == 2)
+    assert (table["Deployment.apps"] == table["Job.batch"] == table["HorizontalPodAutoscaler.autoscaling"]
+            == table["Ingress.networking.k8s.io"] == plan.phase_of(plan.RANK_OTHER) == 3)
+    assert plan.phase_of(plan.RANK_OTHER_CLUSTER) == 2
+    assert table["ValidatingWebhookConfiguration.admissionregistration.k8s.io"] == 4
+
+
+def test_phases_keep_rank_order_then_input_order():
+    p = build([obj("ValidatingWebhookConfiguration", "hook", "admissionregistration.k8s.io/v1"),
+               {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}},
+               obj("Deployment", "web", "apps/v1"), obj("ConfigMap", "cfg"),
+               obj("ClusterRole", "reader", "rbac.authorization.k8s.io/v1"),
+               obj("Deployment", "api", "apps/v1"), obj("ConfigMap", "cfg2"),
+               obj("Namespace", "ns"), CRD])
+    phases = [[f"{m.resource.kind}/{m.name}" for m in phase] for phase in p.phases]
+    assert phases == [["CustomResourceDefinition/widgets.example.com"], ["Namespace/ns"],
+                      ["ClusterRole/reader", "ConfigMap/cfg", "ConfigMap/cfg2"],
+                      ["Deployment/web", "Deployment/api", "Widget/w"],
+                      ["ValidatingWebhookConfiguration/hook"]]
+    # The same order as the ranks, flattened: reports and prune keep their order.
+    assert [m for phase in p.phases for m in phase] == [m for rank in p.ranks for m in rank]
+
+
 def test_custom_resource_of_a_crd_in_the_same_set_is_resolved_from_the_crd():
     p = build([CRD, {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}])
     widget = next(m for m in p.members if m.resource.kind == "Widget")

@@ -11,8 +11,9 @@ Order of a real run (each step only starts when the previous one succeeded):
      sets and the prune candidates; the guard runs; members whose apply would change
      nothing are marked to be skipped (nochange.py);
   3. parent written with the union of recorded and new group-kinds/namespaces;
-  4. members applied rank by rank (CRDs first; custom resources after their CRD
-     is Established);
+  4. members applied phase by phase (plan.phase_of: CRDs, then Namespaces, then
+     configuration, then workloads and the rest, then webhooks; custom resources
+     after their CRD is Established), all members of a phase at once;
   5. prune, in reverse rank order, each DELETE with a UID precondition;
   6. parent rewritten to exactly this run's group-kinds and namespaces.
 A failure in 4 or 5 stops before 6, so the parent still covers everything that
@@ -1107,14 +1108,16 @@ class Engine:
                                 details=refusal.details)
 
     def _apply_members(self, plan: plans.Plan, live: dict) -> bool:
+        """Apply the members phase by phase (``plan.phases``), each phase at once; False when a
+        member failed, which stops the later phases. Results keep rank order, then input order."""
         ok = True
         created_namespaces = set()
-        for rank_members in plan.ranks:
+        for phase_members in plan.phases:
             if self.claim:
                 self.claim.check()
-            rank_members = [m for m in rank_members if m.key not in self._pre_applied]
-            results = self.client.map(lambda m: self._apply_one(m, live, created_namespaces), rank_members)
-            for member, result in zip(rank_members, results):
+            phase_members = [m for m in phase_members if m.key not in self._pre_applied]
+            results = self.client.map(lambda m: self._apply_one(m, live, created_namespaces), phase_members)
+            for member, result in zip(phase_members, results):
                 if isinstance(result, Exception):
                     err = result if isinstance(result, ApplySetError) else ApplySetError(str(result))
                     result = _result_for(member, "failed", reason=str(err), error=err)
@@ -1124,8 +1127,8 @@ class Engine:
                     created_namespaces.add(member.name)
                 self.report.objects.append(result)
             if not ok:
-                return False  # later ranks depend on this one
-            crds = [m for m in rank_members if m.resource.group_kind == spec.CRD_KIND]
+                return False  # later phases depend on this one
+            crds = [m for m in phase_members if m.resource.group_kind == spec.CRD_KIND]
             if crds and not self.opts.dry_run:
                 self._wait_for_crds(crds)
         return ok

@@ -20,7 +20,20 @@ from .spec import GroupKind
 # get RANK_OTHER_CLUSTER (cluster-scoped) or RANK_OTHER (namespaced). Definitions
 # come before what uses them, workloads after their config, and webhooks last so
 # that they never block the objects that serve them.
+#
+# Ranks fix the order of the report and of prune; the barriers of an apply sit only
+# between *phases* (phase_of), where one object needs another to exist first:
+#   0. CRDs, then their Established wait: custom resources need their endpoints;
+#   1. Namespaces: namespaced objects cannot be created before their namespace;
+#   2. configuration, identity, policy, PVCs and Services (ranks 2..5): a workload's
+#      pods need their ConfigMaps, Secrets, ServiceAccount, quota and priority class,
+#      so a ConfigMap that fails still stops the Deployment that would use it;
+#   3. workloads and the rest (ranks 6..8: HPA, PDB, Ingress, custom resources), which
+#      go together: these name their target and do not need it to exist first;
+#   4. webhooks and admission policies (RANK_LAST), after everything they could block.
+# Within a phase all members are applied at once; a failed member stops later phases.
 RANK_CRD, RANK_NAMESPACE, RANK_OTHER_CLUSTER, RANK_OTHER, RANK_LAST = 0, 1, 2, 7, 9
+RANK_WORKLOADS = 6  # first rank of the phase that needs its configuration in place
 RANK_TABLE = {
     spec.CRD_KIND: RANK_CRD,
     spec.NAMESPACE_KIND: RANK_NAMESPACE,
@@ -42,14 +55,14 @@ RANK_TABLE = {
     GroupKind("", "PersistentVolumeClaim"): 4,
     spec.SERVICE_KIND: 5,
     # workloads
-    GroupKind("apps", "Deployment"): 6,
-    GroupKind("apps", "StatefulSet"): 6,
-    GroupKind("apps", "DaemonSet"): 6,
-    GroupKind("apps", "ReplicaSet"): 6,
-    GroupKind("", "ReplicationController"): 6,
-    GroupKind("", "Pod"): 6,
-    spec.JOB_KIND: 6,
-    GroupKind("batch", "CronJob"): 6,
+    GroupKind("apps", "Deployment"): RANK_WORKLOADS,
+    GroupKind("apps", "StatefulSet"): RANK_WORKLOADS,
+    GroupKind("apps", "DaemonSet"): RANK_WORKLOADS,
+    GroupKind("apps", "ReplicaSet"): RANK_WORKLOADS,
+    GroupKind("", "ReplicationController"): RANK_WORKLOADS,
+    GroupKind("", "Pod"): RANK_WORKLOADS,
+    spec.JOB_KIND: RANK_WORKLOADS,
+    GroupKind("batch", "CronJob"): RANK_WORKLOADS,
     GroupKind("autoscaling", "HorizontalPodAutoscaler"): 7,
     GroupKind("policy", "PodDisruptionBudget"): 7,
     GroupKind("networking.k8s.io", "Ingress"): 7,
@@ -138,6 +151,18 @@ def rank_of(gk: GroupKind, namespaced: bool) -> int:
     return RANK_OTHER if namespaced else RANK_OTHER_CLUSTER
 
 
+def phase_of(rank: int) -> int:
+    """The apply phase of a rank: members of one phase go together, phases one after the other
+    (see the comment on ``RANK_TABLE``)."""
+    if rank <= RANK_NAMESPACE:
+        return rank  # 0: CRDs, 1: Namespaces
+    if rank < RANK_WORKLOADS:
+        return 2  # configuration, identity, policy, PVCs, Services
+    if rank < RANK_LAST:
+        return 3  # workloads and everything that names them
+    return 4  # webhooks and admission policies
+
+
 @dataclass
 class DesiredObject:
     """One desired object, ready to send (live members are another type, in inventory.py).
@@ -189,6 +214,16 @@ class Plan:
     def keys(self) -> set:
         """The ``ObjectId`` of every member."""
         return {m.key for m in self.members}
+
+    @property
+    def phases(self) -> list:
+        """Member lists to apply one after the other (``phase_of``), each in rank order, then
+        input order: the order of ``ranks`` flattened, cut only where a barrier is needed."""
+        by_phase: dict[int, list[DesiredObject]] = {}
+        for rank_members in self.ranks:
+            for member in rank_members:
+                by_phase.setdefault(phase_of(member.rank), []).append(member)
+        return [by_phase[p] for p in sorted(by_phase)]
 
 
 def _resources_from_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str], Resource]:
