@@ -745,12 +745,12 @@ class Engine:
         as a release would write it, means start over; the updates made are carried over.
         """
         updated = {}
-        for rank_members in plan.ranks:
-            members = [m for m in rank_members if m.key not in self._unchanged]
+        for phase_members in plan.phases:
+            members = [m for m in phase_members if m.key not in self._unchanged]
             outcomes = self.client.map(lambda m: self._update_in_place(m, live), members)
             updated.update((m.key, o) for m, o in zip(members, outcomes) if isinstance(o, ObjectResult))
             if len(outcomes) > sum(isinstance(o, ObjectResult) for o in outcomes):
-                return False  # refused: later ranks wait for the normal path
+                return False  # refused: later phases wait for the normal path
         parent = self.parent
         now = self.client.get(parent.resource, parent.name, parent.namespace or None)
         if (now is None or (now.get("metadata") or {}).get("resourceVersion") != parent.resource_version
