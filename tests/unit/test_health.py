@@ -582,3 +582,17 @@ def test_wait_gone_ignores_a_new_object_that_took_the_name(clock):
     assert health.wait_gone(client, [target], timeout=10, uids={target: "uid-old"}) == []
     with pytest.raises(WaitTimeout, match="still exists"):
         health.wait_gone(client, [target], timeout=0, uids={target: "uid-new"})
+
+
+def test_unreadable_events_are_no_hint_but_a_bug_is_not_hidden():
+    class Refusing:
+        def request(self, *args, **kwargs):
+            raise ApiError("events is forbidden", status=403)
+
+    class Broken:
+        def request(self, *args, **kwargs):
+            raise TypeError("a bug in the caller")
+
+    assert health.job_outcome_events(Refusing(), "ns", "uid-1") == []
+    with pytest.raises(TypeError):
+        health.job_outcome_events(Broken(), "ns", "uid-1")

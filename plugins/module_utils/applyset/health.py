@@ -706,7 +706,7 @@ def job_outcome_events(client, namespace: str, uid: str) -> list[dict]:
     try:
         body = client.request("GET", f"/api/v1/namespaces/{namespace}/events",
                               query={"fieldSelector": f"involvedObject.uid={uid}"}).body
-    except Exception:  # events are a hint: unreadable (forbidden, expired) means no hint
+    except ApplySetError:  # events are a hint: unreadable (forbidden, expired, no answer) means no hint
         return []
     items = [e for e in (body or {}).get("items") or [] if isinstance(e, dict)]
     return sorted(items, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
