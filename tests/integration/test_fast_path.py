@@ -762,21 +762,46 @@ def test_a_member_pruned_meanwhile_is_not_created_again_by_an_update_without_the
     assert kube.get(cm_path(namespace, "a"))["metadata"]["uid"] != uid
 
 
-def test_a_member_changed_meanwhile_is_not_overwritten_by_an_update_without_the_claim(cluster, kube, namespace):
+def test_a_member_changed_meanwhile_is_updated_on_what_is_there_now_never_blindly(cluster, kube, namespace):
+    # As a controller writing an object's status would: the resourceVersion moved after the LIST.
     members = [cm("a"), cm("b")]
     applied(cluster, namespace, members)
 
-    def someone_edits_it():
+    def someone_labels_it():
         merge_patch(kube, cm_path(namespace, "a"), {"metadata": {"labels": {"edited": "yes"}}})
 
-    proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), someone_edits_it)
+    proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), someone_labels_it)
     result = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
     print(f"writes: {proxy.writes}")
-    assert proxy.writes[0] == f"PATCH {cm_path(namespace, 'a')} 409", proxy.writes
-    assert len([w for w in proxy.writes if "/secrets/set1 " in w]) == 2, proxy.writes
+    # Refused on the listed version (409), read again, then applied on the version read: still no
+    # claim, no parent write, and the other writer's label is kept.
+    assert proxy.writes == [f"PATCH {cm_path(namespace, 'a')} 409", f"PATCH {cm_path(namespace, 'a')} 200"]
     live = kube.get(cm_path(namespace, "a"))
     assert live["data"] == {"v": "ours-2"} and live["metadata"]["labels"]["edited"] == "yes"
     assert actions(result) == {"a": "configured", "b": "unchanged"}
+
+
+def test_a_member_created_again_meanwhile_is_left_to_the_normal_path(cluster, kube, namespace):
+    members = [cm("a"), cm("b")]
+    applied(cluster, namespace, members)
+    old = kube.get(cm_path(namespace, "a"))
+    uid = old["metadata"]["uid"]
+
+    def another_tool_recreates_it():
+        kube.delete(cm_path(namespace, "a"))
+        kube.create(cm_path(namespace), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "a", "labels": old["metadata"]["labels"]}})
+
+    proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), another_tool_recreates_it)
+    result = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
+    print(f"writes: {proxy.writes}")
+    # The server refused the update of the object as listed (another uid now); the run started
+    # over with the claim and applied it to the new object, as any normal run would.
+    assert proxy.writes[0].startswith(f"PATCH {cm_path(namespace, 'a')} 4"), proxy.writes
+    assert len([w for w in proxy.writes if "/secrets/set1 " in w]) == 2, proxy.writes
+    live = kube.get(cm_path(namespace, "a"))
+    assert live["metadata"]["uid"] != uid and live["data"] == {"v": "ours-2"}
+    assert actions(result)["a"] == "configured"
 
 
 def test_an_update_whose_parent_changes_meanwhile_starts_over_and_still_reports_it(cluster, kube, namespace):

@@ -1356,15 +1356,35 @@ def test_a_member_deleted_after_the_list_is_not_created_again_by_an_update_witho
     assert actions(report) == {"ConfigMap shop/a": "created", "ConfigMap shop/b": "unchanged"}
 
 
-def test_a_member_changed_after_the_list_is_not_overwritten_without_the_claim(api):
+def test_a_member_changed_after_the_list_is_updated_on_what_is_there_now_never_blindly(api):
+    # A controller writing its status (or anyone) moved the resourceVersion: the update is refused
+    # (409), the object read again, and the update made conditional on that version.
     deployed(api, cm("a"), cm("b"))
     api.before("PATCH", CM_A, lambda r: api.update("v1", "ConfigMap", "a", "shop",
-                                                   lambda o: o["data"].update(k="someone")))
+                                                   lambda o: o["metadata"]["labels"].update(edited="yes")))
     report, error = run(api, "apply", load(cm("a", k="new"), cm("b")))
     assert error is None, error
-    assert len(member_writes(api)) == 2 and len(parent_writes(api)) == 2
-    assert api.object("v1", "ConfigMap", "a", "shop")["data"] == {"k": "new"}
+    first, second = member_writes(api)
+    assert first.body["metadata"]["resourceVersion"] != second.body["metadata"]["resourceVersion"]
+    assert api.sent("GET", CM_A) and parent_writes(api) == []
+    live = api.object("v1", "ConfigMap", "a", "shop")
+    assert live["data"] == {"k": "new"} and live["metadata"]["labels"]["edited"] == "yes"
     assert actions(report)["ConfigMap shop/a"] == "configured"
+
+
+def test_a_member_created_again_after_the_list_is_left_to_the_normal_path(api):
+    deployed(api, cm("a"), cm("b"))
+
+    def recreate(_request):
+        labels = api.object("v1", "ConfigMap", "a", "shop")["metadata"]["labels"]
+        api.remove("v1", "ConfigMap", "a", "shop")
+        api.add(cm("a", "shop", meta={"labels": labels}))  # same name and label, another uid
+
+    api.before("PATCH", CM_A, recreate)
+    report, error = run(api, "apply", load(cm("a", k="new"), cm("b")))
+    assert error is None, error
+    assert len(parent_writes(api)) == 2  # refused without the claim; the normal path applied it
+    assert api.object("v1", "ConfigMap", "a", "shop")["data"] == {"k": "new"}
 
 
 def test_a_parent_changed_during_the_updates_makes_the_run_start_over_and_keep_its_results(api):

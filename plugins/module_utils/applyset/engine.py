@@ -58,6 +58,9 @@ _SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestam
 
 
 REAPPLY_CHOICES = ("changed", "always")
+# Tries of an update without the claim whose object changed since it was listed (read again
+# in between); then the run starts over with the claim.
+_IN_PLACE_ATTEMPTS = 3
 
 
 @dataclass
@@ -766,18 +769,32 @@ class Engine:
 
     def _update_in_place(self, member: plans.DesiredObject, live: dict):
         """Apply ``member`` conditional on the listed object (nochange.conditional): its result, or
-        the ``ApiError`` that refused it (the run then starts over with the claim)."""
+        the ``ApiError`` that refused it (the run then starts over with the claim).
+
+        An object that only changed since the LIST (a controller writing its status moves the
+        resourceVersion too) is read again, up to twice: still the same object (same uid), still
+        a member of this set that can be updated in place, the update is made conditional on what
+        is there now. Anything else (gone, created again, left the set) is a refusal.
+        """
         opts = self.opts
         before = live[member.key][1]
-        try:
-            resp = self.client.apply(member.resource, nochange.conditional(member.body, before),
-                                     field_manager=opts.field_manager, force=opts.force_conflicts,
-                                     field_validation=opts.field_validation)
-        except ApiError as err:
-            # Maybe written (an answer lost after a retry): a restart that finds it unchanged
-            # reports it configured, not unchanged.
-            self._carried[member.key] = (None, before, None, [])
-            return err
+        for attempt in range(_IN_PLACE_ATTEMPTS):
+            try:
+                resp = self.client.apply(member.resource, nochange.conditional(member.body, before),
+                                         field_manager=opts.field_manager, force=opts.force_conflicts,
+                                         field_validation=opts.field_validation)
+                break
+            except ApiError as err:
+                fresh = None
+                if attempt + 1 < _IN_PLACE_ATTEMPTS and err.status == 409 and not _conflict_causes(err):
+                    fresh = self.client.get(member.resource, member.name, member.namespace or None)
+                if (fresh is None or fresh["metadata"].get("uid") != before["metadata"].get("uid")
+                        or nochange.in_place_blocker(fresh, opts.field_manager, self.parent.id) is not None):
+                    # Maybe written (an answer lost after a retry): a restart that finds it
+                    # unchanged reports it configured, not unchanged.
+                    self._carried[member.key] = (None, before, None, [])
+                    return err
+                before = fresh
         warnings = [f"{member.ref}: {warning}" for warning in resp.warnings]
         self.report.warnings += warnings
         result = self._applied_result(member, before, resp)
