@@ -292,3 +292,10 @@ def test_a_conditional_update_names_the_listed_uid_and_version_and_keeps_the_dig
     assert "uid" not in body["metadata"]  # the member's body is left as it is
     digest = sent["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
     assert digest == body["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
+
+
+def test_a_digested_body_is_trusted_as_digested_and_gives_the_same_answers():
+    member = body(k="v")
+    stamped = nochange.with_digest(member)
+    for live in (applied(member), applied(body(k="other")), None):
+        assert nochange.why_apply(stamped, live, MANAGER, digested=True) == nochange.why_apply(member, live, MANAGER)

@@ -700,7 +700,7 @@ class Engine:
             if member.crd_in_set or entry is None or entry[0].group_kind != member.resource.group_kind:
                 continue
             obj = entry[1]
-            if nochange.why_apply(member.body, obj, self.opts.field_manager) is None:
+            if nochange.why_apply(member.body, obj, self.opts.field_manager, digested=True) is None:
                 unchanged[member.key] = obj["metadata"].get("uid")
         return unchanged
 

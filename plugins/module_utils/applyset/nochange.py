@@ -119,14 +119,23 @@ def contains(desired, live) -> bool:
     types (a bool never equals a number, a string only a string; int and float by value).
     Anything else (other types, a map against a list) is not contained.
     """
+    # Plain loops, strings first: this runs over every value of every member on every re-run.
+    if isinstance(desired, str):
+        return isinstance(live, str) and desired == live
     if isinstance(desired, dict):
         if not isinstance(live, dict):
             return False
-        return all(key in live and contains(value, live[key]) for key, value in desired.items())
+        for key, value in desired.items():
+            if key not in live or not contains(value, live[key]):
+                return False
+        return True
     if isinstance(desired, list):
         if not isinstance(live, list) or len(desired) != len(live):
             return False
-        return all(contains(d, l) for d, l in zip(desired, live))
+        for d, l in zip(desired, live):
+            if not contains(d, l):
+                return False
+        return True
     if isinstance(live, (dict, list)):
         return False
     return _scalar_equal(desired, live)
@@ -138,11 +147,13 @@ def _has_apply_entry(live: dict, manager: str) -> bool:
                and not e.get("subresource") for e in entries)
 
 
-def why_apply(member_body: dict, live_obj: dict | None, manager: str) -> str | None:
+def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digested: bool = False) -> str | None:
     """The reason the member must be applied, or None when the apply may be skipped.
 
     Args:
         member_body: the body this run would send, with or without our digest annotation.
+        digested: ``member_body`` comes from ``with_digest`` (the engine's plan does that for
+            every member), so its digest annotation is right and need not be computed again.
         live_obj: the live object as a full-object LIST or GET returned it; None when not found,
             and metadata-only objects are never enough (they carry no spec to compare).
         manager: the field manager of this run.
@@ -157,7 +168,7 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str) -> str | N
     meta = live_obj.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return "being deleted"
-    body = with_digest(member_body)  # the body as sent, so its digest is computed once
+    body = member_body if digested else with_digest(member_body)  # the body as sent
     want = body["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
     have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
     if have is None:
