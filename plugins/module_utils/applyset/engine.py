@@ -738,8 +738,9 @@ class Engine:
         The claim keeps two runs from writing one set at the same time. This run changes no
         membership and no hint: it only updates members that carry this set's label, each
         apply conditional on the uid and resourceVersion it listed (nochange.conditional). So a
-        member another run pruned or changed meanwhile is refused (409), never created again or
-        overwritten, and a refusal means start over. What was listed must not be half of another
+        member another run pruned meanwhile is refused (409), never created again; one that only
+        moved on is read again and updated on what is there now (``_update_in_place``); any other
+        refusal means start over. What was listed must not be half of another
         run's work either: every run that writes a set writes its parent first (the claim) and
         last (the release), no claim was held when this run read the parent, and when the
         parent's resourceVersion is the same after this run's updates as when it was read,
