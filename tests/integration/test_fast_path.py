@@ -712,15 +712,20 @@ class MemberHookProxy(FaultProxy):
             self.writes.append(f"{method} {bare} {resp.status}")
         return resp
 
+    def parent_writes(self, parent="set1"):
+        return [w for w in self.writes if f"/secrets/{parent} " in w]
 
-def through(cluster, proxy, namespace, members, **options):
+
+def through(cluster, proxy, namespace, members, diff=False, **options):
+    """Run the module once through ``proxy`` (closed after); returns (result, output)."""
     try:
         rc, result, out = run_module(cluster, "applyset_apply", {
-            "parent": "set1", "namespace": namespace, "definition": members, "host": proxy.url, **options})
+            "parent": "set1", "namespace": namespace, "definition": members, "host": proxy.url, **options},
+            diff=diff)
     finally:
         proxy.close()
     assert rc == 0, out
-    return result
+    return result, out
 
 
 def test_an_update_only_run_writes_exactly_its_changed_members_and_not_the_parent(cluster, kube, namespace):
@@ -729,7 +734,7 @@ def test_an_update_only_run_writes_exactly_its_changed_members_and_not_the_paren
     before = parent_version(kube, namespace)
     changed = [cm("a", value="ours-2"), cm("b"), cm("c"), deployment("web", replicas=3)]
     proxy = MemberHookProxy(cluster.kubeconfig)
-    result = through(cluster, proxy, namespace, changed)
+    result, _out = through(cluster, proxy, namespace, changed)
     assert actions(result) == {"a": "configured", "b": "unchanged", "c": "unchanged", "web": "configured"}
     assert sorted(proxy.writes) == sorted([f"PATCH {cm_path(namespace, 'a')} 200",
                                            f"PATCH {deploy_path(namespace, 'web')} 200"]), proxy.writes
@@ -751,13 +756,12 @@ def test_a_member_pruned_meanwhile_is_not_created_again_by_an_update_without_the
         kube.delete(cm_path(namespace, "a"))
 
     proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), another_run_prunes_it)
-    result = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
+    result, _out = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
     print(f"writes: {proxy.writes}")
     # The server refused the conditional update of the pruned object (409, its uid named) instead
     # of creating it; the run started over with the claim, where "a" is desired, so it creates it.
     assert proxy.writes[0] == f"PATCH {cm_path(namespace, 'a')} 409", proxy.writes
-    parent_writes = [w for w in proxy.writes if w.startswith(f"PATCH {secret_path(namespace, 'set1')}")]
-    assert len(parent_writes) == 2, proxy.writes
+    assert len(proxy.parent_writes()) == 2, proxy.writes
     assert actions(result)["a"] == "created"
     assert kube.get(cm_path(namespace, "a"))["metadata"]["uid"] != uid
 
@@ -771,7 +775,7 @@ def test_a_member_changed_meanwhile_is_updated_on_what_is_there_now_never_blindl
         merge_patch(kube, cm_path(namespace, "a"), {"metadata": {"labels": {"edited": "yes"}}})
 
     proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), someone_labels_it)
-    result = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
+    result, _out = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
     print(f"writes: {proxy.writes}")
     # Refused on the listed version (409), read again, then applied on the version read: still no
     # claim, no parent write, and the other writer's label is kept.
@@ -793,12 +797,12 @@ def test_a_member_created_again_meanwhile_is_left_to_the_normal_path(cluster, ku
             "name": "a", "labels": old["metadata"]["labels"]}})
 
     proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), another_tool_recreates_it)
-    result = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
+    result, _out = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
     print(f"writes: {proxy.writes}")
     # The server refused the update of the object as listed (another uid now); the run started
     # over with the claim and applied it to the new object, as any normal run would.
     assert proxy.writes[0].startswith(f"PATCH {cm_path(namespace, 'a')} 4"), proxy.writes
-    assert len([w for w in proxy.writes if "/secrets/set1 " in w]) == 2, proxy.writes
+    assert len(proxy.parent_writes()) == 2, proxy.writes
     live = kube.get(cm_path(namespace, "a"))
     assert live["metadata"]["uid"] != uid and live["data"] == {"v": "ours-2"}
     assert actions(result)["a"] == "configured"
@@ -812,17 +816,11 @@ def test_an_update_whose_parent_changes_meanwhile_starts_over_and_still_reports_
         merge_patch(kube, secret_path(namespace, "set1"), {"metadata": {"annotations": {"example.com/t": "1"}}})
 
     proxy = MemberHookProxy(cluster.kubeconfig, cm_path(namespace, "a"), another_writer_touches_the_parent)
-    try:
-        rc, result, out = run_module(cluster, "applyset_apply", {
-            "parent": "set1", "namespace": namespace, "definition": [cm("a", value="ours-2"), cm("b")],
-            "host": proxy.url}, diff=True)
-    finally:
-        proxy.close()
-    assert rc == 0, out
+    result, out = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")], diff=True)
     print(f"writes: {proxy.writes}")
     # Updated once without the claim; the parent changed, so the run started over with the claim,
     # found "a" unchanged, and still reports what it did (configured, with its diff).
     assert [w for w in proxy.writes if "/configmaps/" in w] == [f"PATCH {cm_path(namespace, 'a')} 200"]
-    assert len([w for w in proxy.writes if "/secrets/set1 " in w]) == 2, proxy.writes
+    assert len(proxy.parent_writes()) == 2, proxy.writes
     assert actions(result) == {"a": "configured", "b": "unchanged"} and result["changed"] is True
     assert f"--- before: ConfigMap {namespace}/a" in out and "+  v: ours-2" in out, out

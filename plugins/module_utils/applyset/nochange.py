@@ -147,6 +147,17 @@ def _has_apply_entry(live: dict, manager: str) -> bool:
                and not e.get("subresource") for e in entries)
 
 
+def _not_listed_whole(live_obj) -> str | None:
+    """Why ``live_obj`` cannot be judged at all (missing, metadata only, being deleted), or None."""
+    if live_obj is None:
+        return "not found"
+    if not isinstance(live_obj, dict) or live_obj.get("kind") == "PartialObjectMetadata":
+        return "only its metadata was listed"
+    if (live_obj.get("metadata") or {}).get("deletionTimestamp"):
+        return "being deleted"
+    return None
+
+
 def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digested: bool = False) -> str | None:
     """The reason the member must be applied, or None when the apply may be skipped.
 
@@ -161,13 +172,10 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
     Returns:
         A short reason ("not found", "applied by another request", ...), or None.
     """
-    if live_obj is None:
-        return "not found"
-    if not isinstance(live_obj, dict) or live_obj.get("kind") == "PartialObjectMetadata":
-        return "only its metadata was listed"
+    problem = _not_listed_whole(live_obj)
+    if problem:
+        return problem
     meta = live_obj.get("metadata") or {}
-    if meta.get("deletionTimestamp"):
-        return "being deleted"
     body = member_body if digested else with_digest(member_body)  # the body as sent
     want = body["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
     have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
@@ -203,13 +211,10 @@ def in_place_blocker(live_obj: dict | None, manager: str, set_id: str) -> str | 
     Returns:
         A short reason ("not found", "not yet a member of this set", ...), or None.
     """
-    if live_obj is None:
-        return "not found"
-    if not isinstance(live_obj, dict) or live_obj.get("kind") == "PartialObjectMetadata":
-        return "only its metadata was listed"
+    problem = _not_listed_whole(live_obj)
+    if problem:
+        return problem
     meta = live_obj.get("metadata") or {}
-    if meta.get("deletionTimestamp"):
-        return "being deleted"
     if not meta.get("uid") or not meta.get("resourceVersion"):
         return "no uid or resourceVersion to make the update conditional on"
     if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) != set_id:

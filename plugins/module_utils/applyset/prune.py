@@ -228,17 +228,13 @@ def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardL
         return None
     allow = "guard.allow_prune_kinds (e.g. [Namespace, CustomResourceDefinition])"
     if removing:
-        return Refusal(
-            "refuse_protected_kinds",
-            f"state: absent would delete protected objects: {', '.join(protected)}",
-            f"to delete them too, allow their kinds with {allow}; to drop the set and leave every "
-            "member in place, use state: disbanded",
-            _would_prune(delete))
-    return Refusal(
-        "refuse_protected_kinds",
-        f"pruning would delete protected objects: {', '.join(protected)}",
-        f"keep them in the set, or allow their kinds with {allow}",
-        _would_prune(delete))
+        what = "state: absent"
+        fix = (f"to delete them too, allow their kinds with {allow}; to drop the set and leave every "
+               "member in place, use state: disbanded")
+    else:
+        what, fix = "pruning", f"keep them in the set, or allow their kinds with {allow}"
+    return Refusal("refuse_protected_kinds", f"{what} would delete protected objects: {', '.join(protected)}",
+                   fix, _would_prune(delete))
 
 
 def refuse_too_many(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
