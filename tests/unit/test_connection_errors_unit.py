@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 import urllib3
 import yaml
-from applyset import kube
+from applyset import connection, kube
 from applyset.errors import ApiError, AuthenticationFailed, ConfigError, ConnectionFailed, InputError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -183,8 +183,8 @@ def test_in_a_pod_without_a_kubeconfig_the_in_cluster_configuration_is_used(monk
     token, ca = tmp_path / "token", tmp_path / "ca.crt"
     token.write_text("pod-token")
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    monkeypatch.setattr(kube, "IN_CLUSTER_TOKEN", str(token))
-    monkeypatch.setattr(kube, "IN_CLUSTER_CA", str(ca))
+    monkeypatch.setattr(connection, "IN_CLUSTER_TOKEN", str(token))
+    monkeypatch.setattr(connection, "IN_CLUSTER_CA", str(ca))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     cfg, source = kube.load_connection({})

@@ -7,7 +7,7 @@ nothing from it: this module turns such a context into a ``ClientConfig``, the f
 
 Users with an ``exec`` plugin or an ``auth-provider`` (OIDC, gcp ...) still go through the
 ``kubernetes`` package (``needs_kubernetes_package`` says which path a user takes);
-``kube.load_connection`` chooses before anything is imported. A pod's service account
+``connection.load_connection`` chooses before anything is imported. A pod's service account
 (``in_cluster``) is read here too.
 
 What is read follows the kubernetes package's loader, so that a kubeconfig loads the same
