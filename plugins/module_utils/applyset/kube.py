@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .connection import ConnectionSource, bypasses_proxy, check_tls_files, credential_fix
-from .connection import load_connection  # noqa: F401  (kube.load_connection, as callers know it)
-from .errors import ApiError, ApplySetError, AuthenticationFailed, ConflictError, ConnectionFailed
+from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection
+from .errors import ApiError, ApplySetError
+from .httperrors import api_error, connection_failed, forbidden_discovery, is_tls_failure, unauthorized
 from .spec import COLLECTION_VERSION, TOOL_NAME, GroupKind
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -357,10 +356,11 @@ class KubeClient:
                 # than flapping: a few seconds of retries, not the full wait (kubectl fails at once).
                 limit = deadline if self._answered else min(deadline, started + FIRST_CONTACT_RETRY_SECONDS)
                 # A certificate that does not verify will not verify on the next try either.
-                if retry and time.monotonic() < limit and not _is_tls_failure(err):
+                if retry and time.monotonic() < limit and not is_tls_failure(err):
                     time.sleep(_backoff(attempt))
                     continue
-                raise self._connection_failed(method, path, err, attempt, time.monotonic() - started) from None
+                raise connection_failed(self.host, self.source, method, path, err, attempt,
+                                        time.monotonic() - started) from None
             finally:
                 with self._count_lock:
                     self.requests_sent += 1
@@ -384,66 +384,10 @@ class KubeClient:
         except ValueError:
             payload = resp.data.decode(errors="replace")
         if resp.status == 401:
-            raise self._unauthorized(method, path, payload)
+            raise unauthorized(self.host, self.source, method, path, payload)
         if resp.status >= 400:
-            raise _api_error(method, path, resp.status, payload)
+            raise api_error(method, path, resp.status, payload)
         return Response(resp.status, payload, warnings)
-
-    # -- errors that name the server and the credential's source ------------------------------
-    def _connection_failed(self, method: str, path: str, err: Exception, attempts: int = 1,
-                           seconds: float | None = None) -> ConnectionFailed:
-        cause = _unwrap(err)
-        src = self.source
-        details = {"request": f"{method} {path}", "server": self.host, "server_source": src.server,
-                   "ca_source": src.ca}
-        # Say so when the wait was spent retrying, so that nobody takes it for a hang.
-        spent = self.retry_seconds if seconds is None else seconds
-        tried = f", {attempts} tries in {spent:.0f} s" if attempts > 1 else ""
-        if _is_tls_failure(err):
-            return ConnectionFailed(
-                f"TLS verification of the API server's certificate failed: {cause}. The CA used: {src.ca}",
-                obj=f"API server {self.host}", details=details,
-                fix="give the CA that signed the server's certificate (ca_cert or K8S_AUTH_SSL_CA_CERT, or "
-                    "certificate-authority-data in the kubeconfig), and check that the server address "
-                    f"({src.server}) is the cluster's; validate_certs: false only for a test cluster")
-        if _caused_by(err, ConnectionRefusedError):
-            what, fix = "connection refused", "check that the cluster is running and that the address and port are right"
-        elif _caused_by(err, socket.gaierror) or "Failed to resolve" in cause:
-            what, fix = "the host name does not resolve", "check the server address and DNS where the module runs"
-        elif isinstance(err, self._urllib3.exceptions.TimeoutError) or "timed out" in cause:
-            what, fix = "timed out", "check the address, firewalls and proxy (proxy, no_proxy) between here and the cluster"
-        else:
-            what, fix = "no answer", "check that the API server is reachable (address, proxy, firewalls)"
-        return ConnectionFailed(
-            f"cannot connect ({what}{tried}): {cause}. The address comes from {src.server}",
-            obj=f"API server {self.host}", details=details, fix=fix)
-
-    def _unauthorized(self, method: str, path: str, payload) -> AuthenticationFailed:
-        src = self.source
-        status = payload if isinstance(payload, dict) and payload.get("kind") == "Status" else None
-        details = {"request": f"{method} {path}", "server": self.host, "credential_source": src.credential}
-        if src.credential_kind == "none":
-            message = (f"the server requires credentials and none were sent: {src.credential} "
-                       "(kubectl says: You must be logged in to the server (Unauthorized))")
-        else:
-            message = (f"{src.credential} was not accepted: it is wrong or has expired "
-                       "(401 Unauthorized; kubectl says: You must be logged in to the server (Unauthorized))")
-        return AuthenticationFailed(message, status=401, reason="Unauthorized", body=status,
-                                    obj=f"API server {self.host}", fix=credential_fix(src), details=details)
-
-    def _forbidden_discovery(self, err: ApiError) -> AuthenticationFailed:
-        src = self.source
-        anonymous = "system:anonymous" in (err.message or "")
-        if anonymous:
-            fix = ("the server took the request as anonymous: give credentials (a token in api_key or "
-                   "K8S_AUTH_API_KEY, or a kubeconfig user with a token or client certificate)")
-        else:
-            fix = ("the user needs the system:discovery ClusterRole (every authenticated user has it by "
-                   "default): ask the cluster's admin to restore its binding, or use other credentials")
-        return AuthenticationFailed(
-            f"discovery refused (403 Forbidden) to {src.credential}: {err.message}",
-            status=403, reason=err.reason, body=err.body, obj=f"API server {self.host}", fix=fix,
-            details=dict(err.details or {}, server=self.host, credential_source=src.credential))
 
     def map(self, func, items):
         """Run ``func`` on each of ``items`` with bounded parallelism; results keep input order.
@@ -480,7 +424,7 @@ class KubeClient:
             groups = self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY).body
         except ApiError as err:
             if err.status == 403:
-                raise self._forbidden_discovery(err) from None
+                raise forbidden_discovery(self.host, self.source, err) from None
             raise
         try:
             if (isinstance(core, dict) and core.get("kind") == "APIGroupDiscoveryList"
@@ -645,40 +589,3 @@ def _retry_after(value: str | None, attempt: int) -> float:
         return min(10.0, max(0.0, float(value)))
     except (TypeError, ValueError):
         return _backoff(attempt)
-
-
-def _unwrap(err: Exception) -> str:
-    reason = getattr(err, "reason", None)
-    return str(reason or err)
-
-
-def _causes(err: BaseException):
-    """The exception and everything it wraps: urllib3 nests the socket or TLS error in ``reason``,
-    ``__cause__`` or ``args``."""
-    pending, seen = [err], set()
-    while pending:
-        current = pending.pop(0)
-        if not isinstance(current, BaseException) or id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        pending += [getattr(current, "reason", None), current.__cause__, current.__context__, *current.args]
-
-
-def _caused_by(err: BaseException, kind) -> bool:
-    return any(isinstance(cause, kind) for cause in _causes(err))
-
-
-def _is_tls_failure(err: BaseException) -> bool:
-    import ssl
-
-    return any(isinstance(cause, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(cause)
-               or "certificate verify failed" in str(cause) for cause in _causes(err))
-
-
-def _api_error(method: str, path: str, status: int, payload) -> ApiError:
-    status_obj = payload if isinstance(payload, dict) and payload.get("kind") == "Status" else None
-    message = (status_obj or {}).get("message") or (payload if isinstance(payload, str) else "") or f"HTTP {status}"
-    reason = (status_obj or {}).get("reason") or ""
-    cls = ConflictError if status == 409 else ApiError
-    return cls(message, status=status, reason=reason, body=status_obj, details={"request": f"{method} {path}"})
