@@ -1,7 +1,9 @@
 """The only place that speaks HTTP to the Kubernetes API server.
 
 Where the server and the credentials come from is ``connection``'s job (``connect`` takes its
-``load_connection``). Requests go out
+``load_connection``), what the server serves ``discovery``'s (``Resource``, ``Discovery``), and
+how a failed request becomes an error ``httperrors``'; ``kube`` re-exports the names its callers
+know it by. Requests go out
 through one urllib3 pool, so that the engine controls exactly which requests
 are sent: one server-side apply PATCH per object, metadata-only paginated
 LISTs, DELETEs with preconditions, and nothing else.
@@ -18,151 +20,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection
+from .discovery import Discovery, Resource, discover
 from .errors import ApiError, ApplySetError
-from .httperrors import api_error, connection_failed, forbidden_discovery, is_tls_failure, unauthorized
-from .spec import COLLECTION_VERSION, TOOL_NAME, GroupKind
+from .httperrors import api_error, connection_failed, is_tls_failure, unauthorized
+from .spec import COLLECTION_VERSION, TOOL_NAME
 
 APPLY_PATCH = "application/apply-patch+yaml"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-AGGREGATED_DISCOVERY = (
-    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
-    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
-    "application/json"
-)
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 # Retries of a connection error before the server has ever answered this client.
 FIRST_CONTACT_RETRY_SECONDS = 3.0
 MAX_ATTEMPTS_ON_500 = 3
 USER_AGENT = f"{TOOL_NAME}/{COLLECTION_VERSION}"
-
-
-# ----- API resources --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One API resource as discovery describes it (preferred version)."""
-
-    group: str
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool
-    verbs: frozenset = frozenset()
-    singular: str = ""
-    short_names: tuple = ()
-
-    @property
-    def api_version(self) -> str:
-        """The ``apiVersion`` of its objects: ``apps/v1``, or ``v1`` for the core group."""
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def group_kind(self) -> GroupKind:
-        """Its group and kind, without the version (what an ApplySet parent records)."""
-        return GroupKind(self.group, self.kind)
-
-    def parent_ref(self, name: str) -> str:
-        """kubectl's reference to an ApplySet parent of this resource named ``name``, as in its
-        messages: ``secrets./shop``."""
-        return f"{self.plural}.{self.group}/{name}"
-
-    def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        """The URL path of the collection, or of the object ``name`` in it.
-
-        ``namespace`` is used only for a namespaced resource; without it the path lists across all
-        namespaces. Both are URL-quoted.
-        """
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{urllib.parse.quote(namespace, safe='')}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{urllib.parse.quote(name, safe='')}"
-        return base
-
-
-class Discovery:
-    """What the server serves, from one discovery pass per run.
-
-    ``resources`` are in preference order: where a kind is served in several versions, the
-    first one is the preferred version, and the lookups return it. A lookup that finds nothing
-    returns None (or ``[]``); it never raises.
-    """
-
-    def __init__(self, resources: list[Resource]):
-        self.resources = resources
-        self._by_gvk: dict[tuple[str, str, str], Resource] = {}
-        self._by_gk: dict[GroupKind, Resource] = {}
-        self._by_name: dict[tuple[str, str], Resource] = {}
-        for res in resources:  # first seen = preferred version
-            self._by_gvk.setdefault((res.group, res.version, res.kind), res)
-            self._by_gk.setdefault(res.group_kind, res)
-            for name in (res.plural, res.singular, res.kind.lower(), *res.short_names):
-                if name:
-                    self._by_name.setdefault((res.group, name.lower()), res)
-
-    def for_gvk(self, group: str, version: str, kind: str) -> Resource | None:
-        """The resource of ``kind`` in exactly this ``group`` and ``version``."""
-        return self._by_gvk.get((group, version, kind))
-
-    def for_group_kind(self, gk: GroupKind) -> Resource | None:
-        """The preferred version's resource of the group and kind ``gk``."""
-        return self._by_gk.get(gk)
-
-    def with_kind(self, kind: str) -> list[Resource]:
-        """The resource in every group that serves ``kind`` (to suggest the right apiVersion)."""
-        return [res for gk, res in self._by_gk.items() if gk.kind == kind]
-
-    def for_resource(self, group: str, name: str) -> Resource | None:
-        """The resource that ``name`` names in ``group``: its plural (``secrets``), singular, kind in
-        lower case or a short name, in any case, like kubectl's RESTMapper."""
-        return self._by_name.get((group, name.lower()))
-
-
-def _resources_from_aggregated(groups: list[dict]) -> list[Resource]:
-    found = []
-    for group_doc in groups:
-        group = group_doc.get("metadata", {}).get("name", "")
-        for version_doc in group_doc.get("versions", []):  # in preference order
-            if version_doc.get("freshness") == "Stale":
-                continue
-            version = version_doc["version"]
-            for res in version_doc.get("resources", []):
-                kind_ref = res.get("responseKind") or {}
-                kind = kind_ref.get("kind")
-                if not kind:
-                    continue
-                found.append(
-                    Resource(
-                        group=group,
-                        version=version,
-                        kind=kind,
-                        plural=res["resource"],
-                        namespaced=res.get("scope") == "Namespaced",
-                        verbs=frozenset(res.get("verbs", [])),
-                        singular=res.get("singularResource", ""),
-                        short_names=tuple(res.get("shortNames", [])),
-                    )
-                )
-    return found
-
-
-def _resources_from_legacy(group: str, version: str, doc: dict) -> list[Resource]:
-    return [
-        Resource(
-            group=group,
-            version=version,
-            kind=res["kind"],
-            plural=res["name"],
-            namespaced=bool(res.get("namespaced")),
-            verbs=frozenset(res.get("verbs", [])),
-            singular=res.get("singularName", ""),
-            short_names=tuple(res.get("shortNames", [])),
-        )
-        for res in doc.get("resources", [])
-        if "/" not in res["name"]  # subresources are not objects
-    ]
 
 
 # ----- the client -------------------------------------------------------------------------
@@ -411,57 +280,9 @@ class KubeClient:
 
     # -- discovery -------------------------------------------------------------------------
     def discover(self) -> Discovery:
-        """One discovery pass: aggregated discovery (2 requests) where served, else one request per
-        group version (an unavailable aggregated API is skipped).
-
-        Raises:
-            AuthenticationFailed: discovery refused (401, or 403 for anonymous or unbound users).
-            ApiError: another HTTP error, or discovery documents that are malformed.
-            ConnectionFailed: no answer.
-        """
-        try:
-            core = self.request("GET", "/api", accept=AGGREGATED_DISCOVERY).body
-            groups = self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY).body
-        except ApiError as err:
-            if err.status == 403:
-                raise forbidden_discovery(self.host, self.source, err) from None
-            raise
-        try:
-            if (isinstance(core, dict) and core.get("kind") == "APIGroupDiscoveryList"
-                    and isinstance(groups, dict) and groups.get("kind") == "APIGroupDiscoveryList"):
-                return Discovery(_resources_from_aggregated(core.get("items", []) + groups.get("items", [])))
-            return self._legacy_discovery(core, groups)
-        except (AttributeError, KeyError, TypeError, ValueError) as err:
-            raise ApiError(f"the API server's discovery documents are malformed ({type(err).__name__}: {err})",
-                           fix="check the API server (or the proxy in front of it): /api and /apis must answer "
-                           "with discovery documents") from None
-
-    def _legacy_discovery(self, core: dict, groups: dict) -> Discovery:
-        versions = [("", v) for v in core.get("versions", ["v1"])]
-        for group in groups.get("groups", []):
-            preferred = group.get("preferredVersion", {}).get("version")
-            ordered = sorted(group.get("versions", []), key=lambda v: v["version"] != preferred)
-            versions += [(group["name"], v["version"]) for v in ordered]
-
-        def fetch(group_version):
-            group, version = group_version
-            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            try:
-                doc = self.request("GET", path).body
-            except ApiError:
-                return []  # an unavailable aggregated API must not break the run
-            try:
-                return _resources_from_legacy(group, version, doc)
-            except (AttributeError, KeyError, TypeError, ValueError) as err:
-                raise ApiError(f"the discovery document of {path} is malformed ({type(err).__name__}: {err})",
-                               fix="check the API server (or the aggregated API serving it)") from None
-
-        resources = []
-        for found in self.map(fetch, versions):
-            if isinstance(found, ApplySetError):
-                raise found
-            resources += found
-        return Discovery(resources)
+        """One discovery pass (``discovery.discover``): 2 requests where aggregated discovery is
+        served. Raises as ``discovery.discover``."""
+        return discover(self)
 
     # -- object requests --------------------------------------------------------------------
     def apply(self, res: Resource, obj: dict, *, field_manager: str, force: bool = False,
