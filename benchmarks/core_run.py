@@ -37,7 +37,16 @@ def classify(method: str, path: str, query: dict | None, accept: str, content_ty
 
 
 def instrument(client: kube.KubeClient, log: list) -> None:
-    original = client.request
+    if hasattr(client, "send"):  # every request is built (httprequests), then sent through send()
+        original_send = client.send
+
+        def send(req):
+            log.append((classify(req.method, req.path, dict(req.query), req.accept, req.content_type), req.path))
+            return original_send(req)
+
+        client.send = send
+        return
+    original = client.request  # a tree from before send(): its verbs call request()
 
     def request(method, path, *, query=None, body=None, content_type=None, accept="application/json", retry=None):
         log.append((classify(method, path, query, accept, content_type), path))

@@ -1,12 +1,17 @@
-"""The only place that speaks HTTP to the Kubernetes API server.
+"""The HTTP client: the only place that sends requests to the Kubernetes API server.
 
-Where the server and the credentials come from is ``connection``'s job (``connect`` takes its
-``load_connection``), what the server serves ``discovery``'s (``Resource``, ``Discovery``), and
-how a failed request becomes an error ``httperrors``'; ``kube`` re-exports the names its callers
-know it by. Requests go out
-through one urllib3 pool, so that the engine controls exactly which requests
-are sent: one server-side apply PATCH per object, metadata-only paginated
-LISTs, DELETEs with preconditions, and nothing else.
+Requests go out through one urllib3 pool, so that the engine controls exactly which requests
+are sent: one server-side apply PATCH per object, metadata-only paginated LISTs, DELETEs with
+preconditions, and nothing else. Each request is built first, without I/O (``httprequests``),
+then sent with this client's credential and retried with backoff where it may be
+(``KubeClient.send``), and its answer read (``read_response``). ``AdaptiveLimit`` bounds the
+requests in flight; ``KubeClient.map`` runs work in parallel.
+
+The neighbours own the rest: ``connection`` where the server and the credentials come from
+(``connect`` takes its ``load_connection``), ``discovery`` what the server serves, ``httperrors``
+how a failure becomes an error. ``kube`` re-exports the names its callers know it by
+(``kube.load_connection``, ``kube.ConnectionSource``, ``kube.Resource``, ``kube.Discovery``,
+``kube.APPLY_PATCH``, ``kube.METADATA_LIST``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ import json
 import random
 import threading
 import time
-import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -23,10 +27,11 @@ from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_
 from .discovery import Discovery, Resource, discover
 from .errors import ApiError, ApplySetError
 from .httperrors import api_error, connection_failed, is_tls_failure, unauthorized
+from .httprequests import (  # noqa: F401  (APPLY_PATCH, METADATA_LIST: re-exported, kube.APPLY_PATCH)
+    APPLY_PATCH, METADATA_LIST, ApiRequest, apply_request, build_request, create_request, delete_request,
+    get_request, json_patch_request, list_request, merge_patch_request)
 from .spec import COLLECTION_VERSION, TOOL_NAME
 
-APPLY_PATCH = "application/apply-patch+yaml"
-METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 # Retries of a connection error before the server has ever answered this client.
 FIRST_CONTACT_RETRY_SECONDS = 3.0
@@ -101,7 +106,24 @@ def _parse_warnings(values: list[str]) -> list[str]:
     return messages
 
 
-WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+def read_response(req: ApiRequest, resp, host: str, source: ConnectionSource) -> Response:
+    """The ``Response`` to ``req`` from urllib3's answer ``resp`` (its ``status``, ``data`` and
+    ``headers``), from the server ``host`` that ``source`` describes.
+
+    Raises:
+        AuthenticationFailed: HTTP 401, naming the credential (``httperrors.unauthorized``).
+        ConflictError, ApiError: any other status of 400 or above (``httperrors.api_error``).
+    """
+    warnings = _parse_warnings(resp.headers.getlist("Warning"))
+    try:
+        payload = json.loads(resp.data) if resp.data else None
+    except ValueError:
+        payload = resp.data.decode(errors="replace")
+    if resp.status == 401:
+        raise unauthorized(host, source, req.method, req.path, payload)
+    if resp.status >= 400:
+        raise api_error(req.method, req.path, resp.status, payload)
+    return Response(resp.status, payload, warnings)
 
 
 class KubeClient:
@@ -134,7 +156,7 @@ class KubeClient:
         self.source = source or ConnectionSource()
         self.parallelism = max(1, int(parallelism))
         self.retry_seconds = retry_seconds
-        self._answered = False  # has the server ever answered this client (see request)
+        self._answered = False  # has the server ever answered this client (see _send_with_retries)
         self.timeout = urllib3.Timeout(connect=10.0, read=timeout)
         self.requests_sent = 0
         self.writes_sent = 0
@@ -182,7 +204,8 @@ class KubeClient:
     def request(self, method: str, path: str, *, query: dict | None = None, body=None,
                 content_type: str | None = None, accept: str = "application/json",
                 retry: bool | None = None) -> Response:
-        """Send one request to the API server and decode its answer.
+        """Send one request to the API server and decode its answer: ``httprequests.build_request``
+        builds it, ``send`` sends it.
 
         Args:
             method, path: the HTTP method and the URL path (``Resource.path``).
@@ -202,39 +225,36 @@ class KubeClient:
             ConflictError: HTTP 409.
             ApiError: any other HTTP status of 400 or above.
         """
-        url = self.host + path
-        if query:
-            url += "?" + urllib.parse.urlencode(query, doseq=True)
-        data = None
-        if body is not None:
-            data = body if isinstance(body, (bytes, str)) else json.dumps(body, separators=(",", ":"))
-            content_type = content_type or "application/json"
-        headers = self._headers(accept, content_type)
-        retry = (method == "GET") if retry is None else retry
+        return self.send(build_request(method, path, query=query, body=body, content_type=content_type,
+                                       accept=accept, retry=retry))
+
+    def send(self, req: ApiRequest) -> Response:
+        """Send ``req`` with this client's headers and credential, retried as ``req.retry`` says
+        (see the class), and decode the answer (``read_response``). Raises as ``request``."""
+        headers = self._headers(req.accept, req.content_type)
+        return read_response(req, self._send_with_retries(req, headers), self.host, self.source)
+
+    def _send_with_retries(self, req: ApiRequest, headers):
+        """The server's last answer to ``req``: retried on connection errors, 429 and 5xx while
+        ``req.retry`` and the time allow; raises ``ConnectionFailed`` when there was none."""
+        url = self.host + req.target
         started = time.monotonic()
         deadline = started + self.retry_seconds
         attempt = 0
         while True:
             attempt += 1
             try:
-                with self.flow:
-                    resp = self._pool.request(method, url, body=data, headers=headers, timeout=self.timeout,
-                                              preload_content=True)
+                resp = self._send_once(req, url, headers)
             except self._urllib3.exceptions.HTTPError as err:
                 # A server that has never answered this client is more likely down or misnamed
                 # than flapping: a few seconds of retries, not the full wait (kubectl fails at once).
                 limit = deadline if self._answered else min(deadline, started + FIRST_CONTACT_RETRY_SECONDS)
                 # A certificate that does not verify will not verify on the next try either.
-                if retry and time.monotonic() < limit and not is_tls_failure(err):
+                if req.retry and time.monotonic() < limit and not is_tls_failure(err):
                     time.sleep(_backoff(attempt))
                     continue
-                raise connection_failed(self.host, self.source, method, path, err, attempt,
+                raise connection_failed(self.host, self.source, req.method, req.path, err, attempt,
                                         time.monotonic() - started) from None
-            finally:
-                with self._count_lock:
-                    self.requests_sent += 1
-                    if method in WRITE_METHODS:
-                        self.writes_sent += 1
             self._answered = True
             if resp.status in (429, 503):
                 self.flow.pushed_back()  # the server is overloaded: send less at once
@@ -243,20 +263,23 @@ class KubeClient:
             # 500 is as often a lasting server-side error ("range is full") as a passing
             # one: a few tries only, so a run with many such objects still ends soon.
             persistent = resp.status == 500 and attempt >= MAX_ATTEMPTS_ON_500
-            if resp.status in RETRYABLE_STATUS and retry and not persistent and time.monotonic() < deadline:
+            if resp.status in RETRYABLE_STATUS and req.retry and not persistent and time.monotonic() < deadline:
                 time.sleep(_retry_after(resp.headers.get("Retry-After"), attempt))
                 continue
-            break
-        warnings = _parse_warnings(resp.headers.getlist("Warning"))
+            return resp
+
+    def _send_once(self, req: ApiRequest, url: str, headers):
+        """One attempt, within the flow limit; counted in ``requests_sent`` (and ``writes_sent``)
+        whether or not it is answered."""
         try:
-            payload = json.loads(resp.data) if resp.data else None
-        except ValueError:
-            payload = resp.data.decode(errors="replace")
-        if resp.status == 401:
-            raise unauthorized(self.host, self.source, method, path, payload)
-        if resp.status >= 400:
-            raise api_error(method, path, resp.status, payload)
-        return Response(resp.status, payload, warnings)
+            with self.flow:
+                return self._pool.request(req.method, url, body=req.body, headers=headers, timeout=self.timeout,
+                                          preload_content=True)
+        finally:
+            with self._count_lock:
+                self.requests_sent += 1
+                if req.writes:
+                    self.writes_sent += 1
 
     def map(self, func, items):
         """Run ``func`` on each of ``items`` with bounded parallelism; results keep input order.
@@ -284,7 +307,7 @@ class KubeClient:
         served. Raises as ``discovery.discover``."""
         return discover(self)
 
-    # -- object requests --------------------------------------------------------------------
+    # -- object requests (built by httprequests) ---------------------------------------------
     def apply(self, res: Resource, obj: dict, *, field_manager: str, force: bool = False,
               dry_run: bool = False, field_validation: str = "Strict") -> Response:
         """Server-side apply ``obj`` to ``res`` (its namespace and name say where) as ``field_manager``.
@@ -294,15 +317,8 @@ class KubeClient:
         same object twice is the same). Raises as ``request``: ``ConflictError`` when fields are
         owned by another manager and ``force`` is false.
         """
-        meta = obj["metadata"]
-        query = {"fieldManager": field_manager, "fieldValidation": field_validation}
-        if force:
-            query["force"] = "true"
-        if dry_run:
-            query["dryRun"] = "All"
-        path = res.path(meta.get("namespace"), meta["name"])
-        # JSON is YAML, and much faster to produce than YAML.
-        return self.request("PATCH", path, query=query, body=obj, content_type=APPLY_PATCH, retry=True)
+        return self.send(apply_request(res, obj, field_manager=field_manager, force=force, dry_run=dry_run,
+                                       field_validation=field_validation))
 
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict | None:
         """The object ``name`` of ``res`` (in ``namespace``), or None when it does not exist.
@@ -310,7 +326,7 @@ class KubeClient:
         Raises as ``request`` for any error other than 404.
         """
         try:
-            return self.request("GET", res.path(namespace, name)).body
+            return self.send(get_request(res, name, namespace)).body
         except ApiError as err:
             if err.status == 404:
                 return None
@@ -320,10 +336,7 @@ class KubeClient:
         """POST ``obj`` into its namespace's collection of ``res`` as ``field_manager`` (``dry_run``:
         ``dryRun=All``). Not retried. Raises as ``request``: ``ConflictError`` when it exists already.
         """
-        query = {"fieldManager": field_manager}
-        if dry_run:
-            query["dryRun"] = "All"
-        return self.request("POST", res.path(obj["metadata"].get("namespace")), query=query, body=obj)
+        return self.send(create_request(res, obj, field_manager=field_manager, dry_run=dry_run))
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
              metadata_only: bool = True, page_size: int = 500):
@@ -332,17 +345,14 @@ class KubeClient:
         ``label_selector`` filters on the server; ``metadata_only`` asks for
         ``PartialObjectMetadata`` (no spec or status). Raises as ``request``, at the page that fails.
         """
-        query = {"limit": str(page_size)}
-        if label_selector:
-            query["labelSelector"] = label_selector
-        accept = METADATA_LIST if metadata_only else "application/json"
+        token = None
         while True:
-            body = self.request("GET", res.path(namespace), query=query, accept=accept).body
+            body = self.send(list_request(res, namespace, label_selector=label_selector, metadata_only=metadata_only,
+                                          page_size=page_size, continue_token=token)).body
             yield from body.get("items") or []
             token = (body.get("metadata") or {}).get("continue")
             if not token:
                 return
-            query["continue"] = token
 
     def delete(self, res: Resource, name: str, namespace: str | None, *, uid: str | None = None,
                propagation_policy: str = "Background", dry_run: bool = False) -> Response:
@@ -353,24 +363,15 @@ class KubeClient:
         ``Foreground`` or ``Orphan``; ``dry_run`` sends ``dryRun=All``. Raises as ``request``
         (``ConflictError`` when the UID no longer matches, ``ApiError`` 404 when it is gone).
         """
-        body = {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy}
-        if uid:
-            body["preconditions"] = {"uid": uid}
-        if dry_run:
-            body["dryRun"] = ["All"]
-        # With a UID precondition a repeated DELETE is safe: it can only hit the
-        # same object, or find it gone.
-        return self.request("DELETE", res.path(namespace, name), body=body, retry=bool(uid))
+        return self.send(delete_request(res, name, namespace, uid=uid, propagation_policy=propagation_policy,
+                                        dry_run=dry_run))
 
     def merge_patch(self, res: Resource, name: str, namespace: str | None, patch: dict, *,
                     field_manager: str, dry_run: bool = False) -> Response:
         """An RFC 7386 JSON merge ``patch`` of the object ``name`` of ``res`` in ``namespace``, as
         ``field_manager`` (``dry_run``: ``dryRun=All``). Not retried. Raises as ``request``."""
-        query = {"fieldManager": field_manager}
-        if dry_run:
-            query["dryRun"] = "All"
-        return self.request("PATCH", res.path(namespace, name), query=query, body=patch,
-                            content_type="application/merge-patch+json")
+        return self.send(merge_patch_request(res, name, namespace, patch, field_manager=field_manager,
+                                             dry_run=dry_run))
 
     def json_patch(self, res: Resource, name: str, namespace: str | None, operations: list, *,
                    field_manager: str) -> Response:
@@ -378,8 +379,7 @@ class KubeClient:
         as ``field_manager``. Used to rewrite managedFields: guard it with a ``replace`` of the
         resourceVersion (``csa.patch``), so that a stale one fails with ``ConflictError``. Not
         retried. Raises as ``request``."""
-        return self.request("PATCH", res.path(namespace, name), query={"fieldManager": field_manager},
-                            body=operations, content_type="application/json-patch+json")
+        return self.send(json_patch_request(res, name, namespace, operations, field_manager=field_manager))
 
 
 def connect(auth: dict, **kwargs) -> KubeClient:
