@@ -27,9 +27,10 @@ from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_
 from .discovery import Discovery, Resource, discover
 from .errors import ApiError, ApplySetError
 from .httperrors import api_error, connection_failed, is_tls_failure, unauthorized
-from .httprequests import (  # noqa: F401  (APPLY_PATCH, METADATA_LIST: re-exported, kube.APPLY_PATCH)
-    APPLY_PATCH, METADATA_LIST, ApiRequest, apply_request, build_request, create_request, delete_request,
-    get_request, json_patch_request, list_request, merge_patch_request)
+from .httprequests import (ApiRequest, apply_request, build_request, create_request, delete_request, get_request,
+                           json_patch_request, list_request, merge_patch_request)
+# Re-exported: the fake API and the benchmarks know them as kube.APPLY_PATCH and kube.METADATA_LIST.
+from .httprequests import APPLY_PATCH, METADATA_LIST  # noqa: F401  pylint: disable=unused-import
 from .spec import COLLECTION_VERSION, TOOL_NAME
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -210,7 +211,7 @@ class KubeClient:
         Args:
             method, path: the HTTP method and the URL path (``Resource.path``).
             query: query parameters; a list value repeats the parameter.
-            body: bytes or text sent as they are, anything else as compact JSON (then
+            body: bytes sent as they are, text as UTF-8, anything else as compact JSON (then
                 ``content_type`` defaults to ``application/json``).
             content_type, accept: the request's ``Content-Type`` and ``Accept`` headers.
             retry: whether 429, 5xx and connection errors are retried (see the class); by default
