@@ -13,4 +13,4 @@ from .readiness import (  # noqa: F401 -- re-exports
     job_ready, load_balancer_ready, namespace_ready, needs_reading, pod_ready, pvc_ready, replicaset_ready,
     statefulset_ready, ttl_after_finished, verdict,
 )
-from .waiting import job_outcome_events, wait_gone, wait_ready  # noqa: F401 -- re-exports
+from .waiting import job_outcome_events, wait_for_crds, wait_gone, wait_ready  # noqa: F401 -- re-exports

@@ -1,11 +1,12 @@
-"""Waiting: until a set of objects is ready, or until it is gone; with timeouts.
+"""Waiting: until a set of objects is ready, until it is gone, until CRDs are Established; with timeouts.
 
 Whether one object is ready is ``readiness``'s pure rules; this module sends the
 requests and sleeps between rounds. Waiting polls with one LIST per (resource,
 namespace) and round, not one GET per object, and drops objects from the rounds as
 soon as they are ready. A timeout (or an object that can never become ready, such as
 a failed Job) raises ``WaitTimeout`` naming every object still waited for and why,
-for example ``Deployment shop/web: 1/3 replicas available``.
+for example ``Deployment shop/web: 1/3 replicas available``. ``wait_for_crds`` GETs
+the CustomResourceDefinitions a run applied until they are Established.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 
 from .errors import ApiError, ApplySetError, WaitTimeout
 from . import spec
-from .readiness import (RULE_OPTIONS, Final, check_overrides, job_outcome_from_events,
+from .readiness import (RULE_OPTIONS, Final, check_overrides, crd_ready, job_outcome_from_events,
                         needs_reading, ttl_after_finished, verdict)
 
 _MAX_LISTED_IN_MESSAGE = 20
@@ -274,3 +275,38 @@ def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_o
     return _poll(client, _normalise(targets), timeout=timeout, interval=interval, judge=judge,
                  metadata_only=True, waiting_for="gone", raise_on_timeout=raise_on_timeout)
 
+
+# ----- CustomResourceDefinitions before their custom resources -----------------------------------
+
+
+def wait_for_crds(client, crd_resource, names, timeout: float, obj: str) -> None:
+    """Wait until every CustomResourceDefinition named in ``names`` is Established.
+
+    ``client`` GETs each pending one (``crd_resource``, cluster-scoped) per round, in name
+    order, with 0.25 s between rounds, for up to ``timeout`` seconds. ``obj`` names what the
+    error is about (the engine passes ``ApplySet REF``).
+
+    Raises:
+        ApplySetError: a CRD that can never become Established (its names not accepted),
+            or CRDs still not Established after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    pending = set(names)
+    while pending:
+        for name in sorted(pending):
+            # The one CRD readiness rule (readiness.crd_ready): Established, or a final refusal
+            # such as NamesAccepted=False, which no amount of waiting changes.
+            ready, reason = crd_ready(client.get(crd_resource, name) or {})
+            if ready:
+                pending.discard(name)
+            elif isinstance(reason, Final):
+                raise ApplySetError(
+                    f"CustomResourceDefinition {name} will not become Established: {reason}", obj=obj,
+                    fix=f"fix the CRD (kubectl describe crd {name}); its custom resources were not applied")
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise ApplySetError(
+                f"CustomResourceDefinitions not Established after {timeout:.0f}s: " + ", ".join(sorted(pending)),
+                obj=obj, fix="check the CRDs' status conditions (kubectl describe crd NAME)")
+        time.sleep(0.25)
