@@ -15,17 +15,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import workload  # noqa: E402
+from summary import ALL_TOOLS, SCENARIOS, summarize  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "performance.md"
 PLOT = ROOT / "docs" / "performance.png"
 BEGIN, END = "<!-- BEGIN GENERATED (benchmarks/run report --update-docs) -->", "<!-- END GENERATED -->"
 
-TOOLS = ("ansible", "core", "kubectl", "kubectl-nv", "kpt", "k8s", "ceiling")
+TOOLS = ALL_TOOLS
 SHORT = {"ansible": "ours: ansible-playbook", "core": "ours: core library", "kubectl": "kubectl --applyset",
          "kubectl-nv": "kubectl --validate=false",
          "kpt": "kpt live apply", "k8s": "kubernetes.core k8s", "ceiling": "ceiling client"}
-SCENARIOS = ("initial", "noop", "change", "preview", "prune")
 SCENARIO_TITLE = {"initial": "initial apply", "noop": "no-op re-run", "change": "10% changed",
                   "preview": "check mode: prune preview", "prune": "30% removed (prune)"}
 STYLE = {"ansible": ("tab:blue", "o", "-"), "core": ("tab:cyan", "s", "-"), "kubectl": ("tab:red", "^", "-"),
@@ -649,8 +649,6 @@ def load(paths: list[Path]) -> dict:
         data["runs"] += more["runs"]
         data.setdefault("merged", []).append(str(extra))
     if len(paths) > 1 or "summary" not in data:
-        from bench import summarize
-
         data["summary"] = summarize(data["runs"])
     return data
 

@@ -63,7 +63,7 @@ def states(ns1, ns2):
 
 def update_only_states(ns1, ns2):
     """State A, and A with 14 objects updated and nothing created or pruned: a run that takes no
-    claim (each update conditional on the listed object; engine._finish_without_claim)."""
+    claim (each update conditional on the listed object; without_claim.py)."""
     a, _b = states(ns1, ns2)
     updated = [obj(o["kind"], o["metadata"]["name"], o["metadata"]["namespace"], version="b")
                if int(o["metadata"]["name"].rsplit("-", 1)[1]) < 5 else o for o in a]

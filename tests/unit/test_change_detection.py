@@ -1,4 +1,4 @@
-"""Did our apply change the object? (engine._apply_changed_nothing)"""
+"""Did our apply change the object? (member_apply.apply_changed_nothing)"""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 
 import pytest
-from applyset import health
+from applyset import health, readiness, waiting
 from applyset.errors import ApplySetError, ApiError, InputError, WaitTimeout
 from applyset.kube import Resource
 
@@ -295,14 +295,14 @@ def test_missing_jmespath_is_a_clear_error(monkeypatch):
             raise ImportError("No module named 'jmespath'")
         return real_import(name, *args, **kwargs)
 
-    health._compile.cache_clear()
+    readiness._compile.cache_clear()
     monkeypatch.setattr(builtins, "__import__", no_jmespath)
     try:
         with pytest.raises(InputError, match="need the Python package 'jmespath'") as caught:
             health.is_ready(widget(), overrides={"Widget": "status.never_compiled_before"})
         assert "pip install jmespath" in str(caught.value)
     finally:
-        health._compile.cache_clear()
+        readiness._compile.cache_clear()
 
 
 # ----- waiting, against a fake client -------------------------------------------------------
@@ -345,8 +345,8 @@ class FakeClient:
 def clock(monkeypatch):
     """A fake clock: sleeping advances it, so waits run instantly and timeouts are exact."""
     now = [1000.0]
-    monkeypatch.setattr(health.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(health.time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
+    monkeypatch.setattr(waiting.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(waiting.time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
     return now
 
 

@@ -6,6 +6,7 @@ whole objects; the integration tests in test_namespaces_and_replace.py check the
 
 import pytest
 from applyset import engine, plan
+from applyset import recreate as recreate_strategy
 from applyset.errors import ApiError, ConflictError, immutable_refusal, missing_namespace
 from applyset.kube import Discovery, Resource, Response
 from applyset.manifests import load_definition
@@ -157,7 +158,7 @@ def recreate(client, dry_run=False, recreate_timeout=5.0):
     run = engine.Engine(client, "set", "default", engine.Options(dry_run=dry_run, recreate_timeout=recreate_timeout))
     [member] = members(job())
     before = {"metadata": {"name": "mig", "namespace": "default", "uid": "old-uid"}}
-    return run._recreate(member, before, "spec.template: field is immutable")
+    return recreate_strategy.recreate(run._ctx, member, before, "spec.template: field is immutable").result
 
 
 def test_recreate_validates_deletes_with_the_uid_waits_and_applies():

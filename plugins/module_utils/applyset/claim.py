@@ -127,3 +127,40 @@ def wait_until_free(read_parent, run_id: str, timeout: float, parent: parents.Pa
         time.sleep(min(1.0, max(0.1, deadline - time.monotonic())))
         parent = read_parent()
     return parent
+
+
+# ----- the claim and release steps every writing route shares ------------------------------------
+
+
+def take(ctx) -> None:
+    """Step claim: the parent written with the union hint (``ctx.decisions.hints.superset``) and
+    this run's claim, before any member is touched."""
+    hints = ctx.decisions.hints
+    claim = Claim(ctx.client, ctx.parent, ctx.run_id, ctx.opts.claim_ttl)
+    claim.acquire(*hints.superset)
+    ctx.claim = claim
+    ctx.report.parent_changed = ctx.report.parent_changed or hints.superset_changes
+
+
+def release(ctx) -> None:
+    """Step release, last and always: the parent written with exactly the final hint when the run
+    went through, with the union hint when it failed, and the claim dropped. While another error
+    is on its way out, a failed release is only a warning (the claim expires by itself); a
+    route that ended the claim itself (by deleting the parent) has nothing left to release."""
+    claim = ctx.claim
+    if claim is None:
+        return
+    hints, done = ctx.decisions.hints, not ctx.failing
+    recorded = hints.final if done else hints.superset
+    try:
+        claim.release(*recorded)
+    except ApplySetError as err:
+        if done:
+            raise
+        ctx.record.warn(f"could not release the claim on the set (it expires by itself): {err}")
+    finally:
+        ctx.claim = None
+    ctx.describe_hint(*recorded)
+    if not ctx.stopped:  # objects failed, or none: the result says what the parent says now
+        ctx.report.parent_changed = ctx.report.parent_changed or (done and hints.final_changes)
+        ctx.report.applyset["tooling"] = ctx.parent.tooling

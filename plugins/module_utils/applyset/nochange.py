@@ -196,7 +196,7 @@ def in_place_blocker(live_obj: dict | None, manager: str, set_id: str) -> str | 
     """Why a member's apply cannot be sent as a conditional in-place update, or None when it can.
 
     A run whose only writes are in-place updates goes without the claim (see the engine's
-    ``_finish_without_claim``). Each such apply carries the listed object's ``uid`` and
+    ``without_claim.py``). Each such apply carries the listed object's ``uid`` and
     ``resourceVersion`` (``conditional``), so the server applies it to exactly the object that
     was listed, or refuses it with a 409: it never creates an object again that another run
     pruned meanwhile (a server-side apply without them would), and never writes over a change

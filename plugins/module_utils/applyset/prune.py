@@ -16,7 +16,7 @@ keep rule, which would take it out of the set.
 5. ``controlled_by_other``: a controller owner reference to something other than the parent.
 
 The DELETE itself carries a UID precondition, so an object replaced between LIST and DELETE is
-never deleted either (engine._delete_one).
+never deleted either (pruning.carry_out).
 """
 
 from __future__ import annotations

@@ -1,0 +1,97 @@
+"""The effects of prune decisions: report the skipped, take the kept out of the set, delete the rest.
+
+What to delete is decided by prune.py's named rules, never here. Deletes go in reverse rank
+order, a rank at a time (``client.map``), each DELETE with the UID it was listed with as a
+precondition: a new object with the same name is never deleted. Workers return results; the
+coordinating loop records them in a fixed order.
+"""
+
+from __future__ import annotations
+
+from . import plan as plans
+from . import prune as prunes
+from . import spec
+from .errors import ApiError, ApplySetError
+from .report import Change, live_result
+
+# Actions of objects that this run applied (their UIDs are never pruned).
+_APPLIED = ("created", "configured", "replaced", "unchanged")
+
+
+def prune_step(ctx) -> None:
+    """Step prune: the candidates decided again with the UIDs the applies returned (kubectl's
+    visitedUids: whatever was listed before, nothing this run applied is deleted or taken out of
+    the set), then their effects; a failure keeps the parent covering them."""
+    if ctx.claim:
+        ctx.claim.check()
+    decisions = ctx.decisions
+    applied = {o.uid for o in ctx.report.objects if o.uid and o.action in _APPLIED}
+    decided = prunes.decide_all([(o.resource, o.meta) for o in decisions.candidates],
+                                decisions.prune_context(ctx.parent, applied | decisions.about_to_apply))
+    if not carry_out(ctx, decided, ctx.live.objects, adopted=decisions.adopted):
+        ctx.failure = ApplySetError(
+            "some objects could not be pruned; the parent keeps covering them so the next run retries:\n"
+            + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
+
+
+def carry_out(ctx, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
+    """Record and carry out ``decided``: skipped ones reported, kept ones unlabelled, the rest deleted
+    (dry runs in check mode); False when any object of the run failed.
+
+    Args:
+        ctx: the run (``runner.RunContext``).
+        decided: the candidates' decisions (prune.decide_all).
+        live: ``{ObjectId: listing.LiveObject}``: the objects as listed, for the diff of a pruned one.
+        adopted: ``listing.LiveObject`` values taken in from a legacy prune set (their reason says so).
+    """
+    for d in decided.with_verdict(prunes.SKIP):
+        ctx.record.result(live_result(d.resource, d.meta, "skipped", d.reason))
+    for d in decided.with_verdict(prunes.KEEP):
+        ctx.record.result(_keep(ctx, d))
+    ok = all(o.action != "failed" for o in ctx.report.objects)
+    adopted_uids = {o.uid for o in adopted}
+    by_rank: dict[int, list] = {}
+    for d in decided.with_verdict(prunes.PRUNE):
+        by_rank.setdefault(plans.rank_of(d.resource.group_kind, d.resource.namespaced), []).append(d)
+    for rank in sorted(by_rank, reverse=True):
+        batch = sorted(by_rank[rank], key=lambda d: (d.resource.kind, d.meta.get("namespace") or "", d.meta["name"]))
+        for d, result in zip(batch, ctx.client.map(lambda d: _delete_one(ctx, d), batch)):
+            if isinstance(result, Exception):
+                result = live_result(d.resource, d.meta, "failed", f"pruning failed: {result}")
+            ok = ok and result.action != "failed"
+            if result.action == "pruned" and d.meta.get("uid") in adopted_uids:
+                result.reason = (f"taken over from the legacy prune set ({ctx.opts.adopt_legacy.selector}) and "
+                                 "no longer in the manifests")
+            ctx.record.result(result)
+            if result.action == "pruned":
+                found = live.get(spec.ObjectId.from_metadata(d.resource, d.meta))
+                ctx.record.change(Change(result.ref, found.obj if found is not None else {"metadata": d.meta}, None))
+    return ok
+
+
+def _keep(ctx, decision: prunes.Decision):
+    """Take a kept candidate out of the set (its part-of label removed; nothing in check mode)."""
+    res, meta = decision.resource, decision.meta
+    if not ctx.opts.dry_run:
+        patch = {"metadata": {"labels": {spec.LABEL_PART_OF: None}}}
+        try:
+            ctx.client.merge_patch(res, meta["name"], meta.get("namespace"), patch, field_manager=ctx.opts.field_manager)
+        except ApiError as err:
+            return live_result(res, meta, "failed", f"could not remove it from the set: {err.message}", error=err)
+    return live_result(res, meta, "kept", f"{decision.reason}; removed from the set")
+
+
+def _delete_one(ctx, decision: prunes.Decision):
+    """DELETE one candidate with its UID as a precondition (a worker: returns its result)."""
+    res, meta = decision.resource, decision.meta
+    try:
+        ctx.client.delete(res, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
+                          propagation_policy=ctx.opts.propagation_policy, dry_run=ctx.opts.dry_run)
+    except ApiError as err:
+        if err.status == 404:
+            return live_result(res, meta, "pruned", "already gone")
+        if err.status == 409:
+            # UID precondition failed: a new object with this name is not ours to delete.
+            return live_result(res, meta, "skipped", "replaced by a new object with the same name")
+        return live_result(res, meta, "failed", f"pruning failed: {err.message}", error=err)
+    return live_result(res, meta, "pruned")

@@ -1,0 +1,216 @@
+"""What a run did: one ``ObjectResult`` per object, the ``Report`` of the run, and the
+``Recorder`` through which the coordinating loop (never a worker thread) writes it.
+
+Steps that run in worker threads return a ``MemberOutcome`` (the object's result, its diff
+changes and its warnings); the coordinator records outcomes in plan order, so the objects,
+diffs and warnings of a run come out in the same order on every run, whatever order the
+requests finished in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+try:
+    import yaml
+except ImportError:
+    yaml = None  # a requirement: without PyYAML the modules stop first, with manifests.YAML_IMPORT_ERROR
+
+from . import spec
+from .errors import ApplySetError
+
+# Metadata the server owns; left out of diffs and of "did it change" comparisons.
+SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+
+@dataclass
+class ObjectResult:
+    """What a run did to one object: one entry of the module result's ``objects``.
+
+    ``action`` is one of created, configured, replaced, unchanged, pruned, kept, skipped,
+    failed, deleted or disbanded; ``reason`` says why when it is not obvious, ``uid`` is the
+    object's UID when known and ``error`` the ``ApplySetError.to_dict()`` of a failure.
+    """
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    action: str  # created, configured, replaced, unchanged, pruned, kept, skipped, failed, deleted, disbanded
+    reason: str | None = None
+    uid: str | None = None
+    error: dict | None = None
+
+    @property
+    def ref(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), as messages name objects."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+    @property
+    def id(self) -> spec.ObjectId:
+        """The object's identity (group from ``api_version``, kind, namespace, name)."""
+        return spec.ObjectId(self.api_version.rpartition("/")[0], self.kind, self.namespace or "", self.name)
+
+    def to_dict(self) -> dict:
+        """The entry as plain data for the module result; empty reason, uid and error are left out."""
+        data = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
+                "name": self.name, "action": self.action}
+        if self.reason:
+            data["reason"] = self.reason
+        if self.uid:
+            data["uid"] = self.uid
+        if self.error:
+            data["error"] = self.error
+        return data
+
+
+CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
+
+
+@dataclass
+class Report:
+    """What a run did: returned by a run that succeeded, attached as ``err.report`` to the
+    ``ApplySetError`` of one that failed (what it did until it stopped).
+
+    ``applyset`` describes the parent and its hint, ``objects`` holds one ``ObjectResult`` per
+    object in the order they were handled, ``diff`` the before/after documents (``Options.diff``),
+    ``warnings`` what the user should know, ``parent_changed`` whether the parent was (or, in
+    check mode, would be) written, ``requests`` how many requests the client sent in all and how
+    many of them were writes (POST, PUT, PATCH, DELETE; dry runs included).
+    """
+
+    applyset: dict = field(default_factory=dict)
+    objects: list[ObjectResult] = field(default_factory=list)
+    diff: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    parent_changed: bool = False
+    dry_run: bool = False
+    requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
+
+    @property
+    def changed(self) -> bool:
+        """Whether the run changed (or, in check mode, would change) anything on the cluster."""
+        return bool(self.parent_changed) or any(o.action in CHANGING_ACTIONS for o in self.objects)
+
+    @property
+    def failed_objects(self) -> list[ObjectResult]:
+        """The objects whose action is ``failed``."""
+        return [o for o in self.objects if o.action == "failed"]
+
+    def summary(self) -> dict:
+        """How many objects had each action; the common ones are always present, maybe 0."""
+        counts = {a: 0 for a in ("created", "configured", "unchanged", "pruned", "kept", "skipped", "failed")}
+        for o in self.objects:
+            counts[o.action] = counts.get(o.action, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict:
+        """The report as the module result's keys: changed, applyset, summary, objects, diff, requests."""
+        return {
+            "changed": self.changed,
+            "applyset": self.applyset,
+            "summary": self.summary(),
+            "objects": [o.to_dict() for o in self.objects],
+            "diff": self.diff,
+            "requests": dict(self.requests),
+        }
+
+
+def normalize(obj: dict | None) -> dict | None:
+    """The object as a user wrote it: no server bookkeeping, no status."""
+    if obj is None:
+        return None
+    out = {k: v for k, v in obj.items() if k != "status"}
+    out["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
+    return out
+
+
+def _dump(obj: dict | None) -> str:
+    return "" if obj is None else yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)
+
+
+def result_for(member, action: str, reason: str | None = None, uid: str | None = None,
+               error: ApplySetError | None = None) -> ObjectResult:
+    """The result of a desired object (``plan.DesiredObject``)."""
+    return ObjectResult(api_version=member.resource.api_version, kind=member.resource.kind,
+                        namespace=member.namespace, name=member.name, action=action, reason=reason, uid=uid,
+                        error=error.to_dict() if error else None)
+
+
+def live_result(res, meta: dict, action: str, reason: str | None = None,
+                error: ApplySetError | None = None) -> ObjectResult:
+    """The result of a live object listed under ``res`` (a ``kube.Resource``) with metadata ``meta``."""
+    return ObjectResult(api_version=res.api_version, kind=res.kind, namespace=meta.get("namespace"),
+                        name=meta["name"], action=action, reason=reason, uid=meta.get("uid"),
+                        error=error.to_dict() if error else None)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One diff entry before it is rendered: an object's reference, and the object before and
+    after (None for absent)."""
+
+    ref: str
+    before: dict | None
+    after: dict | None
+
+
+@dataclass
+class MemberOutcome:
+    """What one step did to one object, as a worker returns it: the result, the diff changes
+    and the warnings (already prefixed with the object's reference)."""
+
+    result: ObjectResult
+    changes: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+
+class Recorder:
+    """Writes a run's ``Report``: the only writer, called from the coordinating loop.
+
+    :param report: the report of the current attempt.
+    :param masker: ``redact.SecretDigester`` of the run (Secret values in diffs become digests).
+    :param diff: whether the run renders diffs (``Options.diff``).
+    """
+
+    def __init__(self, report: Report, masker, diff: bool):
+        self.report = report
+        self._masker = masker
+        self._diff = diff
+
+    def outcome(self, outcome: MemberOutcome) -> ObjectResult:
+        """Record one object's outcome: its warnings, its diff changes, then its result."""
+        self.report.warnings += outcome.warnings
+        for change in outcome.changes:
+            self.change(change)
+        self.report.objects.append(outcome.result)
+        return outcome.result
+
+    def result(self, result: ObjectResult) -> ObjectResult:
+        """Record one object's result."""
+        self.report.objects.append(result)
+        return result
+
+    def warn(self, *warnings: str) -> None:
+        """Record warnings, in the order given."""
+        self.report.warnings.extend(warnings)
+
+    def change(self, change: Change) -> None:
+        """Record one diff entry (only when the run renders diffs)."""
+        if not self._diff:
+            return
+        self.report.diff.append({
+            "before_header": change.ref if change.before is not None else "(absent)",
+            "after_header": change.ref if change.after is not None else "(absent)",
+            "before": _dump(self._masker.mask(normalize(change.before))),
+            "after": _dump(self._masker.mask(normalize(change.after))),
+        })
+
+    def failures(self, limit: int = 10) -> str:
+        """The failed objects as lines ``- Kind ns/name: reason``, at most ``limit`` of them."""
+        failed = self.report.failed_objects
+        lines = [f"- {o.ref}: {o.reason}" for o in failed[:limit]]
+        if len(failed) > limit:
+            lines.append(f"- ... and {len(failed) - limit} more (see objects)")
+        return "\n".join(lines)

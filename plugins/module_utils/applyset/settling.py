@@ -1,0 +1,51 @@
+"""After a run: wait (bounded) until what it applied is ready and what it deleted is gone.
+
+Runs after the release of the claim: waiting changes nothing in the set. The targets come from
+the report (objects applied or left unchanged, objects pruned or deleted); the readiness rules
+and the loops are health.py's.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import health
+
+_APPLIED = ("created", "configured", "replaced", "unchanged")
+
+
+def wait_until_settled(ctx) -> None:
+    """Step wait: the applied members ready and the pruned objects gone, within ``wait_timeout``."""
+    plan, opts, report = ctx.plan, ctx.opts, ctx.report
+    applied = {o.id: o.uid for o in report.objects if o.action in _APPLIED}
+    ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members if m.key in applied]
+    # The objects as applied, with the UID the server gave them: the wait then knows a
+    # Job removed by its ttlSecondsAfterFinished from one deleted under it.
+    as_applied = {(m.resource, m.namespace, m.name): {**m.body, "metadata": {**m.body["metadata"], "uid": applied[m.key]}}
+                  for m in plan.members if m.key in applied}
+    by_kind = {m.resource.group_kind: m.resource for m in plan.members}
+    gone_targets = []
+    for o in report.objects:
+        if o.action == "pruned":
+            res = by_kind.get(o.id.group_kind) or ctx.discovery.for_group_kind(o.id.group_kind)
+            if res is not None:
+                gone_targets.append((res, o.namespace, o.name, o.uid))
+    deadline = time.monotonic() + opts.wait_timeout
+    health.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied, **opts.wait_rules)
+    wait_gone(ctx.client, gone_targets, timeout=max(1.0, deadline - time.monotonic()))
+
+
+def wait_members_gone(ctx) -> None:
+    """Step wait-gone (uninstall): like kubectl delete, return once the deleted members are gone,
+    finalizers done (a CRD only after its custom resources), so that an install right after does
+    not race the deletion. The parent is gone already: what is left is being deleted anyway."""
+    by_uid = {o.uid: o.resource for o in ctx.decisions.members}
+    gone = [(by_uid[o.uid], o.namespace, o.name, o.uid)
+            for o in ctx.report.objects if o.action == "pruned" and o.uid in by_uid]
+    wait_gone(ctx.client, gone, timeout=ctx.opts.wait_timeout)
+
+
+def wait_gone(client, targets, timeout: float) -> None:
+    """Wait until the objects ``(resource, namespace, name, uid)`` are gone, finalizers included
+    (as ``kubectl delete`` does)."""
+    health.wait_gone(client, [t[:3] for t in targets], timeout=timeout, uids={t[:3]: t[3] for t in targets if t[3]})

@@ -1,0 +1,153 @@
+"""The order of every route of a run, as data: lists of named steps built before anything is sent.
+
+An entry point (apply, uninstall, disband) first runs its reading steps (``reading``): they read
+and decide, and write nothing. What they found chooses the route (``choose``); the route's
+remaining steps then run. Every route that writes takes the claim with the same ``claim`` step
+and ends with the same ``release`` step, which runs whatever stopped the run. Check mode is
+decided when the route is built: a preview takes no claim and sends dry runs only.
+
+    apply         read-parent, plan, list-live, decide, make-namespaces, claim, [label-adopted],
+                  apply, [prune], release, [wait]
+    preview       read-parent, plan, list-live, decide, show-final-hint, preview-namespace, apply,
+                  [prune]
+    update-only   read-parent, plan, list-live, decide, update-in-place, confirm-parent-unchanged,
+                  record, [wait]
+    uninstall     read-parent, list-members, decide-removal, claim, delete-members, delete-parent,
+                  release, [wait-gone]        (check mode: no claim, no release, no wait)
+    disband       read-parent, list-members, claim, unlabel-members, delete-parent, release
+                                              (check mode: no claim, no release)
+    a teardown whose parent does not exist: read-parent, warn-missing-parent
+
+``docs/architecture.md`` shows the same tables; ``tests/unit/test_steps.py`` checks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import adoption, applying, claim, decide, namespaces, pruning, settling, teardown, without_claim
+from .runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
+
+APPLY, PREVIEW, UPDATE_ONLY = "apply", "preview", "update-only"
+UNINSTALL, DISBAND, NOTHING_TO_REMOVE = "uninstall", "disband", "nothing-to-remove"
+
+READ_PARENT = Step("read-parent", decide.read_parent, READ)
+CLAIM_STEP = Step("claim", claim.take, CLAIM)
+RELEASE_STEP = Step("release", claim.release, RELEASE, always=True)
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route: its ``name`` and every step in order; the first ``reading`` of them are the entry
+    point's reading steps, which ran before the route was chosen."""
+
+    name: str
+    steps: tuple
+    reading: int
+
+    @property
+    def rest(self) -> list:
+        """The steps after the reading ones."""
+        return list(self.steps[self.reading:])
+
+
+def reading(entry: str, opts) -> list[Step]:
+    """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
+    if entry == APPLY:
+        return [READ_PARENT, Step("plan", decide.make_plan, DECIDE), Step("list-live", decide.list_live, READ),
+                Step("decide", decide.decide, READ)]
+    return [READ_PARENT]
+
+
+def for_apply(opts) -> Route:
+    """The route of a real apply: the claim before any member write (but the namespaces the parent
+    needs), the release last and always, the wait after it."""
+    tail = [Step("make-namespaces", applying.make_namespaces, WRITE), CLAIM_STEP]
+    if opts.adopt_legacy is not None and opts.prune:
+        tail.append(Step("label-adopted", adoption.label, WRITE))
+    tail.append(Step("apply", applying.apply_phases, WRITE))
+    if opts.prune:
+        tail.append(Step("prune", pruning.prune_step, WRITE))
+    tail.append(RELEASE_STEP)
+    if opts.wait:
+        tail.append(Step("wait", settling.wait_until_settled, WAIT))
+    return _route(APPLY, APPLY, opts, tail)
+
+
+def for_preview(opts) -> Route:
+    """The route of check mode: dry runs only, no claim, no release, no wait."""
+    tail = [Step("show-final-hint", decide.show_final_hint, DECIDE),
+            Step("preview-namespace", namespaces.preview_create, DRY_RUN),
+            Step("apply", applying.apply_phases, DRY_RUN)]
+    if opts.prune:
+        tail.append(Step("prune", pruning.prune_step, DRY_RUN))
+    return _route(PREVIEW, APPLY, opts, tail)
+
+
+def for_update_only(opts) -> Route:
+    """The route of a run whose only writes are in-place updates (without_claim.py): each
+    conditional on the listed object, no claim, no parent write; a refusal or a parent written
+    meanwhile starts the run over on the apply route."""
+    tail = [Step("update-in-place", without_claim.update_in_place, WRITE),
+            Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ),
+            Step("record", without_claim.record_in_plan_order, DECIDE)]
+    if opts.wait:
+        tail.append(Step("wait", settling.wait_until_settled, WAIT))
+    return _route(UPDATE_ONLY, APPLY, opts, tail)
+
+
+def for_uninstall(opts) -> Route:
+    """The route of ``state: absent``: members deleted under the prune rules, then the parent."""
+    effect = DRY_RUN if opts.dry_run else WRITE
+    tail = [Step("list-members", teardown.list_members("remove"), READ),
+            Step("decide-removal", teardown.decide_removal, DECIDE)]
+    tail += _claimed(opts, [Step("delete-members", teardown.delete_members, effect),
+                            Step("delete-parent", teardown.delete_parent(show_diff=True), effect)])
+    if opts.wait and not opts.dry_run:
+        tail.append(Step("wait-gone", settling.wait_members_gone, WAIT))
+    return _route(UNINSTALL, UNINSTALL, opts, tail)
+
+
+def for_disband(opts) -> Route:
+    """The route of ``state: disbanded``: members left in place without the label, then the parent."""
+    effect = DRY_RUN if opts.dry_run else WRITE
+    tail = [Step("list-members", teardown.list_members("disband"), READ)]
+    tail += _claimed(opts, [Step("unlabel-members", teardown.unlabel_members, effect),
+                            Step("delete-parent", teardown.delete_parent(show_diff=False), effect)])
+    return _route(DISBAND, DISBAND, opts, tail)
+
+
+def _claimed(opts, writes: list) -> list:
+    """``writes`` between the claim and its release; in check mode, neither."""
+    return list(writes) if opts.dry_run else [CLAIM_STEP, *writes, RELEASE_STEP]
+
+
+def for_missing_parent(entry: str, opts) -> Route:
+    """The route of an uninstall or disband whose parent does not exist: a warning."""
+    action = "remove" if entry == UNINSTALL else "disband"
+    return _route(NOTHING_TO_REMOVE, entry, opts,
+                  [Step("warn-missing-parent", teardown.warn_missing_parent(action), DECIDE)])
+
+
+def _route(name: str, entry: str, opts, tail: list) -> Route:
+    first = reading(entry, opts)
+    return Route(name, tuple(first + tail), len(first))
+
+
+def choose(entry: str, ctx, may_skip_claim: bool) -> Route:
+    """The route to take once the reading steps of ``entry`` have run over ``ctx``.
+
+    Args:
+        may_skip_claim: whether this attempt may take the update-only route (``reapply: changed``,
+            not check mode, and not an attempt that already started over).
+    """
+    opts = ctx.opts
+    if entry == APPLY:
+        if opts.dry_run:
+            return for_preview(opts)
+        if may_skip_claim and without_claim.blocker(ctx) is None:
+            return for_update_only(opts)
+        return for_apply(opts)
+    if not ctx.parent.exists:
+        return for_missing_parent(entry, opts)
+    return for_uninstall(opts) if entry == UNINSTALL else for_disband(opts)

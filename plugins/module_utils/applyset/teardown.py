@@ -1,0 +1,124 @@
+"""The end of a set: ``state: absent`` (uninstall: every member deleted under the prune rules,
+then the parent) and ``state: disbanded`` (every member left in place without our part-of
+label, then the parent).
+
+Both list every member first, and refuse when some recorded kind cannot be listed: removing
+the parent would leave those members labelled, with no parent to find them by. The parent is
+deleted only once every member went; until then it keeps recording the set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import parent as parents
+from . import prune as prunes
+from . import spec
+from .decide import Hints
+from .errors import ApplySetError, GuardError
+from .listing import list_pairs, live_objects, recorded_scope
+from .pruning import carry_out
+from .report import Change, live_result
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What the end of a set decided before its first write: the ``members`` listed (``LiveObject``,
+    in LIST order), for uninstall their prune ``decided`` (guard applied), and the ``hints`` the
+    claim holds (the recorded ones, unchanged)."""
+
+    members: tuple
+    hints: Hints
+    decided: prunes.Decisions | None = None
+
+
+def warn_missing_parent(action: str):
+    """The step of a route whose parent does not exist: a warning, nothing else."""
+
+    def warn(ctx) -> None:
+        ctx.record.warn(f"ApplySet parent {ctx.parent.ref} does not exist; nothing to {action}")
+
+    return warn
+
+
+def list_members(action: str):
+    """Step list-members: every member of the set, through our selector, in the recorded scope."""
+
+    def list_them(ctx) -> None:
+        parent = ctx.parent
+        scope = recorded_scope(parent, ctx.discovery)
+        ctx.record.warn(*scope.warnings)
+        if scope.not_listed:
+            raise ApplySetError(
+                f"cannot {action} the set: the members of {spec.format_group_kinds(scope.not_listed)} cannot be "
+                "listed (see the warnings), and removing the parent would leave them behind for good",
+                obj=ctx.set_ref, fix="run again once the server serves and lists those kinds; nothing was changed")
+        selector = f"{spec.LABEL_PART_OF}={parent.id}"
+        listed = list_pairs(ctx.client, list(scope.pairs), selector_for=lambda pair: selector, obj=ctx.set_ref,
+                            full_for=set(scope.pairs) if ctx.opts.diff else frozenset())
+        recorded = (parent.group_kinds, parent.namespaces)
+        ctx.decisions = Removal(tuple(live_objects(listed)), Hints(recorded, recorded, False, False))
+
+    return list_them
+
+
+def decide_removal(ctx) -> None:
+    """Step decide-removal (uninstall): every member decided by the prune rules; the protected-kinds
+    rule of the guard refuses before any write."""
+    removal = ctx.decisions
+    decided = prunes.decide_all([(o.resource, o.meta) for o in removal.members],
+                                prunes.Context(applyset_id=ctx.parent.id, parent_uid=ctx.parent.uid,
+                                               scope=prunes.scope_of(ctx.parent.recorded_group_kinds,
+                                                                     ctx.parent.namespaces)))
+    refusal = prunes.refuse_protected_kinds(decided.delete, 0, False, ctx.opts.guard_limits, removing=True)
+    if refusal is not None:
+        raise GuardError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
+    ctx.decisions = Removal(removal.members, removal.hints, decided)
+
+
+def delete_members(ctx) -> None:
+    """Step delete-members: the decisions carried out (deletes with UID preconditions)."""
+    live = {o.key: o for o in ctx.decisions.members}
+    if not carry_out(ctx, ctx.decisions.decided, live):
+        ctx.failure = ApplySetError(
+            "some members could not be deleted; the parent is kept so that a re-run finds them:\n"
+            + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
+
+
+def unlabel_members(ctx) -> None:
+    """Step unlabel-members (disband): each member's part-of label removed (nothing in check mode)."""
+    patch = {"metadata": {"labels": {spec.LABEL_PART_OF: None}}}
+
+    def unlabel(member):
+        meta = member.meta
+        if not ctx.opts.dry_run:
+            ctx.client.merge_patch(member.resource, meta["name"], meta.get("namespace"), patch,
+                                   field_manager=ctx.opts.field_manager)
+        return live_result(member.resource, meta, "disbanded", "left in place without the part-of label")
+
+    members = ctx.decisions.members
+    for member, result in zip(members, ctx.client.map(unlabel, members)):
+        if isinstance(result, Exception):
+            result = live_result(member.resource, member.meta, "failed", f"could not remove the label: {result}")
+        ctx.record.result(result)
+    if ctx.report.failed_objects:
+        ctx.failure = ApplySetError("some members kept the label; the parent is kept", obj=ctx.set_ref,
+                                    fix="run again")
+
+
+def delete_parent(show_diff: bool):
+    """Step delete-parent: the claim ends (its heartbeat stops) and the parent is deleted (a dry run
+    in check mode); with ``show_diff`` (uninstall) the diff shows the parent going."""
+
+    def delete(ctx) -> None:
+        if ctx.claim:
+            ctx.claim.stop()
+            ctx.claim = None  # the parent goes with it: nothing left to release
+        parent = ctx.parent
+        parents.delete(ctx.client, parent, dry_run=ctx.opts.dry_run)
+        ctx.report.parent_changed = True
+        if show_diff:
+            ctx.record.change(Change(f"{parent.resource.kind} {parent.name}", {"metadata": {"name": parent.name}},
+                                     None))
+
+    return delete

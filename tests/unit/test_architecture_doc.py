@@ -1,0 +1,79 @@
+"""docs/architecture.md names what exists: every file and public function its safety table and its
+route table cite, and the apply route's steps in their order."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from applyset import runner, steps
+from applyset.legacy import Options as LegacyOptions
+from applyset.options import Options
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "plugins" / "module_utils" / "applyset"
+DOC = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+
+
+def table(heading: str) -> list[list[str]]:
+    """The rows (cells) of the first table after ``heading``, header and rule left out."""
+    section = DOC[DOC.index(heading):]
+    rows = []
+    for line in section.splitlines()[1:]:
+        if rows and not line.startswith("|"):
+            break
+        if line.startswith("|") and not set(line) <= set("|- "):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows[1:]
+
+
+def names(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def resolve(name: str):
+    """The object a ``module.attr`` or ``Class.attr`` name of the core stands for (AttributeError if none)."""
+    head, _dot, attr = name.partition(".")
+    if (CORE / f"{head}.py").exists():
+        return getattr(importlib.import_module(f"applyset.{head}"), attr)
+    for path in sorted(CORE.glob("*.py")):
+        module = importlib.import_module(f"applyset.{path.stem}")
+        if isinstance(getattr(module, head, None), type):
+            return getattr(getattr(module, head), attr)
+    raise AttributeError(name)
+
+
+CITED = sorted({n for row in table("## Where each safety rule lives") for n in names(row[1])}
+               | {n for row in table("**apply** (a real run") for n in names(row[1])})
+
+
+@pytest.mark.parametrize("name", CITED)
+def test_every_code_name_cited_exists_and_is_public(name):
+    assert not any(part.startswith("_") for part in re.split(r"[./]", name)), f"{name} is private"
+    if name.endswith(".py"):
+        assert (CORE / name).exists(), name
+    elif "." in name and re.fullmatch(r"[A-Za-z_][\w.]*", name):
+        assert resolve(name) is not None
+    else:
+        assert name.isupper() or name in ("GUARD_RULES",), f"{name}: neither a file nor module.name"
+
+
+def test_every_test_file_the_safety_table_cites_exists():
+    cited = {n for row in table("## Where each safety rule lives") for cell in row[2:] for n in names(cell)}
+    existing = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
+    assert cited and cited <= existing, sorted(cited - existing)
+
+
+def test_the_apply_table_lists_the_apply_route_in_order():
+    documented = [row[0] for row in table("**apply** (a real run")]
+    full = Options(wait=True, adopt_legacy=LegacyOptions(selector="app=x"))
+    assert documented == runner.names(steps.for_apply(full).steps)
+
+
+def test_every_core_file_has_a_row_in_the_file_table():
+    rows = {names(row[0])[0] for row in table("## What each file owns")}
+    files = {p.name for p in CORE.glob("*.py") if p.name != "__init__.py"}
+    assert files <= rows, sorted(files - rows)
