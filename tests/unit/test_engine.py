@@ -1574,3 +1574,22 @@ def test_an_owned_object_skipped_by_prune_does_not_stop_a_run_that_writes_nothin
 def test_reapply_must_be_changed_or_always(api):
     with pytest.raises(InputError, match="reapply must be changed or always"):
         make_engine(api, reapply="sometimes")
+
+
+@pytest.mark.parametrize("status, message, fix", [
+    (403, 'namespaces "shop" is forbidden: ValidatingAdmissionPolicy \'no-shops\' with binding \'b\' denied request: '
+          'no shops here', "admission webhook or policy"),
+    (400, 'admission webhook "ns.policy.example.com" denied the request: namespace names need a team prefix',
+     "admission webhook or policy"),
+    (403, 'namespaces is forbidden: User "tenant" cannot create resource "namespaces"', "credentials need create"),
+    (500, "etcdserver: request timed out", "fix what the server said"),
+])
+def test_a_refused_namespace_of_the_set_names_the_refusal_and_its_way_out(status, message, fix):
+    api = FakeApi()
+    api.fail("PATCH", "/api/v1/namespaces/shop", status, message, reason="Forbidden" if status == 403 else "Invalid",
+             times=None)
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+    _report, error = run(api, "apply", load(ns, cm("a")))
+    assert str(error).startswith(f"ApplySet configmaps./shop: could not create namespace shop for the parent: {message}")
+    assert fix in error.fix and "nothing else was changed" in error.fix
+    assert [r.path for r in api.writes()] == ["/api/v1/namespaces/shop"]

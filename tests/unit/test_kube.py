@@ -164,3 +164,85 @@ def test_map_returns_library_errors_per_item_but_lets_bugs_propagate():
     assert results[0] == "OK" and isinstance(results[1], ApiError)
     with pytest.raises(TypeError):
         c.map(work, ["ok", "bug"])
+
+
+# ----- a stalled server: answers Timeout, or nothing until the read timeout ------------------------------
+
+TIMEOUT_504 = {"kind": "Status", "status": "Failure", "reason": "Timeout", "code": 504,
+               "message": "Timeout: request did not complete within requested timeout - context deadline exceeded"}
+
+
+class SlowClock:
+    """The client's clock and sleeps; every request takes ``per_request`` seconds (a stalled server)."""
+
+    def __init__(self, per_request: float):
+        self.now, self.per_request = 1000.0, per_request
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def stalled_client(monkeypatch, responses, per_request=70.0):
+    clock = SlowClock(per_request)
+    monkeypatch.setattr(kube, "time", clock)
+    c = client(responses)
+    replay = c._pool.request
+
+    def slow(*args, **kwargs):
+        clock.now += clock.per_request
+        return replay(*args, **kwargs)
+
+    c._pool.request = slow
+    return c
+
+
+def test_a_server_timeout_answer_to_an_idempotent_request_is_retried_after_the_deadline(monkeypatch):
+    c = stalled_client(monkeypatch, [(504, TIMEOUT_504, None), (504, TIMEOUT_504, None), (200, {"ok": 1}, None)])
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}
+    assert c.apply(DEPLOYMENTS, obj, field_manager="m").body == {"ok": 1}
+    assert len(c._pool.sent) == 3
+
+
+def test_a_timeout_status_of_another_code_counts_as_well_but_only_three_more_times(monkeypatch):
+    stalled = {**TIMEOUT_504, "code": 500}
+    c = stalled_client(monkeypatch, [(500, stalled, None)] * 6)
+    with pytest.raises(ApiError, match="request did not complete"):
+        c.request("GET", "/x")
+    assert len(c._pool.sent) == 4  # the first try and three more, each after the deadline
+
+
+def test_a_server_timeout_answer_to_a_plain_post_is_not_retried(monkeypatch):
+    c = stalled_client(monkeypatch, [(504, TIMEOUT_504, None), (200, {}, None)])
+    with pytest.raises(ApiError) as err:
+        c.request("POST", "/api/v1/namespaces", body={})
+    assert err.value.status == 504 and len(c._pool.sent) == 1
+
+
+def test_no_answer_until_the_read_timeout_is_retried_three_times_once_the_server_answered(monkeypatch):
+    import urllib3
+
+    from applyset.errors import ConnectionFailed
+
+    silent = urllib3.exceptions.ReadTimeoutError(None, "/x", "Read timed out. (read timeout=60)")
+    answers = [(200, {}, None), silent, silent, silent, (200, {"ok": 2}, None), silent, silent, silent, silent]
+
+    class Stalling(Recorder):
+        def request(self, method, url, body=None, headers=None, **kwargs):
+            kube.time.now += 70.0  # each try waits out the read timeout
+            if isinstance(self.responses[0], Exception):
+                self.sent.append(url)
+                raise self.responses.pop(0)
+            return super().request(method, url, body, headers, **kwargs)
+
+    monkeypatch.setattr(kube, "time", SlowClock(0))
+    c = client([])
+    c._pool = Stalling(answers)
+    c.request("GET", "/version")  # the server has answered this client
+    assert c.request("GET", "/x").body == {"ok": 2}  # after three silent tries
+    assert len(c._pool.sent) == 5
+    with pytest.raises(ConnectionFailed):  # four silent tries: the first and three more
+        c.request("GET", "/x")
+    assert c._pool.responses == []

@@ -23,16 +23,15 @@ def make_namespaces(ctx) -> None:
     if name:
         result = ctx.record.outcome(namespaces.create(ctx.client, ctx.discovery, ctx.opts, name))
         if result.action == "failed":
-            raise ApplySetError(
-                f"could not create namespace {name}: {result.reason}", obj=ctx.set_ref,
-                fix="the credentials need create on namespaces for create_namespace: true; or create it "
-                "beforehand; nothing else was changed")
+            raise ApplySetError(f"could not create namespace {name}: {result.reason}", obj=ctx.set_ref,
+                                fix=namespaces.refusal_fix(result))
     member = decisions.parent_namespace_first
     if member is not None:
         result = ctx.record.outcome(apply_member(ctx, member, frozenset()))
         if result.action == "failed":
-            raise ApplySetError(f"could not create namespace {ctx.parent.namespace} for the parent",
-                                obj=ctx.set_ref, fix="see the error of the Namespace object")
+            # The server's own words, as kubectl prints them: the webhook or policy and its message.
+            raise ApplySetError(f"could not create namespace {ctx.parent.namespace} for the parent: {result.reason}",
+                                obj=ctx.set_ref, fix=namespaces.refusal_fix(result))
 
 
 def apply_phases(ctx) -> None:

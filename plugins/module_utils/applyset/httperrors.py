@@ -98,6 +98,13 @@ def is_tls_failure(err: BaseException) -> bool:
                or "certificate verify failed" in str(cause) for cause in _causes(err))
 
 
+def is_timeout(err: BaseException) -> bool:
+    """Whether ``err`` is, or wraps, a timeout: no connection or no answer in time."""
+    import urllib3
+
+    return _caused_by(err, (urllib3.exceptions.TimeoutError, socket.timeout))
+
+
 def _unwrap(err: Exception) -> str:
     reason = getattr(err, "reason", None)
     return str(reason or err)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection
 from .discovery import Discovery, Resource, discover
 from .errors import ApiError, ApplySetError
-from .httperrors import api_error, connection_failed, is_tls_failure, unauthorized
+from .httperrors import api_error, connection_failed, is_timeout, is_tls_failure, unauthorized
 from .httprequests import (ApiRequest, apply_request, build_request, create_request, delete_request, get_request,
                            json_patch_request, list_request, merge_patch_request)
 # Re-exported: the fake API and the benchmarks know them as kube.APPLY_PATCH and kube.METADATA_LIST.
@@ -37,6 +37,11 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 # Retries of a connection error before the server has ever answered this client.
 FIRST_CONTACT_RETRY_SECONDS = 3.0
 MAX_ATTEMPTS_ON_500 = 3
+# A server that answers "Timeout" (a 504, or a Status whose reason is Timeout), or that stays silent
+# until our read timeout after it has answered this client before, did not refuse the request: it
+# was stalled and never got to it. An idempotent request gets this many more tries, whatever the
+# time spent so far; each try is bounded by the read timeout, so the wait stays bounded.
+MAX_STALLED_RETRIES = 3
 USER_AGENT = f"{TOOL_NAME}/{COLLECTION_VERSION}"
 
 
@@ -237,11 +242,12 @@ class KubeClient:
 
     def _send_with_retries(self, req: ApiRequest, headers):
         """The server's last answer to ``req``: retried on connection errors, 429 and 5xx while
-        ``req.retry`` and the time allow; raises ``ConnectionFailed`` when there was none."""
+        ``req.retry`` and the time allow, and after a stalled server (``MAX_STALLED_RETRIES``);
+        raises ``ConnectionFailed`` when there was none."""
         url = self.host + req.target
         started = time.monotonic()
         deadline = started + self.retry_seconds
-        attempt = 0
+        attempt = stalls = 0
         while True:
             attempt += 1
             try:
@@ -250,8 +256,11 @@ class KubeClient:
                 # A server that has never answered this client is more likely down or misnamed
                 # than flapping: a few seconds of retries, not the full wait (kubectl fails at once).
                 limit = deadline if self._answered else min(deadline, started + FIRST_CONTACT_RETRY_SECONDS)
+                stalled = self._answered and is_timeout(err)
                 # A certificate that does not verify will not verify on the next try either.
-                if req.retry and time.monotonic() < limit and not is_tls_failure(err):
+                if req.retry and not is_tls_failure(err) and (
+                        time.monotonic() < limit or (stalled and stalls < MAX_STALLED_RETRIES)):
+                    stalls += stalled
                     time.sleep(_backoff(attempt))
                     continue
                 raise connection_failed(self.host, self.source, req.method, req.path, err, attempt,
@@ -261,13 +270,15 @@ class KubeClient:
                 self.flow.pushed_back()  # the server is overloaded: send less at once
             else:
                 self.flow.succeeded()
+            if not req.retry or resp.status not in RETRYABLE_STATUS:
+                return resp
+            if _stalled_answer(resp) and stalls < MAX_STALLED_RETRIES:
+                stalls += 1
             # 500 is as often a lasting server-side error ("range is full") as a passing
             # one: a few tries only, so a run with many such objects still ends soon.
-            persistent = resp.status == 500 and attempt >= MAX_ATTEMPTS_ON_500
-            if resp.status in RETRYABLE_STATUS and req.retry and not persistent and time.monotonic() < deadline:
-                time.sleep(_retry_after(resp.headers.get("Retry-After"), attempt))
-                continue
-            return resp
+            elif (resp.status == 500 and attempt >= MAX_ATTEMPTS_ON_500) or time.monotonic() >= deadline:
+                return resp
+            time.sleep(_retry_after(resp.headers.get("Retry-After"), attempt))
 
     def _send_once(self, req: ApiRequest, url: str, headers):
         """One attempt, within the flow limit; counted in ``requests_sent`` (and ``writes_sent``)
@@ -400,6 +411,18 @@ def connect(auth: dict, **kwargs) -> KubeClient:
 
 
 # ----- helpers ----------------------------------------------------------------------------
+
+
+def _stalled_answer(resp) -> bool:
+    """Whether the server answered that it did not get to the request in time: a 504, or a 5xx
+    Status whose reason is Timeout ("request did not complete within requested timeout")."""
+    if resp.status == 504:
+        return True
+    try:
+        status = json.loads(resp.data or b"{}")
+    except ValueError:
+        return False
+    return isinstance(status, dict) and status.get("reason") == "Timeout"
 
 
 def _backoff(attempt: int) -> float:

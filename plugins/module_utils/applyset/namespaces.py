@@ -125,3 +125,16 @@ def preview_create(ctx) -> None:
     name = ctx.decisions.namespace_to_create
     if name:
         ctx.record.outcome(create(ctx.client, ctx.discovery, ctx.opts, name))
+
+
+def refusal_fix(result) -> str:
+    """How to get past a refused Namespace creation (``result``: its failed ``ObjectResult``), by
+    what the server named: an admission webhook or policy, the credentials (401, 403), or else
+    what the server said."""
+    text, status = result.reason or "", (result.error or {}).get("status")
+    if "admission webhook" in text or "AdmissionPolicy" in text or "denied request" in text:
+        return ("an admission webhook or policy refused the namespace (named above): ask its owner to allow "
+                "it, or create the namespace beforehand; nothing else was changed")
+    if status in (401, 403):
+        return "the credentials need create on namespaces; or create it beforehand; nothing else was changed"
+    return "fix what the server said, or create the namespace beforehand; nothing else was changed"
