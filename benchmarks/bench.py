@@ -672,11 +672,16 @@ def run_process(argv, env, cwd, stdout_path: Path, timeout: float) -> dict:
 
 
 def supports_reapply(tree: Path) -> bool:
-    """Does this collection tree have the reapply option (issue 11)? Its engine's Options say."""
-    try:
-        return "\n    reapply: str" in (tree / "plugins" / "module_utils" / "applyset" / "engine.py").read_text()
-    except OSError:
-        return False
+    """Does this collection tree have the reapply option (issue 11)? Its Options say: in engine.py
+    until issue 25, in options.py since."""
+    core = tree / "plugins" / "module_utils" / "applyset"
+    for name in ("options.py", "engine.py"):
+        try:
+            if "\n    reapply: str" in (core / name).read_text():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def run_scenario(tool: Tool, scenario: str, admin: Admin, timeout: float) -> dict:
