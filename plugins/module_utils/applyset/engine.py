@@ -22,10 +22,12 @@ from .claim import new_run_id
 from .errors import ApplySetError
 from .kube import KubeClient
 from .manifests import Manifest
-from .member_apply import apply_changed_nothing as _apply_changed_nothing  # noqa: F401 - tests import it here
-from .options import DEFAULT_FIELD_MANAGER, REAPPLY_CHOICES, Options  # noqa: F401 - the public API
-from .report import CHANGING_ACTIONS, ObjectResult, Recorder, Report  # noqa: F401 - the public API
+from .options import DEFAULT_FIELD_MANAGER, REAPPLY_CHOICES, Options
+from .report import CHANGING_ACTIONS, ObjectResult, Recorder, Report
 from .without_claim import StartOver
+
+# The public API: Options, Report and ObjectResult live in options.py and report.py.
+__all__ = ["CHANGING_ACTIONS", "DEFAULT_FIELD_MANAGER", "REAPPLY_CHOICES", "Engine", "ObjectResult", "Options", "Report"]
 
 
 class Engine:

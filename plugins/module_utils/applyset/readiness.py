@@ -462,12 +462,12 @@ def is_ready(obj: dict, *, fail_closed: bool = False, overrides: dict | None = N
         InputError: an override expression that does not compile, or ``jmespath`` is missing.
     """
     ready, reason = verdict(obj, fail_closed=fail_closed, overrides=overrides,
-                             wait_for_load_balancers=wait_for_load_balancers)
+                            wait_for_load_balancers=wait_for_load_balancers)
     return ready, str(reason)  # a plain str: results are serialised by type
 
 
 def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = None,
-             wait_for_load_balancers: bool = False) -> tuple[bool, str]:
+            wait_for_load_balancers: bool = False) -> tuple[bool, str]:
     """``is_ready`` of ``obj``, keeping a ``Final`` reason recognisable for the waiting loop."""
     group_kind = group_kind_of(obj)
     if (obj.get("metadata") or {}).get("deletionTimestamp"):
