@@ -78,12 +78,17 @@ class Decisions:
     def prune_context(self, parent, applied_uids=frozenset()) -> prunes.Context:
         """What the prune rules know: the recorded scope (widened by adopted objects) and the
         UIDs this run applied or is about to apply."""
-        return prunes.Context(
-            applyset_id=parent.id, parent_uid=parent.uid,
-            scope=prunes.scope_of(parent.recorded_group_kinds | {o.resource.group_kind for o in self.adopted},
-                                  parent.namespaces | {o.meta["namespace"] for o in self.adopted
-                                                       if o.meta.get("namespace")}),
-            applied_uids=frozenset(applied_uids))
+        return prune_context(parent, self.adopted, applied_uids)
+
+
+def prune_context(parent, adopted, applied_uids=frozenset()) -> prunes.Context:
+    """The prune rules' ``Context`` for a set whose parent is ``parent``: its recorded scope,
+    widened by the ``adopted`` legacy objects (``LiveObject``), and the UIDs not to prune."""
+    return prunes.Context(
+        applyset_id=parent.id, parent_uid=parent.uid,
+        scope=prunes.scope_of(parent.recorded_group_kinds | {o.resource.group_kind for o in adopted},
+                              parent.namespaces | {o.meta["namespace"] for o in adopted if o.meta.get("namespace")}),
+        applied_uids=frozenset(applied_uids))
 
 
 # ----- the reading steps -------------------------------------------------------------------------
@@ -214,10 +219,8 @@ def _first_prune_decisions(ctx, taken) -> tuple:
             raise InputError("no objects passed to apply", obj=ctx.set_ref,
                              fix="give src or definition, or use state: absent")
         return candidates, about_to_apply, prunes.Decisions([])
-    draft = Decisions(unchanged={}, candidates=candidates, about_to_apply=about_to_apply,
-                      prune=prunes.Decisions([]), hints=None, adopted=taken.adopted)
     first = prunes.decide_all([(o.resource, o.meta) for o in candidates],
-                              draft.prune_context(parent, about_to_apply))
+                              prune_context(parent, taken.adopted, about_to_apply))
     refusal = prunes.guard(first.delete, len(in_set) + taken.desired_count, not plan.members, opts.guard_limits)
     if refusal is not None:
         raise GuardError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)

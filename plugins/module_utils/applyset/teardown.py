@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from . import parent as parents
 from . import prune as prunes
 from . import spec
-from .decide import Hints
+from .decide import Hints, prune_context
 from .errors import ApplySetError, GuardError
 from .listing import list_pairs, live_objects, recorded_scope
 from .pruning import carry_out
@@ -66,10 +66,7 @@ def decide_removal(ctx) -> None:
     """Step decide-removal (uninstall): every member decided by the prune rules; the protected-kinds
     rule of the guard refuses before any write."""
     removal = ctx.decisions
-    decided = prunes.decide_all([(o.resource, o.meta) for o in removal.members],
-                                prunes.Context(applyset_id=ctx.parent.id, parent_uid=ctx.parent.uid,
-                                               scope=prunes.scope_of(ctx.parent.recorded_group_kinds,
-                                                                     ctx.parent.namespaces)))
+    decided = prunes.decide_all([(o.resource, o.meta) for o in removal.members], prune_context(ctx.parent, ()))
     refusal = prunes.refuse_protected_kinds(decided.delete, 0, False, ctx.opts.guard_limits, removing=True)
     if refusal is not None:
         raise GuardError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
