@@ -462,6 +462,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     fail_option,
     protected_input,
     protected_input_spec,
+    protected_src_contents,
     warn_all,
 )
 
@@ -529,11 +530,12 @@ def argument_spec():
     return spec
 
 
-def load_manifests(params, definition):
-    """Load and validate the input (before any request)."""
+def load_manifests(params, definition, src_contents=None):
+    """Load and validate the input (before any request); ``src_contents``: the vaulted ``src``
+    files, decrypted by the action plugin (see ``manifests.load_sources``)."""
     loaded = []
     if params["src"]:
-        loaded += manifests.load_sources(params["src"])
+        loaded += manifests.load_sources(params["src"], contents=src_contents)
     if definition is not None:
         loaded += manifests.load_definition(definition)
     manifests.validate(loaded)
@@ -595,7 +597,7 @@ def main():
             if params["src"] is None and definition is None and not options.allow_empty:
                 fail_option(module, "state", "state=present needs src or definition",
                             "give src or definition; to empty the set on purpose set guard.allow_empty: true")
-            desired = load_manifests(params, definition)
+            desired = load_manifests(params, definition, protected_src_contents(module))
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         run = engine.Engine(client, params["parent"], params["namespace"], options)
         if params["state"] == "present":

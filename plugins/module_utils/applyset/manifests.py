@@ -105,7 +105,7 @@ class Manifest:
 # Loading
 
 
-def load_sources(src, base_dir=None):
+def load_sources(src, base_dir=None, contents=None):
     """Load manifests from files, directories and globs.
 
     ``src`` is a path or a list of paths. A file is read whatever its extension; a directory
@@ -114,6 +114,11 @@ def load_sources(src, base_dir=None):
     Relative paths are resolved against ``base_dir`` when given. Files are read in sorted
     order within each entry, and each file only once. Each manifest's source is ``PATH, document N``.
 
+    ``contents`` maps the real path of a file (``os.path.realpath``) to the bytes to read in
+    its place: the action plugin decrypts Ansible Vault files on the controller and hands their
+    plain bytes over this way, so that they keep their place in the order and their name in
+    messages. Every other file is read from disk.
+
     Returns:
         The ``Manifest`` list, not yet validated (see ``validate``).
 
@@ -121,29 +126,40 @@ def load_sources(src, base_dir=None):
         InputErrors: every problem of every entry at once: a path that does not exist or cannot be
             read, a file too large or not UTF-8/UTF-16, YAML or JSON that kubectl would refuse.
     """
-    entries = [src] if isinstance(src, (str, os.PathLike)) else list(src)
-    problems = []
-    files = []  # (path to open, path to show)
-    for entry in entries:
-        try:
-            files.extend(_expand_entry(entry, base_dir))
-        except InputError as error:
-            problems.append(error)
-
+    files, problems = source_files(src, base_dir)
     manifests = []
-    seen_files = set()
     for path, shown in files:
-        real_path = os.path.realpath(path)
-        if real_path in seen_files:
-            continue
-        seen_files.add(real_path)
         try:
-            manifests.extend(_load_file(path, shown))
+            manifests.extend(_load_file(path, shown, (contents or {}).get(os.path.realpath(path))))
         except InputError as error:
             problems.append(error)
     if problems:
         raise InputErrors(problems)
     return manifests
+
+
+def source_files(src, base_dir=None):
+    """The files ``load_sources`` reads for ``src``, in order and each once, and the problems met.
+
+    Returns ``([(path to open, path to show), ...], [InputError, ...])``. The action plugin lists
+    the files with it too, to find the vaulted ones among exactly the files the module reads.
+    """
+    entries = [src] if isinstance(src, (str, os.PathLike)) else list(src)
+    problems = []
+    found = []
+    for entry in entries:
+        try:
+            found.extend(_expand_entry(entry, base_dir))
+        except InputError as error:
+            problems.append(error)
+    files = []
+    seen_files = set()
+    for path, shown in found:
+        real_path = os.path.realpath(path)
+        if real_path not in seen_files:
+            seen_files.add(real_path)
+            files.append((path, shown))
+    return files, problems
 
 
 def _expand_entry(entry, base_dir):
@@ -217,9 +233,26 @@ def _walk_directory(root, shown_root):
     return found
 
 
-def _load_file(path, shown):
-    """Read one file and return its manifests."""
+def _load_file(path, shown, data=None):
+    """Read one file (or ``data``, its bytes decrypted on the controller) and return its manifests."""
     file_ref = f"file {shown}"
+    if data is None:
+        data = _read_bytes(path, file_ref)
+    if data.startswith(VAULT_HEADER):
+        # Read as YAML it would be one string ("the document is not a mapping but a string").
+        raise InputError(
+            "the file is encrypted with Ansible Vault, and it was not decrypted on the controller", obj=file_ref,
+            fix="run the module through its action plugin (a task applyset.kubernetes.applyset_apply), with the "
+                "file on the controller and the vault password given to ansible-playbook")
+    # Whatever the extension: kubectl tells JSON from YAML by the content.
+    return _read_text(_decode(data, file_ref), shown, file_ref)
+
+
+# The first bytes of a file that ansible-vault encrypted.
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
+
+
+def _read_bytes(path, file_ref):
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
@@ -227,12 +260,10 @@ def _load_file(path, shown):
                 f"the file is {size} bytes, more than the limit of {MAX_FILE_BYTES} bytes",
                 obj=file_ref, fix="split it into smaller files")
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError as error:
         raise InputError(f"cannot read the file: {error.strerror}", obj=file_ref,
                          fix="check that the file exists and is readable") from error
-    # Whatever the extension: kubectl tells JSON from YAML by the content.
-    return _read_text(_decode(data, file_ref), shown, file_ref)
 
 
 def _decode(data, file_ref):
