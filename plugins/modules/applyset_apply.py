@@ -89,6 +89,12 @@ options:
       - Multi-document YAML and JSON streams are supported, and every list kind with C(items) (C(List),
         C(RoleList), ...) is flattened.
       - Relative paths are resolved against the playbook or role directory.
+      - Files encrypted with Ansible Vault, whole (C(ansible-vault encrypt)) or holding C(!vault) values
+        (C(ansible-vault encrypt_string)), are decrypted by the action plugin on the controller, in memory, with
+        the play's vault passwords (C(--ask-vault-pass), C(--vault-password-file), C(--vault-id)), and handed to the
+        module in a hidden C(no_log) parameter; they keep their place in the order and their name in messages.
+        A vaulted file without its password fails the task before anything is sent. See the collection's
+        C(docs/user-guide.md).
     type: list
     elements: str
   definition:
