@@ -14,6 +14,12 @@ Every module of the collection goes through ``ApplySetAction``:
   contains. Marking ``definition`` itself ``no_log`` would instead mask every string inside
   it (names, ``apps/v1``) everywhere in the output. See docs/secrets.md.
 * ``async``/``poll`` work as for any module (the module is wrapped the usual way).
+* Ansible Vault input is decrypted here, on the controller, in memory, with the play's vault
+  secrets (``plugin_utils/vault_input.py``): a ``kubeconfig`` path to a vaulted file becomes the
+  inline kubeconfig; for ``applyset_apply``, the plain bytes of vaulted ``src`` files (encrypted
+  whole, or holding ``!vault`` values) travel in the same hidden parameter, and the module reads
+  them in place of those files. A vaulted input that cannot be decrypted fails the task here,
+  naming the file, before the module runs.
 
 For ``applyset_apply`` a relative ``src`` is also resolved the way users expect: a module
 runs in a temporary directory, so a relative ``src`` would mean nothing there. Like
@@ -44,13 +50,53 @@ class ApplySetAction(ActionBase):
         """The task's arguments as the module gets them (before the secrets are packed)."""
         return args
 
+    def vault_input(self):
+        """What decrypts vaulted input with the play's vault secrets (``VaultInput``)."""
+        from ansible_collections.applyset.kubernetes.plugins.plugin_utils.vault_input import VaultInput
+
+        return VaultInput(self._loader._vault)  # pylint: disable=protected-access
+
+    def decrypt(self, args):
+        """``(args, src_contents)``: a vaulted ``kubeconfig`` file made the inline mapping; the
+        decrypted ``src`` files (none here, see ``ActionModule``)."""
+        config = self.vault_input().kubeconfig(args.get("kubeconfig"), self._loader.get_basedir())
+        if config is not None:
+            args["kubeconfig"] = config
+            self.decrypted = True
+        return args, None
+
+    decrypted = False  # whether vaulted input was decrypted for this task
+
+    def keep_arguments_off_disk(self):
+        """Have the module get its arguments on standard input (pipelining) where the connection can.
+
+        Without pipelining Ansible writes the module with all its arguments, the hidden one included,
+        to a temporary file on the controller and to the remote temporary directory, for the length
+        of the run. Decrypted vault input should never be on disk, so a task that carries some asks
+        for pipelining. Ansible still does not pipeline with async, ANSIBLE_KEEP_REMOTE_FILES or a
+        become method that cannot (docs/user-guide.md says so).
+        """
+        try:
+            self._connection.set_option("pipelining", True)
+        except (AttributeError, KeyError):
+            pass  # a connection without the option: Ansible's default applies
+
     def run(self, tmp=None, task_vars=None):
         # Imported here so that the path resolution below can be tested without a collection tree.
         from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
+        from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import InputError
 
         result = super().run(tmp, task_vars)
         del tmp  # no effect since Ansible 2.x; the connection's tmpdir is used
-        args = redact.pack_protected_input(self.module_args(dict(self._task.args)))
+        try:
+            args, src_contents = self.decrypt(self.module_args(dict(self._task.args)))
+        except InputError as err:
+            # A vaulted file without its password: the module does not run, nothing is sent.
+            result.update(failed=True, changed=False, msg=str(err), error=err.to_dict())
+            return result
+        if self.decrypted or src_contents:
+            self.keep_arguments_off_disk()
+        args = redact.pack_protected_input(args, src_contents=src_contents)
         wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
         result.update(self._execute_module(module_name=self._task.resolved_action or self.DEFAULT_MODULE,
                                            module_args=args, task_vars=task_vars, wrap_async=wrap_async))
@@ -90,3 +136,10 @@ class ActionModule(ApplySetAction):
         if isinstance(src, list):
             args["src"] = [self._resolve(str(entry)) for entry in src]
         return args
+
+    def decrypt(self, args):
+        args, _none = super().decrypt(args)
+        src = args.get("src")
+        if isinstance(src, list) and args.get("state", "present") == "present":
+            return args, self.vault_input().src_contents([str(entry) for entry in src])
+        return args, None

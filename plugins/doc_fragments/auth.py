@@ -27,6 +27,9 @@ options:
       - Path to an existing Kubernetes config file, or the content of a config file given as a dictionary.
       - Several files may be given as one path list, separated by C(:) (C(;) on Windows), the same way
         as the C(KUBECONFIG) environment variable of kubectl.
+      - A path to a file encrypted with Ansible Vault is decrypted by the action plugin on the controller, in
+        memory, with the play's vault passwords, and used as a dictionary (relative paths in it count from the
+        file's directory). Give such a file alone, in this option (not through the environment variables).
       - Can also be set with the E(K8S_AUTH_KUBECONFIG) environment variable. The option wins over the
         environment variable.
       - If neither this option, O(context), nor enough explicit connection options (O(host) with O(api_key),

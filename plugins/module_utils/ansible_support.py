@@ -248,3 +248,10 @@ def protected_input(module):
     # would be echoed by "no such file" errors: mask it whole.
     module.no_log_values.update(redact.pasted_private_key(params.get("client_key")))
     return definition, kubeconfig
+
+
+def protected_src_contents(module):
+    """The bytes of the vault-encrypted ``src`` files the action plugin decrypted on the controller,
+    by real path (``{}`` when there are none). Call it after ``protected_input``, which fails the
+    module when the protected parameter is not valid."""
+    return redact.unpack_protected_input(module.params.get(redact.PROTECTED_INPUT)).get("src_contents", {})

@@ -89,6 +89,12 @@ options:
       - Multi-document YAML and JSON streams are supported, and every list kind with C(items) (C(List),
         C(RoleList), ...) is flattened.
       - Relative paths are resolved against the playbook or role directory.
+      - Files encrypted with Ansible Vault, whole (C(ansible-vault encrypt)) or holding C(!vault) values
+        (C(ansible-vault encrypt_string)), are decrypted by the action plugin on the controller, in memory, with
+        the play's vault passwords (C(--ask-vault-pass), C(--vault-password-file), C(--vault-id)), and handed to the
+        module in a hidden C(no_log) parameter; they keep their place in the order and their name in messages.
+        A vaulted file without its password fails the task before anything is sent. See the collection's
+        C(docs/user-guide.md).
     type: list
     elements: str
   definition:
@@ -462,6 +468,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     fail_option,
     protected_input,
     protected_input_spec,
+    protected_src_contents,
     warn_all,
 )
 
@@ -529,11 +536,12 @@ def argument_spec():
     return spec
 
 
-def load_manifests(params, definition):
-    """Load and validate the input (before any request)."""
+def load_manifests(params, definition, src_contents=None):
+    """Load and validate the input (before any request); ``src_contents``: the vaulted ``src``
+    files, decrypted by the action plugin (see ``manifests.load_sources``)."""
     loaded = []
     if params["src"]:
-        loaded += manifests.load_sources(params["src"])
+        loaded += manifests.load_sources(params["src"], contents=src_contents)
     if definition is not None:
         loaded += manifests.load_definition(definition)
     manifests.validate(loaded)
@@ -595,7 +603,7 @@ def main():
             if params["src"] is None and definition is None and not options.allow_empty:
                 fail_option(module, "state", "state=present needs src or definition",
                             "give src or definition; to empty the set on purpose set guard.allow_empty: true")
-            desired = load_manifests(params, definition)
+            desired = load_manifests(params, definition, protected_src_contents(module))
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         run = engine.Engine(client, params["parent"], params["namespace"], options)
         if params["state"] == "present":

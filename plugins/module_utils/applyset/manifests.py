@@ -7,16 +7,16 @@ builder unwraps them. ``validate`` then checks them all and reports every proble
 that bad input is refused before the first write.
 """
 
-import base64
-import binascii
 import dataclasses
 import glob
-import json
 import os
 import re
 
-from . import kubeyaml, names, spec
+from . import kubeyaml, spec
 from .errors import InputError, InputErrors
+from .manifest_checks import text_or_none, type_name
+# Re-exported: callers know them as manifests.validate and manifests.MAX_*_BYTES.
+from .manifest_checks import MAX_DATA_BYTES, MAX_OBJECT_BYTES, validate  # noqa: F401  pylint: disable=unused-import
 
 # Kept here for the modules, which report a missing PyYAML with it.
 YAML_IMPORT_ERROR = kubeyaml.YAML_IMPORT_ERROR
@@ -51,7 +51,7 @@ class Manifest:
     @property
     def api_version(self):
         """apiVersion as written (``apps/v1``), or None when missing or not a string."""
-        return _text_or_none(self._field("apiVersion"))
+        return text_or_none(self._field("apiVersion"))
 
     @property
     def group(self):
@@ -67,17 +67,17 @@ class Manifest:
     @property
     def kind(self):
         """kind as written, or None when missing or not a string."""
-        return _text_or_none(self._field("kind"))
+        return text_or_none(self._field("kind"))
 
     @property
     def name(self):
         """metadata.name, or None when missing, empty or not a string."""
-        return _text_or_none(self.metadata.get("name"))
+        return text_or_none(self.metadata.get("name"))
 
     @property
     def namespace(self):
         """metadata.namespace, or None when it is not set (or empty)."""
-        return _text_or_none(self.metadata.get("namespace"))
+        return text_or_none(self.metadata.get("namespace"))
 
     @property
     def group_kind(self):
@@ -105,7 +105,7 @@ class Manifest:
 # Loading
 
 
-def load_sources(src, base_dir=None):
+def load_sources(src, base_dir=None, contents=None):
     """Load manifests from files, directories and globs.
 
     ``src`` is a path or a list of paths. A file is read whatever its extension; a directory
@@ -114,6 +114,11 @@ def load_sources(src, base_dir=None):
     Relative paths are resolved against ``base_dir`` when given. Files are read in sorted
     order within each entry, and each file only once. Each manifest's source is ``PATH, document N``.
 
+    ``contents`` maps the real path of a file (``os.path.realpath``) to the bytes to read in
+    its place: the action plugin decrypts Ansible Vault files on the controller and hands their
+    plain bytes over this way, so that they keep their place in the order and their name in
+    messages. Every other file is read from disk.
+
     Returns:
         The ``Manifest`` list, not yet validated (see ``validate``).
 
@@ -121,24 +126,11 @@ def load_sources(src, base_dir=None):
         InputErrors: every problem of every entry at once: a path that does not exist or cannot be
             read, a file too large or not UTF-8/UTF-16, YAML or JSON that kubectl would refuse.
     """
-    entries = [src] if isinstance(src, (str, os.PathLike)) else list(src)
-    problems = []
-    files = []  # (path to open, path to show)
-    for entry in entries:
-        try:
-            files.extend(_expand_entry(entry, base_dir))
-        except InputError as error:
-            problems.append(error)
-
+    files, problems = source_files(src, base_dir)
     manifests = []
-    seen_files = set()
     for path, shown in files:
-        real_path = os.path.realpath(path)
-        if real_path in seen_files:
-            continue
-        seen_files.add(real_path)
         try:
-            manifests.extend(_load_file(path, shown))
+            manifests.extend(_load_file(path, shown, (contents or {}).get(os.path.realpath(path))))
         except InputError as error:
             problems.append(error)
     if problems:
@@ -146,10 +138,34 @@ def load_sources(src, base_dir=None):
     return manifests
 
 
+def source_files(src, base_dir=None):
+    """The files ``load_sources`` reads for ``src``, in order and each once, and the problems met.
+
+    Returns ``([(path to open, path to show), ...], [InputError, ...])``. The action plugin lists
+    the files with it too, to find the vaulted ones among exactly the files the module reads.
+    """
+    entries = [src] if isinstance(src, (str, os.PathLike)) else list(src)
+    problems = []
+    found = []
+    for entry in entries:
+        try:
+            found.extend(_expand_entry(entry, base_dir))
+        except InputError as error:
+            problems.append(error)
+    files = []
+    seen_files = set()
+    for path, shown in found:
+        real_path = os.path.realpath(path)
+        if real_path not in seen_files:
+            seen_files.add(real_path)
+            files.append((path, shown))
+    return files, problems
+
+
 def _expand_entry(entry, base_dir):
     """Return the (path, shown path) of every file one ``src`` entry stands for."""
     if not isinstance(entry, (str, os.PathLike)) or not os.fspath(entry):
-        raise InputError(f"expected a path, got {_type_name(entry)} {entry!r}", obj="src",
+        raise InputError(f"expected a path, got {type_name(entry)} {entry!r}", obj="src",
                          fix="give a file, a directory or a glob pattern")
     entry = os.fspath(entry)
     path = os.path.expanduser(entry)
@@ -217,9 +233,26 @@ def _walk_directory(root, shown_root):
     return found
 
 
-def _load_file(path, shown):
-    """Read one file and return its manifests."""
+def _load_file(path, shown, data=None):
+    """Read one file (or ``data``, its bytes decrypted on the controller) and return its manifests."""
     file_ref = f"file {shown}"
+    if data is None:
+        data = _read_bytes(path, file_ref)
+    if data.startswith(VAULT_HEADER):
+        # Read as YAML it would be one string ("the document is not a mapping but a string").
+        raise InputError(
+            "the file is encrypted with Ansible Vault, and it was not decrypted on the controller", obj=file_ref,
+            fix="run the module through its action plugin (a task applyset.kubernetes.applyset_apply), with the "
+                "file on the controller and the vault password given to ansible-playbook")
+    # Whatever the extension: kubectl tells JSON from YAML by the content.
+    return _read_text(_decode(data, file_ref), shown, file_ref)
+
+
+# The first bytes of a file that ansible-vault encrypted.
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
+
+
+def _read_bytes(path, file_ref):
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
@@ -227,12 +260,10 @@ def _load_file(path, shown):
                 f"the file is {size} bytes, more than the limit of {MAX_FILE_BYTES} bytes",
                 obj=file_ref, fix="split it into smaller files")
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError as error:
         raise InputError(f"cannot read the file: {error.strerror}", obj=file_ref,
                          fix="check that the file exists and is readable") from error
-    # Whatever the extension: kubectl tells JSON from YAML by the content.
-    return _read_text(_decode(data, file_ref), shown, file_ref)
 
 
 def _decode(data, file_ref):
@@ -285,7 +316,7 @@ def load_definition(definition, source="definition"):
         items = [(definition, source)]
     else:
         raise InputErrors([InputError(
-            f"expected a mapping, a list or YAML text, got {_type_name(definition)}", obj=source,
+            f"expected a mapping, a list or YAML text, got {type_name(definition)}", obj=source,
             fix="give one Kubernetes object, a list of them, or YAML text")])
     manifests = []
     problems = []
@@ -355,7 +386,7 @@ def _flatten_into(manifests, document, source):
     items = document["items"]
     list_kind = document.get("kind")
     if not isinstance(items, list):
-        raise InputError(f"items is {'null' if items is None else 'a ' + _type_name(items)}, not a list",
+        raise InputError(f"items is {'null' if items is None else 'a ' + type_name(items)}, not a list",
                          obj=source, fix="make items a list of objects; kubectl reads any document with "
                                          "items as a list")
     if isinstance(list_kind, str) and not list_kind.endswith("List"):
@@ -374,224 +405,3 @@ def _flatten_into(manifests, document, source):
         if isinstance(item, dict) and not item.get("apiVersion") and not item.get("kind") and item_kind:
             item = {"apiVersion": document.get("apiVersion"), "kind": item_kind, **item}
         manifests.append(Manifest(item, item_source))
-
-
-# --------------------------------------------------------------------------------------------
-# Validation
-
-_OBJECT_FIX = "each document must be a Kubernetes object with apiVersion, kind and metadata.name"
-
-
-def validate(manifests):
-    """Check every one of ``manifests`` and raise one ``InputErrors`` listing all problems found.
-
-    Checks: each document is a mapping with string apiVersion, kind and metadata.name; the
-    name and namespace are valid as the API server checks them (``names``); no generateName;
-    labels and annotations map strings to strings; no ApplySet member label in the input; no
-    object given twice.
-    """
-    problems = []
-    first_seen = {}
-    crd_kinds = _kinds_defined_by_crds(manifests)
-    for manifest in manifests:
-        found = _problems_of(manifest, crd_kinds)
-        problems.extend(found)
-        if found:
-            continue
-        identity = manifest.identity
-        first = first_seen.setdefault(identity, manifest)
-        if first is not manifest:
-            problems.append(_problem(
-                manifest, f"the same object is also defined in {first.source}",
-                "keep one of the two definitions", {"first_source": first.source}))
-    if problems:
-        raise InputErrors(problems)
-
-
-def _problem(manifest, message, fix, extra=None):
-    ref = manifest.ref
-    details = {"source": manifest.source, "object": ref}
-    if extra:
-        details.update(extra)
-    obj = f"{manifest.source} ({ref})" if ref else manifest.source
-    return InputError(message, obj=obj, fix=fix, details=details)
-
-
-def _kinds_defined_by_crds(manifests):
-    """{(group, kind): namespaced} of the custom resources that CRDs in the input define."""
-    kinds = {}
-    for manifest in manifests:
-        obj = manifest.obj
-        if manifest.api_version is None or manifest.group_kind != spec.CRD_KIND:
-            continue
-        crd_spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        crd_names = crd_spec.get("names") if isinstance(crd_spec.get("names"), dict) else {}
-        group, kind = crd_spec.get("group"), crd_names.get("kind")
-        if isinstance(group, str) and isinstance(kind, str):
-            kinds[(group, kind)] = crd_spec.get("scope", "Namespaced") != "Cluster"
-    return kinds
-
-
-def _problems_of(manifest, crd_kinds=None):
-    """Return the problems of one manifest (the duplicate check aside)."""
-    obj = manifest.obj
-    if not isinstance(obj, dict):
-        fix = _OBJECT_FIX
-        if isinstance(obj, list):
-            fix += "; separate several objects with --- or wrap them in a v1 List"
-        return [_problem(manifest, f"the document is not a mapping but a {_type_name(obj)}", fix)]
-    problems = []
-    api_version = obj.get("apiVersion")
-    if not _text_or_none(api_version):
-        problems.append(_missing(manifest, "apiVersion", api_version, 'e.g. "apps/v1" or "v1"'))
-    elif api_version.count("/") > 1 or "" in api_version.split("/"):
-        problems.append(_problem(manifest, f'apiVersion "{api_version}" is not GROUP/VERSION or VERSION',
-                                 'write e.g. "apps/v1" or "v1"'))
-    kind = obj.get("kind")
-    if not _text_or_none(kind):
-        problems.append(_missing(manifest, "kind", kind, 'e.g. "Deployment"'))
-
-    if "metadata" not in obj:
-        problems.append(_problem(manifest, "metadata.name is missing", "set metadata.name"))
-        return problems
-    metadata = obj["metadata"]
-    if not isinstance(metadata, dict):
-        problems.append(_problem(manifest, f"metadata is not a mapping but a {_type_name(metadata)}",
-                                 "make metadata a mapping with at least a name"))
-        return problems
-    problems.extend(_metadata_problems(manifest, metadata))
-    problems.extend(_name_problems(manifest, metadata, crd_kinds or {}))
-    problems.extend(_size_problems(manifest, obj))
-    return problems
-
-
-# What the API server accepts: ConfigMap and Secret content is limited to 1 MiB, and a
-# request body to 3 MiB. Checked here so the object is refused before any write.
-MAX_DATA_BYTES = 1024 * 1024
-MAX_OBJECT_BYTES = 3 * 1024 * 1024
-
-
-def _size_problems(manifest, obj):
-    kind = obj.get("kind")
-    if obj.get("apiVersion") == "v1" and kind in ("ConfigMap", "Secret"):
-        size = _data_bytes(obj, base64_data=kind == "Secret")
-        if size > MAX_DATA_BYTES:
-            return [_problem(manifest, f"{kind} content is {size} bytes, over the limit of {MAX_DATA_BYTES} bytes",
-                             "split the data over several objects, or mount it from elsewhere")]
-        return []
-    size = len(json.dumps(obj, separators=(",", ":"), default=str))
-    if size > MAX_OBJECT_BYTES:
-        return [_problem(manifest, f"the object is {size} bytes, over the API server's limit of "
-                                   f"{MAX_OBJECT_BYTES} bytes", "make it smaller or split it")]
-    return []
-
-
-def _data_bytes(obj, base64_data):
-    """Content size as the API server counts it: the values only, base64 ones decoded."""
-    total = 0
-    for field in ("data", "binaryData", "stringData"):
-        values = obj.get(field)
-        if not isinstance(values, dict):
-            continue
-        encoded = field == "binaryData" or (base64_data and field == "data")
-        for value in values.values():
-            text = str(value)
-            total += _decoded_length(text) if encoded else len(text.encode())
-    return total
-
-
-def _decoded_length(text):
-    try:
-        return len(base64.b64decode(text, validate=False))
-    except (binascii.Error, ValueError):
-        return len(text) * 3 // 4  # not valid base64: the server will say so
-
-
-def _metadata_problems(manifest, metadata):
-    problems = []
-    if "generateName" in metadata:
-        problems.append(_problem(
-            manifest, "metadata.generateName is not supported: server-side apply needs a stable "
-                      "name to find the object again on the next run (and to prune it)",
-            "replace metadata.generateName with a fixed metadata.name"))
-    name = metadata.get("name")
-    if not _text_or_none(name):
-        problems.append(_missing(manifest, "metadata.name", name, "give the object a name"))
-    namespace = metadata.get("namespace")
-    if namespace is not None and not isinstance(namespace, str):
-        problems.append(_problem(manifest, f"metadata.namespace is a {_type_name(namespace)}, "
-                                           "not a string", "quote the namespace"))
-    for field in ("labels", "annotations"):
-        problems.extend(_string_map_problems(manifest, field, metadata.get(field)))
-    labels = metadata.get("labels")
-    if isinstance(labels, dict) and spec.LABEL_PART_OF in labels:
-        problems.append(_problem(
-            manifest, f'ApplySet label "{spec.LABEL_PART_OF}" already set in input data',
-            "remove the label from the manifest; the ApplySet tooling adds it itself"))
-    return problems
-
-
-def _name_problems(manifest, metadata, crd_kinds):
-    """metadata.name and metadata.namespace as the API server would check them."""
-    problems = []
-    name, namespace = metadata.get("name"), metadata.get("namespace")
-    group, kind = manifest.group, manifest.kind
-    if _text_or_none(name) and kind:
-        problem = names.name_problem(group, kind, name, served_by_crd=(group, kind) in crd_kinds)
-        if problem:
-            problems.append(_problem(manifest, problem, names.fix_for(name)))
-    # A namespace on a cluster-scoped object is dropped later, as kubectl does.
-    cluster_scoped = (group, kind) in names.CLUSTER_SCOPED or crd_kinds.get((group, kind)) is False
-    if _text_or_none(namespace) and not cluster_scoped:
-        problem = names.namespace_problem(namespace)
-        if problem:
-            problems.append(_problem(manifest, problem, names.fix_for(namespace)))
-    for problem, fix in names.metadata_map_problems(metadata.get("labels"), metadata.get("annotations")):
-        problems.append(_problem(manifest, problem, fix))
-    return problems
-
-
-def _string_map_problems(manifest, field, value):
-    if value is None:
-        return []
-    if not isinstance(value, dict):
-        return [_problem(manifest, f"metadata.{field} is not a mapping but a {_type_name(value)}",
-                         f"make metadata.{field} a mapping of strings to strings")]
-    problems = []
-    for key, item in value.items():
-        if not isinstance(key, str):
-            problems.append(_problem(manifest, f"metadata.{field} has a non-string key {key!r}",
-                                     "quote the key"))
-        elif not isinstance(item, str):
-            problems.append(_problem(
-                manifest, f'metadata.{field}["{key}"] is a {_type_name(item)} ({item!r}), not a string',
-                'quote the value, e.g. "true" or "1"'))
-    return problems
-
-
-def _missing(manifest, field, value, example):
-    if value is None:
-        message = f"{field} is missing"
-    elif isinstance(value, str):
-        message = f"{field} is empty"
-    else:
-        message = f"{field} is a {_type_name(value)}, not a string"
-    return _problem(manifest, message, f"set {field} to a string, {example}")
-
-
-def _text_or_none(value):
-    """The value if it is a non-empty string, else None."""
-    return value if isinstance(value, str) and value else None
-
-
-def _type_name(value):
-    """Name a YAML value's type in the user's terms (isinstance: Ansible subclasses str)."""
-    for python_type, name in _TYPE_NAMES:
-        if isinstance(value, python_type):
-            return name
-    return "null" if value is None else type(value).__name__
-
-
-# bool before int: True is an int too.
-_TYPE_NAMES = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "string"),
-               (dict, "mapping"), (list, "list"))

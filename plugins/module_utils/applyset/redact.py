@@ -25,6 +25,7 @@ No Ansible imports here.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -35,7 +36,7 @@ import secrets
 PROTECTED_INPUT = "_protected_input"
 
 # Inputs that travel in the protected parameter instead of as visible parameters.
-_PROTECTED_KEYS = ("definition", "kubeconfig")
+_PROTECTED_KEYS = ("definition", "kubeconfig", "src_contents")
 
 HIDDEN = "<hidden>"
 # What the engine's diff writes: a keyed digest, so equal values stay visibly equal.
@@ -54,11 +55,13 @@ _USER_SECRET_FIELDS = ("token", "password", "client-key-data")
 _MAX_TOKEN_FILE_BYTES = 64 * 1024
 
 
-def pack_protected_input(args: dict) -> dict:
+def pack_protected_input(args: dict, src_contents: dict | None = None) -> dict:
     """Move ``definition`` and an inline (dict) ``kubeconfig`` out of ``args`` into one JSON text.
 
-    Returns a new dict of arguments. A ``kubeconfig`` given as a path stays a visible
-    parameter: a path is not a secret and users want to see which file was used.
+    ``src_contents`` (real path of a ``src`` file: its bytes, decrypted from Ansible Vault on
+    the controller) travels in the same text, base64-encoded. Returns a new dict of arguments.
+    A ``kubeconfig`` given as a path stays a visible parameter: a path is not a secret and users
+    want to see which file was used.
     """
     args = dict(args)
     protected = {}
@@ -66,23 +69,32 @@ def pack_protected_input(args: dict) -> dict:
         protected["definition"] = args.pop("definition")
     if isinstance(args.get("kubeconfig"), dict):
         protected["kubeconfig"] = args.pop("kubeconfig")
+    if src_contents:
+        protected["src_contents"] = {path: base64.b64encode(data).decode("ascii")
+                                     for path, data in src_contents.items()}
     if protected:
         args[PROTECTED_INPUT] = json.dumps(protected, sort_keys=True)
     return args
 
 
 def unpack_protected_input(text: str | None) -> dict:
-    """The inputs ``pack_protected_input`` carried in ``text``, as a dict (empty when there were none).
+    """The inputs ``pack_protected_input`` carried in ``text``, as a dict (empty when there were none);
+    ``src_contents`` maps paths to bytes again.
 
-    Raises ``ValueError`` (JSON's, or ours) when ``text`` is not a JSON object: the parameter is
-    internal, so that is a broken action plugin, not bad input.
+    Raises ``ValueError`` (JSON's, base64's or ours) when ``text`` is not what
+    ``pack_protected_input`` makes: the parameter is internal, so that is a broken action plugin,
+    not bad input.
     """
     if not text:
         return {}
     value = json.loads(text)
     if not isinstance(value, dict):
         raise ValueError(f"{PROTECTED_INPUT} must hold a JSON object")
-    return {key: value[key] for key in _PROTECTED_KEYS if key in value}
+    carried = {key: value[key] for key in _PROTECTED_KEYS if key in value}
+    if "src_contents" in carried:
+        carried["src_contents"] = {path: base64.b64decode(data, validate=True)
+                                   for path, data in carried["src_contents"].items()}
+    return carried
 
 
 def is_secret(obj) -> bool:
