@@ -8,10 +8,22 @@ and the loops are health.py's.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from . import health
 
 _APPLIED = ("created", "configured", "replaced", "unchanged")
+
+
+@dataclass(frozen=True)
+class Gone:
+    """An object the run deleted, to wait for until it is gone: its resource, where, and its UID
+    (an object of the same name with another UID is a new one, not this one)."""
+
+    resource: object
+    namespace: str | None
+    name: str
+    uid: str | None
 
 
 def wait_until_settled(ctx) -> None:
@@ -29,7 +41,7 @@ def wait_until_settled(ctx) -> None:
         if o.action == "pruned":
             res = by_kind.get(o.id.group_kind) or ctx.discovery.for_group_kind(o.id.group_kind)
             if res is not None:
-                gone_targets.append((res, o.namespace, o.name, o.uid))
+                gone_targets.append(Gone(res, o.namespace, o.name, o.uid))
     deadline = time.monotonic() + opts.wait_timeout
     health.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied, **opts.wait_rules)
     wait_gone(ctx.client, gone_targets, timeout=max(1.0, deadline - time.monotonic()))
@@ -40,12 +52,12 @@ def wait_members_gone(ctx) -> None:
     finalizers done (a CRD only after its custom resources), so that an install right after does
     not race the deletion. The parent is gone already: what is left is being deleted anyway."""
     by_uid = {o.uid: o.resource for o in ctx.decisions.members}
-    gone = [(by_uid[o.uid], o.namespace, o.name, o.uid)
+    gone = [Gone(by_uid[o.uid], o.namespace, o.name, o.uid)
             for o in ctx.report.objects if o.action == "pruned" and o.uid in by_uid]
     wait_gone(ctx.client, gone, timeout=ctx.opts.wait_timeout)
 
 
-def wait_gone(client, targets, timeout: float) -> None:
-    """Wait until the objects ``(resource, namespace, name, uid)`` are gone, finalizers included
-    (as ``kubectl delete`` does)."""
-    health.wait_gone(client, [t[:3] for t in targets], timeout=timeout, uids={t[:3]: t[3] for t in targets if t[3]})
+def wait_gone(client, targets: list[Gone], timeout: float) -> None:
+    """Wait until the ``targets`` are gone, finalizers included (as ``kubectl delete`` does)."""
+    where = {t: (t.resource, t.namespace, t.name) for t in targets}
+    health.wait_gone(client, list(where.values()), timeout=timeout, uids={where[t]: t.uid for t in targets if t.uid})
