@@ -281,7 +281,7 @@ def test_identical_unlisted_entries_are_reported_once():
     # With a namespace, the refusal only reduces the coverage, and is named once too.
     report = run(client, namespace="shop")
     assert report.unlisted == [] and report.to_dict()["reduced_coverage"]["kinds"] == [
-        {"group_kind": "CustomResourceDefinition.apiextensions.k8s.io",
+        {"group_kind": "CustomResourceDefinition.apiextensions.k8s.io", "namespace": None,
          "reason": 'HTTP 403: customresourcedefinitions is forbidden: cannot list resource "customresourcedefinitions"'}]
 
 

@@ -215,3 +215,14 @@ def test_a_kind_no_version_lists_is_incomplete_with_the_webhook_named_not_the_cr
     assert incomplete.fix.startswith("Widget.example.com: the conversion webhook of CustomResourceDefinition "
                                      "widgets.example.com failed (service infra/convert); make the conversion webhook")
     assert "stale_group_kind" not in codes(report)
+
+
+def test_a_kind_the_set_does_not_record_and_the_tenant_cannot_list_even_in_its_namespace_only_reduces_coverage():
+    # admin and edit cannot list PodTemplates or events.k8s.io Events in their namespace either.
+    client = StubClient(tenant_of={"shop"}, forbidden={SERVICE.group_kind})
+    tenant_set(client)
+    report = fsck.verify(client, parent_spec="shop", namespace="shop")
+    assert report.unlisted == [] and report.ok and codes(report) == ["reduced_coverage"]
+    assert {"group_kind": "Service", "namespace": "shop", "reason": 'HTTP 403: services is forbidden: cannot list '
+            'resource "services"'} in report.to_dict()["reduced_coverage"]["kinds"]
+    assert "only in shop (but not Service, which they may not list there either)" in report.problems[0].message

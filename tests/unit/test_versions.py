@@ -246,3 +246,22 @@ def test_disband_never_leaves_members_unlisted(api):
     report, error = run(api, "disband")
     assert error is not None and "conversion webhook" in error.message
     assert api.writes() == []
+
+
+# ----- check mode with read-only credentials ---------------------------------------------------------------------
+
+
+def test_a_refused_dry_run_says_check_mode_needs_the_write_verb(api):
+    message = ('configmaps "a" is forbidden: User "system:serviceaccount:shop:viewer" cannot patch resource '
+               '"configmaps" in API group "" in the namespace "shop"')
+    api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/a", 403, message, reason="Forbidden", times=None)
+    report, error = run(api, "apply", load(cm("a")), dry_run=True)
+    assert error is not None
+    failed = next(o for o in report.objects if o.name == "a")
+    assert failed.action == "failed"
+    assert failed.reason == ("check mode sends server-side dry runs, which the API server authorizes as the writes "
+                             "themselves: the credentials need patch on configmaps in namespace shop even to preview "
+                             "(read-only roles such as view have no write verbs): " + message)
+    # A real run's refusal is the server's message alone.
+    report, error = run(api, "apply", load(cm("a")))
+    assert next(o for o in report.objects if o.name == "a").reason == message

@@ -124,10 +124,10 @@ class VerifyReport:
         }
 
     def coverage(self) -> dict:
-        """What the credentials could not see: ``kinds`` refused across all namespaces (with the
-        reason), and the ``namespaces`` namespaced ones were listed in instead."""
-        kinds = sorted({str(u.group_kind): u.reason for u in self.reduced}.items())
-        return {"kinds": [{"group_kind": gk, "reason": reason} for gk, reason in kinds],
+        """What the credentials could not see: ``kinds`` refused across all namespaces (namespace
+        null) or in one of the ``namespaces`` namespaced ones were listed in instead, with the reason."""
+        kinds = sorted({(str(u.group_kind), u.namespace or ""): u.reason for u in self.reduced}.items())
+        return {"kinds": [{"group_kind": gk, "namespace": ns or None, "reason": reason} for (gk, ns), reason in kinds],
                 "namespaces": sorted(self.namespaces) if self.reduced else []}
 
 
@@ -195,12 +195,14 @@ def _check_sets(client: KubeClient, discovery: Discovery, found: Scan, report: V
 
 
 def _sort_refusals(refused: list, discovery: Discovery, report: VerifyReport) -> None:
-    """A refused cluster-scoped kind that a checked set records hides the set's own members: the
-    check is incomplete. Any other refusal only reduces the coverage."""
-    recorded = {gk for s in report.sets for gk in s.group_kinds}
+    """A refusal inside a checked set's recorded scope (a recorded cluster-scoped kind, a recorded
+    namespaced kind in a recorded namespace) hides the set's own members: the check is incomplete.
+    Any other refusal only reduces the coverage."""
     for unlisted in refused:
         res = discovery.for_group_kind(unlisted.group_kind)
-        own = unlisted.group_kind in recorded and res is not None and not res.namespaced
+        own = res is not None and any(
+            unlisted.group_kind in s.group_kinds and (not res.namespaced or unlisted.namespace in s.namespaces)
+            for s in report.sets)
         (report.unlisted if own else report.reduced).append(unlisted)
 
 

@@ -457,11 +457,13 @@ def reduced_coverage_message(reduced: list, namespaces) -> str:
     :param reduced: the ``Unlisted`` refusals (at least one).
     :param namespaces: where namespaced kinds were listed instead.
     """
-    kinds = sorted({str(u.group_kind) for u in reduced})
+    kinds = sorted({str(u.group_kind) for u in reduced if u.namespace is None})
+    there = sorted({str(u.group_kind) for u in reduced if u.namespace is not None})
     where = ", ".join(sorted(namespaces)) or "no namespace"
+    neither = f" (but not {_shown(there)}, which they may not list there either)" if there else ""
     return (f"reduced coverage: the credentials may not list {len(kinds)} kind(s) across all namespaces "
-            f"({_shown(kinds)}); namespaced ones were looked for only in {where}, cluster-scoped ones not at all, "
-            "so members that leaked into other namespaces or into those cluster-scoped kinds, and orphans, could go "
+            f"({_shown(kinds)}); namespaced ones were looked for only in {where}{neither}, cluster-scoped ones not "
+            "at all, so members that leaked into other namespaces or into those kinds, and orphans, could go "
             "unnoticed (see reduced_coverage)")
 
 

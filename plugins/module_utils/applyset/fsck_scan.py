@@ -71,7 +71,8 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
         ``part-of`` label.
     :param namespaces: where to look when the credentials may not list a namespaced kind across
         all namespaces (403): that kind is listed in each of them instead, and the refusal is kept
-        in ``reduced``, as is a refused cluster-scoped kind. None: a refusal is ``unlisted``.
+        in ``reduced``, as are a refused cluster-scoped kind and a refusal in one of them. None: a
+        refusal is ``unlisted``.
     :returns: the ``Scan``: the members sorted, the kinds listed in full, the LISTs that failed.
     :raises Exception: anything but an ``ApiError`` from a LIST propagates.
     """
@@ -109,9 +110,13 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
             else:
                 result.unlisted.append(unlisted_from(err, res))
     pairs = [(res, ns) for res in refused if res.namespaced for ns in sorted(namespaces or ())]
-    for (res, ns), used, items in answered(client, fetch, pairs, result.unlisted):
+    failed = []
+    for (res, ns), used, items in answered(client, fetch, pairs, failed):
         result.listed_in.setdefault(res.group_kind, set()).add(ns)
         result.members += [LiveMember.from_item(used, item) for item in items]
+    # Refused there too: only a kind some set records in that namespace makes fsck call it incomplete.
+    result.reduced += [u for u in failed if u.refused]
+    result.unlisted += [u for u in failed if not u.refused]
     result.warnings += fallback.notes
     result.members.sort(key=lambda m: m.sort_key)
     return result
