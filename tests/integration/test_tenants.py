@@ -8,12 +8,13 @@ still uninstalled and counted: its kind is listed at the CRD's storage version.
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import urllib3
 from ansible_cli import run_module
 from faultproxy import FaultProxy
-from test_rbac_secrets import RBAC, Bearer, ca_file, cm, secret, server, service
+from test_rbac_secrets import Bearer, bound, cm, secret, service
 
 MEMBERS = 5
 
@@ -34,15 +35,7 @@ def tenant(cluster, kube, namespace, tmp_path, role) -> Bearer:
     name = f"tenant-{role}"
     kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts",
                 {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
-    kube.create(f"{RBAC}/namespaces/{namespace}/rolebindings", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name},
-        "roleRef": {"kind": "ClusterRole", "name": role, "apiGroup": "rbac.authorization.k8s.io"},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]})
-    token = kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", {
-        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 3600}})["status"]["token"]
-    return Bearer(host=server(cluster), token=token, ca_cert=ca_file(cluster, tmp_path),
-                  user=f"system:serviceaccount:{namespace}:{name}")
+    return bound(cluster, kube, namespace, tmp_path, name, {"kind": "ClusterRole", "name": role})
 
 
 def admin(cluster, module, args, **kwargs):
@@ -216,3 +209,82 @@ def test_the_request_cost_of_a_tenants_verify(cluster, kube, namespace, tmp_path
         assert len(proxy.seen) <= 2 * (len(lists) - len(in_namespace)) + 4
     finally:
         proxy.close()
+
+
+# ----- a CRD whose conversion webhook is down (issue 26, point 4) ------------------------------------------------
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def widget_crd(group):
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"widgets.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema},
+                                  {"name": "v2", "served": True, "storage": False, "schema": schema}],
+                     "conversion": {"strategy": "None"}}}
+
+
+def wait_served(kube, group, version, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status, _body, _ = kube.request("GET", f"/apis/{group}/{version}/widgets")
+        if status == 200:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{group}/{version} widgets never served")
+
+
+def test_a_set_whose_conversion_webhook_is_down_is_counted_verified_and_uninstalled(cluster, kube, namespace):
+    group = f"{namespace}.example.com"
+    kube.create(CRDS, widget_crd(group))
+    try:
+        wait_served(kube, group, "v2")
+        widgets = [{"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": f"w{i}"}, "spec": {"n": i}}
+                   for i in (1, 2)]
+        admin(cluster, "applyset_apply", {"parent": "set1", "namespace": namespace,
+                                          "definition": [cm("a"), *widgets]})
+        # The objects are stored at v1; now every conversion goes to a Service that does not exist.
+        status, body, _ = kube.request("PATCH", f"{CRDS}/widgets.{group}", {"spec": {"conversion": {
+            "strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {
+                "service": {"namespace": namespace, "name": "no-such-converter", "path": "/convert"}}}}}},
+            content_type="application/merge-patch+json")
+        assert status == 200, body
+        deadline = time.monotonic() + 30
+        while True:  # the server takes the new strategy up asynchronously
+            status, body, _ = kube.request("GET", f"/apis/{group}/v2/namespaces/{namespace}/widgets")
+            if status in (429, 500) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        # kube-apiserver 1.34: 429 "storage is (re)initializing: ... conversion webhook ... failed".
+        assert status in (429, 500) and "conversion webhook" in body["message"], (status, body)
+        print("LIST at v2:", body.get("message") if isinstance(body, dict) else body)
+
+        started = time.monotonic()
+        rc, result, out = run_module(cluster, "applyset_info", {"parent": "set1", "namespace": namespace})
+        print(f"info with the fallback: {time.monotonic() - started:.1f} s")
+        assert rc == 0, out
+        entry = result["applysets"][0]
+        assert entry["member_count"] == 3 and result["complete"] is True
+        assert {m["apiVersion"] for m in entry["members"] if m["kind"] == "Widget"} == {f"{group}/v1"}
+        note = (f"Widget.{group}: listing at {group}/v2 failed (the conversion webhook of CustomResourceDefinition "
+                f"widgets.{group} failed (service {namespace}/no-such-converter)); listed at {group}/v1 (the storage "
+                "version of its CustomResourceDefinition) instead")
+        assert f"[WARNING]: {note}" in out, out
+
+        rc, result, out = run_module(cluster, "applyset_verify", {"parent": "set1", "namespace": namespace})
+        assert rc == 0, out
+        assert result["ok"] is True and result["applysets"][0]["member_count"] == 3
+
+        rc, result, out = run_module(cluster, "applyset_apply", {"parent": "set1", "namespace": namespace,
+                                                                 "state": "absent"})
+        assert rc == 0, out
+        print("uninstall requests:", result["requests"])
+        assert sorted(o["name"] for o in result["objects"] if o["action"] == "pruned") == ["a", "w1", "w2"]
+        status, body, _ = kube.request("GET", f"/apis/{group}/v1/namespaces/{namespace}/widgets")
+        assert status == 200 and body["items"] == [], body
+        assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/set1") is None
+    finally:
+        kube.delete(f"{CRDS}/widgets.{group}")

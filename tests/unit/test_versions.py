@@ -206,6 +206,14 @@ def test_only_a_server_failure_tries_another_version(status, helps):
     assert versions.may_help(ApiError("x", status=status)) is helps
 
 
+def test_a_conversion_webhook_behind_a_429_tries_another_version():
+    # What kube-apiserver 1.34 answers while the watch cache of the version cannot fill.
+    storage = ("storage is (re)initializing: failed to list example.com/v2, Kind=Widget: " + CONVERSION_FAILED)
+    assert versions.may_help(ApiError(storage, status=429))
+    why = listerrors.explain(429, storage, WIDGETS)
+    assert why.cause == listerrors.CONVERSION_WEBHOOK and why.service == "infra/widget-convert"
+
+
 # ----- custom resources that go with their CRD ---------------------------------------------------------------
 
 

@@ -20,10 +20,13 @@ from .retention import CRD_RESOURCE
 
 
 def may_help(err: ApiError) -> bool:
-    """Whether another version's LIST may succeed where this one failed: the server failed (5xx,
-    a conversion webhook among the causes); refused credentials, a throttle or a kind gone fail the
-    same at every version."""
-    return isinstance(err, ApiError) and bool(err.status) and err.status >= 500
+    """Whether another version's LIST may succeed where this one failed: the server failed (5xx), or
+    a conversion webhook did (kube-apiserver 1.34 answers 429 "storage is (re)initializing: ...
+    conversion webhook ... failed" while its watch cache cannot fill); refused credentials, a
+    throttle or a kind gone fail the same at every version."""
+    if not isinstance(err, ApiError) or not err.status:
+        return False
+    return err.status >= 500 or "conversion webhook" in (err.message or "").lower()
 
 
 class VersionFallback:
