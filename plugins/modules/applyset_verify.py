@@ -335,14 +335,15 @@ unlisted:
   elements: dict
 reduced_coverage:
   description:
-    - What the credentials could not see. C(kinds) lists each kind they may not list across all namespaces (with
-      the server's reason): a namespaced one was listed in C(namespaces) instead, a cluster-scoped one not at all.
+    - "What the credentials could not see. C(kinds) lists each kind they may not list across all namespaces
+      (C(namespace) null) or in one of C(namespaces), with the server's reason; a namespaced kind refused across
+      all namespaces was listed in C(namespaces) instead, a cluster-scoped one not at all."
     - Empty lists when the credentials could list everything.
   returned: always
   type: dict
   sample:
     kinds:
-      - {group_kind: ClusterRole.rbac.authorization.k8s.io, reason: "HTTP 403: clusterroles.rbac.authorization.k8s.io is forbidden: ..."}
+      - {group_kind: ClusterRole.rbac.authorization.k8s.io, namespace: null, reason: "HTTP 403: ... is forbidden: ..."}
     namespaces: [shop]
 diff:
   description: Before/after of the hint annotations of each repaired parent (empty when nothing was repaired).

@@ -226,3 +226,14 @@ def test_a_kind_the_set_does_not_record_and_the_tenant_cannot_list_even_in_its_n
     assert {"group_kind": "Service", "namespace": "shop", "reason": 'HTTP 403: services is forbidden: cannot list '
             'resource "services"'} in report.to_dict()["reduced_coverage"]["kinds"]
     assert "only in shop (but not Service, which they may not list there either)" in report.problems[0].message
+
+
+def test_the_messages_docs_troubleshooting_quotes():
+    # One literal per fragment of the quotes in docs/troubleshooting.md (test_connection_errors_unit checks).
+    client = StubClient(tenant_of={"shop"})
+    tenant_set(client)
+    message = fsck.verify(client, parent_spec="shop", namespace="shop").problems[0].message
+    for fragment in ("reduced coverage: the credentials may not list", "kind(s) across all namespaces (",
+                     "); namespaced ones were looked for only in",
+                     "cluster-scoped ones not at all, so members that leaked into other namespaces or into those kinds, and orphans, could go unnoticed (see reduced_coverage)"):  # noqa: E501
+        assert fragment in message, fragment

@@ -229,6 +229,7 @@ def test_uninstall_leaves_unlistable_custom_resources_to_their_crd_when_it_delet
     assert ("Widget.example.com could not be listed (the conversion webhook of CustomResourceDefinition "
             "widgets.example.com failed (service infra/widget-convert)); its objects go with "
             "CustomResourceDefinition widgets.example.com, which this uninstall deletes") in report.warnings
+    assert any("); its objects go with CustomResourceDefinition" in w for w in report.warnings)
 
 
 def test_uninstall_refuses_when_the_crd_of_unlistable_custom_resources_is_kept(api):
@@ -270,6 +271,26 @@ def test_a_refused_dry_run_says_check_mode_needs_the_write_verb(api):
     assert failed.reason == ("check mode sends server-side dry runs, which the API server authorizes as the writes "
                              "themselves: the credentials need patch on configmaps in namespace shop even to preview "
                              "(read-only roles such as view have no write verbs): " + message)
+    assert failed.reason.startswith("check mode sends server-side dry runs, which the API server authorizes as the writes themselves: the credentials need")  # noqa: E501
+    assert "even to preview (read-only roles such as view have no write verbs)" in failed.reason
     # A real run's refusal is the server's message alone.
     report, error = run(api, "apply", load(cm("a")))
     assert next(o for o in report.objects if o.name == "a").reason == message
+
+
+def test_the_messages_docs_troubleshooting_quotes(api):
+    # One literal per fragment of the quotes in docs/troubleshooting.md (test_connection_errors_unit checks).
+    deployed_with_widgets(api)
+    for path in (V2_LIST, V1_LIST):
+        conversion_down(api, path)
+    message = run(api, "uninstall")[1].message
+    assert "objects in namespace shop failed: the conversion webhook of CustomResourceDefinition" in message
+    assert "failed (service infra/widget-convert): " in message
+    api._failures.clear()
+    conversion_down(api)
+    report, error = run(api, "uninstall")
+    assert "(the storage version of its CustomResourceDefinition) instead" in report.warnings[0]
+    why = listerrors.explain(429, "storage is (re)initializing", WIDGETS)
+    assert why.what == "the API server's storage for it is not ready (still (re)initializing)"
+    assert "failed: the API server's storage for it is not ready (still (re)initializing)" in (
+        "listing Widget.example.com objects in namespace shop failed: " + why.what)
