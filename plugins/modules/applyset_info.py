@@ -244,7 +244,8 @@ applysets:
           returned: when O(readiness=true)
           type: str
 complete:
-  description: False when some LIST failed (see RV(unlisted)), so sets or members may be missing.
+  description: False when some LIST failed (see RV(unlisted) and RV(reduced_coverage)), so sets or members may be
+    missing.
   returned: always
   type: bool
 unlisted:
@@ -252,7 +253,16 @@ unlisted:
   returned: always
   type: list
   elements: dict
-  sample: [{group_kind: CustomResourceDefinition.apiextensions.k8s.io, namespace: null, reason: "HTTP 403: ..."}]
+  sample: [{group_kind: Secret, namespace: shop, reason: "HTTP 403: ..."}]
+reduced_coverage:
+  description:
+    - With O(namespace) (or O(parent)), the parent types the credentials may not list across the cluster, in
+      C(kinds) with the server's reason. A tenant bound in its namespace may not list CustomResourceDefinitions, so
+      custom resource parents are not looked for (a warning says so); the Secret and ConfigMap parents of the
+      namespace and every set's members in its recorded scope still are.
+  returned: always
+  type: dict
+  sample: {kinds: [{group_kind: CustomResourceDefinition.apiextensions.k8s.io, reason: "HTTP 403: ..."}]}
 query_result:
   description: The value of O(query) applied to the result.
   returned: when O(query) is given

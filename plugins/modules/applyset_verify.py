@@ -32,6 +32,13 @@ description:
     all namespaces, with one metadata-only LIST per kind selected by the C(part-of) label. A kind that cannot be
     listed (RBAC, an unavailable API) is reported in RV(unlisted), gives the problem C(incomplete_scan) and makes
     RV(complete) false; an incomplete check is never RV(ok).
+  - "Namespace-scoped credentials (a tenant's ServiceAccount bound to C(admin) or C(edit) in its namespace): when a
+    LIST across all namespaces is refused (403), the kind is listed in the namespaces the sets record instead (the
+    parent's and C(additional-namespaces); with O(namespace) and no O(parent), that namespace too), so members are
+    counted and leaks there found. What such credentials cannot see (cluster-scoped kinds, other namespaces, parent
+    types) is B(reduced coverage): listed in RV(reduced_coverage), named in a warning and in the problem
+    C(reduced_coverage), a warning unless O(require_complete_scan). A recorded kind the set's own scope cannot be
+    listed in stays C(incomplete_scan)."
   - With O(fix), the parent's hint annotations are rewritten to match the members found. Only entries the scan
     proved empty are dropped. Nothing is ever deleted or relabelled, and the id label and tooling annotation are
     never changed. Sets managed by another tool are only repaired with O(allow_foreign).
@@ -104,6 +111,16 @@ options:
       - With V(false) the problems are only reported; check RV(ok).
     type: bool
     default: true
+  require_complete_scan:
+    description:
+      - Make reduced coverage an error (the problem C(reduced_coverage) of severity C(error), so RV(ok) is false
+        and the task fails unless O(fail_on_problems=false)).
+      - With V(false), credentials that may not list every kind across all namespaces still check the sets'
+        recorded scope in full, and what they could not see is a warning.
+      - Without O(parent) and O(namespace) the whole cluster is asked for, and every LIST that fails is
+        C(incomplete_scan) whatever this option says.
+    type: bool
+    default: false
   parallelism:
     description: How many LIST requests run at once.
     type: int
@@ -111,6 +128,8 @@ options:
 notes:
   - A complete check needs C(list) on every kind across all namespaces, and on CustomResourceDefinitions; the
     C(view) ClusterRole does not cover Secrets and some other kinds. O(fix) needs C(patch) on the parents.
+  - A tenant (C(admin) or C(edit) bound in its namespace) gets a check of its sets with reduced coverage; see
+    C(docs/awx.md), "Tenants", for the RBAC each module needs.
   - The check is read-only without O(fix).
 seealso:
   - module: applyset.kubernetes.applyset_info
@@ -151,11 +170,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ok:
-  description: True when the check was complete and no problem of severity C(error) remains.
+  description:
+    - True when every LIST the check needed succeeded (RV(unlisted) is empty) and no problem of severity C(error)
+      remains. Reduced coverage (RV(reduced_coverage)) is a warning unless O(require_complete_scan).
   returned: always
   type: bool
 complete:
-  description: False when some kind or parent type could not be listed (see RV(unlisted)).
+  description: False when some kind or parent type could not be listed (see RV(unlisted) and RV(reduced_coverage)).
   returned: always
   type: bool
 summary:
@@ -305,10 +326,25 @@ fixes:
         applyset.kubernetes.io/additional-namespaces: ""
       applied: true
 unlisted:
-  description: The LISTs that failed, with the reason (usually RBAC); a null namespace means all namespaces.
+  description:
+    - The LISTs that failed and that the check needed, with the reason; a null namespace means all namespaces.
+    - A LIST across all namespaces that the credentials may not make is here only when nothing narrower was
+      asked for (no O(parent), no O(namespace)); otherwise it is in RV(reduced_coverage).
   returned: always
   type: list
   elements: dict
+reduced_coverage:
+  description:
+    - "What the credentials could not see. C(kinds) lists each kind they may not list across all namespaces
+      (C(namespace) null) or in one of C(namespaces), with the server's reason; a namespaced kind refused across
+      all namespaces was listed in C(namespaces) instead, a cluster-scoped one not at all."
+    - Empty lists when the credentials could list everything.
+  returned: always
+  type: dict
+  sample:
+    kinds:
+      - {group_kind: ClusterRole.rbac.authorization.k8s.io, namespace: null, reason: "HTTP 403: ... is forbidden: ..."}
+    namespaces: [shop]
 diff:
   description: Before/after of the hint annotations of each repaired parent (empty when nothing was repaired).
   returned: when diff mode is on
@@ -351,6 +387,7 @@ def argument_spec():
         fix=dict(type="bool", default=False),
         allow_foreign=dict(type="bool", default=False),
         fail_on_problems=dict(type="bool", default=True),
+        require_complete_scan=dict(type="bool", default=False),
         parallelism=dict(type="int", default=8),
     )
     return spec
@@ -398,7 +435,8 @@ def main():
         names.check_options(params["parent"], params["namespace"])  # before any request
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         report = fsck.verify(client, parent_spec=params["parent"], namespace=params["namespace"],
-                             fix=params["fix"], allow_foreign=params["allow_foreign"], dry_run=module.check_mode)
+                             fix=params["fix"], allow_foreign=params["allow_foreign"], dry_run=module.check_mode,
+                             require_complete=params["require_complete_scan"])
     except ApplySetError as err:
         fail_from_error(module, err, changed=False)
     warn_all(module, report.warnings)

@@ -494,7 +494,10 @@ def test_a_user_who_cannot_list_every_kind_gets_an_incomplete_check(cluster, kub
     unlisted = {u["group_kind"] for u in result["unlisted"]}
     assert "Service" in unlisted and "ConfigMap" not in unlisted
     assert all("403" in u["reason"] for u in result["unlisted"])
-    assert [p["code"] for p in result["problems"]] == ["incomplete_scan"]  # Service is not called stale
+    # Service is recorded, refused across all namespaces and in the set's namespace: incomplete, never called
+    # stale; the kinds refused outside the set's scope only reduce the coverage.
+    assert [p["code"] for p in result["problems"]] == ["incomplete_scan", "reduced_coverage"]
+    assert [(u["group_kind"], u["namespace"]) for u in result["unlisted"]] == [("Service", namespace)]
     assert result["fixes"] == [] and result["applysets"][0]["ok"] is False
 
     rc, result, output = run_module(cluster, "applyset_verify", args, env=env)

@@ -121,6 +121,12 @@ def service_account(cluster, kube, namespace, tmp_path, rules, name="deployer", 
     else:
         role_ref = {"kind": "Role", "name": name}
         kube.create(f"{RBAC}/namespaces/{namespace}/roles", dict(role, kind="Role", metadata={"name": name}))
+    return bound(cluster, kube, namespace, tmp_path, name, role_ref)
+
+
+def bound(cluster, kube, namespace, tmp_path, name, role_ref) -> Bearer:
+    """The bearer credential of the ServiceAccount ``name``, bound to ``role_ref`` (a Role or a
+    ClusterRole) in ``namespace`` by a RoleBinding."""
     kube.create(f"{RBAC}/namespaces/{namespace}/rolebindings", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name},
         "roleRef": dict(role_ref, apiGroup="rbac.authorization.k8s.io"),

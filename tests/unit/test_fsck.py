@@ -265,16 +265,24 @@ def test_what_could_not_be_listed_is_never_called_stale_nor_dropped():
                                 namespaces="gone")
     client.member(CONFIGMAP, "settings", "shop", applyset_id)
     report = run(client, parent_spec="shop", namespace="shop")
-    assert codes(report.problems) == ["incomplete_scan", "stale_group_kind"]  # Service only
+    # Refused across all namespaces and in the recorded ones: incomplete, and reduced coverage besides.
+    assert codes(report.problems) == ["incomplete_scan", "reduced_coverage", "stale_group_kind"]  # Service only
     assert "Deployment.apps" in problem(report, "incomplete_scan").message
+    assert [(str(u.group_kind), u.namespace) for u in report.unlisted] == [("Deployment.apps", "gone"),
+                                                                          ("Deployment.apps", "shop")]
     assert report.fixes[0].after == {KINDS: "ConfigMap,Deployment.apps", NAMESPACES: "gone"}
     assert not report.complete and not report.ok
 
 
 def test_identical_unlisted_entries_are_reported_once():
     client = StubClient(forbidden={CRD.group_kind})
-    report = run(client, namespace="shop")
+    report = run(client)
     assert [str(u.group_kind) for u in report.unlisted] == ["CustomResourceDefinition.apiextensions.k8s.io"]
+    # With a namespace, the refusal only reduces the coverage, and is named once too.
+    report = run(client, namespace="shop")
+    assert report.unlisted == [] and report.to_dict()["reduced_coverage"]["kinds"] == [
+        {"group_kind": "CustomResourceDefinition.apiextensions.k8s.io", "namespace": None,
+         "reason": 'HTTP 403: customresourcedefinitions is forbidden: cannot list resource "customresourcedefinitions"'}]
 
 
 # ----- all sets and orphans ---------------------------------------------------------------------------------

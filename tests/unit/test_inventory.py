@@ -54,10 +54,13 @@ def _matches(selector, labels):
 class StubClient:
     """Stands in for KubeClient: objects in memory, LISTs and applies recorded."""
 
-    def __init__(self, resources=STANDARD, forbidden=()):
+    def __init__(self, resources=STANDARD, forbidden=(), tenant_of=None):
         self.discovery = Discovery(list(resources))
         self.objects = []  # (Resource, object)
         self.forbidden = set(forbidden)  # GroupKinds whose LIST answers 403
+        # A tenant's credentials: LISTs only in these namespaces, never across all or of cluster-scoped kinds.
+        self.tenant_of = set(tenant_of) if tenant_of is not None else None
+        self.failing = {}  # (GroupKind, version) -> the ApiError its LIST raises
         self.lists = []  # (GroupKind, namespace, selector, metadata_only)
         self.applied = []  # (Resource, body, keyword arguments)
         self.conflict = False  # make the next apply answer 409
@@ -96,6 +99,12 @@ class StubClient:
         if res.group_kind in self.forbidden:
             raise ApiError(f'{res.plural} is forbidden: cannot list resource "{res.plural}"', status=403,
                            reason="Forbidden")
+        if self.tenant_of is not None and (not res.namespaced or namespace not in self.tenant_of):
+            raise ApiError(f'{res.plural} is forbidden: cannot list resource "{res.plural}" '
+                           + (f'in the namespace "{namespace}"' if namespace else "at the cluster scope"),
+                           status=403, reason="Forbidden")
+        if (res.group_kind, res.version) in self.failing:
+            raise self.failing[(res.group_kind, res.version)]
         for held, obj in self.objects:
             meta = obj["metadata"]
             if held.group_kind != res.group_kind:

@@ -21,6 +21,7 @@ from . import spec
 from .claim import wait_until_free
 from .errors import ApplySetError, GuardError, InputError, InputErrors
 from .listing import LiveObject, list_pairs, live_objects, recorded_scope
+from .versions import VersionFallback
 
 
 @dataclass(frozen=True)
@@ -163,11 +164,15 @@ def list_live(ctx) -> None:
     listed_whole = {(res.group_kind, ns) for res, ns in desired_pairs}
     scope_pairs = {(res, ns) for res, ns in scope_pairs if (res.group_kind, ns) not in listed_whole}
     selector = f"{spec.LABEL_PART_OF}={parent.id}"
+    # Desired kinds keep their manifest's version; the recorded scope may be listed at another.
+    fallback = VersionFallback(ctx.client, ctx.discovery, only=scope_pairs)
     listed = list_pairs(
         ctx.client, sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),
         selector_for=lambda pair: None if pair in desired_pairs else selector, obj=ctx.set_ref,
         # Full objects where the run compares them: diffs, check mode, and reapply: changed.
-        full_for=desired_pairs if opts.diff or opts.dry_run or opts.reapply == "changed" else frozenset())
+        full_for=desired_pairs if opts.diff or opts.dry_run or opts.reapply == "changed" else frozenset(),
+        fallback=fallback)
+    ctx.record.warn(*fallback.notes)
     ctx.live = LiveState({o.key: o for o in live_objects(listed)}, not_listed)
 
 

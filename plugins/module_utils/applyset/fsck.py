@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from . import spec
 from .fsck_checks import (
     ERROR, FOREIGN_CONTROLLER, HINT_CODES, HINT_MISSING, HINT_NOT_CANONICAL, ID_MISMATCH, ID_MISSING,
-    INCOMPLETE_SCAN, LEGACY_ANNOTATION, LEGACY_HINT, ORPHAN, PARENT_MISSING, SEVERITY_RANK, STALE_GROUP_KIND,
-    STALE_NAMESPACE, TOOLING_MISSING, UNLISTABLE_GROUP_KIND, UNRECORDED_GROUP_KIND, UNRECORDED_NAMESPACE,
-    UNSERVED_GROUP_KIND, WARNING, MemberKinds, Problem, check_hint_annotations, check_identity, check_members,
-    check_orphans, check_set, classify_members, incomplete_scan_problem, kinds_that_may_hold, member_names,
-    member_refs,
+    INCOMPLETE_SCAN, LEGACY_ANNOTATION, LEGACY_HINT, ORPHAN, PARENT_MISSING, REDUCED_COVERAGE, SEVERITY_RANK,
+    STALE_GROUP_KIND, STALE_NAMESPACE, TOOLING_MISSING, UNLISTABLE_GROUP_KIND, UNRECORDED_GROUP_KIND,
+    UNRECORDED_NAMESPACE, UNSERVED_GROUP_KIND, WARNING, MemberKinds, Problem, check_hint_annotations, check_identity,
+    check_members, check_orphans, check_set, classify_members, incomplete_scan_problem, kinds_that_may_hold,
+    member_names, member_refs, reduced_coverage_message, reduced_coverage_problem,
 )
 from .fsck_repair import HintFix, apply_fix, field_manager_for, fix_body, plan_fix
 from .fsck_scan import Scan, listable_resources, scan
@@ -30,7 +30,8 @@ from .spec import ObjectId
 # The names other modules import from here; all but VerifyReport and verify are defined beside this one.
 __all__ = [
     "ERROR", "FOREIGN_CONTROLLER", "HINT_CODES", "HINT_MISSING", "HINT_NOT_CANONICAL", "ID_MISMATCH", "ID_MISSING",
-    "INCOMPLETE_SCAN", "LEGACY_ANNOTATION", "LEGACY_HINT", "ORPHAN", "PARENT_MISSING", "SEVERITY_RANK",
+    "INCOMPLETE_SCAN", "LEGACY_ANNOTATION", "LEGACY_HINT", "ORPHAN", "PARENT_MISSING", "REDUCED_COVERAGE",
+    "SEVERITY_RANK",
     "STALE_GROUP_KIND", "STALE_NAMESPACE", "TOOLING_MISSING", "UNLISTABLE_GROUP_KIND", "UNRECORDED_GROUP_KIND",
     "UNRECORDED_NAMESPACE", "UNSERVED_GROUP_KIND", "WARNING", "HintFix", "MemberKinds", "Problem", "Scan",
     "VerifyReport", "apply_fix", "check_hint_annotations", "check_identity", "check_members", "check_orphans",
@@ -51,11 +52,20 @@ class VerifyReport:
     unlisted: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     dry_run: bool = False
+    reduced: list = field(default_factory=list)  # Unlisted: what the credentials may not list across all namespaces
+    namespaces: tuple = ()  # where kinds refused across all namespaces were listed instead
+    require_complete: bool = False
 
     @property
     def complete(self) -> bool:
-        """Every kind could be listed."""
-        return not self.unlisted
+        """Every kind could be listed, across all namespaces."""
+        return not self.unlisted and not self.reduced
+
+    @property
+    def scan_ok(self) -> bool:
+        """The scan saw what the check needs: every LIST of the sets' recorded scope, and everything
+        else too when a complete scan is required."""
+        return not self.unlisted and not (self.require_complete and self.reduced)
 
     @property
     def remaining_errors(self) -> list:
@@ -64,8 +74,8 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        """The check was complete and no error remains."""
-        return self.complete and not self.remaining_errors
+        """The scan saw what the check needs and no error remains."""
+        return self.scan_ok and not self.remaining_errors
 
     @property
     def changed(self) -> bool:
@@ -98,7 +108,7 @@ class VerifyReport:
             entry = set_info.to_dict()
             entry["member_count"] = self.member_counts.get(set_info.expected_id, 0)
             entry["derived"] = self.derived.get(set_info.expected_id, [])
-            entry["ok"] = self.complete and not any(p.severity == ERROR and not p.fixed for p in own)
+            entry["ok"] = self.scan_ok and not any(p.severity == ERROR and not p.fixed for p in own)
             applysets.append(entry)
         return {
             "changed": self.changed,
@@ -110,12 +120,25 @@ class VerifyReport:
             "fixes": [f.to_dict() for f in self.fixes],
             "unlisted": sorted((u.to_dict() for u in self.unlisted),
                                key=lambda u: (u["group_kind"], u["namespace"] or "")),
+            "reduced_coverage": self.coverage(),
         }
+
+    def coverage(self) -> dict:
+        """What the credentials could not see: ``kinds`` refused across all namespaces (namespace
+        null) or in one of the ``namespaces`` namespaced ones were listed in instead, with the reason."""
+        kinds = sorted({(str(u.group_kind), u.namespace or ""): u.reason for u in self.reduced}.items())
+        return {"kinds": [{"group_kind": gk, "namespace": ns or None, "reason": reason} for (gk, ns), reason in kinds],
+                "namespaces": sorted(self.namespaces) if self.reduced else []}
 
 
 def verify(client: KubeClient, *, parent_spec=None, namespace: str | None = None, fix: bool = False,
-           allow_foreign: bool = False, dry_run: bool = False) -> VerifyReport:
+           allow_foreign: bool = False, dry_run: bool = False, require_complete: bool = False) -> VerifyReport:
     """Check one set (``parent_spec``) or every set in scope, and repair hints when asked.
+
+    Credentials that may not list a kind across all namespaces (a tenant's) list it in the
+    namespaces the sets record instead: what they could not see is reduced coverage, a warning,
+    or an error with ``require_complete``. Without ``parent_spec`` and ``namespace`` the whole
+    cluster is asked for, and any LIST that fails makes the check incomplete.
 
     :param client: the API client.
     :param parent_spec: the one set to check, as in applyset_apply. Without it, the sets
@@ -126,49 +149,78 @@ def verify(client: KubeClient, *, parent_spec=None, namespace: str | None = None
     :param allow_foreign: repair sets of other tools too.
     :param dry_run: send the repair as a server-side dry run: validated by the server and
         reported, nothing changes.
+    :param require_complete: reduced coverage is an error, not a warning.
     :returns: the ``VerifyReport``, problems sorted.
     :raises InputError: for a parent reference that cannot name a parent.
     :raises ApplySetError: when the one parent asked for cannot be read.
     """
     discovery = client.discover()
-    report = VerifyReport(dry_run=dry_run)
+    report = VerifyReport(dry_run=dry_run, require_complete=require_complete)
     if parent_spec is not None:
         found = _verify_one(client, discovery, parent_spec, namespace, report)
     else:
         found = _verify_all(client, discovery, namespace, report)
     if found is not None:
-        report.unlisted += found.unlisted
-        grouped = found.by_id()
-        may_hold = kinds_that_may_hold(client, discovery, report.sets)
-        for set_info in report.sets:
-            if set_info.claimed():
-                report.warnings.append(f"{set_info.display}: a run of applyset_apply is changing the set right now, "
-                                       "so its hints may be wider than its members until that run ends")
-            members = grouped.get(set_info.expected_id, [])
-            derived = classify_members(set_info, members).derived
-            report.member_counts[set_info.expected_id] = len(members) - len(derived)
-            report.derived[set_info.expected_id] = member_refs(derived)
-            report.problems += check_set(set_info, members, found, discovery, may_hold)
-            planned = plan_fix(set_info, members, found, discovery, may_hold)
-            if planned is not None:
-                report.fixes.append(planned)
+        _check_sets(client, discovery, found, report)
     report.unlisted = list(dict.fromkeys(report.unlisted))  # the same LIST can fail for two reasons to look
     if report.unlisted:
         report.problems.append(incomplete_scan_problem(report.unlisted))
+    if report.reduced:
+        report.problems.append(reduced_coverage_problem(report.reduced, report.namespaces, require_complete))
+        report.warnings.append(reduced_coverage_message(report.reduced, report.namespaces))
     if fix:
         _repair(client, report, allow_foreign=allow_foreign, dry_run=dry_run)
     report.problems.sort(key=lambda p: p.sort_key)
     return report
 
 
+def _check_sets(client: KubeClient, discovery: Discovery, found: Scan, report: VerifyReport) -> None:
+    report.unlisted += found.unlisted
+    report.warnings += found.warnings
+    _sort_refusals(found.reduced, discovery, report)
+    grouped = found.by_id()
+    may_hold = kinds_that_may_hold(client, discovery, report.sets)
+    for set_info in report.sets:
+        if set_info.claimed():
+            report.warnings.append(f"{set_info.display}: a run of applyset_apply is changing the set right now, "
+                                   "so its hints may be wider than its members until that run ends")
+        members = grouped.get(set_info.expected_id, [])
+        derived = classify_members(set_info, members).derived
+        report.member_counts[set_info.expected_id] = len(members) - len(derived)
+        report.derived[set_info.expected_id] = member_refs(derived)
+        report.problems += check_set(set_info, members, found, discovery, may_hold)
+        planned = plan_fix(set_info, members, found, discovery, may_hold)
+        if planned is not None:
+            report.fixes.append(planned)
+
+
+def _sort_refusals(refused: list, discovery: Discovery, report: VerifyReport) -> None:
+    """A refusal inside a checked set's recorded scope (a recorded cluster-scoped kind, a recorded
+    namespaced kind in a recorded namespace) hides the set's own members: the check is incomplete.
+    Any other refusal only reduces the coverage."""
+    for unlisted in refused:
+        res = discovery.for_group_kind(unlisted.group_kind)
+        own = res is not None and any(
+            unlisted.group_kind in s.group_kinds and (not res.namespaced or unlisted.namespace in s.namespaces)
+            for s in report.sets)
+        (report.unlisted if own else report.reduced).append(unlisted)
+
+
+def _namespaces_of(sets: list, *more) -> tuple:
+    return tuple(sorted({ns for s in sets for ns in s.namespaces} | {ns for ns in more if ns}))
+
+
 def _verify_one(client: KubeClient, discovery: Discovery, parent_spec, namespace, report: VerifyReport) -> Scan | None:
     set_info, res, name, parent_namespace = get_set(client, discovery, parent_spec, namespace)
     if set_info is not None:
         report.sets.append(set_info)
-        return scan(client, discovery, set_info.expected_id)
+        report.namespaces = _namespaces_of(report.sets)
+        return scan(client, discovery, set_info.expected_id, report.namespaces)
     applyset_id = spec.compute_id(name, parent_namespace, res.kind, res.group)
-    found = scan(client, discovery, applyset_id)
+    report.namespaces = _namespaces_of([], parent_namespace)
+    found = scan(client, discovery, applyset_id, report.namespaces)
     report.unlisted += found.unlisted
+    report.reduced += found.reduced
     report.problems.append(Problem(
         code=PARENT_MISSING, severity=ERROR, applyset_id=applyset_id, objects=member_refs(found.members),
         parent={"apiVersion": res.api_version, "kind": res.kind, "namespace": parent_namespace or None,
@@ -187,8 +239,15 @@ def _verify_all(client: KubeClient, discovery: Discovery, namespace, report: Ver
     everywhere = find_sets(client, discovery, None) if namespace else listing
     report.sets = listing.sets
     report.warnings += listing.warnings
-    report.unlisted += listing.unlisted + (everywhere.unlisted if namespace else [])
-    found = scan(client, discovery)
+    failed = listing.unlisted + (everywhere.unlisted if namespace else [])
+    if namespace:
+        # A tenant's credentials: parents looked for in the namespace asked for; what they may not
+        # list elsewhere (parent types, other namespaces) only reduces the coverage.
+        report.reduced += [u for u in failed if u.refused and u.namespace is None]
+        failed = [u for u in failed if not (u.refused and u.namespace is None)]
+        report.namespaces = _namespaces_of(report.sets, namespace)
+    report.unlisted += failed
+    found = scan(client, discovery, namespaces=report.namespaces if namespace else None)
     if everywhere.unlisted:
         report.warnings.append("orphans were not looked for: not every parent could be listed, so an id without "
                                "a visible parent proves nothing")

@@ -39,6 +39,7 @@ STALE_NAMESPACE = "stale_namespace"
 FOREIGN_CONTROLLER = "foreign_controller"
 ORPHAN = "orphan"
 INCOMPLETE_SCAN = "incomplete_scan"
+REDUCED_COVERAGE = "reduced_coverage"
 
 # Problems that rewriting the parent's hints resolves.
 HINT_CODES = frozenset({
@@ -361,13 +362,13 @@ def _stale_hints(set_info: LiveParent, members: list, found: Scan, discovery: Di
     kinds_with_members = {m.group_kind for m in members}
     served = {gk: discovery.for_group_kind(gk) for gk in set_info.group_kinds}
     for gk in sorted(gk for gk, res in served.items() if res is not None):
-        if gk in found.listed and gk not in kinds_with_members:
+        if found.covers(gk, set_info.namespaces if served[gk].namespaced else ()) and gk not in kinds_with_members:
             problems.append(_set_problem(
                 set_info, STALE_GROUP_KIND, WARNING,
                 f"{spec.ANNOTATION_GROUP_KINDS} lists {gk}, but the set has no member of that kind",
                 f"run applyset_verify with fix: true to drop {gk} from the hint (each run LISTs it for nothing)"))
     namespaced_recorded = [gk for gk, res in served.items() if res is not None and res.namespaced]
-    if all(gk in found.listed for gk in namespaced_recorded):
+    if all(found.covers(gk, set_info.namespaces) for gk in namespaced_recorded):
         used = {m.namespace for m in members if m.namespace}
         for namespace in sorted(set_info.additional_namespaces - used - {set_info.namespace}):
             problems.append(_set_problem(
@@ -422,15 +423,61 @@ def check_orphans(found: Scan, known_ids: set, namespace: str | None) -> list[Pr
 
 
 def incomplete_scan_problem(unlisted: list) -> Problem:
-    """The ``incomplete_scan`` error for the LISTs that failed.
+    """The ``incomplete_scan`` error for the LISTs that failed: credential advice only for those
+    refused (401, 403), the others named as what failed (``listerrors.explain``).
 
     :param unlisted: the ``Unlisted`` records (at least one).
     """
     kinds = sorted({str(u.group_kind) for u in unlisted})
-    shown = ", ".join(kinds[:10]) + (f" and {len(kinds) - 10} more" if len(kinds) > 10 else "")
+    fixes = []
+    if any(u.refused or u.failure is None for u in unlisted):
+        fixes.append("give the credentials list on every kind across all namespaces (e.g. the view ClusterRole plus "
+                     "list on the kinds it leaves out)")
+    others = {}
+    for u in unlisted:
+        if u.failure is not None and not u.refused:
+            others.setdefault((u.failure.what, u.failure.fix), []).append(str(u.group_kind))
+    for (what, fix), failed in sorted(others.items()):
+        fixes.append(f"{', '.join(sorted(set(failed)))}: {what}; {fix}")
     return Problem(
         code=INCOMPLETE_SCAN, severity=ERROR,
-        message=f"the check is incomplete: {len(kinds)} kind(s) could not be listed ({shown}); members of those "
-                "kinds outside the hints, stale hints and orphans could go unnoticed (see unlisted for the reasons)",
-        fix="give the credentials list on every kind across all namespaces (e.g. the view ClusterRole plus list "
-            "on the kinds it leaves out), or set fail_on_problems: false to accept a partial check")
+        message=f"the check is incomplete: {len(kinds)} kind(s) could not be listed ({_shown(kinds)}); members of "
+                "those kinds outside the hints, stale hints and orphans could go unnoticed (see unlisted for the "
+                "reasons)",
+        fix="; ".join(fixes) + "; or set fail_on_problems: false to accept a partial check")
+
+
+def _shown(names: list, limit: int = 10) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def reduced_coverage_message(reduced: list, namespaces) -> str:
+    """What the credentials could not see: the kinds they may not list across all namespaces.
+
+    :param reduced: the ``Unlisted`` refusals (at least one).
+    :param namespaces: where namespaced kinds were listed instead.
+    """
+    kinds = sorted({str(u.group_kind) for u in reduced if u.namespace is None})
+    there = sorted({str(u.group_kind) for u in reduced if u.namespace is not None})
+    where = ", ".join(sorted(namespaces)) or "no namespace"
+    neither = f" (but not {_shown(there)}, which they may not list there either)" if there else ""
+    return (f"reduced coverage: the credentials may not list {len(kinds)} kind(s) across all namespaces "
+            f"({_shown(kinds)}); namespaced ones were looked for only in {where}{neither}, cluster-scoped ones not "
+            "at all, so members that leaked into other namespaces or into those kinds, and orphans, could go "
+            "unnoticed (see reduced_coverage)")
+
+
+def reduced_coverage_problem(reduced: list, namespaces, required: bool) -> Problem:
+    """The ``reduced_coverage`` problem: a warning, or an error when a complete scan is required.
+
+    :param reduced: the ``Unlisted`` refusals (at least one).
+    :param namespaces: where namespaced kinds were listed instead.
+    :param required: the user asked for a complete scan (``require_complete_scan``).
+    """
+    return Problem(
+        code=REDUCED_COVERAGE, severity=ERROR if required else WARNING,
+        message=reduced_coverage_message(reduced, namespaces),
+        fix="for a complete check give the credentials list on every kind across all namespaces (a ClusterRole "
+            "bound by a ClusterRoleBinding); " + (
+                "or accept the reduced coverage with require_complete_scan: false" if required else
+                "what the set records was checked in full; require_complete_scan: true makes this an error"))

@@ -79,8 +79,9 @@ def plan_fix(set_info: LiveParent, members: list, found: Scan, discovery: Discov
         return None
     if any(gr in may_hold for gr in set_info.unmapped_resources):
         return None
-    unproven = {gk for gk in set_info.group_kinds
-                if discovery.for_group_kind(gk) is not None and gk not in found.listed}
+    served = {gk: discovery.for_group_kind(gk) for gk in set_info.group_kinds}
+    unproven = {gk for gk, res in served.items()
+                if res is not None and not found.covers(gk, set_info.namespaces if res.namespaced else ())}
     own = classify_members(set_info, members).own
     # Own members must be covered; a recorded entry stays while anything of the set is in it
     # (exactly the entries _stale_hints leaves alone).

@@ -18,6 +18,8 @@ from . import parent as parents
 from . import redact, retention, spec
 from .errors import ApiError, ApplySetError
 from .kube import Discovery, KubeClient, Resource
+from .listerrors import ListFailure, explain_error
+from .versions import VersionFallback
 from .parent import LiveParent
 from .spec import GroupKind, ObjectId
 
@@ -31,11 +33,18 @@ IDS_PER_SELECTOR = 40
 
 @dataclass(frozen=True)
 class Unlisted:
-    """A LIST that failed, so whatever it would have shown is unknown (RBAC, an API gone)."""
+    """A LIST that failed, so whatever it would have shown is unknown (RBAC, an API gone), and why
+    (``failure``: ``listerrors.explain``'s answer)."""
 
     group_kind: GroupKind
     namespace: str | None  # None: across all namespaces (or a cluster-scoped kind)
     reason: str
+    failure: ListFailure | None = None
+
+    @property
+    def refused(self) -> bool:
+        """The credentials were refused (401) or may not list it (403)."""
+        return self.failure is not None and self.failure.credentials
 
     def to_dict(self) -> dict:
         """The failed LIST as the modules return it in ``unlisted``."""
@@ -49,7 +58,25 @@ def unlisted_from(err: ApiError, res: Resource, namespace: str | None = None) ->
     :param res: the resource listed.
     :param namespace: the namespace listed, None across all namespaces.
     """
-    return Unlisted(res.group_kind, namespace, f"HTTP {err.status}: {err.message}" if err.status else err.message)
+    return Unlisted(res.group_kind, namespace, f"HTTP {err.status}: {err.message}" if err.status else err.message,
+                    explain_error(err, res, namespace))
+
+
+def answered(client: KubeClient, fetch, requests: list, unlisted: list):
+    """Run ``fetch`` (``request -> (resource used, items)``) on each of ``requests`` (tuples that
+    begin with the resource and the namespace) in parallel.
+
+    :yields: ``(request, resource used, items)`` for each request answered, in order; an
+        ``Unlisted`` is appended to ``unlisted`` for each ``ApiError``.
+    :raises Exception: anything else a request raised.
+    """
+    for request, answer in zip(requests, client.map(fetch, requests)):
+        if isinstance(answer, ApiError):
+            unlisted.append(unlisted_from(answer, request[0], request[1]))
+            continue
+        if isinstance(answer, Exception):
+            raise answer
+        yield (request, *answer)
 
 
 @dataclass(frozen=True)
@@ -298,25 +325,23 @@ def find_members(client: KubeClient, discovery: Discovery, sets: list[LiveParent
         for start in range(0, len(ordered), IDS_PER_SELECTOR):
             requests.append((res, ns, ordered[start:start + IDS_PER_SELECTOR]))
 
+    fallback = VersionFallback(client, discovery)
+
     def fetch(request):
         res, ns, ids = request
         selector = (f"{spec.LABEL_PART_OF}={ids[0]}" if len(ids) == 1
                     else f"{spec.LABEL_PART_OF} in ({','.join(ids)})")
-        return list(client.list(res, ns, label_selector=selector, metadata_only=not full_objects))
+        return fallback.list(res, ns, label_selector=selector, metadata_only=not full_objects)
 
     listing = MemberListing(by_id={s.expected_id: [] for s in sets})
-    for (res, ns, ids), items in zip(requests, client.map(fetch, requests)):
-        if isinstance(items, ApiError):
-            listing.unlisted.append(unlisted_from(items, res, ns))
-            continue
-        if isinstance(items, Exception):
-            raise items
+    for _request, used, items in answered(client, fetch, requests, listing.unlisted):
         for item in items:
-            member = LiveMember.from_item(res, item, full=full_objects)
+            member = LiveMember.from_item(used, item, full=full_objects)
             if member.part_of in listing.by_id:
                 listing.by_id[member.part_of].append(member)
     for members in listing.by_id.values():
         members.sort(key=lambda m: m.sort_key)
+    listing.warnings += fallback.notes
     return listing
 
 
@@ -330,11 +355,12 @@ class InfoReport:
     applysets: list = field(default_factory=list)  # dicts, sorted
     unlisted: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    reduced: list = field(default_factory=list)  # Unlisted: parent types the credentials may not list
 
     @property
     def complete(self) -> bool:
         """Every LIST succeeded, so no set or member can be missing."""
-        return not self.unlisted
+        return not self.unlisted and not self.reduced
 
     def to_dict(self) -> dict:
         """The result of applyset_info."""
@@ -343,6 +369,8 @@ class InfoReport:
             "complete": self.complete,
             "unlisted": sorted((u.to_dict() for u in self.unlisted),
                                key=lambda u: (u["group_kind"], u["namespace"] or "")),
+            "reduced_coverage": {"kinds": sorted(({"group_kind": str(u.group_kind), "reason": u.reason}
+                                                  for u in self.reduced), key=lambda u: u["group_kind"])},
         }
 
 
@@ -374,13 +402,15 @@ def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = No
                                    "empty; check the parent's kind, name and namespace")
     else:
         listing = find_sets(client, discovery, namespace)
-        sets, report.unlisted, report.warnings = listing.sets, listing.unlisted, listing.warnings
+        sets, report.warnings = listing.sets, listing.warnings
+        _sort_refusals(listing.unlisted, namespace, report)
     list_members = members or full_objects or readiness is not None
     found = None
     if sets and (list_members or member_count):
         # Readiness is judged on status, which only whole objects carry.
         found = find_members(client, discovery, sets, full_objects=full_objects or readiness is not None)
         report.unlisted += found.unlisted
+        report.warnings += found.warnings
     for set_info in sets:
         entry = set_info.to_dict()
         if found is not None:
@@ -390,6 +420,17 @@ def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = No
                 entry["members"] = [_member_entry(m, full_objects, readiness) for m in set_members]
         report.applysets.append(entry)
     return report
+
+
+def _sort_refusals(unlisted: list, namespace: str | None, report: InfoReport) -> None:
+    """With a namespace, a parent type the credentials may not list (cluster-scoped custom resource
+    parents' CRDs) only reduces the coverage; without one, refusals across all namespaces leave the
+    listing incomplete, and the warning says how a tenant lists its own sets."""
+    for entry in unlisted:
+        (report.reduced if namespace and entry.refused and entry.namespace is None else report.unlisted).append(entry)
+    if not namespace and any(u.refused and u.group_kind in spec.BUILTIN_PARENT_KINDS for u in unlisted):
+        report.warnings.append("the credentials may not list Secrets or ConfigMaps across all namespaces, so sets "
+                               "were not looked for everywhere; set namespace to list the sets of one namespace")
 
 
 def _member_entry(member: LiveMember, full_objects: bool, readiness) -> dict:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from . import spec
 from .errors import ApiError, ApplySetError
 from .kube import Resource
+from .listerrors import explain_error
 
 
 @dataclass(frozen=True)
@@ -72,44 +73,87 @@ def recorded_scope(parent, discovery) -> Scope:
     return Scope(tuple(pairs), frozenset(not_listed), tuple(warnings))
 
 
-def list_pairs(client, pairs, selector_for, obj: str, full_for=frozenset()) -> dict:
-    """LIST each (resource, namespace) pair in parallel.
+def list_each(client, pairs, selector_for, full_for=frozenset(), fallback=None) -> list:
+    """LIST each (resource, namespace) pair in parallel; a failure is returned in place of its items.
+
+    Args:
+        client: the ``kube.KubeClient``.
+        pairs: the pairs to list, in the order the requests should go out.
+        selector_for: ``pair -> label selector or None``.
+        full_for: pairs listed as whole objects (each item gets the apiVersion and kind of the
+            version that answered); the others are listed metadata only.
+        fallback: a ``versions.VersionFallback``: a pair whose LIST fails at its version is listed
+            at another served version (None: never).
+
+    Returns:
+        ``[(pair, resource, items or error)]`` in the order of ``pairs``; ``resource`` is the one
+        of the version that answered (the pair's own on a failure).
+
+    Raises:
+        Exception: anything but an ``ApplySetError`` from a LIST.
+    """
+
+    def fetch(pair):
+        res, ns = pair
+        full = pair in full_for
+        kwargs = {"label_selector": selector_for(pair), "metadata_only": not full}
+        used, items = (fallback.list(res, ns, **kwargs) if fallback is not None
+                       else (res, list(client.list(res, ns, **kwargs))))
+        if full:
+            for item in items:  # LIST items carry no apiVersion/kind of their own
+                item.setdefault("apiVersion", used.api_version)
+                item.setdefault("kind", used.kind)
+        return used, items
+
+    found = []
+    for pair, answer in zip(pairs, client.map(fetch, pairs)):
+        if isinstance(answer, ApplySetError):
+            found.append((pair, pair[0], answer))
+        elif isinstance(answer, Exception):
+            raise answer
+        else:
+            found.append((pair, *answer))
+    return found
+
+
+def failure_of(err: ApplySetError, pair, obj: str) -> ApplySetError:
+    """The error that stops a run whose LIST of ``pair`` failed with ``err``: credential advice
+    only for a 401 or 403, any other failure named as what it is (``listerrors.explain``)."""
+    if not isinstance(err, ApiError):
+        return err
+    res, ns = pair
+    where = f" in namespace {ns}" if ns else ""
+    why = explain_error(err, res, ns)
+    if why.credentials:
+        return ApplySetError(f"listing {res.group_kind} objects{where} failed: {err.message}", obj=obj,
+                             fix="the credentials need list on every kind the set records; nothing was changed")
+    return ApplySetError(f"listing {res.group_kind} objects{where} failed: {why.what}: {err.message}", obj=obj,
+                         fix=f"{why.fix}; nothing was changed")
+
+
+def list_pairs(client, pairs, selector_for, obj: str, full_for=frozenset(), fallback=None) -> dict:
+    """LIST each (resource, namespace) pair in parallel (``list_each``); any failure stops the run.
 
     Args:
         client: the ``kube.KubeClient``.
         pairs: the pairs to list, in the order the requests should go out.
         selector_for: ``pair -> label selector or None``.
         obj: what a failure names (``ApplySet <parent>``).
-        full_for: pairs listed as whole objects (each item gets the resource's apiVersion and
-            kind); the others are listed metadata only.
+        full_for: pairs listed as whole objects; the others are listed metadata only.
+        fallback: a ``versions.VersionFallback``, or None.
 
     Returns:
-        ``{pair: [items]}``.
+        ``{(resource, namespace): [items]}``, keyed by the resource of the version that answered
+        (the pair's own, unless ``fallback`` listed it at another).
 
     Raises:
         ApplySetError: a LIST failed (nothing was changed).
     """
-
-    def fetch(pair):
-        res, ns = pair
-        full = pair in full_for
-        items = list(client.list(res, ns, label_selector=selector_for(pair), metadata_only=not full))
-        if full:
-            for item in items:  # LIST items carry no apiVersion/kind of their own
-                item.setdefault("apiVersion", res.api_version)
-                item.setdefault("kind", res.kind)
-        return items
-
     listed = {}
-    for pair, items in zip(pairs, client.map(fetch, pairs)):
-        if isinstance(items, ApiError):
-            res, ns = pair
-            where = f" in namespace {ns}" if ns else ""
-            raise ApplySetError(f"listing {res.group_kind} objects{where} failed: {items.message}", obj=obj,
-                                fix="the credentials need list on every kind the set records; nothing was changed")
+    for pair, used, items in list_each(client, pairs, selector_for, full_for, fallback):
         if isinstance(items, Exception):
-            raise items
-        listed[pair] = items
+            raise failure_of(items, pair, obj)
+        listed[(used, pair[1])] = items
     return listed
 
 

@@ -9,6 +9,7 @@ order (applying.py). API errors become the object's failed result, never an exce
 
 from __future__ import annotations
 
+import re
 import time
 
 from . import csa, namespaces, recreate
@@ -107,7 +108,22 @@ def _refused(ctx, member: plans.DesiredObject, before: dict | None, err: ApiErro
     immutable = immutable_refusal(err)
     if immutable:
         return _immutable(ctx, member, before, err, immutable)
+    if ctx.opts.dry_run and err.status == 403:
+        return MemberOutcome(result_for(member, "failed", reason=dry_run_refusal(member, err), error=err))
     return MemberOutcome(result_for(member, "failed", reason=err.message, error=err))
+
+
+def dry_run_refusal(member: plans.DesiredObject, err: ApiError) -> str:
+    """Why a check-mode apply was refused (403): a server-side dry run is authorized as the write
+    itself, so read-only credentials (the view ClusterRole) cannot preview; names the verb."""
+    found = re.search(r"cannot (\w+) resource", err.message or "")
+    verb = found.group(1) if found else "patch"
+    res = member.resource
+    name = f"{res.plural}.{res.group}" if res.group else res.plural
+    where = f" in namespace {member.namespace}" if res.namespaced and member.namespace else ""
+    return (f"check mode sends server-side dry runs, which the API server authorizes as the writes themselves: the "
+            f"credentials need {verb} on {name}{where} even to preview (read-only roles such as view have no write "
+            f"verbs): {err.message}")
 
 
 def applied_outcome(ctx, member: plans.DesiredObject, before: dict | None, resp, warnings: list) -> MemberOutcome:

@@ -16,9 +16,11 @@ from . import prune as prunes
 from . import spec
 from .decide import Hints, prune_context
 from .errors import ApplySetError, GuardError
-from .listing import list_pairs, live_objects, recorded_scope
+from .listerrors import explain_error
+from .listing import failure_of, list_each, live_objects, recorded_scope
 from .pruning import carry_out
 from .report import Change, live_result
+from .versions import VersionFallback
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Removal:
     members: tuple
     hints: Hints
     decided: prunes.Decisions | None = None
+    gone_with_crd: frozenset = frozenset()  # CRD names whose objects were not listed: they go with the CRD
 
 
 def warn_missing_parent(action: str):
@@ -42,7 +45,13 @@ def warn_missing_parent(action: str):
 
 
 def list_members(action: str):
-    """Step list-members: every member of the set, through our selector, in the recorded scope."""
+    """Step list-members: every member of the set, through our selector, in the recorded scope.
+
+    A kind whose LIST fails at the preferred version is listed at another served version
+    (``versions.VersionFallback``). For uninstall, custom resources whose LIST fails at every
+    version while their CustomResourceDefinition is a member are left to go with it: the server
+    deletes them with the CRD (``decide_removal`` makes sure this run deletes it).
+    """
 
     def list_them(ctx) -> None:
         parent = ctx.parent
@@ -54,23 +63,57 @@ def list_members(action: str):
                 "listed (see the warnings), and removing the parent would leave them behind for good",
                 obj=ctx.set_ref, fix="run again once the server serves and lists those kinds; nothing was changed")
         selector = f"{spec.LABEL_PART_OF}={parent.id}"
-        listed = list_pairs(ctx.client, list(scope.pairs), selector_for=lambda pair: selector, obj=ctx.set_ref,
-                            full_for=set(scope.pairs) if ctx.opts.diff else frozenset())
+        fallback = VersionFallback(ctx.client, ctx.discovery)
+        found = list_each(ctx.client, list(scope.pairs), lambda pair: selector,
+                          full_for=set(scope.pairs) if ctx.opts.diff else frozenset(), fallback=fallback)
+        ctx.record.warn(*fallback.notes)
+        listed = {(used, pair[1]): items for pair, used, items in found if not isinstance(items, Exception)}
+        members = tuple(live_objects(listed))
+        gone_with_crd = _left_to_their_crds(ctx, action, found, members)
         recorded = (parent.group_kinds, parent.namespaces)
-        ctx.decisions = Removal(tuple(live_objects(listed)), Hints(recorded, recorded, False, False))
+        ctx.decisions = Removal(members, Hints(recorded, recorded, False, False), gone_with_crd=gone_with_crd)
 
     return list_them
 
 
+def _left_to_their_crds(ctx, action: str, found: list, members: tuple) -> frozenset:
+    """The kinds whose LIST failed but whose CRD is a member that uninstall deletes (with a warning
+    each); any other failed LIST stops the run."""
+    crds = {o.meta.get("name") for o in members if o.resource.group_kind == spec.CRD_KIND}
+    left = set()
+    for pair, _used, items in found:
+        if not isinstance(items, Exception):
+            continue
+        res = pair[0]
+        crd = f"{res.plural}.{res.group}"
+        if action != "remove" or crd not in crds:
+            raise failure_of(items, pair, ctx.set_ref)
+        if crd not in left:
+            ctx.record.warn(f"{res.group_kind} could not be listed ({explain_error(items, res).what}); its objects "
+                            f"go with CustomResourceDefinition {crd}, which this uninstall deletes")
+        left.add(crd)
+    return frozenset(left)
+
+
 def decide_removal(ctx) -> None:
     """Step decide-removal (uninstall): every member decided by the prune rules; the protected-kinds
-    rule of the guard refuses before any write."""
+    rule of the guard refuses before any write, and so does a CRD left in place whose objects could
+    not be listed."""
     removal = ctx.decisions
     decided = prunes.decide_all([(o.resource, o.meta) for o in removal.members], prune_context(ctx.parent, ()))
     refusal = prunes.refuse_protected_kinds(decided.delete, 0, False, ctx.opts.guard_limits, removing=True)
     if refusal is not None:
         raise GuardError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
-    ctx.decisions = Removal(removal.members, removal.hints, decided)
+    deleted = {meta.get("name") for res, meta in decided.delete if res.group_kind == spec.CRD_KIND}
+    kept = sorted(removal.gone_with_crd - deleted)
+    if kept:
+        raise ApplySetError(
+            f"cannot uninstall the set: the objects of CustomResourceDefinition {', '.join(kept)} could not be "
+            "listed, and this run does not delete the CRD (it is kept or skipped), so its members would be left "
+            "behind for good",
+            obj=ctx.set_ref, fix="make those kinds listable again (see the warnings) and run again; nothing was "
+                                 "changed")
+    ctx.decisions = Removal(removal.members, removal.hints, decided, removal.gone_with_crd)
 
 
 def delete_members(ctx) -> None:
