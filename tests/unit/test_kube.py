@@ -246,3 +246,20 @@ def test_no_answer_until_the_read_timeout_is_retried_three_times_once_the_server
     with pytest.raises(ConnectionFailed):  # four silent tries: the first and three more
         c.request("GET", "/x")
     assert c._pool.responses == []
+
+
+def test_a_429_of_a_failing_conversion_webhook_is_tried_three_times_only():
+    broken = {"kind": "Status", "reason": "TooManyRequests", "code": 429,
+              "message": 'storage is (re)initializing: conversion webhook for example.com/v2, Kind=Widget failed: '
+                         'Post "https://conv.example.svc:443/convert?timeout=30s": service "conv" not found'}
+    c = client([(429, broken, None)] * 5)
+    with pytest.raises(ApiError, match="conversion webhook"):
+        c.request("GET", "/x")
+    assert len(c._pool.sent) == 3
+
+
+def test_a_plain_429_is_retried_for_the_whole_window():
+    c = client([(429, {"kind": "Status", "message": "too many requests"}, {"Retry-After": "0"})] * 4
+               + [(200, {"ok": 1}, None)])
+    assert c.request("GET", "/x").body == {"ok": 1}
+    assert len(c._pool.sent) == 5

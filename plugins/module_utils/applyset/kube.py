@@ -275,8 +275,10 @@ class KubeClient:
             if _stalled_answer(resp) and stalls < MAX_STALLED_RETRIES:
                 stalls += 1
             # 500 is as often a lasting server-side error ("range is full") as a passing
-            # one: a few tries only, so a run with many such objects still ends soon.
-            elif (resp.status == 500 and attempt >= MAX_ATTEMPTS_ON_500) or time.monotonic() >= deadline:
+            # one, and so is the 429 of a conversion webhook that fails (kube-apiserver 1.34:
+            # "storage is (re)initializing: ... conversion webhook ..."): a few tries only, so a
+            # run with many such objects still ends soon, and a LIST goes on to another version.
+            elif (attempt >= MAX_ATTEMPTS_ON_500 and _lasting_failure(resp)) or time.monotonic() >= deadline:
                 return resp
             time.sleep(_retry_after(resp.headers.get("Retry-After"), attempt))
 
@@ -411,6 +413,14 @@ def connect(auth: dict, **kwargs) -> KubeClient:
 
 
 # ----- helpers ----------------------------------------------------------------------------
+
+
+def _lasting_failure(resp) -> bool:
+    """Whether an answer worth a retry is as likely to last: a 500, or a 429 that names a failed
+    conversion webhook."""
+    if resp.status == 500:
+        return True
+    return resp.status == 429 and b"conversion webhook" in (resp.data or b"")
 
 
 def _stalled_answer(resp) -> bool:
