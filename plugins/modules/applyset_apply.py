@@ -599,17 +599,20 @@ def main():
     try:
         # Names as the server checks them, before any request (the engine may take this over).
         names.check_options(params["parent"], params["namespace"])
+        desired = None
         if params["state"] == "present":
             if params["src"] is None and definition is None and not options.allow_empty:
                 fail_option(module, "state", "state=present needs src or definition",
                             "give src or definition; to empty the set on purpose set guard.allow_empty: true")
             desired = load_manifests(params, definition, protected_src_contents(module))
+        elif params["state"] == "absent" and (params["src"] is not None or definition is not None):
+            desired = load_manifests(params, definition, protected_src_contents(module))  # for its delete hooks
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
         run = engine.Engine(client, params["parent"], params["namespace"], options)
         if params["state"] == "present":
             report = run.apply(desired)
         elif params["state"] == "absent":
-            report = run.uninstall()
+            report = run.uninstall(desired)
         else:
             report = run.disband()
     except ApplySetError as err:

@@ -11,37 +11,40 @@ from applyset.errors import ApplySetError
 from applyset.legacy import Options as LegacyOptions
 from applyset.options import Options
 
-READING = ["read-parent", "plan", "list-live", "decide"]
+READING = ["read-parent", "split-hooks", "plan", "list-live", "decide"]
+PRE, POST = ["pre-apply-hooks"], ["post-apply-hooks", "on-failure-hooks"]
 
 # (route builder, options, the expected step names in order)
 ROUTES = {
     "apply": (steps.for_apply, Options(),
-              READING + ["make-namespaces", "claim", "apply", "prune", "release"]),
+              READING + ["make-namespaces", "claim", *PRE, "apply", "prune", *POST, "release"]),
     "apply, wait": (steps.for_apply, Options(wait=True),
-                    READING + ["make-namespaces", "claim", "apply", "prune", "release", "wait"]),
+                    READING + ["make-namespaces", "claim", *PRE, "apply", "prune", *POST, "release", "wait"]),
     "apply, no prune": (steps.for_apply, Options(prune=False),
-                        READING + ["make-namespaces", "claim", "apply", "release"]),
+                        READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
     "apply, adopt_legacy": (steps.for_apply, Options(adopt_legacy=LegacyOptions(selector="app=shop")),
-                            READING + ["make-namespaces", "claim", "label-adopted", "apply", "prune", "release"]),
+                            READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune", *POST,
+                                       "release"]),
     "apply, adopt_legacy without prune": (
         steps.for_apply, Options(prune=False, adopt_legacy=LegacyOptions(selector="app=shop")),
-        READING + ["make-namespaces", "claim", "apply", "release"]),
+        READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
     "preview": (steps.for_preview, Options(dry_run=True, wait=True),
-                READING + ["show-final-hint", "preview-namespace", "apply", "prune"]),
+                READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
     "preview, no prune": (steps.for_preview, Options(dry_run=True, prune=False),
-                          READING + ["show-final-hint", "preview-namespace", "apply"]),
+                          READING + ["show-final-hint", "preview-namespace", "apply", "preview-hooks"]),
     "update-only": (steps.for_update_only, Options(),
                     READING + ["update-in-place", "confirm-parent-unchanged", "record"]),
     "update-only, wait": (steps.for_update_only, Options(wait=True),
                           READING + ["update-in-place", "confirm-parent-unchanged", "record", "wait"]),
     "uninstall": (steps.for_uninstall, Options(),
-                  ["read-parent", "list-members", "decide-removal", "claim", "delete-members", "delete-parent",
-                   "release"]),
+                  ["read-parent", "list-members", "decide-removal", "find-hooks", "claim", "pre-delete-hooks",
+                   "delete-members", "post-delete-hooks", "delete-parent", "release"]),
     "uninstall, wait": (steps.for_uninstall, Options(wait=True),
-                        ["read-parent", "list-members", "decide-removal", "claim", "delete-members",
-                         "delete-parent", "release", "wait-gone"]),
+                        ["read-parent", "list-members", "decide-removal", "find-hooks", "claim", "pre-delete-hooks",
+                         "delete-members", "post-delete-hooks", "delete-parent", "release", "wait-gone"]),
     "uninstall preview": (steps.for_uninstall, Options(dry_run=True, wait=True),
-                          ["read-parent", "list-members", "decide-removal", "delete-members", "delete-parent"]),
+                          ["read-parent", "list-members", "decide-removal", "find-hooks", "pre-delete-hooks",
+                           "delete-members", "post-delete-hooks", "delete-parent"]),
     "disband": (steps.for_disband, Options(),
                 ["read-parent", "list-members", "claim", "unlabel-members", "delete-parent", "release"]),
     "disband preview": (steps.for_disband, Options(dry_run=True),
@@ -83,7 +86,9 @@ def test_every_route_that_claims_releases_last_and_always_with_the_one_release_s
     assert claims[0] is steps.CLAIM_STEP and releases[0] is steps.RELEASE_STEP and releases[0].always
     after_release = route.steps[route.steps.index(releases[0]) + 1:]
     assert all(s.effect == runner.WAIT for s in after_release), "only waits follow the release"
-    assert [s for s in route.steps if s.always] == releases
+    # Besides the release, only the on-failure hooks run on the way out, inside the claim.
+    assert [s for s in route.steps if s.always and s.name != "on-failure-hooks"] == releases
+    assert all(s.effect != runner.RELEASE for s in route.steps if s.always and s is not releases[0])
 
 
 @pytest.mark.parametrize("case", [c for c in sorted(ROUTES) if ROUTES[c][1].dry_run])

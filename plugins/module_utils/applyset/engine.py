@@ -99,8 +99,12 @@ class Engine:
         """
         return self._run(self._apply, manifests)
 
-    def uninstall(self) -> Report:
+    def uninstall(self, manifests: list[Manifest] | None = None) -> Report:
         """Delete every member (same safety rules as prune), then the parent.
+
+        Args:
+            manifests: objects given with the uninstall: only their pre-delete and post-delete
+                hooks are used (hooks.py); the members are what the cluster holds.
 
         Returns:
             The report of the run; a set whose parent does not exist gives one with a warning.
@@ -111,6 +115,7 @@ class Engine:
             WaitTimeout: with ``Options.wait``, members not gone in time (the parent is gone).
             ParentError, ApiError: as for ``apply``.
         """
+        self._ctx.manifests = manifests
         return self._run(self._teardown, steps.UNINSTALL)
 
     def disband(self) -> Report:

@@ -66,6 +66,7 @@ class ObjectResult:
 
 
 CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
+HOOK_CHANGING_ACTIONS = frozenset({"completed", "failed", "would run"})  # a hook object created (or would be)
 
 
 @dataclass
@@ -87,11 +88,13 @@ class Report:
     parent_changed: bool = False
     dry_run: bool = False
     requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
+    hooks: list = field(default_factory=list)  # one dict per hook run or previewed (hook_run.py), in order
 
     @property
     def changed(self) -> bool:
         """Whether the run changed (or, in check mode, would change) anything on the cluster."""
-        return bool(self.parent_changed) or any(o.action in CHANGING_ACTIONS for o in self.objects)
+        return (bool(self.parent_changed) or any(o.action in CHANGING_ACTIONS for o in self.objects)
+                or any(h.get("action") in HOOK_CHANGING_ACTIONS for h in self.hooks))
 
     @property
     def failed_objects(self) -> list[ObjectResult]:
@@ -114,6 +117,7 @@ class Report:
             "objects": [o.to_dict() for o in self.objects],
             "diff": self.diff,
             "requests": dict(self.requests),
+            **({"hooks": [dict(h) for h in self.hooks]} if self.hooks else {}),
         }
 
 
@@ -191,6 +195,10 @@ class Recorder:
         """Record one object's result."""
         self.report.objects.append(result)
         return result
+
+    def hook(self, entry: dict) -> None:
+        """Record what a hook did (or would do), in the order the hooks run (hook_run.py)."""
+        self.report.hooks.append(entry)
 
     def warn(self, *warnings: str) -> None:
         """Record warnings, in the order given."""

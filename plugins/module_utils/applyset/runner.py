@@ -56,6 +56,7 @@ class RunContext:
     parent: Any = None  # read-parent: parent.Parent
     plan: Any = None  # plan: plan.Plan
     live: dict | None = None  # list-live: {ObjectId: listing.LiveObject}
+    hooks: Any = None  # split-hooks or find-hooks: hooks.HookSet
     decisions: Any = None  # decide: decide.Decisions (apply routes) or teardown.Removal
     in_place: Any = None  # update-in-place: without_claim.Updates
     claim: Any = None  # claim: claim.Claim, until the release

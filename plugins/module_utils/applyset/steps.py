@@ -6,14 +6,16 @@ remaining steps then run. Every route that writes takes the claim with the same 
 and ends with the same ``release`` step, which runs whatever stopped the run. Check mode is
 decided when the route is built: a preview takes no claim and sends dry runs only.
 
-    apply         read-parent, plan, list-live, decide, make-namespaces, claim, [label-adopted],
-                  apply, [prune], release, [wait]
-    preview       read-parent, plan, list-live, decide, show-final-hint, preview-namespace, apply,
-                  [prune]
-    update-only   read-parent, plan, list-live, decide, update-in-place, confirm-parent-unchanged,
-                  record, [wait]
-    uninstall     read-parent, list-members, decide-removal, claim, delete-members, delete-parent,
-                  release, [wait-gone]        (check mode: no claim, no release, no wait)
+    apply         read-parent, split-hooks, plan, list-live, decide, make-namespaces, claim,
+                  pre-apply-hooks, [label-adopted], apply, [prune], post-apply-hooks,
+                  on-failure-hooks, release, [wait]
+    preview       read-parent, split-hooks, plan, list-live, decide, show-final-hint,
+                  preview-namespace, apply, [prune], preview-hooks
+    update-only   read-parent, split-hooks, plan, list-live, decide, update-in-place,
+                  confirm-parent-unchanged, record, [wait]     (never when hooks are due)
+    uninstall     read-parent, list-members, decide-removal, find-hooks, claim, pre-delete-hooks,
+                  delete-members, post-delete-hooks, delete-parent, release, [wait-gone]
+                                              (check mode: no claim, no release, no wait)
     disband       read-parent, list-members, claim, unlabel-members, delete-parent, release
                                               (check mode: no claim, no release)
     a teardown whose parent does not exist: read-parent, warn-missing-parent
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import adoption, applying, claim, decide, namespaces, pruning, settling, teardown, without_claim
+from . import adoption, applying, claim, decide, hook_run, hooks, namespaces, pruning, settling, teardown, without_claim
 from .runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
 
 APPLY, PREVIEW, UPDATE_ONLY = "apply", "preview", "update-only"
@@ -54,20 +56,23 @@ class Route:
 def reading(entry: str, opts) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
-        return [READ_PARENT, Step("plan", decide.make_plan, DECIDE), Step("list-live", decide.list_live, READ),
-                Step("decide", decide.decide, READ)]
+        return [READ_PARENT, Step("split-hooks", hooks.split_step, DECIDE), Step("plan", decide.make_plan, DECIDE),
+                Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ)]
     return [READ_PARENT]
 
 
 def for_apply(opts) -> Route:
     """The route of a real apply: the claim before any member write (but the namespaces the parent
     needs), the release last and always, the wait after it."""
-    tail = [Step("make-namespaces", applying.make_namespaces, WRITE), CLAIM_STEP]
+    tail = [Step("make-namespaces", applying.make_namespaces, WRITE), CLAIM_STEP,
+            Step("pre-apply-hooks", hook_run.pre_apply, WRITE)]
     if opts.adopt_legacy is not None and opts.prune:
         tail.append(Step("label-adopted", adoption.label, WRITE))
     tail.append(Step("apply", applying.apply_phases, WRITE))
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, WRITE))
+    tail += [Step("post-apply-hooks", hook_run.post_apply, WRITE),
+             Step("on-failure-hooks", hook_run.on_failure, WRITE, always=True)]
     tail.append(RELEASE_STEP)
     if opts.wait:
         tail.append(Step("wait", settling.wait_until_settled, WAIT))
@@ -81,6 +86,7 @@ def for_preview(opts) -> Route:
             Step("apply", applying.apply_phases, DRY_RUN)]
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, DRY_RUN))
+    tail.append(Step("preview-hooks", hook_run.preview, DRY_RUN))
     return _route(PREVIEW, APPLY, opts, tail)
 
 
@@ -100,8 +106,11 @@ def for_uninstall(opts) -> Route:
     """The route of ``state: absent``: members deleted under the prune rules, then the parent."""
     effect = DRY_RUN if opts.dry_run else WRITE
     tail = [Step("list-members", teardown.list_members("remove"), READ),
-            Step("decide-removal", teardown.decide_removal, DECIDE)]
-    tail += _claimed(opts, [Step("delete-members", teardown.delete_members, effect),
+            Step("decide-removal", teardown.decide_removal, DECIDE),
+            Step("find-hooks", hooks.find_delete_hooks, DECIDE)]
+    tail += _claimed(opts, [Step("pre-delete-hooks", hook_run.pre_delete, effect),
+                            Step("delete-members", teardown.delete_members, effect),
+                            Step("post-delete-hooks", hook_run.post_delete, effect),
                             Step("delete-parent", teardown.delete_parent(show_diff=True), effect)])
     if opts.wait and not opts.dry_run:
         tail.append(Step("wait-gone", settling.wait_members_gone, WAIT))
@@ -145,7 +154,8 @@ def choose(entry: str, ctx, may_skip_claim: bool) -> Route:
     if entry == APPLY:
         if opts.dry_run:
             return for_preview(opts)
-        if may_skip_claim and without_claim.blocker(ctx) is None:
+        # A run with hooks to run takes the claim: two runs never run one set's hooks at once.
+        if may_skip_claim and not hook_run.due(ctx) and without_claim.blocker(ctx) is None:
             return for_update_only(opts)
         return for_apply(opts)
     if not ctx.parent.exists:

@@ -1,0 +1,198 @@
+"""Running the hooks of a run (hooks.py finds them): the steps of each phase and one hook's run.
+
+Hooks run only in runs that write members: a re-run that changes nothing stays a no-op
+(``changed=0``, no hook run), and a run with hooks to run takes the claim (never the update-only
+route), so two runs never run the hooks of one set at once. A hook is server-side applied under
+the run's field manager, then waited for under the readiness rules (a Job until it completes; a
+Job removed by its ``ttlSecondsAfterFinished`` once finished counts as done) within
+``wait_timeout``; the hooks of a phase go one after the other. ``before-hook-creation`` deletes
+the object first (a Job's template is immutable, so a Job runs again only that way);
+``hook-succeeded`` and ``hook-failed`` delete it after, in the background (its pods go too).
+
+A failed hook fails the run, naming the hook: a pre-apply failure leaves every member as it
+was. on-failure hooks run when a step after the claim failed; the run still fails with the
+first error. In check mode each hook is a server-side dry run, never run, and the result lists
+what a real run would do. Every hook gets one entry in the result's ``hooks``, in the order run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import health, settling, spec
+from . import hooks as hks
+from . import prune as prunes
+from .errors import ApiError, ApplySetError
+
+COMPLETED, FAILED, WOULD_RUN, WOULD_RUN_ON_FAILURE = "completed", "failed", "would run", "would run on failure"
+
+
+def due(ctx) -> bool:
+    """Whether the hooks of this apply run: it has hooks and writes members (applies one that
+    is not unchanged, prunes, adopts or takes members out of the set)."""
+    hook_set, decisions = ctx.hooks, ctx.decisions
+    if hook_set is None or not hook_set.hooks or decisions is None:
+        return False
+    return bool(any(m.key not in decisions.unchanged for m in ctx.plan.members)
+                or decisions.prune.with_verdict(prunes.PRUNE) or decisions.prune.with_verdict(prunes.KEEP)
+                or decisions.adopted)
+
+
+# ----- the steps -------------------------------------------------------------------------------
+
+
+def pre_apply(ctx) -> None:
+    """Step pre-apply-hooks, right after the claim and before any member is written."""
+    if due(ctx):
+        ctx.hooks = dataclasses.replace(ctx.hooks, started=True)
+        run_phase(ctx, hks.PRE_APPLY)
+
+
+def post_apply(ctx) -> None:
+    """Step post-apply-hooks, once the members are applied (and, with ``wait``, ready: the wait
+    is done here when it has not been, so that a failed wait runs the on-failure hooks)."""
+    if not due(ctx):
+        return
+    installing = ctx.hooks.installing
+    if ctx.opts.wait and (ctx.hooks.of_phase(hks.POST_APPLY, installing) or ctx.hooks.of_phase(hks.ON_FAILURE, installing)):
+        settling.wait_until_settled(ctx)
+    run_phase(ctx, hks.POST_APPLY)
+
+
+def on_failure(ctx) -> None:
+    """Step on-failure-hooks (always): when a step after the pre-apply hooks' start failed. The
+    run fails with its first error whatever these hooks do; a failed one is a warning too."""
+    if not (ctx.failing and ctx.hooks is not None and ctx.hooks.started):
+        return
+    try:
+        run_phase(ctx, hks.ON_FAILURE)
+    except ApplySetError as err:
+        ctx.record.warn(f"an on-failure hook failed too: {err}")
+
+
+def pre_delete(ctx) -> None:
+    """Step pre-delete-hooks (uninstall), after the claim and before any member is deleted."""
+    _delete_phase(ctx, hks.PRE_DELETE)
+
+
+def post_delete(ctx) -> None:
+    """Step post-delete-hooks (uninstall), once the members are deleted (with ``wait``: gone),
+    before the parent: a failed one leaves the parent, so the next uninstall runs them again."""
+    if ctx.hooks is not None and ctx.hooks.of_phase(hks.POST_DELETE, False) and ctx.opts.wait and not ctx.opts.dry_run:
+        settling.wait_members_gone(ctx)
+    _delete_phase(ctx, hks.POST_DELETE)
+
+
+def preview(ctx) -> None:
+    """Step preview-hooks (check mode): what a real run would run, each hook a dry run."""
+    if due(ctx):
+        for phase in (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE):
+            run_phase(ctx, phase)
+
+
+def _delete_phase(ctx, phase: str) -> None:
+    if ctx.hooks is not None and ctx.hooks.hooks:
+        run_phase(ctx, phase)
+
+
+# ----- one phase, one hook ---------------------------------------------------------------------
+
+
+def run_phase(ctx, phase: str) -> None:
+    """The hooks of ``phase`` one after the other, each recorded; the first that fails stops the
+    phase and raises (in check mode all are tried, then the first refusal raises)."""
+    first_error = None
+    for hook in ctx.hooks.of_phase(phase, ctx.hooks.installing):
+        entry = {"phase": phase, "apiVersion": hook.body.get("apiVersion"), "kind": hook.resource.kind,
+                 "namespace": hook.namespace, "name": hook.name, "weight": hook.weight,
+                 "delete_policy": sorted(hook.delete_policies)}
+        error = _preview(ctx, hook, phase, entry) if ctx.opts.dry_run else _run(ctx, hook, phase, entry)
+        ctx.record.hook(entry)
+        if error is not None and not ctx.opts.dry_run:
+            raise error
+        first_error = first_error or error
+    if first_error is not None:
+        raise first_error
+
+
+def _failure(hook, phase: str, reason: str) -> ApplySetError:
+    return ApplySetError(f"the {phase} hook {hook.ref} failed: {reason}", obj=f"{hook.manifest.source} ({hook.ref})",
+                         fix="look at the hook object and its pods (kubectl describe, kubectl logs), fix it and "
+                         "run again")
+
+
+def _run(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
+    """Run one hook: delete it first (before-hook-creation), apply it, wait, delete it by its
+    policy. Fills ``entry``; returns the hook's failure, or None."""
+    client, opts = ctx.client, ctx.opts
+    try:
+        if hks.BEFORE_CREATION in hook.delete_policies:
+            entry["replaced"] = _delete_existing(ctx, hook)
+        uid = ((client.apply(hook.resource, hook.body, field_manager=opts.field_manager, force=opts.force_conflicts,
+                             field_validation=opts.field_validation).body or {}).get("metadata") or {}).get("uid")
+        target = (hook.resource, hook.namespace, hook.name)
+        applied = {target: {**hook.body, "metadata": {**hook.body["metadata"], "uid": uid}}}
+        health.wait_ready(client, [target], timeout=opts.wait_timeout, applied=applied, **opts.wait_rules)
+    except ApplySetError as err:
+        entry.update(action=FAILED, reason=err.message)
+        entry["deleted"] = hks.FAILED in hook.delete_policies and _delete(ctx, hook)
+        return _failure(hook, phase, err.message)
+    entry["action"] = COMPLETED
+    entry["deleted"] = hks.SUCCEEDED in hook.delete_policies and _delete(ctx, hook)
+    return None
+
+
+def _delete_existing(ctx, hook) -> bool:
+    """Delete a hook object left by an earlier run and wait (bounded) until it is gone; whether
+    there was one."""
+    live = ctx.client.get(hook.resource, hook.name, hook.namespace)
+    if live is None:
+        return False
+    uid = (live.get("metadata") or {}).get("uid")
+    try:
+        ctx.client.delete(hook.resource, hook.name, hook.namespace, uid=uid, propagation_policy="Background")
+    except ApiError as err:
+        if err.status not in (404, 409):
+            raise
+    settling.wait_gone(ctx.client, [settling.Gone(hook.resource, hook.namespace, hook.name, uid)],
+                       timeout=ctx.opts.wait_timeout)
+    return True
+
+
+def _delete(ctx, hook) -> bool:
+    """Delete the hook object by its policy (in the background: a Job's pods go too); a failure
+    is a warning, not the run's."""
+    try:
+        ctx.client.delete(hook.resource, hook.name, hook.namespace, propagation_policy="Background")
+    except ApiError as err:
+        if err.status == 404:
+            return True  # gone already (a Job's ttlSecondsAfterFinished)
+        ctx.record.warn(f"hook {hook.ref}: could not delete it by its delete policy: {err.message}")
+        return False
+    return True
+
+
+def _preview(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
+    """Check mode: a server-side dry run of the hook's apply; never run, never waited for."""
+    entry["action"] = WOULD_RUN_ON_FAILURE if phase == hks.ON_FAILURE else WOULD_RUN
+    try:
+        ctx.client.apply(hook.resource, hook.body, field_manager=ctx.opts.field_manager, force=ctx.opts.force_conflicts,
+                         dry_run=True, field_validation=ctx.opts.field_validation)
+    except ApiError as err:
+        if hks.BEFORE_CREATION in hook.delete_policies and err.status in (409, 422):
+            entry["reason"] = "the object left by an earlier run would be deleted and created again"
+            return None
+        if err.status == 404 and "namespaces" in (err.message or "") and hook.namespace in _created_namespaces(ctx):
+            entry["reason"] = f"namespace {hook.namespace} would be created by this run"
+            return None
+        entry.update(action=FAILED, reason=err.message)
+        return _failure(hook, phase, f"its dry run was refused: {err.message}")
+    return None
+
+
+def _created_namespaces(ctx) -> set:
+    """The namespaces a real apply would create before its hooks run (check mode)."""
+    if ctx.plan is None or ctx.decisions is None:
+        return set()
+    made = {m.name for m in ctx.plan.members if m.resource.group_kind == spec.NAMESPACE_KIND and m.key not in ctx.live}
+    return made | ({ctx.decisions.namespace_to_create} if ctx.decisions.namespace_to_create else set())

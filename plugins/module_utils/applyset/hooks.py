@@ -1,0 +1,240 @@
+"""Hook objects: the input objects annotated to run at a moment of a run rather than to be members.
+
+Three annotation families say that an object is a hook, read in this order (the first present
+wins, as Argo CD ignores Helm's hook annotations on an object that has its own):
+
+    applyset.kubernetes.ansible/hook   pre-apply, post-apply, on-failure, pre-delete, post-delete
+    argocd.argoproj.io/hook            PreSync, Sync, PostSync, SyncFail, PreDelete, PostDelete, Skip
+    helm.sh/hook                       pre-install, pre-upgrade, post-install, post-upgrade,
+                                       pre-delete, post-delete (pre-/post-rollback, test: left out)
+
+Several comma-separated values are allowed. Helm's install hooks run only when the set is
+installed (its parent does not exist yet), its upgrade hooks only when it exists; the others on
+both. A weight orders the hooks of a phase (``.../hook-weight``, ``helm.sh/hook-weight``, Argo
+CD's ``sync-wave``), then the kind's rank, then the input order. A delete policy
+(``before-hook-creation``, the default, ``hook-succeeded``, ``hook-failed``; Argo CD's
+``BeforeHookCreation``, ``HookSucceeded``, ``HookFailed``) says when the object is deleted.
+
+Hook objects are no members: they get no part-of label, the parent's hint never counts them,
+and no prune (ours or kubectl's) ever sees them. ``split`` takes them out of the input before
+the plan; every annotation problem is refused there, before any write. hook_run.py runs them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from . import plan as plans
+from . import spec
+from .errors import InputError, InputErrors
+
+PRE_APPLY, POST_APPLY, ON_FAILURE = "pre-apply", "post-apply", "on-failure"
+PRE_DELETE, POST_DELETE = "pre-delete", "post-delete"
+PHASES = (PRE_APPLY, POST_APPLY, ON_FAILURE, PRE_DELETE, POST_DELETE)
+
+BEFORE_CREATION, SUCCEEDED, FAILED = "before-hook-creation", "hook-succeeded", "hook-failed"
+DELETE_POLICIES = (BEFORE_CREATION, SUCCEEDED, FAILED)
+
+# When a phase's hook runs: on every run, or only when the set is installed or upgraded (Helm).
+ALWAYS, INSTALL, UPGRADE = "always", "install", "upgrade"
+
+OWN_HOOK = spec.OWN_PREFIX + "hook"
+OWN_WEIGHT = spec.OWN_PREFIX + "hook-weight"
+OWN_DELETE_POLICY = spec.OWN_PREFIX + "hook-delete-policy"
+HOOK_OF = spec.OWN_PREFIX + "hook-of"  # the set's id, on every hook object (an annotation, no label)
+HELM_HOOK, HELM_WEIGHT, HELM_DELETE_POLICY = "helm.sh/hook", "helm.sh/hook-weight", "helm.sh/hook-delete-policy"
+ARGO_HOOK, ARGO_WAVE, ARGO_DELETE_POLICY = ("argocd.argoproj.io/hook", "argocd.argoproj.io/sync-wave",
+                                            "argocd.argoproj.io/hook-delete-policy")
+
+# value -> (phase, when); None: a known value this collection leaves out (warned about).
+_OWN = {p: (p, ALWAYS) for p in PHASES}
+_HELM = {"pre-install": (PRE_APPLY, INSTALL), "pre-upgrade": (PRE_APPLY, UPGRADE),
+         "post-install": (POST_APPLY, INSTALL), "post-upgrade": (POST_APPLY, UPGRADE),
+         "pre-delete": (PRE_DELETE, ALWAYS), "post-delete": (POST_DELETE, ALWAYS),
+         "pre-rollback": None, "post-rollback": None, "test": None, "test-success": None, "test-failure": None}
+_ARGO = {"PreSync": (PRE_APPLY, ALWAYS), "Sync": (POST_APPLY, ALWAYS), "PostSync": (POST_APPLY, ALWAYS),
+         "SyncFail": (ON_FAILURE, ALWAYS), "PreDelete": (PRE_DELETE, ALWAYS), "PostDelete": (POST_DELETE, ALWAYS),
+         "Skip": None}
+_OWN_POLICIES = {p: p for p in DELETE_POLICIES}
+_ARGO_POLICIES = {"BeforeHookCreation": BEFORE_CREATION, "HookSucceeded": SUCCEEDED, "HookFailed": FAILED}
+
+# (hook annotation, its values, weight annotation, delete-policy annotation, its values), in the order read.
+FAMILIES = ((OWN_HOOK, _OWN, OWN_WEIGHT, OWN_DELETE_POLICY, _OWN_POLICIES),
+            (ARGO_HOOK, _ARGO, ARGO_WAVE, ARGO_DELETE_POLICY, _ARGO_POLICIES),
+            (HELM_HOOK, _HELM, HELM_WEIGHT, HELM_DELETE_POLICY, _OWN_POLICIES))
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One hook object: where it came from (``manifest``, ``index`` in the input), what serves it,
+    the ``body`` sent (namespace defaulted, the hook-of annotation set, no part-of label), its
+    ``moments`` (``(phase, when)`` pairs), ``weight``, ``delete_policies`` and kind ``rank``."""
+
+    manifest: object
+    index: int
+    resource: object
+    body: dict
+    moments: tuple
+    weight: int
+    delete_policies: frozenset
+    rank: int
+
+    @property
+    def namespace(self) -> str | None:
+        """Its namespace as sent; None when cluster-scoped."""
+        return self.body["metadata"].get("namespace")
+
+    @property
+    def name(self) -> str:
+        """Its metadata.name."""
+        return self.body["metadata"]["name"]
+
+    @property
+    def ref(self) -> str:
+        """``Kind namespace/name``, as messages name objects."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.resource.kind} {where}"
+
+    def runs_in(self, phase: str, installing: bool) -> bool:
+        """Whether this hook runs in ``phase`` of a run that installs the set (or upgrades it)."""
+        return any(p == phase and when in (ALWAYS, INSTALL if installing else UPGRADE) for p, when in self.moments)
+
+
+@dataclass(frozen=True)
+class HookSet:
+    """The hooks of a run in input order, and what was left out of the run (``skipped``: Argo
+    CD's Skip, Helm's rollback and test hooks) with a warning each (``warnings``)."""
+
+    hooks: tuple = ()
+    warnings: tuple = field(default_factory=tuple)
+    installing: bool = False  # the parent did not exist when the run read it (Helm's install hooks)
+    started: bool = False  # the pre-apply hooks' step began (the on-failure hooks may then run)
+
+    def of_phase(self, phase: str, installing: bool) -> list[Hook]:
+        """The hooks of ``phase``, in the order they run: weight, kind rank, input order."""
+        return sorted((h for h in self.hooks if h.runs_in(phase, installing)),
+                      key=lambda h: (h.weight, h.rank, h.index))
+
+
+NO_HOOKS = HookSet()
+
+
+def _family(meta: dict):
+    annotations = meta.get("annotations") or {}
+    for family in FAMILIES:
+        if family[0] in annotations:
+            return family, annotations
+    return None, annotations
+
+
+def _values(text) -> list[str]:
+    return [v.strip() for v in str(text).split(",") if v.strip()]
+
+
+def _parse(m, problems: list, warnings: list):
+    """``(moments, weight, policies)`` of manifest ``m``; None for a member; ``()`` moments for an
+    object left out of the run. Problems go to ``problems``."""
+    family, annotations = _family(m.metadata)
+    if family is None:
+        return None
+    hook_key, known, weight_key, policy_key, policies_known = family
+    where = f"{m.source} ({m.kind} {m.name})"
+    moments, left_out = [], []
+    for value in _values(annotations[hook_key]) or [""]:
+        if value not in known:
+            problems.append(InputError(
+                f"annotation {hook_key}: unknown value {value!r}; accepted: {', '.join(known)}", obj=where,
+                fix=f"use one of {', '.join(known)} (several separated by commas)"))
+        elif known[value] is None:
+            left_out.append(value)
+        elif known[value] not in moments:
+            moments.append(known[value])
+    if left_out and not moments:
+        warnings.append(f"{where}: {hook_key}: {', '.join(left_out)} is not run by this collection; the object "
+                        "is left out of the run (neither applied nor pruned)")
+    weight = 0
+    if annotations.get(weight_key) not in (None, ""):
+        try:
+            weight = int(str(annotations[weight_key]).strip())
+        except ValueError:
+            problems.append(InputError(f"annotation {weight_key}: {annotations[weight_key]!r} is not an integer",
+                                       obj=where, fix="give a whole number, for example \"-5\" or \"10\""))
+    policies = set()
+    for value in _values(annotations.get(policy_key) or ""):
+        if value not in policies_known:
+            problems.append(InputError(
+                f"annotation {policy_key}: unknown value {value!r}; accepted: {', '.join(policies_known)}",
+                obj=where, fix=f"use one of {', '.join(policies_known)} (several separated by commas)"))
+        else:
+            policies.add(policies_known[value])
+    return tuple(moments), weight, frozenset(policies or {BEFORE_CREATION})
+
+
+def split(manifests: list, discovery, applyset_id: str, default_namespace: str | None) -> tuple[list, HookSet]:
+    """The members of ``manifests`` (in input order) and their hooks.
+
+    Raises:
+        InputErrors: every unknown hook value, weight or delete policy, a hook of an unknown kind
+            or without a namespace, the same hook twice; all at once, before anything is sent.
+    """
+    members, hooks, problems, warnings, seen = [], [], [], [], set()
+    for index, m in enumerate(manifests):
+        parsed = _parse(m, problems, warnings)
+        if parsed is None:
+            members.append(m)
+            continue
+        moments, weight, policies = parsed
+        if not moments:
+            continue
+        try:
+            built = plans.build([m], discovery, applyset_id, default_namespace)
+        except InputErrors as err:
+            problems += err.errors
+            continue
+        desired = built.members[0]
+        warnings += built.warnings
+        if desired.key in seen:
+            problems.append(InputError("the same hook object appears twice", obj=f"{m.source} ({desired.ref})",
+                                       fix="keep one copy of each object"))
+            continue
+        seen.add(desired.key)
+        hooks.append(Hook(manifest=m, index=index, resource=desired.resource, body=_hook_body(desired.body, applyset_id),
+                          moments=moments, weight=weight, delete_policies=policies, rank=desired.rank))
+    if problems:
+        raise InputErrors(problems)
+    return members, HookSet(tuple(hooks), tuple(warnings))
+
+
+def _hook_body(body: dict, applyset_id: str) -> dict:
+    """A member's body turned into a hook's: without our part-of label, with the hook-of annotation."""
+    meta = dict(body["metadata"])
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != spec.LABEL_PART_OF}
+    meta.pop("labels", None)
+    if labels:
+        meta["labels"] = labels
+    meta["annotations"] = {**(meta.get("annotations") or {}), HOOK_OF: applyset_id}
+    return {**body, "metadata": meta}
+
+
+# ----- the steps that find the hooks -------------------------------------------------------------
+
+
+def split_step(ctx) -> None:
+    """Step split-hooks: the hook objects taken out of ``ctx.manifests`` (``ctx.hooks``), before the
+    plan; the members stay."""
+    ctx.manifests, ctx.hooks = _split(ctx)
+
+
+def find_delete_hooks(ctx) -> None:
+    """Step find-hooks (uninstall): the hooks among the objects given with ``state: absent``; the
+    other objects are not used (the members are what the cluster holds)."""
+    _members, ctx.hooks = _split(ctx)
+
+
+def _split(ctx) -> tuple[list, HookSet]:
+    if not ctx.manifests:
+        return list(ctx.manifests or []), NO_HOOKS
+    members, hook_set = split(ctx.manifests, ctx.discovery, ctx.parent.id, ctx.namespace or ctx.parent.namespace or None)
+    ctx.record.warn(*hook_set.warnings)
+    return members, dataclasses.replace(hook_set, installing=not ctx.parent.exists)
