@@ -111,6 +111,8 @@ options:
     description:
       - C(present) applies the set and, with I(prune), removes what left it.
       - C(absent) deletes every member (with the same safety rules as prune, in reverse order) and then the parent.
+        With I(src) or I(definition), their C(pre-delete) and C(post-delete) hooks run around the deletion (the
+        other objects given are not used).
       - C(disbanded) removes the C(part-of) label from every member, leaving the objects in place, and deletes
         the parent.
     type: str
@@ -438,6 +440,22 @@ objects:
   sample:
     - {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, action: configured, uid: 0b5c...}
     - {apiVersion: v1, kind: ConfigMap, namespace: shop, name: old, action: pruned}
+hooks:
+  description:
+    - The hook objects the run ran (or, in check mode, would run), in the order they ran; hooks are objects
+      annotated C(applyset.kubernetes.ansible/hook), C(helm.sh/hook) or C(argocd.argoproj.io/hook), which are
+      not members of the set (see the user guide, "Hooks").
+    - Each has C(phase) (C(pre-apply), C(post-apply), C(on-failure), C(pre-delete), C(post-delete)), C(apiVersion),
+      C(kind), C(namespace), C(name), C(weight), C(delete_policy) and C(action) (C(completed), C(failed); in check
+      mode C(would run) or C(would run on failure)); C(deleted) when it was deleted by its policy, C(replaced) when
+      an earlier run's object was deleted first, C(reason) when there is one.
+    - Hooks run only in runs that write members; a re-run with nothing to change has none.
+  returned: when hooks ran or would run
+  type: list
+  elements: dict
+  sample:
+    - {phase: pre-apply, apiVersion: batch/v1, kind: Job, namespace: shop, name: migrate, weight: -5,
+       delete_policy: [before-hook-creation, hook-succeeded], action: completed, replaced: false, deleted: true}
 requests:
   description:
     - How many requests the run sent to the API server (C(sent), retries included) and how many of them
