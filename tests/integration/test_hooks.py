@@ -178,3 +178,76 @@ def test_check_mode_creates_nothing_and_lists_the_hooks(cluster, kube, namespace
                  f"/api/v1/namespaces/{ns}/serviceaccounts/migrator", f"/api/v1/namespaces/{ns}/configmaps/settings",
                  f"/api/v1/namespaces/{ns}/secrets/release"):
         assert kube.request("GET", path)[0] == 404, path
+
+
+def test_the_cost_of_hooks_in_requests_and_seconds(cluster, namespace):
+    """Figures, no timed assertion: the same members with no hook, with one ConfigMap hook (nothing
+    to wait for) and with one Job hook (run to completion), each installed then upgraded."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
+    from applyset import engine, kube as core_kube, manifests  # noqa: PLC0415 - the core, as the modules load it
+
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
+    variants = {"no hook": [],
+                "1 ConfigMap hook": [configmap("marker", annotations={"applyset.kubernetes.ansible/hook": "pre-apply"})],
+                "1 Job hook": [job("migrate", {"helm.sh/hook": "pre-install,pre-upgrade"})]}
+    for label, extra in variants.items():
+        parent = "cost-" + label.replace(" ", "-").lower()
+        for version in ("1", "2"):
+            members = [configmap(f"{parent}-{i}", {"version": version}) for i in range(3)]
+            if extra:
+                extra[0]["metadata"]["name"] = f"{parent}-hook"
+            run = engine.Engine(client, f"secrets/{parent}", namespace, engine.Options(wait_timeout=120))
+            sent, writes = client.requests_sent, client.writes_sent
+            started = time.monotonic()
+            report = run.apply(manifests.load_definition(members + extra))
+            seconds = time.monotonic() - started
+            assert len(report.hooks) == len(extra)
+            print(f"{label}, {'install' if version == '1' else 'upgrade'}: {client.requests_sent - sent} requests "
+                  f"({client.writes_sent - writes} writes) in {seconds:.2f}s")
+
+
+def _core(cluster):
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
+    from applyset import engine, kube as core_kube, manifests  # noqa: PLC0415 - the core, as the modules load it
+    return engine, core_kube.connect({"kubeconfig": cluster.kubeconfig}), manifests
+
+
+def web(node_selector=None):
+    pod = {"containers": [{"name": "web", "image": "nginx:1.27"}]}
+    if node_selector:
+        pod["nodeSelector"] = node_selector
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod}}}
+
+
+def test_with_wait_post_apply_hooks_run_once_the_members_are_ready_and_a_failed_wait_runs_on_failure(
+        cluster, kube, namespace):
+    engine, client, manifests = _core(cluster)
+    ns = namespace
+    hooks = [job("smoke", {"argocd.argoproj.io/hook": "PostSync"}),
+             configmap("alarm", annotations={"applyset.kubernetes.ansible/hook": "on-failure",
+                                             "applyset.kubernetes.ansible/hook-delete-policy": "hook-succeeded"})]
+    run = engine.Engine(client, "secrets/waited", ns, engine.Options(wait=True, wait_timeout=120))
+    report = run.apply(manifests.load_definition([web()] + hooks))
+    assert [(h["phase"], h["name"], h["action"]) for h in report.hooks] == [("post-apply", "smoke", "completed")]
+    live = kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web")
+    available = next(c for c in live["status"]["conditions"] if c["type"] == "Available")
+    smoke = kube.get(f"/apis/batch/v1/namespaces/{ns}/jobs/smoke")
+    assert available["status"] == "True" and available["lastTransitionTime"] <= smoke["metadata"]["creationTimestamp"]
+
+    # A rollout that can never be ready: the wait fails, the post-apply hook does not run, the
+    # on-failure hook does, and the run fails with the wait's error.
+    run = engine.Engine(client, "secrets/waited", ns, engine.Options(wait=True, wait_timeout=3))
+    try:
+        run.apply(manifests.load_definition([web({"applyset.example.com/no-such-node": "true"})] + hooks))
+        raise AssertionError("the wait should have failed")
+    except engine.ApplySetError as err:
+        assert "not ready after 3s" in err.message, err.message
+        assert [(h["phase"], h["name"], h["action"], h["deleted"]) for h in err.report.hooks] == [
+            ("on-failure", "alarm", "completed", True)]
+    assert kube.get(f"/apis/batch/v1/namespaces/{ns}/jobs/smoke")["metadata"]["uid"] == smoke["metadata"]["uid"]
