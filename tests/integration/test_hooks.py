@@ -7,10 +7,17 @@ kwok runs the Pods, so Jobs complete (and a Job that is never scheduled fails by
 from __future__ import annotations
 
 import json
+import sys
 import time
+from pathlib import Path
 
 import yaml
 from ansible_cli import run_playbook
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
+
+from applyset import engine, manifests  # noqa: E402
+from applyset import kube as core_kube  # noqa: E402
 
 PART_OF = "applyset.kubernetes.io/part-of"
 KINDS = "applyset.kubernetes.io/contains-group-kinds"
@@ -183,14 +190,9 @@ def test_check_mode_creates_nothing_and_lists_the_hooks(cluster, kube, namespace
 def test_the_cost_of_hooks_in_requests_and_seconds(cluster, namespace):
     """Figures, no timed assertion: the same members with no hook, with one ConfigMap hook (nothing
     to wait for) and with one Job hook (run to completion), each installed then upgraded."""
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
-    from applyset import engine, kube as core_kube, manifests  # noqa: PLC0415 - the core, as the modules load it
-
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    variants = {"no hook": [],
-                "1 ConfigMap hook": [configmap("marker", annotations={"applyset.kubernetes.ansible/hook": "pre-apply"})],
+    marker = configmap("marker", annotations={"applyset.kubernetes.ansible/hook": "pre-apply"})
+    variants = {"no hook": [], "1 ConfigMap hook": [marker],
                 "1 Job hook": [job("migrate", {"helm.sh/hook": "pre-install,pre-upgrade"})]}
     for label, extra in variants.items():
         parent = "cost-" + label.replace(" ", "-").lower()
@@ -208,14 +210,6 @@ def test_the_cost_of_hooks_in_requests_and_seconds(cluster, namespace):
                   f"({client.writes_sent - writes} writes) in {seconds:.2f}s")
 
 
-def _core(cluster):
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
-    from applyset import engine, kube as core_kube, manifests  # noqa: PLC0415 - the core, as the modules load it
-    return engine, core_kube.connect({"kubeconfig": cluster.kubeconfig}), manifests
-
-
 def web(node_selector=None):
     pod = {"containers": [{"name": "web", "image": "nginx:1.27"}]}
     if node_selector:
@@ -227,7 +221,7 @@ def web(node_selector=None):
 
 def test_with_wait_post_apply_hooks_run_once_the_members_are_ready_and_a_failed_wait_runs_on_failure(
         cluster, kube, namespace):
-    engine, client, manifests = _core(cluster)
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     ns = namespace
     hooks = [job("smoke", {"argocd.argoproj.io/hook": "PostSync"}),
              configmap("alarm", annotations={"applyset.kubernetes.ansible/hook": "on-failure",

@@ -32,9 +32,9 @@ def test_helm_install_and_upgrade_hooks_run_when_the_set_is_installed_or_upgrade
     _, hook_set = split(obj("Job", "first", {"helm.sh/hook": "pre-install"}, api="batch/v1"),
                         obj("Job", "every", {"helm.sh/hook": "pre-install,pre-upgrade"}, api="batch/v1"),
                         obj("Job", "post", {"helm.sh/hook": "post-upgrade"}, api="batch/v1"))
-    assert [h.name for h in hook_set.of_phase(hooks.PRE_APPLY, installing=True)] == ["first", "every"]
-    assert [h.name for h in hook_set.of_phase(hooks.PRE_APPLY, installing=False)] == ["every"]
-    assert [h.name for h in hook_set.of_phase(hooks.POST_APPLY, installing=False)] == ["post"]
+    assert [h.desired.name for h in hook_set.of_phase(hooks.PRE_APPLY, installing=True)] == ["first", "every"]
+    assert [h.desired.name for h in hook_set.of_phase(hooks.PRE_APPLY, installing=False)] == ["every"]
+    assert [h.desired.name for h in hook_set.of_phase(hooks.POST_APPLY, installing=False)] == ["post"]
     assert hook_set.of_phase(hooks.POST_APPLY, installing=True) == []
 
 
@@ -44,12 +44,13 @@ def test_a_phase_runs_by_weight_then_kind_rank_then_input_order():
                         obj("Job", "job", {"argocd.argoproj.io/hook": "PreSync"}, api="batch/v1"),
                         obj("ServiceAccount", "sa", {"helm.sh/hook": "pre-upgrade"}),
                         obj("ConfigMap", "early", {"helm.sh/hook": "pre-upgrade", "helm.sh/hook-weight": "-1"}))
-    assert [h.name for h in hook_set.of_phase(hooks.PRE_APPLY, installing=False)] == ["early", "sa", "job", "late"]
+    order = hook_set.of_phase(hooks.PRE_APPLY, installing=False)
+    assert [h.desired.name for h in order] == ["early", "sa", "job", "late"]
 
 
 def test_hook_bodies_carry_no_part_of_label_and_name_their_set():
     _, hook_set = split(obj("Job", "migrate", {"helm.sh/hook": "pre-upgrade"}, api="batch/v1"))
-    meta = hook_set.hooks[0].body["metadata"]
+    meta = hook_set.hooks[0].desired.body["metadata"]
     assert meta["labels"] == {"app": "x"} and meta["namespace"] == "shop"
     assert meta["annotations"][hooks.HOOK_OF] == ID
 

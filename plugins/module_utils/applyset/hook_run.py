@@ -53,8 +53,9 @@ def post_apply(ctx) -> None:
     is done here when it has not been, so that a failed wait runs the on-failure hooks)."""
     if not due(ctx):
         return
-    installing = ctx.hooks.installing
-    if ctx.opts.wait and (ctx.hooks.of_phase(hks.POST_APPLY, installing) or ctx.hooks.of_phase(hks.ON_FAILURE, installing)):
+    later = ctx.hooks.of_phase(hks.POST_APPLY, ctx.hooks.installing) + ctx.hooks.of_phase(hks.ON_FAILURE,
+                                                                                       ctx.hooks.installing)
+    if ctx.opts.wait and later:
         settling.wait_until_settled(ctx)
     run_phase(ctx, hks.POST_APPLY)
 
@@ -103,8 +104,9 @@ def run_phase(ctx, phase: str) -> None:
     phase and raises (in check mode all are tried, then the first refusal raises)."""
     first_error = None
     for hook in ctx.hooks.of_phase(phase, ctx.hooks.installing):
-        entry = {"phase": phase, "apiVersion": hook.body.get("apiVersion"), "kind": hook.resource.kind,
-                 "namespace": hook.namespace, "name": hook.name, "weight": hook.weight,
+        obj = hook.desired
+        entry = {"phase": phase, "apiVersion": obj.body.get("apiVersion"), "kind": obj.resource.kind,
+                 "namespace": obj.namespace, "name": obj.name, "weight": hook.weight,
                  "delete_policy": sorted(hook.delete_policies)}
         error = _preview(ctx, hook, phase, entry) if ctx.opts.dry_run else _run(ctx, hook, phase, entry)
         ctx.record.hook(entry)
@@ -115,78 +117,83 @@ def run_phase(ctx, phase: str) -> None:
         raise first_error
 
 
-def _failure(hook, phase: str, reason: str) -> ApplySetError:
-    return ApplySetError(f"the {phase} hook {hook.ref} failed: {reason}", obj=f"{hook.manifest.source} ({hook.ref})",
+def _failure(obj, phase: str, reason: str) -> ApplySetError:
+    return ApplySetError(f"the {phase} hook {obj.ref} failed: {reason}", obj=f"{obj.manifest.source} ({obj.ref})",
                          fix="look at the hook object and its pods (kubectl describe, kubectl logs), fix it and "
                          "run again")
+
+
+def _apply(ctx, obj, dry_run: bool):
+    opts = ctx.opts
+    return ctx.client.apply(obj.resource, obj.body, field_manager=opts.field_manager, force=opts.force_conflicts,
+                            dry_run=dry_run, field_validation=opts.field_validation)
 
 
 def _run(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
     """Run one hook: delete it first (before-hook-creation), apply it, wait, delete it by its
     policy. Fills ``entry``; returns the hook's failure, or None."""
-    client, opts = ctx.client, ctx.opts
+    obj = hook.desired
     try:
         if hks.BEFORE_CREATION in hook.delete_policies:
-            entry["replaced"] = _delete_existing(ctx, hook)
-        uid = ((client.apply(hook.resource, hook.body, field_manager=opts.field_manager, force=opts.force_conflicts,
-                             field_validation=opts.field_validation).body or {}).get("metadata") or {}).get("uid")
-        target = (hook.resource, hook.namespace, hook.name)
-        applied = {target: {**hook.body, "metadata": {**hook.body["metadata"], "uid": uid}}}
-        health.wait_ready(client, [target], timeout=opts.wait_timeout, applied=applied, **opts.wait_rules)
+            entry["replaced"] = _delete_existing(ctx, obj)
+        uid = ((_apply(ctx, obj, dry_run=False).body or {}).get("metadata") or {}).get("uid")
+        target = (obj.resource, obj.namespace, obj.name)
+        applied = {target: {**obj.body, "metadata": {**obj.body["metadata"], "uid": uid}}}
+        health.wait_ready(ctx.client, [target], timeout=ctx.opts.wait_timeout, applied=applied, **ctx.opts.wait_rules)
     except ApplySetError as err:
         entry.update(action=FAILED, reason=err.message)
-        entry["deleted"] = hks.FAILED in hook.delete_policies and _delete(ctx, hook)
-        return _failure(hook, phase, err.message)
+        entry["deleted"] = hks.FAILED in hook.delete_policies and _delete(ctx, obj)
+        return _failure(obj, phase, err.message)
     entry["action"] = COMPLETED
-    entry["deleted"] = hks.SUCCEEDED in hook.delete_policies and _delete(ctx, hook)
+    entry["deleted"] = hks.SUCCEEDED in hook.delete_policies and _delete(ctx, obj)
     return None
 
 
-def _delete_existing(ctx, hook) -> bool:
+def _delete_existing(ctx, obj) -> bool:
     """Delete a hook object left by an earlier run and wait (bounded) until it is gone; whether
     there was one."""
-    live = ctx.client.get(hook.resource, hook.name, hook.namespace)
+    live = ctx.client.get(obj.resource, obj.name, obj.namespace)
     if live is None:
         return False
     uid = (live.get("metadata") or {}).get("uid")
     try:
-        ctx.client.delete(hook.resource, hook.name, hook.namespace, uid=uid, propagation_policy="Background")
+        ctx.client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
     except ApiError as err:
         if err.status not in (404, 409):
             raise
-    settling.wait_gone(ctx.client, [settling.Gone(hook.resource, hook.namespace, hook.name, uid)],
+    settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
                        timeout=ctx.opts.wait_timeout)
     return True
 
 
-def _delete(ctx, hook) -> bool:
+def _delete(ctx, obj) -> bool:
     """Delete the hook object by its policy (in the background: a Job's pods go too); a failure
     is a warning, not the run's."""
     try:
-        ctx.client.delete(hook.resource, hook.name, hook.namespace, propagation_policy="Background")
+        ctx.client.delete(obj.resource, obj.name, obj.namespace, propagation_policy="Background")
     except ApiError as err:
         if err.status == 404:
             return True  # gone already (a Job's ttlSecondsAfterFinished)
-        ctx.record.warn(f"hook {hook.ref}: could not delete it by its delete policy: {err.message}")
+        ctx.record.warn(f"hook {obj.ref}: could not delete it by its delete policy: {err.message}")
         return False
     return True
 
 
 def _preview(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
     """Check mode: a server-side dry run of the hook's apply; never run, never waited for."""
+    obj = hook.desired
     entry["action"] = WOULD_RUN_ON_FAILURE if phase == hks.ON_FAILURE else WOULD_RUN
     try:
-        ctx.client.apply(hook.resource, hook.body, field_manager=ctx.opts.field_manager, force=ctx.opts.force_conflicts,
-                         dry_run=True, field_validation=ctx.opts.field_validation)
+        _apply(ctx, obj, dry_run=True)
     except ApiError as err:
         if hks.BEFORE_CREATION in hook.delete_policies and err.status in (409, 422):
             entry["reason"] = "the object left by an earlier run would be deleted and created again"
             return None
-        if err.status == 404 and "namespaces" in (err.message or "") and hook.namespace in _created_namespaces(ctx):
-            entry["reason"] = f"namespace {hook.namespace} would be created by this run"
+        if err.status == 404 and "namespaces" in (err.message or "") and obj.namespace in _created_namespaces(ctx):
+            entry["reason"] = f"namespace {obj.namespace} would be created by this run"
             return None
         entry.update(action=FAILED, reason=err.message)
-        return _failure(hook, phase, f"its dry run was refused: {err.message}")
+        return _failure(obj, phase, f"its dry run was refused: {err.message}")
     return None
 
 

@@ -67,34 +67,15 @@ FAMILIES = ((OWN_HOOK, _OWN, OWN_WEIGHT, OWN_DELETE_POLICY, _OWN_POLICIES),
 
 @dataclass(frozen=True)
 class Hook:
-    """One hook object: where it came from (``manifest``, ``index`` in the input), what serves it,
-    the ``body`` sent (namespace defaulted, the hook-of annotation set, no part-of label), its
-    ``moments`` (``(phase, when)`` pairs), ``weight``, ``delete_policies`` and kind ``rank``."""
+    """One hook object: ``desired``, what is sent (a ``plan.DesiredObject`` whose body has its
+    namespace defaulted, the hook-of annotation and no part-of label), its ``index`` in the input,
+    its ``moments`` (``(phase, when)`` pairs), ``weight`` and ``delete_policies``."""
 
-    manifest: object
+    desired: plans.DesiredObject
     index: int
-    resource: object
-    body: dict
     moments: tuple
     weight: int
     delete_policies: frozenset
-    rank: int
-
-    @property
-    def namespace(self) -> str | None:
-        """Its namespace as sent; None when cluster-scoped."""
-        return self.body["metadata"].get("namespace")
-
-    @property
-    def name(self) -> str:
-        """Its metadata.name."""
-        return self.body["metadata"]["name"]
-
-    @property
-    def ref(self) -> str:
-        """``Kind namespace/name``, as messages name objects."""
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.resource.kind} {where}"
 
     def runs_in(self, phase: str, installing: bool) -> bool:
         """Whether this hook runs in ``phase`` of a run that installs the set (or upgrades it)."""
@@ -114,7 +95,7 @@ class HookSet:
     def of_phase(self, phase: str, installing: bool) -> list[Hook]:
         """The hooks of ``phase``, in the order they run: weight, kind rank, input order."""
         return sorted((h for h in self.hooks if h.runs_in(phase, installing)),
-                      key=lambda h: (h.weight, h.rank, h.index))
+                      key=lambda h: (h.weight, h.desired.rank, h.index))
 
 
 NO_HOOKS = HookSet()
@@ -199,8 +180,8 @@ def split(manifests: list, discovery, applyset_id: str, default_namespace: str |
                                        fix="keep one copy of each object"))
             continue
         seen.add(desired.key)
-        hooks.append(Hook(manifest=m, index=index, resource=desired.resource, body=_hook_body(desired.body, applyset_id),
-                          moments=moments, weight=weight, delete_policies=policies, rank=desired.rank))
+        desired.body = _hook_body(desired.body, applyset_id)
+        hooks.append(Hook(desired=desired, index=index, moments=moments, weight=weight, delete_policies=policies))
     if problems:
         raise InputErrors(problems)
     return members, HookSet(tuple(hooks), tuple(warnings))
@@ -235,6 +216,7 @@ def find_delete_hooks(ctx) -> None:
 def _split(ctx) -> tuple[list, HookSet]:
     if not ctx.manifests:
         return list(ctx.manifests or []), NO_HOOKS
-    members, hook_set = split(ctx.manifests, ctx.discovery, ctx.parent.id, ctx.namespace or ctx.parent.namespace or None)
+    default_namespace = ctx.namespace or ctx.parent.namespace or None
+    members, hook_set = split(ctx.manifests, ctx.discovery, ctx.parent.id, default_namespace)
     ctx.record.warn(*hook_set.warnings)
     return members, dataclasses.replace(hook_set, installing=not ctx.parent.exists)
