@@ -182,9 +182,26 @@ def split(manifests: list, discovery, applyset_id: str, default_namespace: str |
         seen.add(desired.key)
         desired.body = _hook_body(desired.body, applyset_id)
         hooks.append(Hook(desired=desired, index=index, moments=moments, weight=weight, delete_policies=policies))
+    problems += _hooks_also_members(members, discovery, default_namespace, seen)
     if problems:
         raise InputErrors(problems)
     return members, HookSet(tuple(hooks), tuple(warnings))
+
+
+def _hooks_also_members(members: list, discovery, default_namespace: str | None, hook_keys: set) -> list:
+    """An object given twice, once as a hook and once as a member, would be applied twice with
+    different labels: refused."""
+    problems = []
+    for m in members:
+        res = discovery.for_gvk(m.group, m.version, m.kind)
+        if res is None or not hook_keys:
+            continue
+        key = spec.ObjectId.of(res, (m.metadata.get("namespace") or default_namespace) if res.namespaced else None, m.name)
+        if key in hook_keys:
+            problems.append(InputError("the same object is given as a hook and as a member of the set",
+                                       obj=f"{m.source} ({m.kind} {m.name})",
+                                       fix="keep one copy: with the hook annotation (a hook) or without (a member)"))
+    return problems
 
 
 def _hook_body(body: dict, applyset_id: str) -> dict:
