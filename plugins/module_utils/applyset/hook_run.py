@@ -53,8 +53,8 @@ def post_apply(ctx) -> None:
     is done here when it has not been, so that a failed wait runs the on-failure hooks)."""
     if not due(ctx):
         return
-    later = ctx.hooks.of_phase(hks.POST_APPLY, ctx.hooks.installing) + ctx.hooks.of_phase(hks.ON_FAILURE,
-                                                                                       ctx.hooks.installing)
+    installing = ctx.hooks.installing
+    later = ctx.hooks.of_phase(hks.POST_APPLY, installing) + ctx.hooks.of_phase(hks.ON_FAILURE, installing)
     if ctx.opts.wait and later:
         settling.wait_until_settled(ctx)
     run_phase(ctx, hks.POST_APPLY)
