@@ -447,6 +447,15 @@ requests:
   returned: when the run started (not for bad options or a failed connection)
   type: dict
   sample: {sent: 5, writes: 0}
+order:
+  description:
+    - The order of a set whose members carry C(config.kubernetes.io/depends-on) or
+      C(argocd.argoproj.io/sync-wave) annotations, one line per wave and per dependency, as the real
+      run takes it (check mode shows the same lines). See "Order inside a set" in the user guide.
+  returned: when a member carries one of those annotations
+  type: list
+  elements: str
+  sample: ["Deployment shop/web waits for Job shop/migrate to be applied and ready (config.kubernetes.io/depends-on)"]
 diff:
   description: Before/after entries of every created, changed or pruned object, when diff mode is on.
   returned: when diff mode is on

@@ -87,6 +87,7 @@ class Report:
     parent_changed: bool = False
     dry_run: bool = False
     requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
+    order: list = field(default_factory=list)  # ordering.describe: waves and gates, when the set has them
 
     @property
     def changed(self) -> bool:
@@ -106,8 +107,9 @@ class Report:
         return counts
 
     def to_dict(self) -> dict:
-        """The report as the module result's keys: changed, applyset, summary, objects, diff, requests."""
-        return {
+        """The report as the module result's keys: changed, applyset, summary, objects, diff, requests,
+        and order when the set has an order of its own (depends-on, sync waves)."""
+        data = {
             "changed": self.changed,
             "applyset": self.applyset,
             "summary": self.summary(),
@@ -115,6 +117,9 @@ class Report:
             "diff": self.diff,
             "requests": dict(self.requests),
         }
+        if self.order:
+            data["order"] = list(self.order)
+        return data
 
 
 def normalize(obj: dict | None) -> dict | None:

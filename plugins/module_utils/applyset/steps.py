@@ -8,6 +8,7 @@ decided when the route is built: a preview takes no claim and sends dry runs onl
 
     apply         read-parent, plan, list-live, decide, make-namespaces, claim, [label-adopted],
                   apply, [prune], release, [wait]
+                  with wait and prune: ..., apply, prune-early, wait-ready, prune, release, wait-gone
     preview       read-parent, plan, list-live, decide, show-final-hint, preview-namespace, apply,
                   [prune]
     update-only   read-parent, plan, list-live, decide, update-in-place, confirm-parent-unchanged,
@@ -66,6 +67,13 @@ def for_apply(opts) -> Route:
     if opts.adopt_legacy is not None and opts.prune:
         tail.append(Step("label-adopted", adoption.label, WRITE))
     tail.append(Step("apply", applying.apply_phases, WRITE))
+    if opts.prune and opts.wait:
+        # Prune after ready (prune_order.py): a wait that fails prunes nothing; the parent stays the union.
+        tail += [Step("prune-early", pruning.prune_early_step, WRITE),
+                 Step("wait-ready", settling.wait_ready_before_prune, WAIT),
+                 Step("prune", pruning.prune_step, WRITE), RELEASE_STEP,
+                 Step("wait-gone", settling.wait_pruned_gone, WAIT)]
+        return _route(APPLY, APPLY, opts, tail)
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, WRITE))
     tail.append(RELEASE_STEP)
