@@ -154,8 +154,25 @@ def build(members: list, discovery) -> Order:
         _add_dependencies(order, m, keys, discovery, problems)
     if problems:
         raise InputErrors(problems)
-    _add_phases_and_waves(order, by_wave)
+    _add_phases_and_waves(order, by_wave, _floating(order, keys))
     return order
+
+
+def _floating(order: Order, keys: dict) -> set:
+    """Members that depend (through depends-on, in their own wave) on a member of a later kind
+    phase: the explicit edge wins over the kind order, so later phases do not wait for them.
+    CRDs and Namespaces never float: what follows them cannot be applied before them."""
+    phase = {k: plans.phase_of(m.rank) for k, m in keys.items()}
+    reach: dict = {}
+
+    def highest(key, visiting=frozenset()) -> int:
+        if key not in reach:
+            deps = [d for d in order.explicit(key) if d in keys and d not in visiting
+                    and order.waves[d] == order.waves[key]]
+            reach[key] = max([phase[key]] + [highest(d, visiting | {key}) for d in deps])
+        return reach[key]
+
+    return {k for k in keys if phase[k] > 1 and highest(k) > phase[k]}
 
 
 def _add_dependencies(order: Order, member, keys: dict, discovery, problems: list) -> None:
@@ -187,9 +204,9 @@ def _add_dependencies(order: Order, member, keys: dict, discovery, problems: lis
         order.needs[member.key].append((ref, READY, BY_DEPENDENCY))
 
 
-def _add_phases_and_waves(order: Order, by_wave: dict) -> None:
-    """Gate nodes: each phase of a wave waits for the earlier phases applied (CRDs ready), each
-    wave for every member of the wave before it ready."""
+def _add_phases_and_waves(order: Order, by_wave: dict, floating: set) -> None:
+    """Gate nodes: each phase of a wave waits for the earlier phases applied (CRDs ready; not the
+    ``floating`` members), each wave for every member of the wave before it ready."""
     previous_done = None
     waves = sorted(by_wave)
     for index, wave in enumerate(waves):
@@ -202,7 +219,7 @@ def _add_phases_and_waves(order: Order, by_wave: dict) -> None:
                 prior = phases[position - 1]
                 needs.append((Gate(wave, prior), APPLIED, BY_KIND))
                 needs += [(m.key, READY if m.resource.group_kind == spec.CRD_KIND else APPLIED, BY_KIND)
-                          for m in by_wave[wave][prior]]
+                          for m in by_wave[wave][prior] if m.key not in floating]
             order.needs[gate] = needs
             order.gates.append(gate)
             for m in by_wave[wave][phase]:
@@ -303,7 +320,8 @@ def describe(order: Order, members: list, opts) -> list[str]:
     if len(waves) > 1:
         for wave in waves:
             named = ", ".join(m.ref for m in members if order.waves[m.key] == wave)
-            lines.append(f"sync wave {wave}: {named}; applied and ready before the next wave")
+            then = "; applied and ready before the next wave" if wave != waves[-1] else ""
+            lines.append(f"sync wave {wave}: {named}{then}")
     for m in members:
         for dep in order.explicit(m.key):
             outside = " (outside the set)" if dep in order.external else ""
