@@ -205,6 +205,7 @@ def decide(ctx) -> None:
                                                  for d in first.with_verdict(prunes.PRUNE)))
     if order is not None:
         ctx.report.order = ordering.describe(order, plan.members, opts)
+    ctx.record.warn(*ordering.unread(plan.members))
     ctx.decisions = Decisions(
         unchanged=unchanged, candidates=candidates, about_to_apply=about_to_apply, prune=first, hints=hints,
         adopted=taken.adopted, not_listed=live.not_listed, order=order,

@@ -29,6 +29,8 @@ from . import spec
 from .errors import InputError, InputErrors
 
 DEPENDS_ON = "config.kubernetes.io/depends-on"
+# kapp's ordering annotations are not read (docs/user-guide.md, "Order inside a set"): a warning says so.
+KAPP_ORDERING = ("kapp.k14s.io/change-group", "kapp.k14s.io/change-rule")
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 # On a live member: pruned before the wait of a run with wait: true (the default is after it).
 PRUNE_TIMING = spec.OWN_PREFIX + "prune-timing"
@@ -336,3 +338,14 @@ def gated_change(decisions, plan) -> bool:
     the claim's route, whose apply step holds the gates (the update-only route holds none)."""
     order = decisions.order
     return order is not None and any(m.key not in decisions.unchanged and order.gated(m.key) for m in plan.members)
+
+
+def unread(members: list) -> list[str]:
+    """Warnings for members whose ordering annotations of other tools are not honoured (kapp's)."""
+    warnings = []
+    for m in members:
+        found = [k for k in _annotations(m) if k.startswith(KAPP_ORDERING)]
+        if found:
+            warnings.append(f"{m.ref}: {', '.join(sorted(found))} not honoured (kapp's change groups are not read); "
+                            f"write the order as {DEPENDS_ON} or {SYNC_WAVE}")
+    return warnings
