@@ -211,3 +211,52 @@ def test_check_mode_shows_the_order_and_writes_nothing(kube, namespace, client):
         f"Deployment {namespace}/web waits for Job {namespace}/migrate to be applied and ready ({DEPENDS_ON})",
         "prune once every applied object is ready (wait: true)"]
     assert not exists(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs/migrate")
+
+
+def test_a_run_killed_during_the_wait_before_prune_leaves_the_union_and_the_next_run_prunes(kube, namespace, client):
+    import json
+    import subprocess
+
+    run(client, namespace, [configmap("cfg-1"), deployment("web", config="cfg-1")], wait=True)
+    job_input = {"auth": {"kubeconfig": client}, "parent": "configmaps/order-set", "namespace": namespace,
+                 "definition": [configmap("cfg-2"), deployment("web", config="cfg-2", node_selector=UNSCHEDULABLE)],
+                 "options": {"wait": True, "wait_timeout": 120, "claim_ttl": 3}}
+    driver = Path(__file__).resolve().parent / "engine_driver.py"
+    proc = subprocess.Popen([sys.executable, str(driver)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc.stdin.write(json.dumps(job_input))
+    proc.stdin.close()
+    deadline = time.monotonic() + 60
+    while not exists(kube, f"/api/v1/namespaces/{namespace}/configmaps/cfg-2"):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
+    time.sleep(1.5)  # applied; now in the wait before the prune
+    proc.kill()
+    proc.wait()
+    parent = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/order-set")
+    assert "ConfigMap" in parent["metadata"]["annotations"]["applyset.kubernetes.io/contains-group-kinds"]
+    assert exists(kube, f"/api/v1/namespaces/{namespace}/configmaps/cfg-1"), "nothing pruned before the wait ended"
+    time.sleep(3.5)  # the killed run's claim expires (claim_ttl 3 s)
+    report = run(client, namespace, [configmap("cfg-2"), deployment("web", config="cfg-2")], wait=True)
+    assert [o.name for o in report.objects if o.action == "pruned"] == ["cfg-1"]
+
+
+def test_the_cost_of_a_gate(kube, namespace, client):
+    """Figures, not assertions on time: the same Job and Deployment with and without a gate."""
+    figures = {}
+    for gated in (False, True):
+        suffix = "g" if gated else "p"
+        annotations = {DEPENDS_ON: f"batch/namespaces/{namespace}/Job/migrate-{suffix}"} if gated else {}
+        objects = [deployment(f"web-{suffix}", annotations), job(f"migrate-{suffix}")]
+        started = time.monotonic()
+        eng = engine.Engine(core_kube.connect({"kubeconfig": client}), f"configmaps/cost-{suffix}", namespace,
+                            engine.Options(wait_timeout=90))
+        report = eng.apply(manifests.load_definition(objects))
+        figures[gated] = (time.monotonic() - started, report.requests["sent"], report.requests["writes"])
+        started = time.monotonic()
+        eng = engine.Engine(core_kube.connect({"kubeconfig": client}), f"configmaps/cost-{suffix}", namespace,
+                            engine.Options(wait_timeout=90))
+        again = eng.apply(manifests.load_definition(objects))
+        figures[(gated, "no-op")] = (time.monotonic() - started, again.requests["sent"], again.requests["writes"])
+    for name, (seconds, sent, writes) in figures.items():
+        print(f"cost {name}: {seconds:.2f}s, {sent} requests, {writes} writes")
+    assert figures[(True, "no-op")][2] == 0
