@@ -132,3 +132,32 @@ def test_prune_without_ordering_annotations_is_one_stage():
 def test_prune_early_is_read_from_the_live_annotation():
     assert prune_order.is_early({"annotations": {ordering.PRUNE_TIMING: "early"}})
     assert not prune_order.is_early({"annotations": {}}) and not prune_order.is_early({})
+
+
+class _Decisions:
+    def __init__(self, order, unchanged):
+        self.order, self.unchanged = order, unchanged
+
+
+class _Plan:
+    def __init__(self, members):
+        self.members = members
+
+
+def test_only_a_changed_member_that_waits_sends_the_run_to_the_claims_route():
+    order, members = graph([obj("Deployment", "web", "apps/v1", **{DEPENDS_ON: "batch/namespaces/shop/Job/migrate"}),
+                            obj("Job", "migrate", "batch/v1")])
+    plan_ = _Plan(list(members.values()))
+    web, migrate = key("Deployment", "web", "apps"), key("Job", "migrate", "batch")
+    assert not ordering.gated_change(_Decisions(order, {web: "u1", migrate: "u2"}), plan_)  # a no-op
+    assert not ordering.gated_change(_Decisions(order, {web: "u1"}), plan_)  # only the dependency changes
+    assert ordering.gated_change(_Decisions(order, {migrate: "u2"}), plan_)  # the dependent changes
+    assert not ordering.gated_change(_Decisions(None, {}), plan_)  # no order at all
+
+
+def test_kapp_change_groups_are_warned_as_not_read():
+    members = plan.build(load_definition([obj("ConfigMap", "a", **{"kapp.k14s.io/change-group": "db"})]),
+                         DISCOVERY, "applyset-x-v1", "shop").members
+    assert ordering.unread(members) == [
+        "ConfigMap shop/a: kapp.k14s.io/change-group not honoured (kapp's change groups are not read); write the "
+        "order as config.kubernetes.io/depends-on or argocd.argoproj.io/sync-wave"]
