@@ -259,8 +259,10 @@ options:
     default: 60
   wait:
     description:
-      - After a successful apply and prune, wait until every applied object is ready and every pruned
-        object is gone.
+      - After a successful apply, wait until every applied object is ready, then prune, then wait until every
+        pruned object is gone. A wait that fails prunes nothing, and the parent keeps covering every object
+        until a later run succeeds. A live member annotated C(applyset.kubernetes.ansible/prune-timing=early)
+        is pruned before the wait. Without O(wait), a run prunes right after it applies.
       - With O(state=absent), wait until every deleted member is gone, finalizers included (a
         CustomResourceDefinition only after its custom resources), as C(kubectl delete) does, so that an
         install right after does not race the deletion. On timeout the task fails and lists what remains and
@@ -277,7 +279,11 @@ options:
     type: bool
     default: false
   wait_timeout:
-    description: Seconds to wait in total when I(wait) is on.
+    description:
+      - Seconds to wait in total when I(wait) is on.
+      - Also the limit of each gate of an ordered set (C(config.kubernetes.io/depends-on),
+        C(argocd.argoproj.io/sync-wave)), whether I(wait) is on or not, and of each stage of a prune in
+        reverse dependency order.
     type: int
     default: 300
   wait_rules:
@@ -465,6 +471,15 @@ requests:
   returned: when the run started (not for bad options or a failed connection)
   type: dict
   sample: {sent: 5, writes: 0}
+order:
+  description:
+    - The order of a set whose members carry C(config.kubernetes.io/depends-on) or
+      C(argocd.argoproj.io/sync-wave) annotations, one line per wave and per dependency, as the real
+      run takes it (check mode shows the same lines). See "Order inside a set" in the user guide.
+  returned: when a member carries one of those annotations
+  type: list
+  elements: str
+  sample: ["Deployment shop/web waits for Job shop/migrate to be applied and ready (config.kubernetes.io/depends-on)"]
 diff:
   description: Before/after entries of every created, changed or pruned object, when diff mode is on.
   returned: when diff mode is on

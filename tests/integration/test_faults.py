@@ -70,7 +70,25 @@ def update_only_states(ns1, ns2):
     return a, updated
 
 
-SCENARIOS = {"create-update-prune": states, "update-only": update_only_states}
+def gated_states(ns1, ns2):
+    """State A and B of create-update-prune with an order: each ConfigMap depends on the Secret of
+    its number, and the Services are sync wave 1 (applied once wave 0 is ready). With wait, the
+    run is apply (gates between batches), wait-ready, prune (ConfigMaps gone before their
+    Secrets), release: a kill lands between gates and just before the wait and the prune."""
+    a, b = states(ns1, ns2)
+    for o in a + b:
+        meta = o["metadata"]
+        annotations = meta.setdefault("annotations", {})
+        if o["kind"] == "ConfigMap":
+            secret = meta["name"].replace("configmap", "secret")
+            annotations["config.kubernetes.io/depends-on"] = f"/namespaces/{meta['namespace']}/Secret/{secret}"
+        elif o["kind"] == "Service":
+            annotations["argocd.argoproj.io/sync-wave"] = "1"
+    return a, b
+
+
+SCENARIOS = {"create-update-prune": states, "update-only": update_only_states, "gated": gated_states}
+SCENARIO_OPTIONS = {"gated": {"wait": True, "wait_timeout": 30}}
 
 
 def key(o):
@@ -135,7 +153,7 @@ def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_name
     ns1, ns2 = two_namespaces
     admin = core_kube.connect({"kubeconfig": cluster.kubeconfig}, parallelism=8)
     state_a, state_b = SCENARIOS[scenario](ns1, ns2)
-    options = {"max_prune_percent": 100, "claim_ttl": 3, "claim_wait": 30}
+    options = {"max_prune_percent": 100, "claim_ttl": 3, "claim_wait": 30, **SCENARIO_OPTIONS.get(scenario, {})}
 
     def direct(definition):
         run = engine.Engine(admin, PARENT, ns1, engine.Options(**options))

@@ -8,7 +8,7 @@ A failed member stops the later phases (they may need it), never its own.
 
 from __future__ import annotations
 
-from . import namespaces, spec, waiting
+from . import gates, namespaces, spec, waiting
 from .errors import ApplySetError
 from .member_apply import apply_member
 from .report import MemberOutcome, result_for
@@ -37,7 +37,12 @@ def make_namespaces(ctx) -> None:
 def apply_phases(ctx) -> None:
     """Step apply: the members phase by phase (``plan.phases``), the claim checked before each;
     CRDs waited for until Established before the next phase. A failed member records the run's
-    failure (raised once the claim is released) and stops the later phases."""
+    failure (raised once the claim is released) and stops the later phases. A set with an order
+    of its own (depends-on, sync waves) is applied by ``gates.apply_in_order`` (check mode: the
+    dry runs go phase by phase, and the result's ``order`` shows what the real run waits for)."""
+    if ctx.decisions.order is not None and not ctx.opts.dry_run:
+        gates.apply_in_order(ctx)
+        return
     first = ctx.decisions.parent_namespace_first
     done_before = {first.key} if first is not None else set()
     created_namespaces = set()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import adoption, namespaces, nochange
+from . import adoption, namespaces, nochange, ordering
 from . import parent as parents
 from . import plan as plans
 from . import prune as prunes
@@ -75,6 +75,7 @@ class Decisions:
     namespace_to_create: str | None = None
     parent_namespace_first: plans.DesiredObject | None = None
     not_listed: frozenset = field(default_factory=frozenset)
+    order: ordering.Order | None = None  # depends-on and sync waves; None when no member has them
 
     def prune_context(self, parent, applied_uids=frozenset()) -> prunes.Context:
         """What the prune rules know: the recorded scope (widened by adopted objects) and the
@@ -200,9 +201,14 @@ def decide(ctx) -> None:
     problems = plans.recreate_problems(plan.members, opts.recreate_on_immutable)
     if problems:
         raise InputErrors(problems)
+    order = ordering.decide_order(ctx, frozenset(spec.ObjectId.from_metadata(d.resource, d.meta)
+                                                 for d in first.with_verdict(prunes.PRUNE)))
+    if order is not None:
+        ctx.report.order = ordering.describe(order, plan.members, opts)
+    ctx.record.warn(*ordering.unread(plan.members))
     ctx.decisions = Decisions(
         unchanged=unchanged, candidates=candidates, about_to_apply=about_to_apply, prune=first, hints=hints,
-        adopted=taken.adopted, not_listed=live.not_listed,
+        adopted=taken.adopted, not_listed=live.not_listed, order=order,
         namespace_to_create=namespaces.check(ctx, unchanged),
         parent_namespace_first=None if opts.dry_run else _parent_namespace_first(parent, plan, live))
 

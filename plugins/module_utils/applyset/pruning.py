@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import plan as plans
 from . import prune as prunes
-from . import spec
+from . import prune_order, spec
 from .errors import ApiError, ApplySetError
 from .report import Change, live_result
 
@@ -21,12 +21,28 @@ _APPLIED = ("created", "configured", "replaced", "unchanged")
 def prune_step(ctx) -> None:
     """Step prune: the candidates decided again with the UIDs the applies returned (kubectl's
     visitedUids: whatever was listed before, nothing this run applied is deleted or taken out of
-    the set), then their effects; a failure keeps the parent covering them."""
+    the set), then their effects; a failure keeps the parent covering them. After a wait
+    (``wait: true``), the candidates the prune-early step took are left out."""
+    late = ctx.opts.wait and not ctx.opts.dry_run
+    _prune(ctx, (lambda meta: not prune_order.is_early(meta)) if late else None)
+
+
+def prune_early_step(ctx) -> None:
+    """Step prune-early (``wait: true``): the candidates annotated ``prune-timing: early``,
+    pruned before the wait (prune_order.py)."""
+    _prune(ctx, prune_order.is_early)
+
+
+def _prune(ctx, which) -> None:
+    """Prune the candidates whose metadata ``which`` accepts (all when None)."""
     if ctx.claim:
         ctx.claim.check()
     decisions = ctx.decisions
+    candidates = [o for o in decisions.candidates if which is None or which(o.meta)]
+    if not candidates:
+        return
     applied = {o.uid for o in ctx.report.objects if o.uid and o.action in _APPLIED}
-    decided = prunes.decide_all([(o.resource, o.meta) for o in decisions.candidates],
+    decided = prunes.decide_all([(o.resource, o.meta) for o in candidates],
                                 decisions.prune_context(ctx.parent, applied | decisions.about_to_apply))
     if not carry_out(ctx, decided, ctx.live.objects, adopted=decisions.adopted):
         ctx.failure = ApplySetError(
@@ -50,8 +66,21 @@ def carry_out(ctx, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
         ctx.record.result(_keep(ctx, d))
     ok = all(o.action != "failed" for o in ctx.report.objects)
     adopted_uids = {o.uid for o in adopted}
+    stages = prune_order.stages(decided.with_verdict(prunes.PRUNE))
+    for index, stage in enumerate(stages):
+        if index and not ok:
+            break  # what a failed delete depended on stays, and the parent keeps covering it
+        if index:  # dependents (and higher waves) gone, finalizers included, before what they need
+            prune_order.wait_stage_gone(ctx, [d for d in stages[index - 1] if d.meta.get("uid") in gone_uids])
+        gone_uids, ok = _delete_stage(ctx, stage, live, adopted_uids, ok)
+    return ok
+
+
+def _delete_stage(ctx, stage: list, live: dict, adopted_uids: set, ok: bool) -> tuple:
+    """Delete one stage in reverse rank order; the UIDs deleted, and whether all went through."""
+    deleted = set()
     by_rank: dict[int, list] = {}
-    for d in decided.with_verdict(prunes.PRUNE):
+    for d in stage:
         by_rank.setdefault(plans.rank_of(d.resource.group_kind, d.resource.namespaced), []).append(d)
     for rank in sorted(by_rank, reverse=True):
         batch = sorted(by_rank[rank], key=lambda d: (d.resource.kind, d.meta.get("namespace") or "", d.meta["name"]))
@@ -64,9 +93,10 @@ def carry_out(ctx, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
                                  "no longer in the manifests")
             ctx.record.result(result)
             if result.action == "pruned":
+                deleted.add(d.meta.get("uid"))
                 found = live.get(spec.ObjectId.from_metadata(d.resource, d.meta))
                 ctx.record.change(Change(result.ref, found.obj if found is not None else {"metadata": d.meta}, None))
-    return ok
+    return deleted, ok
 
 
 def _keep(ctx, decision: prunes.Decision):

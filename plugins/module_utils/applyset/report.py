@@ -89,6 +89,7 @@ class Report:
     dry_run: bool = False
     requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
     hooks: list = field(default_factory=list)  # one dict per hook run or previewed (hook_run.py), in order
+    order: list = field(default_factory=list)  # ordering.describe: waves and gates, when the set has them
 
     @property
     def changed(self) -> bool:
@@ -109,8 +110,9 @@ class Report:
         return counts
 
     def to_dict(self) -> dict:
-        """The report as the module result's keys: changed, applyset, summary, objects, diff, requests."""
-        return {
+        """The report as the module result's keys: changed, applyset, summary, objects, diff, requests,
+        and order when the set has an order of its own (depends-on, sync waves)."""
+        data = {
             "changed": self.changed,
             "applyset": self.applyset,
             "summary": self.summary(),
@@ -119,6 +121,9 @@ class Report:
             "requests": dict(self.requests),
             **({"hooks": [dict(h) for h in self.hooks]} if self.hooks else {}),
         }
+        if self.order:
+            data["order"] = list(self.order)
+        return data
 
 
 def normalize(obj: dict | None) -> dict | None:

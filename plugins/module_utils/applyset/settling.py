@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from . import health
+from .errors import WaitTimeout
 
 _APPLIED = ("created", "configured", "replaced", "unchanged")
 
@@ -28,6 +29,39 @@ class Gone:
 
 def wait_until_settled(ctx) -> None:
     """Step wait: the applied members ready and the pruned objects gone, within ``wait_timeout``."""
+    deadline = time.monotonic() + ctx.opts.wait_timeout
+    wait_applied_ready(ctx)
+    wait_pruned_gone(ctx, timeout=max(1.0, deadline - time.monotonic()))
+
+
+def wait_ready_before_prune(ctx) -> None:
+    """Step wait-ready (``wait: true`` with prune): the applied members ready within
+    ``wait_timeout``, before anything is pruned. A wait that fails prunes nothing: the run stops
+    here, and the release keeps the parent covering every object (the union)."""
+    try:
+        wait_applied_ready(ctx)
+    except WaitTimeout as err:
+        err.message = err.args[0] + "; nothing was pruned, and the parent keeps covering every object (the " \
+            "next run that gets everything ready prunes)"
+        err.args = (err.message,)
+        raise
+
+
+def wait_pruned_gone(ctx, timeout: float | None = None) -> None:
+    """Step wait-gone (after the release, ``wait: true``): the pruned objects gone."""
+    report = ctx.report
+    by_kind = {m.resource.group_kind: m.resource for m in ctx.plan.members}
+    gone_targets = []
+    for o in report.objects:
+        if o.action == "pruned":
+            res = by_kind.get(o.id.group_kind) or ctx.discovery.for_group_kind(o.id.group_kind)
+            if res is not None:
+                gone_targets.append(Gone(res, o.namespace, o.name, o.uid))
+    wait_gone(ctx.client, gone_targets, timeout=ctx.opts.wait_timeout if timeout is None else timeout)
+
+
+def wait_applied_ready(ctx) -> None:
+    """The members this run applied (or left unchanged) ready within ``wait_timeout``."""
     plan, opts, report = ctx.plan, ctx.opts, ctx.report
     applied = {o.id: o.uid for o in report.objects if o.action in _APPLIED}
     ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members if m.key in applied]
@@ -35,16 +69,7 @@ def wait_until_settled(ctx) -> None:
     # Job removed by its ttlSecondsAfterFinished from one deleted under it.
     as_applied = {(m.resource, m.namespace, m.name): {**m.body, "metadata": {**m.body["metadata"], "uid": applied[m.key]}}
                   for m in plan.members if m.key in applied}
-    by_kind = {m.resource.group_kind: m.resource for m in plan.members}
-    gone_targets = []
-    for o in report.objects:
-        if o.action == "pruned":
-            res = by_kind.get(o.id.group_kind) or ctx.discovery.for_group_kind(o.id.group_kind)
-            if res is not None:
-                gone_targets.append(Gone(res, o.namespace, o.name, o.uid))
-    deadline = time.monotonic() + opts.wait_timeout
     health.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied, **opts.wait_rules)
-    wait_gone(ctx.client, gone_targets, timeout=max(1.0, deadline - time.monotonic()))
 
 
 def wait_members_gone(ctx) -> None:

@@ -9,6 +9,8 @@ decided when the route is built: a preview takes no claim and sends dry runs onl
     apply         read-parent, split-hooks, plan, list-live, decide, make-namespaces, claim,
                   pre-apply-hooks, [label-adopted], apply, [prune], post-apply-hooks,
                   on-failure-hooks, release, [wait]
+                  with wait and prune: ..., apply, prune-early, wait-ready, prune,
+                  post-apply-hooks, on-failure-hooks, release, wait-gone
     preview       read-parent, split-hooks, plan, list-live, decide, show-final-hint,
                   preview-namespace, apply, [prune], preview-hooks
     update-only   read-parent, split-hooks, plan, list-live, decide, update-in-place,
@@ -61,6 +63,12 @@ def reading(entry: str, opts) -> list[Step]:
     return [READ_PARENT]
 
 
+# After the apply (and the prune), before the release: the post-apply hooks, and the on-failure
+# hooks, which run whatever stopped the run.
+_HOOKS_AFTER_APPLY = (Step("post-apply-hooks", hook_run.post_apply, WRITE),
+                      Step("on-failure-hooks", hook_run.on_failure, WRITE, always=True))
+
+
 def for_apply(opts) -> Route:
     """The route of a real apply: the claim before any member write (but the namespaces the parent
     needs), the release last and always, the wait after it."""
@@ -69,11 +77,16 @@ def for_apply(opts) -> Route:
     if opts.adopt_legacy is not None and opts.prune:
         tail.append(Step("label-adopted", adoption.label, WRITE))
     tail.append(Step("apply", applying.apply_phases, WRITE))
+    if opts.prune and opts.wait:
+        # Prune after ready (prune_order.py): a wait that fails prunes nothing; the parent stays the union.
+        tail += [Step("prune-early", pruning.prune_early_step, WRITE),
+                 Step("wait-ready", settling.wait_ready_before_prune, WAIT),
+                 Step("prune", pruning.prune_step, WRITE), *_HOOKS_AFTER_APPLY, RELEASE_STEP,
+                 Step("wait-gone", settling.wait_pruned_gone, WAIT)]
+        return _route(APPLY, APPLY, opts, tail)
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, WRITE))
-    tail += [Step("post-apply-hooks", hook_run.post_apply, WRITE),
-             Step("on-failure-hooks", hook_run.on_failure, WRITE, always=True)]
-    tail.append(RELEASE_STEP)
+    tail += [*_HOOKS_AFTER_APPLY, RELEASE_STEP]
     if opts.wait:
         tail.append(Step("wait", settling.wait_until_settled, WAIT))
     return _route(APPLY, APPLY, opts, tail)

@@ -29,7 +29,10 @@ def _ref(res, namespace: str | None, name: str) -> str:
 def _entry(target, reason: str) -> dict:
     res, namespace, name = target
     return {"apiVersion": res.api_version, "kind": res.kind,
-            "namespace": namespace if res.namespaced else None, "name": name, "reason": str(reason)}
+            "namespace": namespace if res.namespaced else None, "name": name,
+            # A Final reason stays one (a plain string to everyone else): callers that poll
+            # round by round (gates.py) stop at once on it, as _poll does.
+            "reason": reason if isinstance(reason, Final) else str(reason)}
 
 
 def _normalise(targets) -> list:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import nochange
+from . import nochange, ordering
 from . import parent as parents
 from . import prune as prunes
 from . import spec
@@ -70,6 +70,8 @@ def blocker(ctx) -> str | None:
         (bool(decisions.adopted), "legacy objects are adopted"),
         (decisions.namespace_to_create is not None, "a namespace is created"),
         (decisions.hints.superset_changes or decisions.hints.final_changes, "the hint changes"),
+        (ordering.gated_change(decisions, ctx.plan), "a changed member waits for another to be ready (depends-on, "
+                                                     "sync-wave): the apply route holds the gates"),
     )
     reason = next((why for holds, why in rules if holds), None)
     if reason is not None:
