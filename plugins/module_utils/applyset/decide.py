@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import adoption, namespaces, nochange
+from . import adoption, members, namespaces, nochange
 from . import parent as parents
 from . import plan as plans
 from . import prune as prunes
@@ -200,6 +200,7 @@ def decide(ctx) -> None:
     problems = plans.recreate_problems(plan.members, opts.recreate_on_immutable)
     if problems:
         raise InputErrors(problems)
+    members.while_writing(parent, plan)
     ctx.decisions = Decisions(
         unchanged=unchanged, candidates=candidates, about_to_apply=about_to_apply, prune=first, hints=hints,
         adopted=taken.adopted, not_listed=live.not_listed,

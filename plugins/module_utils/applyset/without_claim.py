@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import nochange
+from . import drift, nochange
 from . import parent as parents
 from . import prune as prunes
 from . import spec
@@ -70,6 +70,7 @@ def blocker(ctx) -> str | None:
         (bool(decisions.adopted), "legacy objects are adopted"),
         (decisions.namespace_to_create is not None, "a namespace is created"),
         (decisions.hints.superset_changes or decisions.hints.final_changes, "the hint changes"),
+        (parent.record_members != parent.member_record, "the parent's member record changes"),
     )
     reason = next((why for holds, why in rules if holds), None)
     if reason is not None:
@@ -171,6 +172,7 @@ def record_in_plan_order(ctx) -> None:
     candidates that are skipped (controlled by another object), as the claim's route reports them."""
     for rank_members in ctx.plan.ranks:
         for member in rank_members:
-            ctx.record.outcome(ctx.in_place.outcomes.get(member.key) or unchanged_outcome(ctx, member))
+            outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(ctx, member)
+            ctx.record.outcome(drift.mark(ctx, member, outcome))
     carry_out(ctx, prunes.Decisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
     ctx.report.applyset["tooling"] = ctx.parent.tooling
