@@ -189,4 +189,17 @@ def mark(ctx, member, outcome):
     result.changed_by = [dict(c) for c in found_drift.changed_by] or None
     if found_drift.kind == MISSING and result.action == "created":
         result.reason = result.reason or "a member of this set deleted out of band; created again"
+    _mark_policies(ctx, member.key, result)
     return outcome
+
+
+def _mark_policies(ctx, key, result) -> None:
+    """What the apply policies and ignore_fields rules (field_policy.py) did to the member."""
+    policies = getattr(ctx.decisions, "policies", None)
+    if policies is None:
+        return
+    if key in policies.reasons:
+        result.reason = policies.reasons[key]
+        if result.action == "unchanged" and not result.uid:
+            result.action = "skipped"
+    result.ignored_fields = policies.fields.get(key) or None

@@ -42,6 +42,7 @@ class ObjectResult:
     error: dict | None = None
     drift: str | None = None  # drift.KINDS: why a member differs from what was last applied
     changed_by: list | None = None  # drift.taken_fields: who changed it on the cluster
+    ignored_fields: list | None = None  # field_policy.py: what each ignore_fields pointer did
 
     @property
     def ref(self) -> str:
@@ -69,6 +70,8 @@ class ObjectResult:
             data["drift"] = self.drift
         if self.changed_by:
             data["changed_by"] = self.changed_by
+        if self.ignored_fields:
+            data["ignored_fields"] = self.ignored_fields
         return data
 
 
