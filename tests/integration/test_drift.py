@@ -122,3 +122,82 @@ def test_check_mode_reports_a_field_conflict_and_a_real_run_still_refuses_it(clu
     assert rc != 0
     assert by_name(result)["cfg"]["action"] == "failed"
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/cfg")["data"]["v"] == "theirs"
+
+
+def deployment(name, replicas=2, image="registry.k8s.io/pause:3.10", **extra):
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "app", "image": image}], **extra}}}}
+
+
+REPLICAS_RULE = [{"kind": "Deployment", "group": "apps", "json_pointers": ["/spec/replicas"]}]
+
+
+def test_replicas_scaled_by_hand_are_kept_under_ignore_fields(cluster, kube, namespace, tmp_path):
+    objs = [deployment("web"), cm("cfg")]
+    rc, result, out = play(cluster, tmp_path, namespace, objs, ignore_fields=REPLICAS_RULE)
+    assert rc == 0, out
+    # only we own replicas: the live value is sent, the body and its digest stay the same
+    rc, result, out = play(cluster, tmp_path, namespace, objs, ignore_fields=REPLICAS_RULE)
+    assert rc == 0, out
+    web = by_name(result)["web"]
+    assert web["action"] == "unchanged" and web["drift"] == "none", web
+    assert web["ignored_fields"] == [{"pointer": "/spec/replicas", "action": "kept live value",
+                                      "owners": ["applyset.kubernetes"]}]
+    assert result["requests"]["writes"] == 0
+
+    kubectl(cluster, "-n", namespace, "scale", "deployment", "web", "--replicas=5")
+    kubectl(cluster, "-n", namespace, "set", "image", "deployment/web", "app=registry.k8s.io/pause:3.9")
+    kubectl(cluster, "-n", namespace, "patch", "configmap", "cfg", "-p", '{"data":{"v":"by-hand"}}')
+    rc, result, out = play(cluster, tmp_path, namespace, objs, force_conflicts=True, ignore_fields=REPLICAS_RULE)
+    assert rc == 0, out
+    web, cfg = by_name(result)["web"], by_name(result)["cfg"]
+    assert web["action"] == "configured" and cfg["action"] == "configured"
+    assert web["drift"] == "both", web  # the body left replicas out (a new digest), and the image was changed
+    assert "kubectl-set" in [c["manager"] for c in web["changed_by"]]
+    assert web["ignored_fields"][0]["action"] == "left to others" and web["ignored_fields"][0]["owners"], web
+    assert cfg["drift"] == "cluster_changed"
+    live = kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
+    assert live["spec"]["replicas"] == 5  # kept
+    assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.10"  # reverted
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/cfg")["data"] == {"v": "1"}  # reverted
+    # a no-op re-run with the rule writes nothing, in check mode and for real
+    for check in (True, False):
+        rc, result, out = play(cluster, tmp_path, namespace, objs, check=check, ignore_fields=REPLICAS_RULE)
+        assert rc == 0, out
+        assert not result["changed"] and {o["drift"] for o in result["objects"]} == {"none"}, result["objects"]
+        assert result["requests"]["writes"] == 0, result["requests"]
+    assert kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")["spec"]["replicas"] == 5
+
+
+def annotated(obj, key, value):
+    obj["metadata"]["annotations"] = {key: value}
+    return obj
+
+
+def test_create_only_and_ignored_members(cluster, kube, namespace, tmp_path):
+    seed = annotated(cm("seed", v="first"), "applyset.kubernetes.ansible/apply", "create-only")
+    flux_seed = annotated(cm("flux-seed", v="first"), "kustomize.toolkit.fluxcd.io/ssa", "IfNotPresent")
+    never = annotated(cm("never"), "applyset.kubernetes.ansible/apply", "ignore")
+    rc, result, out = play(cluster, tmp_path, namespace, [seed, flux_seed, never, cm("plain")])
+    assert rc == 0, out
+    objects = by_name(result)
+    assert objects["seed"]["action"] == "created" and objects["flux-seed"]["action"] == "created"
+    assert objects["never"]["action"] == "skipped" and "never written" in objects["never"]["reason"]
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/never") is None
+    kubectl(cluster, "-n", namespace, "patch", "configmap", "seed", "-p", '{"data":{"v":"tuned"}}')
+    seed["data"] = {"v": "second"}
+    flux_seed["data"] = {"v": "second"}
+    rc, result, out = play(cluster, tmp_path, namespace, [seed, flux_seed, never, cm("plain")])
+    assert rc == 0, out
+    objects = by_name(result)
+    assert objects["seed"]["action"] == "unchanged" and "create-only" in objects["seed"]["reason"]
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/seed")["data"] == {"v": "tuned"}
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/flux-seed")["data"] == {"v": "first"}
+    assert result["requests"]["writes"] == 0
+    # they stay members: leaving the set prunes them
+    rc, result, out = play(cluster, tmp_path, namespace, [cm("plain")], guard={"max_prune_percent": 100})
+    assert rc == 0, out
+    assert by_name(result)["seed"]["action"] == "pruned" and by_name(result)["flux-seed"]["action"] == "pruned"
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/seed") is None
