@@ -201,3 +201,23 @@ def test_create_only_and_ignored_members(cluster, kube, namespace, tmp_path):
     assert rc == 0, out
     assert by_name(result)["seed"]["action"] == "pruned" and by_name(result)["flux-seed"]["action"] == "pruned"
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/seed") is None
+
+
+def test_a_failed_wait_says_why_a_pod_cannot_be_scheduled(cluster, kube, namespace, tmp_path):
+    """The local cluster's nodes are kwok fakes (no image is ever pulled, pods run as soon as they
+    are placed), so the observable cause is the scheduler's: a nodeSelector that matches no node
+    gives PodScheduled=False/Unschedulable and a FailedScheduling Warning event."""
+    nowhere = deployment("nowhere", replicas=1, nodeSelector={"drift-test/zone": "nowhere"})
+    rc, result, out = play(cluster, tmp_path, namespace, [nowhere, cm("cfg")], wait=True, wait_timeout=20)
+    assert rc != 0
+    error = result["error"]
+    assert error["type"] == "WaitTimeout", error
+    print(error["message"])
+    assert "why: Deployment" in error["message"] and "cannot be scheduled: Unschedulable" in error["message"], error
+    entry = error["details"]["unready"][0]
+    assert entry["kind"] == "Deployment" and entry["name"] == "nowhere"
+    pod = entry["pods"][0]
+    assert pod["phase"] == "Pending" and pod["unschedulable"]["reason"] == "Unschedulable"
+    assert "node(s) didn't match" in pod["unschedulable"]["message"]
+    assert any(e["reason"] == "FailedScheduling" for e in pod.get("events", [])), pod
+    print(json.dumps(entry, indent=1))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import health
+from . import health, wait_reasons
+from .errors import WaitTimeout
 
 _APPLIED = ("created", "configured", "replaced", "unchanged")
 
@@ -43,7 +44,11 @@ def wait_until_settled(ctx) -> None:
             if res is not None:
                 gone_targets.append(Gone(res, o.namespace, o.name, o.uid))
     deadline = time.monotonic() + opts.wait_timeout
-    health.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied, **opts.wait_rules)
+    try:
+        health.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied, **opts.wait_rules)
+    except WaitTimeout as err:  # say why: events and pod states of what is not ready (bounded reads)
+        raise wait_reasons.explain(ctx.client, err, {(res.kind, ns if res.namespaced else None, name): body
+                                                     for (res, ns, name), body in as_applied.items()}) from None
     wait_gone(ctx.client, gone_targets, timeout=max(1.0, deadline - time.monotonic()))
 
 
