@@ -221,3 +221,40 @@ def test_a_failed_wait_says_why_a_pod_cannot_be_scheduled(cluster, kube, namespa
     assert "node(s) didn't match" in pod["unschedulable"]["message"]
     assert any(e["reason"] == "FailedScheduling" for e in pod.get("events", [])), pod
     print(json.dumps(entry, indent=1))
+
+
+def test_the_audit_role_reports_drift_against_the_manifests(cluster, kube, namespace, tmp_path):
+    rc, result, out = play(cluster, tmp_path, namespace, [cm("same"), cm("edited"), cm("patched"), cm("deleted")])
+    assert rc == 0, out
+    kubectl(cluster, "-n", namespace, "patch", "configmap", "patched", "-p", '{"data":{"v":"by-hand"}}')
+    kubectl(cluster, "-n", namespace, "delete", "configmap", "deleted")
+    manifests = [cm("same"), cm("edited", v="2"), cm("patched"), cm("deleted")]
+    reports = tmp_path / "reports"
+
+    def audit(fail_on_drift, objs):
+        playbook = tmp_path / "audit.yml"
+        playbook.write_text(yaml.safe_dump([{
+            "hosts": "localhost", "gather_facts": False,
+            "roles": [{"role": "applyset.kubernetes.audit", "vars": {
+                "audit_namespace": namespace, "audit_output_dir": str(reports), "audit_fail_on_drift": fail_on_drift,
+                "audit_manifests": [{"parent": "drift-set", "namespace": namespace, "definition": objs}]}}],
+        }]))
+        return run_playbook(cluster, playbook)
+
+    proc = audit(True, manifests)
+    assert proc.returncode != 0
+    assert "3 member(s) of 1 set(s) differ from their manifests" in " ".join(proc.stdout.split()), proc.stdout
+    report = json.loads((reports / "applyset-audit.json").read_text())
+    drift_set = report["manifest_drift"]["sets"][0]
+    assert {m["name"]: m["drift"] for m in drift_set["members"]} == {
+        "same": "none", "edited": "manifest_changed", "patched": "cluster_changed", "deleted": "missing"}
+    assert "kubectl-patch (Update" in next(m["who"] for m in drift_set["members"] if m["name"] == "patched")
+    markdown = (reports / "applyset-audit.md").read_text()
+    assert "## Drift against the manifests" in markdown
+    assert "| ConfigMap " + namespace + "/patched | **cluster_changed** | kubectl-patch (Update" in markdown
+    html = (reports / "applyset-audit.html").read_text()
+    assert 'id="manifest-drift"' in html and "<b>kubectl-patch</b>" in html and "3 drifted" in html
+    print(markdown[markdown.index("## Drift against the manifests"):][:1500])
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/deleted") is None  # the audit wrote nothing
+    # without the switch the audit only reports
+    assert audit(False, manifests).returncode == 0

@@ -188,7 +188,8 @@ def mark(ctx, member, outcome):
     result.drift = found_drift.kind
     result.changed_by = [dict(c) for c in found_drift.changed_by] or None
     if found_drift.kind == MISSING and result.action == "created":
-        result.reason = result.reason or "a member of this set deleted out of band; created again"
+        again = "a real run creates it again" if ctx.opts.dry_run else "created again"
+        result.reason = result.reason or f"a member of this set deleted out of band; {again}"
     _mark_policies(ctx, member.key, result)
     return outcome
 
