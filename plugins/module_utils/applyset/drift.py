@@ -202,5 +202,6 @@ def _mark_policies(ctx, key, result) -> None:
     if key in policies.reasons:
         result.reason = policies.reasons[key]
         if result.action == "unchanged" and not result.uid:
-            result.action = "skipped"
+            result.action = "skipped"  # an ignored member that is not there: as asked, so no drift
+            result.drift, result.changed_by = NONE, None
     result.ignored_fields = policies.fields.get(key) or None
