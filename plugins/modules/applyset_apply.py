@@ -409,6 +409,16 @@ EXAMPLES = r"""
     src: manifests/shop/
     takeover: true
 
+- name: Nightly drift check (check mode), leaving the replicas an autoscaler sets to it
+  applyset.kubernetes.applyset_apply:
+    parent: shop
+    namespace: shop
+    src: manifests/shop/
+    ignore_fields:
+      - {kind: Deployment, group: apps, json_pointers: [/spec/replicas]}
+  check_mode: true
+  register: nightly   # nightly.objects[].drift says why each member differs, changed_by who changed it
+
 - name: Remove the whole set
   applyset.kubernetes.applyset_apply:
     parent: shop
