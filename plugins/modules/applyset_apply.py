@@ -164,9 +164,9 @@ options:
         collection is its only owner, the live value is sent, so that the field is neither changed nor deleted.
         A field nobody owns, or that is not there, is left out. A new object is created with the manifest's value.
       - The rules change the body that is sent and so its digest; a re-run that changes nothing writes nothing.
-        Each member's result says what each pointer did (RV(objects[].ignored_fields)).
+        Each member's result says what each pointer did (C(ignored_fields) in RV(objects)).
       - Objects of the set can also opt out as a whole with their own annotation
-        C(applyset.kubernetes.ansible/apply) (or Flux's C(kustomize.toolkit.fluxcd.io/ssa)): C(create-only)
+        C(applyset.kubernetes.ansible/apply) (or Flux's C(kustomize.toolkit.fluxcd.io/ssa)) - C(create-only)
         (Flux C(IfNotPresent)) is created when absent and never updated; C(ignore) (Flux C(Ignore)) is never
         written. Both stay members (their kinds in the hint; pruned when they leave the set, if they exist).
     type: list
@@ -496,7 +496,7 @@ objects:
   sample:
     - {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, action: configured, uid: 0b5c...,
        drift: cluster_changed, changed_by: [{manager: kubectl-patch, operation: Update, time: "2026-11-25T04:42:34Z",
-       fields: [.spec.template.spec.containers[name=web].image]}]}
+       fields: [".spec.template.spec.containers[name=web].image"]}]}
     - {apiVersion: v1, kind: ConfigMap, namespace: shop, name: old, action: pruned}
 requests:
   description:

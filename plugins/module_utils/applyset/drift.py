@@ -117,7 +117,7 @@ _ABSENT = object()
 
 def _child(value, key: str):
     """The part of ``value`` a fieldsV1 key names (``f:name``, ``k:{...}``, ``v:...``, ``i:N``)."""
-    kind, _, rest = key.partition(":")
+    kind, rest = key.split(":", 1) if ":" in key else (key, "")
     if kind == "f" and isinstance(value, dict):
         return value.get(rest, _ABSENT)
     if not isinstance(value, list):
@@ -154,7 +154,7 @@ def render(path: tuple) -> str:
     """A fieldsV1 path as a dotted one: ``.spec.containers[name=app].image``."""
     out = ""
     for key in path:
-        kind, _, rest = key.partition(":")
+        kind, rest = key.split(":", 1) if ":" in key else (key, "")
         if kind == "f":
             out += "." + rest
         elif kind == "k":
