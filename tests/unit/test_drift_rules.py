@@ -109,3 +109,17 @@ def test_a_container_waiting_reason_is_the_cause():
     assert state["events"][0]["reason"] == "Failed"
     cause = wait_reasons._cause({"pods": [state]})  # pylint: disable=protected-access
     assert cause.startswith("pod web-1 container app: ImagePullBackOff")
+
+
+def test_the_parent_records_its_members_as_short_digests():
+    from plugins.module_utils.applyset import members, spec  # pylint: disable=import-outside-toplevel
+    key = spec.ObjectId("", "ConfigMap", "shop", "a")
+    other = spec.ObjectId("", "ConfigMap", "shop", "b")
+    record = members.format_record({members.digest(key), members.digest(other)})
+    parsed = members.parse({"metadata": {"annotations": {members.ANNOTATION_MEMBERS: record}}})
+    assert len(record) == 21 and "shop" not in record  # names are not shown
+
+    class Parent:
+        member_record = parsed
+    assert members.recorded(Parent, key) and not members.recorded(Parent, spec.ObjectId("", "ConfigMap", "shop", "c"))
+    assert members.parse({"metadata": {}}) is None
