@@ -253,6 +253,8 @@ def test_the_audit_role_reports_drift_against_the_manifests(cluster, kube, names
     assert "## Drift against the manifests" in markdown
     assert "| ConfigMap " + namespace + "/patched | **cluster_changed** | kubectl-patch (Update" in markdown
     html = (reports / "applyset-audit.html").read_text()
+    assert "Drift from the manifests</div>" in html and "members drifted from the manifests" in html
+    assert "**3 member(s) drifted from the manifests**" in markdown
     assert 'id="manifest-drift"' in html and "<b>kubectl-patch</b>" in html and "3 drifted" in html
     print(markdown[markdown.index("## Drift against the manifests"):][:1500])
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/deleted") is None  # the audit wrote nothing
