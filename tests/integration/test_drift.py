@@ -260,3 +260,36 @@ def test_the_audit_role_reports_drift_against_the_manifests(cluster, kube, names
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/deleted") is None  # the audit wrote nothing
     # without the switch the audit only reports
     assert audit(False, manifests).returncode == 0
+
+
+def test_a_failed_wait_names_a_container_waiting_reason(cluster, kube, namespace, tmp_path):
+    """No kwok node pulls an image, so the kubelet's part is played by the test: the Pod is kept
+    off every node (nodeSelector) and its status is written as a kubelet whose pull fails
+    writes it (a container waiting in ImagePullBackOff, and the kubelet's Warning event). What is
+    tested is the reading: the failed wait names that reason, through the real API server."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pull"},
+           "spec": {"nodeSelector": {"drift-test/zone": "nowhere"},
+                    "containers": [{"name": "app", "image": "registry.invalid/nope:1"}]}}
+    rc, result, out = play(cluster, tmp_path, namespace, [pod])
+    assert rc == 0, out
+    path = f"/api/v1/namespaces/{namespace}/pods/pull"
+    uid = kube.get(path)["metadata"]["uid"]
+    status, body, _ = kube.request("PATCH", path + "/status", {"status": {"containerStatuses": [{
+        "name": "app", "image": "registry.invalid/nope:1", "imageID": "", "ready": False, "restartCount": 0,
+        "state": {"waiting": {"reason": "ImagePullBackOff",
+                              "message": 'Back-off pulling image "registry.invalid/nope:1"'}}}]}},
+        content_type="application/strategic-merge-patch+json")
+    assert status == 200, body
+    kube.create(f"/api/v1/namespaces/{namespace}/events", {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "pull.failed"}, "type": "Warning",
+        "reason": "Failed", "message": 'Failed to pull image "registry.invalid/nope:1": not found',
+        "involvedObject": {"kind": "Pod", "name": "pull", "namespace": namespace, "uid": uid},
+        "source": {"component": "kubelet"}, "lastTimestamp": "2026-11-25T05:00:00Z", "count": 3})
+    rc, result, out = play(cluster, tmp_path, namespace, [pod], wait=True, wait_timeout=5)
+    assert rc != 0
+    error = result["error"]
+    print(error["message"])
+    assert "why: Pod " + namespace + "/pull: pod pull container app: ImagePullBackOff" in error["message"], error
+    entry = error["details"]["unready"][0]
+    assert entry["pods"][0]["containers"][0]["reason"] == "ImagePullBackOff"
+    assert "Failed" in [e["reason"] for e in entry["events"]], entry  # the kubelet's event, newest first
