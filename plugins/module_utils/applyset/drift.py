@@ -179,7 +179,7 @@ def mark(ctx, member, outcome):
     run listed before it wrote anything; a result that already says it (carried from an attempt
     before a start over) is left as it is. Returns ``outcome``."""
     result = outcome.result
-    if result.drift is not None or result.action == "failed" and result.error and not ctx.live:
+    if result.drift is not None:
         return outcome
     found = ctx.live.get(member.key) if ctx.live is not None else None
     live_obj = found.obj if found is not None and found.resource.group_kind == member.resource.group_kind else None

@@ -153,7 +153,9 @@ def _update(ctx, member) -> _InPlace:
                 # unchanged reports it configured, not unchanged.
                 return _InPlace(None, CarriedUpdate(None, before))
             before = fresh
-    outcome = applied_outcome(ctx, member, before, resp, [f"{member.ref}: {w}" for w in resp.warnings])
+    # the drift as listed before this write, kept in what is carried into a start over
+    outcome = drift.mark(ctx, member, applied_outcome(ctx, member, before, resp,
+                                                      [f"{member.ref}: {w}" for w in resp.warnings]))
     return _InPlace(outcome, CarriedUpdate(outcome.result, before, resp.body, tuple(outcome.warnings)))
 
 
