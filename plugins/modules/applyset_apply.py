@@ -156,6 +156,43 @@ options:
     type: str
     choices: [changed, always]
     default: changed
+  ignore_fields:
+    description:
+      - Fields of members that this collection leaves to others (an HPA's C(spec.replicas), a value tuned by
+        hand), as Argo CD's C(ignoreDifferences) and Flux's C(spec.ignore). Each rule names a C(kind) (and
+        C(group)), optionally a C(name) and a C(namespace), and C(json_pointers).
+      - Each pointer of a member that exists is resolved by server-side apply ownership, as Flux does. When another
+        field manager owns the field, it is left out of the apply (the other manager keeps it). When this
+        collection is its only owner, the live value is sent, so that the field is neither changed nor deleted.
+        A field nobody owns, or that is not there, is left out. A new object is created with the manifest's value.
+      - The rules change the body that is sent and so its digest; a re-run that changes nothing writes nothing.
+        Each member's result says what each pointer did (C(ignored_fields) in RV(objects)).
+      - Objects of the set can also opt out as a whole with their own annotation
+        C(applyset.kubernetes.ansible/apply) (or Flux's C(kustomize.toolkit.fluxcd.io/ssa)) - C(create-only)
+        (Flux C(IfNotPresent)) is created when absent and never updated; C(ignore) (Flux C(Ignore)) is never
+        written. Both stay members (their kinds in the hint; pruned when they leave the set, if they exist).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      kind:
+        description: The kind of the members the rule applies to.
+        type: str
+        required: true
+      group:
+        description: Their API group (C("") for the core group); any group when left out.
+        type: str
+      name:
+        description: Only the member with this name.
+        type: str
+      namespace:
+        description: Only members in this namespace.
+        type: str
+      json_pointers:
+        description: RFC 6901 pointers to the fields, such as C(/spec/replicas) or C(/data/seed).
+        type: list
+        elements: str
+        required: true
   create_namespace:
     description:
       - Create the parent's namespace (for a cluster-scoped parent, I(namespace)) when it does not exist,
@@ -380,6 +417,16 @@ EXAMPLES = r"""
     src: manifests/shop/
     takeover: true
 
+- name: Nightly drift check (check mode), leaving the replicas an autoscaler sets to it
+  applyset.kubernetes.applyset_apply:
+    parent: shop
+    namespace: shop
+    src: manifests/shop/
+    ignore_fields:
+      - {kind: Deployment, group: apps, json_pointers: [/spec/replicas]}
+  check_mode: true
+  register: nightly   # nightly.objects[].drift says why each member differs, changed_by who changed it
+
 - name: Remove the whole set
   applyset.kubernetes.applyset_apply:
     parent: shop
@@ -440,11 +487,24 @@ objects:
       I(recreate_on_immutable)), C(unchanged), C(pruned), C(kept) (protected by an annotation
       and removed from the set), C(skipped) (controlled by another object, left alone), C(disbanded) or C(failed).
     - A namespace made for I(create_namespace) is listed as C(created) with a C(reason); it is no member.
+    - C(drift) (members, in check mode and real runs alike) says why the member differs from what this collection
+      last applied, from what the run listed (no extra request) - C(none); C(manifest_changed) (the body sent differs
+      from the one last applied, by the digest annotation; a new member too); C(cluster_changed) (a field this
+      collection sets is now owned by another field manager, or a value differs); C(both); C(missing) (a member the
+      parent records that was deleted out of band; it is created again, unlike a new one).
+    - C(changed_by) lists, for C(cluster_changed) and C(both), each field manager holding fields this collection sets -
+      C(manager), C(operation), C(time) (its last write, from managedFields), C(fields) and C(subresource).
+    - C(ignored_fields) lists what each O(ignore_fields) pointer did - C(pointer), C(action) (C(left to others),
+      C(kept live value) or C(left out)) and C(owners).
+    - In check mode, a member whose apply conflicts with another field manager is previewed as a forced dry run and
+      reported with a C(reason) saying that a real run refuses it without O(force_conflicts); the preview does not fail.
   returned: always
   type: list
   elements: dict
   sample:
-    - {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, action: configured, uid: 0b5c...}
+    - {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, action: configured, uid: 0b5c...,
+       drift: cluster_changed, changed_by: [{manager: kubectl-patch, operation: Update, time: "2026-11-25T04:42:34Z",
+       fields: [".spec.template.spec.containers[name=web].image"]}]}
     - {apiVersion: v1, kind: ConfigMap, namespace: shop, name: old, action: pruned}
 hooks:
   description:
@@ -528,6 +588,9 @@ def argument_spec():
         field_manager=dict(type="str", default="applyset.kubernetes"),
         field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
         reapply=dict(type="str", choices=["changed", "always"], default="changed"),
+        ignore_fields=dict(type="list", elements="dict", default=[], options=dict(
+            kind=dict(type="str", required=True), group=dict(type="str"), name=dict(type="str"),
+            namespace=dict(type="str"), json_pointers=dict(type="list", elements="str", required=True))),
         create_namespace=dict(type="bool", default=False),
         recreate_on_immutable=dict(type="list", elements="str", default=[]),
         takeover=dict(type="bool", default=False),
@@ -628,6 +691,7 @@ def main():
         create_namespace=params["create_namespace"],
         recreate_on_immutable=frozenset(params["recreate_on_immutable"]),
         reapply=params["reapply"],
+        ignore_fields=tuple(params["ignore_fields"]),
     )
     try:
         # Names as the server checks them, before any request (the engine may take this over).

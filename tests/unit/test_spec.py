@@ -56,7 +56,9 @@ def test_what_is_written_uses_the_kubectl_keys():
     assert error is None
     parent = api.object("v1", "Secret", "shop", "shop")["metadata"]
     assert list(parent["labels"]) == ["applyset.kubernetes.io/id"]
-    assert sorted(parent["annotations"]) == ["applyset.kubernetes.io/additional-namespaces",
+    # plus our own record of the members (members.py), under our own prefix
+    assert sorted(parent["annotations"]) == ["applyset.kubernetes.ansible/members",
+                                             "applyset.kubernetes.io/additional-namespaces",
                                              "applyset.kubernetes.io/contains-group-kinds",
                                              "applyset.kubernetes.io/tooling"]
     assert list(api.object("v1", "ConfigMap", "a", "shop")["metadata"]["labels"]) == [

@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 
+from . import members
 from . import parent as parents
 from .errors import ApplySetError
 
@@ -152,6 +153,7 @@ def release(ctx) -> None:
         return
     hints, done = ctx.decisions.hints, not ctx.failing
     recorded = hints.final if done else hints.superset
+    members.at_release(ctx, done)
     try:
         claim.release(*recorded)
     except ApplySetError as err:

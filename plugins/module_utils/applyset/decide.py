@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import adoption, namespaces, nochange, ordering
+from . import adoption, field_policy, members, namespaces, nochange, ordering
 from . import parent as parents
 from . import plan as plans
 from . import prune as prunes
@@ -76,6 +76,7 @@ class Decisions:
     parent_namespace_first: plans.DesiredObject | None = None
     not_listed: frozenset = field(default_factory=frozenset)
     order: ordering.Order | None = None  # depends-on and sync waves; None when no member has them
+    policies: field_policy.Policies = field(default_factory=field_policy.Policies)  # members and fields left alone
 
     def prune_context(self, parent, applied_uids=frozenset()) -> prunes.Context:
         """What the prune rules know: the recorded scope (widened by adopted objects) and the
@@ -171,7 +172,9 @@ def list_live(ctx) -> None:
         ctx.client, sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),
         selector_for=lambda pair: None if pair in desired_pairs else selector, obj=ctx.set_ref,
         # Full objects where the run compares them: diffs, check mode, and reapply: changed.
-        full_for=desired_pairs if opts.diff or opts.dry_run or opts.reapply == "changed" else frozenset(),
+        # ignore_fields rules read live values.
+        full_for=desired_pairs if opts.diff or opts.dry_run or opts.reapply == "changed" or opts.ignore_fields
+        else frozenset(),
         fallback=fallback)
     ctx.record.warn(*fallback.notes)
     ctx.live = LiveState({o.key: o for o in live_objects(listed)}, not_listed)
@@ -197,7 +200,8 @@ def decide(ctx) -> None:
         taken = adoption.select(ctx, plan)
     candidates, about_to_apply, first = _first_prune_decisions(ctx, taken)
     hints = _hints(ctx, taken.adopted)
-    unchanged = find_unchanged(plan, live, opts)
+    policies = field_policy.resolve(ctx)  # before the unchanged are found: rules change bodies
+    unchanged = {**find_unchanged(plan, live, opts), **policies.skipped}
     problems = plans.recreate_problems(plan.members, opts.recreate_on_immutable)
     if problems:
         raise InputErrors(problems)
@@ -206,9 +210,10 @@ def decide(ctx) -> None:
     if order is not None:
         ctx.report.order = ordering.describe(order, plan.members, opts)
     ctx.record.warn(*ordering.unread(plan.members))
+    members.while_writing(parent, plan)
     ctx.decisions = Decisions(
         unchanged=unchanged, candidates=candidates, about_to_apply=about_to_apply, prune=first, hints=hints,
-        adopted=taken.adopted, not_listed=live.not_listed, order=order,
+        adopted=taken.adopted, not_listed=live.not_listed, order=order, policies=policies,
         namespace_to_create=namespaces.check(ctx, unchanged),
         parent_namespace_first=None if opts.dry_run else _parent_namespace_first(parent, plan, live))
 

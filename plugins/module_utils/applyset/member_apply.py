@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 
-from . import csa, namespaces, recreate
+from . import csa, drift, namespaces, recreate
 from . import plan as plans
 from . import spec
 from .errors import ApiError, ConflictError, immutable_refusal, missing_namespace
@@ -23,6 +23,18 @@ _PART_OF_FIELD = f".metadata.labels.{spec.LABEL_PART_OF}"
 
 
 def apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
+    """Apply one desired object (a dry run in check mode), or skip it when ``decide`` found it
+    unchanged; its result says its drift (drift.py, from what was listed before the write).
+
+    Args:
+        ctx: the run (``runner.RunContext``; read only).
+        member: the desired object.
+        created_namespaces: names of Namespaces this run created in an earlier phase.
+    """
+    return drift.mark(ctx, member, _apply_member(ctx, member, created_namespaces))
+
+
+def _apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
     """Apply one desired object (a dry run in check mode), or skip it when ``decide`` found it
     unchanged.
 
@@ -75,6 +87,8 @@ def _send(ctx, member: plans.DesiredObject, before: dict | None, created_namespa
             return ctx.client.apply(member.resource, member.body, field_manager=opts.field_manager,
                                     force=force, dry_run=opts.dry_run, field_validation=opts.field_validation)
         except ConflictError as err:
+            if opts.dry_run and not force and not (opts.adopt and _only_part_of_conflicts(err)):
+                return _conflict_preview(ctx, member, before, err)
             if label_taken or not (opts.adopt and _only_part_of_conflicts(err) and before is not None):
                 return MemberOutcome(result_for(member, "failed", reason=_conflict_message(err), error=err))
             # adopt: true means "take the part-of label", and only that field: the other
@@ -93,6 +107,23 @@ def _send(ctx, member: plans.DesiredObject, before: dict | None, created_namespa
                 time.sleep(0.5)  # the new CRD's endpoint is not served yet
                 continue
             return _refused(ctx, member, before, err, created_namespaces)
+
+
+def _conflict_preview(ctx, member: plans.DesiredObject, before: dict | None, err: ConflictError):
+    """Check mode and a field conflict: the preview goes on as a forced dry run (nothing is
+    written), and the member's result says that a real run refuses it without force_conflicts.
+    A scheduled preview so always completes and reports the conflict as drift."""
+    opts = ctx.opts
+    try:
+        resp = ctx.client.apply(member.resource, member.body, field_manager=opts.field_manager, force=True,
+                                dry_run=True, field_validation=opts.field_validation)
+    except ApiError as forced_err:
+        return _refused(ctx, member, before, forced_err, frozenset())
+    message = _conflict_message(err)
+    outcome = applied_outcome(ctx, member, before, resp, [f"{member.ref}: {w}" for w in resp.warnings])
+    outcome.result.reason = f"a real run refuses this apply: {message}"
+    outcome.warnings.append(f"{member.ref}: {message}")
+    return outcome
 
 
 def _refused(ctx, member: plans.DesiredObject, before: dict | None, err: ApiError, created_namespaces) -> MemberOutcome:

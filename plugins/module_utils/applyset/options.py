@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import health
+from . import field_policy, health
 from . import legacy as legacies
 from . import prune as prunes
 from .errors import InputError
@@ -50,6 +50,8 @@ class Options:
     # (nochange.py), and a run with nothing to change writes nothing, the parent included;
     # "always": every member is applied on every run.
     reapply: str = "changed"
+    # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
+    ignore_fields: tuple = ()
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:
@@ -83,3 +85,4 @@ class Options:
             raise InputError("; ".join(f"{name} {why}" for name, why in problems), obj="options",
                              fix="correct the options named; nothing was changed")
         health.check_overrides((self.wait_rules or {}).get("overrides"))
+        field_policy.parse_rules(self.ignore_fields)

@@ -16,7 +16,7 @@ Every one of those names is importable from here too, as it always was.
 
 from __future__ import annotations
 
-from . import retention, spec
+from . import members, retention, spec
 from .errors import ApiError, ParentError
 from .kube import Discovery, KubeClient, Resource
 from .parent_model import LiveParent, Parent, claim_holds, inspect
@@ -76,6 +76,7 @@ def read(client: KubeClient, discovery: Discovery, res: Resource, name: str, nam
     live = inspect(res, obj, discovery)
     _refuse_foreign_or_forged(live, takeover)
     parent = Parent.from_live(live, definition=definition)
+    parent.member_record = members.parse(obj)
     recorded = parent.group_kinds
     unserved = {gk for gk in recorded if discovery.for_group_kind(gk) is None}
     parent.group_kinds = recorded - unserved

@@ -256,6 +256,8 @@ class Parent:
     definition: dict | None = None  # body for creating a custom-resource parent
     legacy_annotation: bool = False  # contains-group-resources present, alone or beside contains-group-kinds
     claim: dict | None = None  # {"run", "expires"} while some run changes the set
+    member_record: frozenset | None = None  # members.py: the member digests the parent records
+    record_members: frozenset | None = None  # members.py: the digests the next parent write records
 
     @classmethod
     def from_live(cls, live: LiveParent, *, definition: dict | None = None) -> Parent:

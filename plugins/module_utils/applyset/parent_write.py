@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from . import spec
+from . import members, spec
 from .errors import ApiError, ParentError, missing_namespace
 from .kube import KubeClient
 from .parent_model import Parent
@@ -44,6 +44,8 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
     }
     if claim:
         meta["annotations"][spec.ANNOTATION_CLAIM] = _claim_text(claim)
+    if parent.record_members is not None:
+        meta["annotations"][members.ANNOTATION_MEMBERS] = members.format_record(parent.record_members)
     if parent.namespace:
         meta["namespace"] = parent.namespace
     if parent.resource_version:

@@ -40,6 +40,9 @@ class ObjectResult:
     reason: str | None = None
     uid: str | None = None
     error: dict | None = None
+    drift: str | None = None  # drift.KINDS: why a member differs from what was last applied
+    changed_by: list | None = None  # drift.taken_fields: who changed it on the cluster
+    ignored_fields: list | None = None  # field_policy.py: what each ignore_fields pointer did
 
     @property
     def ref(self) -> str:
@@ -53,7 +56,8 @@ class ObjectResult:
         return spec.ObjectId(self.api_version.rpartition("/")[0], self.kind, self.namespace or "", self.name)
 
     def to_dict(self) -> dict:
-        """The entry as plain data for the module result; empty reason, uid and error are left out."""
+        """The entry as plain data for the module result; empty reason, uid, error, drift and
+        changed_by are left out."""
         data = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
                 "name": self.name, "action": self.action}
         if self.reason:
@@ -62,6 +66,12 @@ class ObjectResult:
             data["uid"] = self.uid
         if self.error:
             data["error"] = self.error
+        if self.drift:
+            data["drift"] = self.drift
+        if self.changed_by:
+            data["changed_by"] = self.changed_by
+        if self.ignored_fields:
+            data["ignored_fields"] = self.ignored_fields
         return data
 
 

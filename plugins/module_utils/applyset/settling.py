@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import health
+from . import health, wait_reasons
 from .errors import WaitTimeout
 
 _APPLIED = ("created", "configured", "replaced", "unchanged")
@@ -69,7 +69,11 @@ def wait_applied_ready(ctx) -> None:
     # Job removed by its ttlSecondsAfterFinished from one deleted under it.
     as_applied = {(m.resource, m.namespace, m.name): {**m.body, "metadata": {**m.body["metadata"], "uid": applied[m.key]}}
                   for m in plan.members if m.key in applied}
-    health.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied, **opts.wait_rules)
+    try:
+        health.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied, **opts.wait_rules)
+    except WaitTimeout as err:  # say why: events and pod states of what is not ready (bounded reads)
+        raise wait_reasons.explain(ctx.client, err, {(res.kind, ns if res.namespaced else None, name): body
+                                                     for (res, ns, name), body in as_applied.items()}) from None
 
 
 def wait_members_gone(ctx) -> None:

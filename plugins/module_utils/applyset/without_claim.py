@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import nochange, ordering
+from . import drift, nochange, ordering
 from . import parent as parents
 from . import prune as prunes
 from . import spec
@@ -72,6 +72,7 @@ def blocker(ctx) -> str | None:
         (decisions.hints.superset_changes or decisions.hints.final_changes, "the hint changes"),
         (ordering.gated_change(decisions, ctx.plan), "a changed member waits for another to be ready (depends-on, "
                                                      "sync-wave): the apply route holds the gates"),
+        (parent.record_members != parent.member_record, "the parent's member record changes"),
     )
     reason = next((why for holds, why in rules if holds), None)
     if reason is not None:
@@ -154,7 +155,9 @@ def _update(ctx, member) -> _InPlace:
                 # unchanged reports it configured, not unchanged.
                 return _InPlace(None, CarriedUpdate(None, before))
             before = fresh
-    outcome = applied_outcome(ctx, member, before, resp, [f"{member.ref}: {w}" for w in resp.warnings])
+    # the drift as listed before this write, kept in what is carried into a start over
+    outcome = drift.mark(ctx, member, applied_outcome(ctx, member, before, resp,
+                                                      [f"{member.ref}: {w}" for w in resp.warnings]))
     return _InPlace(outcome, CarriedUpdate(outcome.result, before, resp.body, tuple(outcome.warnings)))
 
 
@@ -173,6 +176,7 @@ def record_in_plan_order(ctx) -> None:
     candidates that are skipped (controlled by another object), as the claim's route reports them."""
     for rank_members in ctx.plan.ranks:
         for member in rank_members:
-            ctx.record.outcome(ctx.in_place.outcomes.get(member.key) or unchanged_outcome(ctx, member))
+            outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(ctx, member)
+            ctx.record.outcome(drift.mark(ctx, member, outcome))
     carry_out(ctx, prunes.Decisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
     ctx.report.applyset["tooling"] = ctx.parent.tooling

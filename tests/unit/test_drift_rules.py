@@ -1,0 +1,145 @@
+"""Pure rules of issue 29: drift from managedFields, ignore_fields resolution, wait reasons."""
+
+from __future__ import annotations
+
+from plugins.module_utils.applyset import drift, field_policy, nochange, wait_reasons
+
+MANAGER = "applyset.kubernetes"
+
+
+def entry(manager, fields, operation="Apply", time="2026-11-25T04:00:00Z", subresource=None):
+    e = {"manager": manager, "operation": operation, "time": time, "fieldsV1": fields}
+    if subresource:
+        e["subresource"] = subresource
+    return e
+
+
+def deploy(image="app:1", replicas=2):
+    return nochange.with_digest({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                                 "spec": {"replicas": replicas, "template": {"spec": {"containers": [
+                                     {"name": "app", "image": image}]}}}})
+
+
+OURS = {"f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {'k:{"name":"app"}': {
+    ".": {}, "f:name": {}, "f:image": {}}}}}}}
+
+
+def live_of(body, entries):
+    live = {**body, "metadata": {**body["metadata"], "managedFields": entries}}
+    return live
+
+
+def test_none_when_the_digest_matches_and_nobody_took_a_field():
+    body = deploy()
+    assert drift.classify(body, live_of(body, [entry(MANAGER, OURS)]), MANAGER) == drift.Drift("none")
+
+
+def test_cluster_changed_names_the_manager_and_the_field_it_took():
+    body = deploy()
+    ours = {"f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {'k:{"name":"app"}': {
+        ".": {}, "f:name": {}}}}}}}
+    theirs = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"app"}': {"f:image": {}}}}}}}
+    live = live_of(body, [entry(MANAGER, ours), entry("kubectl-set", theirs, "Update")])
+    found = drift.classify(body, live, MANAGER)
+    assert found.kind == "cluster_changed"
+    assert found.changed_by == ({"manager": "kubectl-set", "operation": "Update", "time": "2026-11-25T04:00:00Z",
+                                 "fields": [".spec.template.spec.containers[name=app].image"]},)
+
+
+def test_a_field_shared_with_another_manager_is_not_taken():
+    body = deploy()
+    live = live_of(body, [entry(MANAGER, OURS), entry("other", {"f:spec": {"f:replicas": {}}})])
+    assert drift.classify(body, live, MANAGER).kind == "none"
+
+
+def test_manifest_changed_both_and_missing():
+    old = deploy("app:1")
+    new = deploy("app:2")
+    theirs = {"f:spec": {"f:replicas": {}}}
+    ours = {"f:spec": {"f:template": OURS["f:spec"]["f:template"]}}
+    assert drift.classify(new, live_of(old, [entry(MANAGER, OURS)]), MANAGER).kind == "manifest_changed"
+    assert drift.classify(new, live_of(old, [entry(MANAGER, ours), entry("hpa", theirs, "Update", subresource="scale")]),
+                          MANAGER).kind == "both"
+    assert drift.classify(new, None, MANAGER, was_member=True).kind == "missing"
+    assert drift.classify(new, None, MANAGER).kind == "manifest_changed"
+
+
+def test_ignore_fields_left_to_another_owner_or_kept_as_live():
+    rule = field_policy.parse_rules([{"kind": "Deployment", "json_pointers": ["/spec/replicas"]}])[0]
+    body = deploy(replicas=2)
+    live = live_of(deploy(replicas=5), [entry(MANAGER, OURS)])
+    done = []
+    kept = field_policy._resolve_rule(body, live, rule, MANAGER, done)  # pylint: disable=protected-access
+    assert kept["spec"]["replicas"] == 5 and done[0]["action"] == "kept live value"
+    live = live_of(deploy(replicas=5), [entry(MANAGER, {"f:spec": {}}),
+                                         entry("kubectl", {"f:spec": {"f:replicas": {}}}, "Update", subresource="scale")])
+    done = []
+    left = field_policy._resolve_rule(body, live, rule, MANAGER, done)  # pylint: disable=protected-access
+    assert "replicas" not in left["spec"] and done == [{"pointer": "/spec/replicas", "action": "left to others",
+                                                        "owners": ["kubectl"]}]
+    assert body["spec"]["replicas"] == 2  # the manifest's body is never changed in place
+
+
+def test_apply_policies_from_our_annotation_and_flux():
+    def with_annotation(key, value):
+        return {"metadata": {"annotations": {key: value}}}
+    assert field_policy.apply_policy(with_annotation(field_policy.ANNOTATION_APPLY, "create-only")) == "create-only"
+    assert field_policy.apply_policy(with_annotation(field_policy.FLUX_SSA, "IfNotPresent")) == "create-only"
+    assert field_policy.apply_policy(with_annotation(field_policy.FLUX_SSA, "Ignore")) == "ignore"
+    assert field_policy.apply_policy(with_annotation(field_policy.FLUX_SSA, "Merge")) is None
+
+
+def test_a_bad_rule_is_refused_naming_it():
+    try:
+        field_policy.parse_rules([{"kind": "Deployment", "json_pointers": ["spec.replicas"]}])
+    except Exception as err:  # noqa: BLE001
+        assert "ignore_fields[0]" in str(err) and "JSON pointer" in str(err)
+    else:
+        raise AssertionError("not refused")
+
+
+def test_a_container_waiting_reason_is_the_cause():
+    pod = {"metadata": {"name": "web-1", "uid": "u1"}, "status": {"phase": "Pending", "containerStatuses": [
+        {"name": "app", "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff",
+                                                                 "message": "Back-off pulling image \"nope:1\""}}}]}}
+    event = {"involvedObject": {"kind": "Pod", "name": "web-1", "uid": "u1"}, "reason": "Failed",
+             "message": "Failed to pull image", "lastTimestamp": "2026-11-25T04:00:00Z"}
+    state = wait_reasons._pod_state(pod, [event])  # pylint: disable=protected-access
+    assert state["containers"][0]["reason"] == "ImagePullBackOff"
+    assert state["events"][0]["reason"] == "Failed"
+    cause = wait_reasons._cause({"pods": [state]})  # pylint: disable=protected-access
+    assert cause.startswith("pod web-1 container app: ImagePullBackOff")
+
+
+def test_the_parent_records_its_members_as_short_digests():
+    from plugins.module_utils.applyset import members, spec  # pylint: disable=import-outside-toplevel
+    key = spec.ObjectId("", "ConfigMap", "shop", "a")
+    other = spec.ObjectId("", "ConfigMap", "shop", "b")
+    record = members.format_record({members.digest(key), members.digest(other)})
+    parsed = members.parse({"metadata": {"annotations": {members.ANNOTATION_MEMBERS: record}}})
+    assert len(record) == 21 and "shop" not in record  # names are not shown
+
+    class Parent:
+        member_record = parsed
+    assert members.recorded(Parent, key) and not members.recorded(Parent, spec.ObjectId("", "ConfigMap", "shop", "c"))
+    assert members.parse({"metadata": {}}) is None
+
+
+def test_a_set_too_large_for_the_annotation_limit_keeps_no_member_record():
+    """All annotations of one object share 256 KiB: a record for 25,000 members (275 KB) would make
+    every parent write fail, so a set above members.MAX_RECORDED records none."""
+    from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
+    from plugins.module_utils.applyset import members, spec  # pylint: disable=import-outside-toplevel
+
+    def plan_of(n):
+        return SimpleNamespace(members=[SimpleNamespace(key=spec.ObjectId("", "ConfigMap", "big", f"cm-{i}"))
+                                        for i in range(n)])
+    parent = SimpleNamespace(member_record=None, record_members=None)
+    members.while_writing(parent, plan_of(members.MAX_RECORDED))
+    assert len(parent.record_members) == members.MAX_RECORDED
+    assert len(members.format_record(parent.record_members)) < 100 * 1024
+    members.while_writing(parent, plan_of(members.MAX_RECORDED + 1))
+    assert parent.record_members is None
+    ctx = SimpleNamespace(parent=parent, plan=plan_of(25000))
+    members.at_release(ctx, done=True)
+    assert parent.record_members is None
