@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import health
 from . import legacy as legacies
@@ -50,6 +51,7 @@ class Options:
     # (nochange.py), and a run with nothing to change writes nothing, the parent included;
     # "always": every member is applied on every run.
     reapply: str = "changed"
+    history: Any = None  # history.Settings: revisions kept, rollback; None keeps no history
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:
@@ -79,6 +81,7 @@ class Options:
         unknown = set(self.wait_rules or {}) - health.RULE_OPTIONS
         if unknown:
             problems.append(("wait_rules", f"unknown rule options {', '.join(sorted(unknown))}"))
+        problems += self.history.problems() if self.history is not None else []
         if problems:
             raise InputError("; ".join(f"{name} {why}" for name, why in problems), obj="options",
                              fix="correct the options named; nothing was changed")

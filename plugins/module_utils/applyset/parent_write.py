@@ -44,6 +44,8 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
     }
     if claim:
         meta["annotations"][spec.ANNOTATION_CLAIM] = _claim_text(claim)
+    if parent.revision is not None:  # kept on every write; the release writes a new one (history.py)
+        meta["annotations"][spec.ANNOTATION_REVISION] = str(parent.revision)
     if parent.namespace:
         meta["namespace"] = parent.namespace
     if parent.resource_version:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import adoption, applying, claim, decide, namespaces, pruning, settling, teardown, without_claim
+from . import adoption, applying, claim, decide, history_steps, namespaces, pruning, rollback, settling, teardown
+from . import without_claim
 from .runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
 
 APPLY, PREVIEW, UPDATE_ONLY = "apply", "preview", "update-only"
@@ -54,7 +55,8 @@ class Route:
 def reading(entry: str, opts) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
-        return [READ_PARENT, Step("plan", decide.make_plan, DECIDE), Step("list-live", decide.list_live, READ),
+        first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
+        return [*first, Step("plan", decide.make_plan, DECIDE), Step("list-live", decide.list_live, READ),
                 Step("decide", decide.decide, READ)]
     return [READ_PARENT]
 
@@ -68,6 +70,8 @@ def for_apply(opts) -> Route:
     tail.append(Step("apply", applying.apply_phases, WRITE))
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, WRITE))
+    if history_steps.keeps_history(opts):
+        tail.append(history_steps.RECORD)
     tail.append(RELEASE_STEP)
     if opts.wait:
         tail.append(Step("wait", settling.wait_until_settled, WAIT))
@@ -91,6 +95,8 @@ def for_update_only(opts) -> Route:
     tail = [Step("update-in-place", without_claim.update_in_place, WRITE),
             Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ),
             Step("record", without_claim.record_in_plan_order, DECIDE)]
+    if history_steps.keeps_history(opts):
+        tail.append(history_steps.RECORD_IN_PLACE)
     if opts.wait:
         tail.append(Step("wait", settling.wait_until_settled, WAIT))
     return _route(UPDATE_ONLY, APPLY, opts, tail)
@@ -103,6 +109,8 @@ def for_uninstall(opts) -> Route:
             Step("decide-removal", teardown.decide_removal, DECIDE)]
     tail += _claimed(opts, [Step("delete-members", teardown.delete_members, effect),
                             Step("delete-parent", teardown.delete_parent(show_diff=True), effect)])
+    if history_steps.keeps_history(opts) and not opts.dry_run:
+        tail.append(history_steps.DELETE_ALL)
     if opts.wait and not opts.dry_run:
         tail.append(Step("wait-gone", settling.wait_members_gone, WAIT))
     return _route(UNINSTALL, UNINSTALL, opts, tail)
@@ -114,6 +122,8 @@ def for_disband(opts) -> Route:
     tail = [Step("list-members", teardown.list_members("disband"), READ)]
     tail += _claimed(opts, [Step("unlabel-members", teardown.unlabel_members, effect),
                             Step("delete-parent", teardown.delete_parent(show_diff=False), effect)])
+    if history_steps.keeps_history(opts) and not opts.dry_run:
+        tail.append(history_steps.DELETE_ALL)
     return _route(DISBAND, DISBAND, opts, tail)
 
 
