@@ -118,6 +118,13 @@ def member_entry(member) -> dict:
             "body": member.body}
 
 
+def set_digest(members: list) -> str:
+    """The digest of a desired set (its ``member_entry`` list): what the parent's
+    ``revision-digest`` annotation records for the current revision."""
+    text = json.dumps([m["digest"] for m in members], separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
 def payload(ctx, number: int, result: str) -> dict:
     """The whole revision of the run ``ctx`` (its plan's members), numbered ``number``."""
     opts, parent, settings = ctx.opts, ctx.parent, ctx.opts.history

@@ -6,6 +6,8 @@ and sets the number on the parent the run holds, so the release, the one guarded
 the claim, records the pointer with the hint. A stop between the two leaves a revision nothing
 points to; the next run takes the same number and overwrites it.
 
+Revisions beyond ``history_max`` are deleted after the release (``trim``).
+
 On the update-only route (no claim), ``record_in_place`` creates the revision's first Secret
 (never overwriting one: another run may be at the same number) and then writes the pointer in
 one parent write conditional on the resourceVersion the run read; either refused, the run starts
@@ -27,7 +29,15 @@ def _secrets(ctx):
 
 
 def _changed(ctx) -> bool:
-    return any(o.action in CHANGING_ACTIONS for o in ctx.report.objects)
+    """Whether the run changed a member, or applies a set the current revision does not record
+    (a run stopped before its release changed members without recording them)."""
+    return (any(o.action in CHANGING_ACTIONS for o in ctx.report.objects)
+            or history.set_digest([history.member_entry(m) for m in ctx.plan.members]) != ctx.parent.revision_digest)
+
+
+def _point_to(ctx, number: int, content: dict) -> None:
+    ctx.parent.revision = number
+    ctx.parent.revision_digest = history.set_digest(content["members"])
 
 
 def _failed(ctx, err) -> ApplySetError:
@@ -51,8 +61,8 @@ def record(ctx) -> None:
             raise _failed(ctx, err) from None
         ctx.record.warn(f"the failed release was not recorded in the history: {err}")
         return
-    ctx.parent.revision = ctx.revision = number
-    _trim(ctx, namespace, number)
+    _point_to(ctx, number, content)
+    ctx.revision = number
 
 
 def record_in_place(ctx) -> None:
@@ -70,22 +80,22 @@ def record_in_place(ctx) -> None:
         raise StartOver(ctx.in_place.carried) from None
     except ApiError as err:
         raise _failed(ctx, err) from None
-    before = ctx.parent.revision
-    ctx.parent.revision = number
+    _point_to(ctx, number, content)
     try:
         parents.write(ctx.client, ctx.parent, *ctx.decisions.hints.final, claim=None)
     except ApplySetError:
-        ctx.parent.revision = before
-        raise StartOver(ctx.in_place.carried) from None
+        raise StartOver(ctx.in_place.carried) from None  # the next attempt reads the parent again
     ctx.revision = number
-    _trim(ctx, namespace, number)
+    trim(ctx)
 
 
-def _trim(ctx, namespace: str, number: int) -> None:
-    """Revisions older than the ``history_max`` newest deleted (one metadata LIST, only once
-    there can be more than that); a failure is a warning, the history only stays longer."""
-    keep = ctx.opts.history.max
-    if number <= keep:
+def trim(ctx) -> None:
+    """Step trim-history (after the release): revisions older than the ``history_max`` newest
+    deleted (one metadata LIST, only once there can be more than that); a failure is a warning,
+    the history only stays longer."""
+    keep, number = ctx.opts.history.max, ctx.revision
+    namespace = history.home(ctx.parent, ctx.opts.history)
+    if number is None or number <= keep or namespace is None:
         return
     try:
         items = history.list_secrets(ctx.client, _secrets(ctx), namespace, ctx.parent.id)
@@ -106,6 +116,7 @@ def delete_all(ctx) -> None:
 
 RECORD = Step("record-revision", record, WRITE, always=True)
 RECORD_IN_PLACE = Step("record-revision", record_in_place, WRITE)
+TRIM = Step("trim-history", trim, WRITE)
 DELETE_ALL = Step("delete-history", delete_all, WRITE)
 
 

@@ -68,6 +68,7 @@ class LiveParent:
     claim: dict | None = None  # applyset_apply's {"run", "expires"} while a run changes the set
     last_written: str | None = None  # newest managedFields time: when any tool last changed the parent
     revision: int | None = None  # the current revision (history.py), None when no history was recorded
+    revision_digest: str | None = None  # the digest of what the current revision applied
 
     def claimed(self, now: float | None = None) -> bool:
         """Whether a run of applyset_apply holds an unexpired claim on the set.
@@ -212,6 +213,7 @@ def inspect(res: Resource, obj: dict, discovery: Discovery) -> LiveParent:
         claim=_parse_claim(annotations.get(spec.ANNOTATION_CLAIM)),
         last_written=_last_written(meta),
         revision=parse_revision(annotations.get(spec.ANNOTATION_REVISION)),
+        revision_digest=annotations.get(spec.ANNOTATION_REVISION_DIGEST),
     )
 
 
@@ -269,6 +271,7 @@ class Parent:
     legacy_annotation: bool = False  # contains-group-resources present, alone or beside contains-group-kinds
     claim: dict | None = None  # {"run", "expires"} while some run changes the set
     revision: int | None = None  # the current revision (history.py); the release writes the new one
+    revision_digest: str | None = None  # the digest of what the current revision applied
 
     @classmethod
     def from_live(cls, live: LiveParent, *, definition: dict | None = None) -> Parent:
@@ -282,7 +285,8 @@ class Parent:
         return cls(resource=live.resource, name=live.name, namespace=live.namespace, id=live.expected_id,
                    exists=True, uid=live.uid, resource_version=live.resource_version, tooling=live.tooling,
                    group_kinds=set(live.group_kinds), namespaces=set(live.namespaces), definition=definition,
-                   legacy_annotation=live.legacy_annotation, claim=live.claim, revision=live.revision)
+                   legacy_annotation=live.legacy_annotation, claim=live.claim, revision=live.revision,
+                   revision_digest=live.revision_digest)
 
     def claimed_by_other(self, run_id: str, now: float) -> bool:
         """Whether another run's claim on the set has not expired.

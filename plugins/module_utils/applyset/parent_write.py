@@ -46,6 +46,7 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
         meta["annotations"][spec.ANNOTATION_CLAIM] = _claim_text(claim)
     if parent.revision is not None:  # kept on every write; the release writes a new one (history.py)
         meta["annotations"][spec.ANNOTATION_REVISION] = str(parent.revision)
+        meta["annotations"][spec.ANNOTATION_REVISION_DIGEST] = parent.revision_digest or ""
     if parent.namespace:
         meta["namespace"] = parent.namespace
     if parent.resource_version:

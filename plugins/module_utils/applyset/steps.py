@@ -73,6 +73,8 @@ def for_apply(opts) -> Route:
     if history_steps.keeps_history(opts):
         tail.append(history_steps.RECORD)
     tail.append(RELEASE_STEP)
+    if history_steps.keeps_history(opts):
+        tail.append(history_steps.TRIM)
     if opts.wait:
         tail.append(Step("wait", settling.wait_until_settled, WAIT))
     return _route(APPLY, APPLY, opts, tail)
