@@ -147,3 +147,25 @@ def test_a_release_that_cannot_become_ready_rolls_itself_back(cluster, kube, nam
     pod = web["spec"]["template"]["spec"]
     assert pod["containers"][0]["image"] == "registry.invalid/web:1" and "nodeSelector" not in pod
     assert web["spec"]["replicas"] == 0
+
+
+def test_verify_reports_a_broken_history_and_deletes_what_is_not_the_sets(cluster, kube, namespace, tmp_path):
+    common = {"parent": "shop", "namespace": namespace}
+    results, _ = run(cluster, tmp_path, namespace, [task("release", "r1", definition=[cm("settings", a="1")],
+                                                          **common)], "release")
+    set_id = results["r1"]["applyset"]["id"]
+    base = f"/api/v1/namespaces/{namespace}"
+    (current,) = history_secrets(kube, namespace)
+    kube.delete(f"{base}/secrets/{current['metadata']['name']}")
+    stranger = kube.create(f"{base}/configmaps", cm("stranger"))
+    kube.create(f"{base}/secrets", {"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": "copied-revision", "labels": {HISTORY_OF: set_id, "applyset.kubernetes.ansible/revision": "7",
+                                              "applyset.kubernetes.ansible/chunk": "0"},
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "stranger",
+                             "uid": stranger["metadata"]["uid"]}]}})
+    verify = {"applyset.kubernetes.applyset_verify": {**common, "fix": True}, "register": "verify",
+              "ignore_errors": True}
+    results, _ = run(cluster, tmp_path, namespace, [verify], "verify")
+    codes = {p["code"]: p for p in results["verify"]["problems"]}
+    assert not codes["history_pointer_missing"]["fixed"] and codes["history_foreign_revision"]["fixed"], codes
+    assert kube.get(f"{base}/secrets/copied-revision") is None
