@@ -169,3 +169,25 @@ def test_verify_reports_a_broken_history_and_deletes_what_is_not_the_sets(cluste
     codes = {p["code"]: p for p in results["verify"]["problems"]}
     assert not codes["history_pointer_missing"]["fixed"] and codes["history_foreign_revision"]["fixed"], codes
     assert kube.get(f"{base}/secrets/copied-revision") is None
+
+
+def test_the_rollback_playbook_takes_the_survey_variable(cluster, kube, namespace, tmp_path):
+    manifests = tmp_path / "shop"
+    manifests.mkdir()
+    (manifests / "20-config.yaml").write_text(yaml.safe_dump(cm("shop-settings", currency="EUR")))
+    (manifests / "50-banner.yaml").write_text(yaml.safe_dump(cm("holiday-banner", text="Happy holidays!")))
+    deploy = {"shop_namespace": namespace, "shop_manifests": str(manifests)}
+    for extra in ({}, {"shop_without_banner": True}):
+        proc = run_playbook(cluster, "playbooks/deploy.yml", extra_vars={**deploy, **extra})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/holiday-banner") is None
+    proc = run_playbook(cluster, "playbooks/rollback.yml", extra_vars={
+        "shop_namespace": namespace, "rollback_revision": 1, "awx_job_id": 42, "awx_user_name": "oncall"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "revision 3:" in proc.stdout
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/holiday-banner")["data"] == {"text": "Happy holidays!"}
+    (newest,) = [s for s in history_secrets(kube, namespace)
+                 if s["metadata"]["labels"]["applyset.kubernetes.ansible/revision"] == "3"]
+    summary = json.loads(newest["metadata"]["annotations"]["applyset.kubernetes.ansible/revision-summary"])
+    assert summary["rollback_of"] == 1
+    assert (summary["provenance"]["awx_job_id"], summary["provenance"]["awx_user_name"]) == ("42", "oncall")
