@@ -328,7 +328,7 @@ options:
     type: str
   rollback_to:
     description:
-      - Apply a revision of the set's history again, instead of O(src) and O(definition) (give neither):
+      - Apply a revision of the set's history again, instead of O(src) and O(definition) (give neither);
         its number, or C(previous) for the last deployed revision before the current one.
       - It goes through the normal run (claim, guard, prune of what came later, check mode, diff) and records a
         new revision. A revision whose objects' apiVersion is no longer served, or whose CustomResourceDefinition

@@ -98,8 +98,8 @@ options:
     default: false
   revisions:
     description:
-      - Also list each set's release history (see M(applyset.kubernetes.applyset_apply)'s O(applyset.kubernetes.applyset_apply#module:history_max)):
-        number, time, result (C(deployed), C(superseded), C(failed), C(rolled back)), member count and provenance,
+      - Also list each set's release history (see O(applyset.kubernetes.applyset_apply#module:history_max)), each
+        revision with its number, time, result (C(deployed), C(superseded), C(failed), C(rolled back)), member count and provenance,
         as RV(applysets[].revisions). Read from the history Secrets' metadata only, never a Secret value.
     type: bool
     default: false

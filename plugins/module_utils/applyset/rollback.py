@@ -39,8 +39,8 @@ def _target(ctx, namespace: str) -> int:
     earlier = history.last_good(listed, parent.revision)
     if earlier is None:
         raise InputError(f"ApplySet {parent.ref} keeps no deployed revision before revision {parent.revision}",
-                         obj=f"ApplySet {parent.ref}", fix="list the revisions with applyset_info (revisions: true) "
-                                                          "and give rollback_to a number")
+                         obj=f"ApplySet {parent.ref}",
+                         fix="list the revisions with applyset_info (revisions: true) and give rollback_to a number")
     return earlier.number
 
 
