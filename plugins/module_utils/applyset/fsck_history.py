@@ -21,10 +21,10 @@ HISTORY_FOREIGN_REVISION = "history_foreign_revision"
 
 
 def check(client, discovery, set_info) -> tuple[list, list]:
-    """The history problems of one set of ours with a namespaced parent, and the history Secrets a
-    repair deletes (metadata as listed). Sets of other tools, or whose history cannot be listed,
-    give none."""
-    if not set_info.is_ours or not set_info.namespace:
+    """The history problems of one set of ours with a namespaced parent that records a revision,
+    and the history Secrets a repair deletes (metadata as listed). Sets of other tools, sets without
+    history, and sets whose history cannot be listed give none (and cost no request)."""
+    if not set_info.is_ours or not set_info.namespace or set_info.revision is None:
         return [], []
     secrets = discovery.for_group_kind(spec.SECRET_KIND)
     try:

@@ -46,6 +46,15 @@ def _failed(ctx, err) -> ApplySetError:
                                               "namespace, or set history_max: 0 to keep no history")
 
 
+def _not_permitted(ctx, err) -> bool:
+    """A revision refused for the credentials' rights (403) is a warning: the release goes on unrecorded."""
+    if isinstance(err, ApiError) and err.status == 403:
+        ctx.record.warn(f"this release is not recorded in the set's history: {err.message}. Grant create, patch, "
+                        "list and delete on Secrets in the history's namespace, or set history_max: 0")
+        return True
+    return False
+
+
 def record(ctx) -> None:
     """Step record-revision (claim's route, always): the revision written, its number set on the
     parent for the release, and revisions beyond ``history_max`` deleted."""
@@ -57,6 +66,8 @@ def record(ctx) -> None:
     try:
         history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=False)
     except (ApiError, ApplySetError) as err:
+        if _not_permitted(ctx, err):
+            return
         if not ctx.failing:
             raise _failed(ctx, err) from None
         ctx.record.warn(f"the failed release was not recorded in the history: {err}")
@@ -79,6 +90,8 @@ def record_in_place(ctx) -> None:
     except history.NumberTaken:
         raise StartOver(ctx.in_place.carried) from None
     except ApiError as err:
+        if _not_permitted(ctx, err):
+            return
         raise _failed(ctx, err) from None
     _point_to(ctx, number, content)
     try:
@@ -110,8 +123,12 @@ def delete_all(ctx) -> None:
     namespace = history.home(ctx.parent, ctx.opts.history)
     if namespace is None or ctx.opts.dry_run:
         return
-    items = history.list_secrets(ctx.client, _secrets(ctx), namespace, ctx.parent.id)
-    history.delete(ctx.client, _secrets(ctx), namespace, items)
+    try:
+        items = history.list_secrets(ctx.client, _secrets(ctx), namespace, ctx.parent.id)
+        history.delete(ctx.client, _secrets(ctx), namespace, items)
+    except ApiError as err:
+        ctx.record.warn(f"the set's history was not deleted (the garbage collector deletes it with the parent): "
+                        f"{err.message}")
 
 
 RECORD = Step("record-revision", record, WRITE, always=True)

@@ -100,7 +100,7 @@ def refuse_data_loss(ctx, number: int, bodies: list) -> None:
     problems = []
     crds = ctx.discovery.for_group_kind(spec.CRD_KIND)
     for body in bodies:
-        group, _, version = body["apiVersion"].rpartition("/")
+        group, _sep, version = body["apiVersion"].rpartition("/")
         kind, name = body["kind"], body["metadata"]["name"]
         if ctx.discovery.for_gvk(group, version, kind) is None and not _served_by_revision_crd(bodies, group, version,
                                                                                                kind):
