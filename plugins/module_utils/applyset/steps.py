@@ -18,6 +18,10 @@ decided when the route is built: a preview takes no claim and sends dry runs onl
                                               (check mode: no claim, no release)
     a teardown whose parent does not exist: read-parent, warn-missing-parent
 
+With a history (``history_steps.keeps_history``): apply adds record-revision before the release
+and trim-history after it, update-only ends with record-revision, uninstall and disband with
+delete-history; ``rollback_to`` adds load-revision after read-parent.
+
 ``docs/architecture.md`` shows the same tables; ``tests/unit/test_steps.py`` checks them.
 """
 
