@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import history, spec
-from .errors import ApplySetError, InputError
+from .errors import ApplySetError, GuardError, InputError, ParentError
 from .manifests import Manifest, validate
 from .runner import READ, Step
 
@@ -145,7 +145,8 @@ def apply_or_roll_back(make_engine, opts, manifests):
     except ApplySetError as err:
         settings = opts.history
         parent = engine.parent
-        if opts.dry_run or settings is None or settings.on_failure != "rollback" or parent is None:
+        refused = isinstance(err, (InputError, GuardError, ParentError))  # before any member write
+        if opts.dry_run or settings is None or settings.on_failure != "rollback" or parent is None or refused:
             raise
         target = _last_good_before(engine, parent, settings)
         if target is None:
