@@ -654,6 +654,7 @@ def main():
         reapply=params["reapply"],
         history=history_settings(module),
     )
+    runs = []  # the engines of the run: one, or two when a failed release rolled back
     try:
         # Names as the server checks them, before any request (the engine may take this over).
         names.check_options(params["parent"], params["namespace"])
@@ -668,8 +669,6 @@ def main():
                             "give src or definition; to empty the set on purpose set guard.allow_empty: true")
             desired = load_manifests(params, definition, protected_src_contents(module))
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
-        runs = []
-
         def make_engine(opts):
             runs.append(engine.Engine(client, params["parent"], params["namespace"], opts))
             return runs[-1]
