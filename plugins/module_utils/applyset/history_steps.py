@@ -59,7 +59,10 @@ def record(ctx) -> None:
     """Step record-revision (claim's route, always): the revision written, its number set on the
     parent for the release, and revisions beyond ``history_max`` deleted."""
     namespace = history.home(ctx.parent, ctx.opts.history)
-    if namespace is None or ctx.claim is None or ctx.plan is None or not (_changed(ctx) or ctx.stopped):
+    if namespace is None or ctx.claim is None or ctx.plan is None:
+        return
+    wrote = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or ctx.stopped
+    if not (wrote if ctx.failing else _changed(ctx)):  # a failed release is recorded when it wrote
         return
     number = (ctx.parent.revision or 0) + 1
     content = history.payload(ctx, number, history.FAILED if ctx.failing else history.DEPLOYED)
