@@ -669,6 +669,7 @@ def main():
                             "give src or definition; to empty the set on purpose set guard.allow_empty: true")
             desired = load_manifests(params, definition, protected_src_contents(module))
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
+
         def make_engine(opts):
             runs.append(engine.Engine(client, params["parent"], params["namespace"], opts))
             return runs[-1]
