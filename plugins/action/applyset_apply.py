@@ -81,6 +81,11 @@ class ApplySetAction(ActionBase):
         except (AttributeError, KeyError):
             pass  # a connection without the option: Ansible's default applies
 
+    def with_play_context(self, args, task_vars):
+        """``args`` with what the module takes from the play (nothing here, see ``ActionModule``)."""
+        del task_vars
+        return args
+
     def run(self, tmp=None, task_vars=None):
         # Imported here so that the path resolution below can be tested without a collection tree.
         from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
@@ -96,6 +101,7 @@ class ApplySetAction(ActionBase):
             return result
         if self.decrypted or src_contents:
             self.keep_arguments_off_disk()
+        args = self.with_play_context(args, task_vars)
         args = redact.pack_protected_input(args, src_contents=src_contents)
         wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
         result.update(self._execute_module(module_name=self._task.resolved_action or self.DEFAULT_MODULE,
@@ -136,6 +142,18 @@ class ActionModule(ApplySetAction):
         if isinstance(src, list):
             args["src"] = [self._resolve(str(entry)) for entry in src]
         return args
+
+    def with_play_context(self, args, task_vars):
+        """``args`` with ``provenance`` (unless the task sets it), for the set's history: the task's
+        file and line, the playbook's directory and, in an AWX (or Tower) job, its id, template and user."""
+        if args.get("provenance") is not None:
+            return args
+        play_vars = task_vars or {}
+        keys = ("playbook_dir", "awx_job_id", "awx_job_template_name", "awx_user_name", "tower_job_id",
+                "tower_job_template_name", "tower_user_name")
+        found = {key: str(play_vars[key]) for key in keys if play_vars.get(key) is not None}
+        found["task"] = self._task.get_path() or self._task.get_name()
+        return dict(args, provenance=found)
 
     def decrypt(self, args):
         args, _none = super().decrypt(args)

@@ -357,6 +357,47 @@ options:
     type: int
     default: 120
     aliases: [lock_wait]
+  history_max:
+    description:
+      - How many revisions of the set to keep. Each run that changes the set records one (every member as sent,
+        Secret values included, the options that shaped the apply and where the run came from) in Secrets of the
+        parent's namespace, compressed and owned by the parent; they are never members of the set.
+      - C(0) keeps no history. Check mode and a run that changes nothing record nothing.
+      - See the collection's C(docs/user-guide.md), "History and rollback".
+    type: int
+    default: 10
+  history_namespace:
+    description:
+      - The namespace of the history of a cluster-scoped parent (a namespaced parent keeps it in its own namespace).
+        Without it, a cluster-scoped parent keeps no history.
+    type: str
+  rollback_to:
+    description:
+      - Apply a revision of the set's history again, instead of O(src) and O(definition) (give neither);
+        its number, or C(previous) for the last deployed revision before the current one.
+      - It goes through the normal run (claim, guard, prune of what came later, check mode, diff) and records a
+        new revision. A revision whose objects' apiVersion is no longer served, or whose CustomResourceDefinition
+        drops a version objects are stored in, is refused before any write.
+    type: str
+  on_failure:
+    description:
+      - What a failed release does. C(fail) leaves the set as the failure left it (nothing pruned).
+      - C(rollback) applies the last deployed revision again when the apply or the wait fails, with its own
+        O(rollback_timeout), and prunes what only the failed release created; the task still fails, naming the
+        revision it returned to and the original error.
+    type: str
+    choices: [fail, rollback]
+    default: fail
+  rollback_timeout:
+    description: Seconds the wait of an O(on_failure=rollback) rollback may take (its own, not what the failed release left).
+    type: int
+    default: 300
+  provenance:
+    description:
+      - Where the run comes from, recorded in the revision. The action plugin fills it from the play (the task's
+        file and line, C(playbook_dir), AWX's C(awx_job_id), C(awx_job_template_name) and C(awx_user_name), or
+        their C(tower_*) names); there is no need to set it.
+    type: dict
 notes:
   - Members get the label C(applyset.kubernetes.io/part-of); an input object that already carries it is refused.
   - As kubectl does, C(metadata.namespace) on a cluster-scoped object is ignored (with a warning).
@@ -545,6 +586,16 @@ diff:
   returned: when diff mode is on
   type: list
   elements: dict
+revision:
+  description: The number of the revision this run recorded in the set's history (see O(history_max)).
+  returned: when the run recorded one
+  type: int
+  sample: 3
+rolled_back_to:
+  description: With O(on_failure=rollback), the revision a failed release returned the set to.
+  returned: when a failed release was rolled back
+  type: int
+  sample: 2
 error:
   description: On failure, the error with the object it is about and how to fix it.
   returned: failed
@@ -567,7 +618,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 
 try:
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import (
-        engine, kube, legacy, manifests, names, redact)
+        engine, history, kube, legacy, manifests, names, provenance, redact, rollback)
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = manifests.YAML_IMPORT_ERROR  # None, or the ImportError of PyYAML
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -628,6 +679,12 @@ def argument_spec():
         ),
         claim_ttl=dict(type="int", default=60, aliases=["lock_ttl"]),
         claim_wait=dict(type="int", default=120, aliases=["lock_wait"]),
+        history_max=dict(type="int", default=10),
+        history_namespace=dict(type="str"),
+        rollback_to=dict(type="str"),
+        on_failure=dict(type="str", choices=["fail", "rollback"], default="fail"),
+        rollback_timeout=dict(type="int", default=300),
+        provenance=dict(type="dict"),
     )
     return spec
 
@@ -692,22 +749,34 @@ def main():
         recreate_on_immutable=frozenset(params["recreate_on_immutable"]),
         reapply=params["reapply"],
         ignore_fields=tuple(params["ignore_fields"]),
+        history=history_settings(module),
     )
+    runs = []  # the engines of the run: one, or two when a failed release rolled back
     try:
         # Names as the server checks them, before any request (the engine may take this over).
         names.check_options(params["parent"], params["namespace"])
         desired = None
         if params["state"] == "present":
-            if params["src"] is None and definition is None and not options.allow_empty:
+            if params["rollback_to"] is not None:
+                if params["src"] is not None or definition is not None:
+                    fail_option(module, "rollback_to", "rollback_to applies a revision of the history, not src or "
+                                "definition", "give either rollback_to or src/definition")
+                definition = []
+            elif params["src"] is None and definition is None and not options.allow_empty:
                 fail_option(module, "state", "state=present needs src or definition",
                             "give src or definition; to empty the set on purpose set guard.allow_empty: true")
             desired = load_manifests(params, definition, protected_src_contents(module))
         elif params["state"] == "absent" and (params["src"] is not None or definition is not None):
             desired = load_manifests(params, definition, protected_src_contents(module))  # for its delete hooks
         client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
-        run = engine.Engine(client, params["parent"], params["namespace"], options)
+
+        def make_engine(opts):
+            runs.append(engine.Engine(client, params["parent"], params["namespace"], opts))
+            return runs[-1]
+
+        run = make_engine(options) if params["state"] != "present" else None
         if params["state"] == "present":
-            report = run.apply(desired)
+            report = rollback.apply_or_roll_back(make_engine, options, desired)
         elif params["state"] == "absent":
             report = run.uninstall(desired)
         else:
@@ -718,9 +787,35 @@ def main():
         if partial is not None:
             warn_all(module, partial.warnings)
         result = partial.to_dict() if partial is not None else {"changed": False}
+        result.update(_revisions(runs, err))
         fail_from_error(module, err, **_shape(result, module, failed=True))
     warn_all(module, report.warnings)
-    module.exit_json(**_shape(report.to_dict(), module))
+    module.exit_json(**_shape(dict(report.to_dict(), **_revisions(runs)), module))
+
+
+def history_settings(module):
+    """The history options as ``history.Settings`` (a bad rollback_to fails the task here)."""
+    params = module.params
+    target = params["rollback_to"]
+    if target is not None and target != "previous":
+        if not target.isdigit() or int(target) < 1:
+            fail_option(module, "rollback_to", f"must be a revision number or previous, not {target!r}",
+                        "list the revisions with applyset_info (revisions: true)")
+        target = int(target)
+    return history.Settings(max=params["history_max"], namespace=params["history_namespace"],
+                            provenance=provenance.gather(params["provenance"], params["src"]), rollback_to=target,
+                            on_failure=params["on_failure"], rollback_timeout=float(params["rollback_timeout"]))
+
+
+def _revisions(runs, err=None):
+    """``revision`` (what the last run recorded) and ``rolled_back_to`` for the result."""
+    shown = {}
+    recorded = runs[-1].recorded_revision if runs else None
+    if recorded is not None:
+        shown["revision"] = recorded
+    if isinstance(err, rollback.RolledBack):
+        shown["rolled_back_to"] = err.revision
+    return shown
 
 
 def _shape(result, module, failed=False):

@@ -96,6 +96,16 @@ options:
       - Whole objects are read to judge their status.
     type: bool
     default: false
+  revisions:
+    description:
+      - Also list each set's release history (see O(applyset.kubernetes.applyset_apply#module:history_max)), each
+        revision with its number, time, result (C(deployed), C(superseded), C(failed), C(rolled back)), member count and provenance,
+        as RV(applysets[].revisions). Read from the history Secrets' metadata only, never a Secret value.
+    type: bool
+    default: false
+  history_namespace:
+    description: Where a cluster-scoped parent keeps its history (as given to applyset_apply).
+    type: str
   query:
     description:
       - A JMESPath expression applied to the result (a dictionary with RV(applysets), RV(complete) and
@@ -216,6 +226,19 @@ applysets:
           hints change.
       type: str
       sample: "2025-06-01T12:00:00Z"
+    revision:
+      description: The set's current revision in its history (the parent's C(applyset.kubernetes.ansible/revision)), or null.
+      type: int
+      sample: 3
+    revisions:
+      description:
+        - With O(revisions), the kept revisions, oldest first, each with C(revision), C(time), C(result) (C(deployed),
+          C(superseded), C(failed) or C(rolled back)), C(members), C(rollback_of) (the revision a rollback applied
+          again), C(provenance), C(bytes) stored and the C(secret) holding it.
+      type: list
+      elements: dict
+      returned: with O(revisions)
+      sample: [{revision: 1, result: superseded, members: 4}, {revision: 2, result: deployed, members: 5}]
     member_count:
       description: The number of members.
       returned: when O(members), O(member_count), O(full_objects) or O(readiness) is set
@@ -286,7 +309,8 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import health, inventory, kube, names, redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import (
+        health, history, inventory, kube, names, redact, spec)
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -304,6 +328,8 @@ def argument_spec():
         full_objects=dict(type="bool", default=False),
         readiness=dict(type="bool", default=False),
         query=dict(type="str"),
+        revisions=dict(type="bool", default=False),
+        history_namespace=dict(type="str"),
         parallelism=dict(type="int", default=8),
     )
     return spec
@@ -345,10 +371,14 @@ def main():
             full_objects=params["full_objects"],
             readiness=health.is_ready if params["readiness"] else None,
         )
+        result = report.to_dict()
+        if params["revisions"]:
+            secrets = client.discover().for_group_kind(spec.SECRET_KIND)
+            for applyset in result["applysets"]:
+                applyset["revisions"] = history.describe(client, secrets, applyset, params["history_namespace"])
     except ApplySetError as err:
         fail_from_error(module, err, changed=False)
     warn_all(module, report.warnings)
-    result = report.to_dict()
     if params["query"] is not None:
         result["query_result"] = run_query(module, params["query"], dict(result))
     # full_objects hides Secret values already; this makes sure of it for every path, by structure.

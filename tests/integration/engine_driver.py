@@ -1,6 +1,6 @@
 """Run one ApplySet apply in a process of its own (so a test can SIGKILL it mid-run).
 
-Reads {"auth", "parent", "namespace", "definition", "options", "client"} as JSON on
+Reads {"auth", "parent", "namespace", "definition", "options", "client", "history"} as JSON on
 stdin and prints the report (or the error) as JSON on stdout.
 """
 
@@ -11,14 +11,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
-from applyset import engine, kube, manifests  # noqa: E402
+from applyset import engine, history, kube, manifests  # noqa: E402
 from applyset.errors import ApplySetError  # noqa: E402
 
 
 def main() -> int:
     job = json.load(sys.stdin)
     client = kube.connect(job["auth"], **job.get("client", {}))
-    run = engine.Engine(client, job["parent"], job.get("namespace"), engine.Options(**job.get("options", {})))
+    options = dict(job.get("options", {}))
+    if "history" in job:  # history.Settings keywords: the run keeps the set's history
+        options["history"] = history.Settings(**job["history"])
+    run = engine.Engine(client, job["parent"], job.get("namespace"), engine.Options(**options))
     # finished_at: when this run let go of the set, so that a test can tell which of two
     # concurrent runs wrote last (the order in which it reads their output says nothing).
     try:

@@ -23,7 +23,7 @@ import pytest
 from faultproxy import FAULTS, FaultProxy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
-from applyset import engine, kube as core_kube, manifests, spec  # noqa: E402
+from applyset import engine, history, kube as core_kube, manifests, spec  # noqa: E402
 
 DRIVER = Path(__file__).resolve().parent / "engine_driver.py"
 PLURALS = {"ConfigMap": "configmaps", "Secret": "secrets", "Service": "services", "ServiceAccount": "serviceaccounts"}
@@ -266,3 +266,76 @@ def _drive(job):
     proc = subprocess.run([sys.executable, str(DRIVER)], input=json.dumps(job), capture_output=True, text=True,
                           timeout=120)
     return proc.returncode, proc.stdout, proc.stderr
+
+
+def revisions_kept(kube, namespace, set_id):
+    """{number: summary} of the set's revisions, and the parent's pointer."""
+    items = kube.get(f"/api/v1/namespaces/{namespace}/secrets",
+                     labelSelector=f"{history.LABEL_HISTORY_OF}={set_id}")["items"]
+    found = {}
+    for meta in (item["metadata"] for item in items):
+        if meta["labels"].get(history.LABEL_CHUNK) == "0":
+            number = int(meta["labels"][history.LABEL_REVISION])
+            assert number not in found, f"revision {number} twice"
+            found[number] = json.loads(meta["annotations"][history.ANNOTATION_SUMMARY])
+    parent = kube.get(f"/api/v1/namespaces/{namespace}/secrets/{PARENT}")
+    return found, int(parent["metadata"]["annotations"][spec.ANNOTATION_REVISION])
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_faults_around_the_revision_write_lose_or_duplicate_no_revision(cluster, kube, two_namespaces, scenario):
+    """Every fault kind at the revision's write and at the release (or, without the claim, the
+    pointer's write) that follows it: the hints still cover every member, a normal re-run converges,
+    and the revisions kept are numbered without a gap or a duplicate, the newest the parent's."""
+    ns1, ns2 = two_namespaces
+    admin = core_kube.connect({"kubeconfig": cluster.kubeconfig}, parallelism=8)
+    state_a, state_b = SCENARIOS[scenario](ns1, ns2)
+    options = {"max_prune_percent": 100, "claim_ttl": 3, "claim_wait": 30}
+    settings = {"max": 100}  # nothing trimmed: every number stays visible
+
+    def direct(definition):
+        run = engine.Engine(admin, PARENT, ns1, engine.Options(**options, history=history.Settings(**settings)))
+        return run.apply(manifests.load_definition(definition))
+
+    set_id = direct(state_a).applyset["id"]
+    proxy = FaultProxy(cluster.kubeconfig, hang_seconds=3)
+    job = {"auth": {"host": proxy.url}, "parent": PARENT, "namespace": ns1, "definition": state_b,
+           "options": options, "history": settings, "client": {"parallelism": 8, "timeout": 1.5}}
+    try:
+        proxy.reset(None, None)
+        rc, out, err = _drive(job)
+        assert rc == 0, out + err
+        total = proxy.mutating_seen  # ... the revision's write, then the parent's
+        runs = violations = 0
+        for fault in FAULTS:
+            for k in (total - 1, total):
+                direct(state_a)
+                before = revisions_kept(kube, ns1, set_id)[1]
+                proc = subprocess.Popen([sys.executable, str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+                proxy.reset(fault, k, kill_pid=proc.pid)
+                out, err = proc.communicate(json.dumps(job), timeout=120)
+                runs += 1
+                problems = []
+                covered, why = hints_cover(kube, ns1, (ns1, ns2), set_id)
+                if not covered:
+                    problems.append(f"after the fault: {why}")
+                after_fault = revisions_kept(kube, ns1, set_id)[1]
+                if after_fault not in (before, before + 1):
+                    problems.append(f"after the fault: pointer {before} -> {after_fault}")
+                direct(state_b)
+                if labelled(kube, (ns1, ns2), set_id) != {key(o) for o in state_b}:
+                    problems.append("the re-run did not converge")
+                kept, pointer = revisions_kept(kube, ns1, set_id)
+                if pointer != before + 1 or sorted(kept) != list(range(1, pointer + 1)):
+                    problems.append(f"revisions {sorted(kept)}, pointer {before} -> {after_fault} -> {pointer}")
+                if kept.get(pointer, {}).get("members") != len(state_b):
+                    problems.append(f"the current revision holds {kept.get(pointer)}")
+                if problems:
+                    violations += 1
+                    print(f"VIOLATION fault={fault} k={k} rc={proc.returncode}: {problems}\n{out[-400:]}{err[-400:]}")
+        print(f"revision fault sweep {scenario}: {runs} injected runs (the revision write, k={total - 1}, and the "
+              f"parent write after it, k={total}, x {len(FAULTS)} fault kinds), {violations} violations")
+        assert violations == 0
+    finally:
+        proxy.close()

@@ -70,6 +70,16 @@ class Engine:
         """The parent as the run holds it (``parent.Parent``), once read; else None."""
         return self._ctx.parent
 
+    @property
+    def recorded_revision(self) -> int | None:
+        """The number of the revision this run recorded in the set's history, if it did."""
+        return self._ctx.revision
+
+    @property
+    def parent_discovery(self):
+        """What the server served when the run read the parent (``discovery.Discovery``), or None."""
+        return self._ctx.discovery
+
     def _attempt(self, manifests, carried: dict) -> runner.RunContext:
         """The state of one attempt of the run before its first request."""
         report = Report(dry_run=self.opts.dry_run)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import spec
+from . import fsck_history, spec
 from .fsck_checks import (
     ERROR, FOREIGN_CONTROLLER, HINT_CODES, HINT_MISSING, HINT_NOT_CANONICAL, ID_MISMATCH, ID_MISSING,
     INCOMPLETE_SCAN, LEGACY_ANNOTATION, LEGACY_HINT, ORPHAN, PARENT_MISSING, REDUCED_COVERAGE, SEVERITY_RANK,
@@ -55,6 +55,7 @@ class VerifyReport:
     reduced: list = field(default_factory=list)  # Unlisted: what the credentials may not list across all namespaces
     namespaces: tuple = ()  # where kinds refused across all namespaces were listed instead
     require_complete: bool = False
+    history_fixes: list = field(default_factory=list)  # (set, history Secrets to delete, their resource)
 
     @property
     def complete(self) -> bool:
@@ -80,7 +81,7 @@ class VerifyReport:
     @property
     def changed(self) -> bool:
         """Some fix was written (in check mode: would be)."""
-        return any(f.applied for f in self.fixes)
+        return any(f.applied for f in self.fixes) or any(foreign for _set, foreign, _res in self.history_fixes)
 
     @property
     def fix_errors(self) -> list:
@@ -189,6 +190,9 @@ def _check_sets(client: KubeClient, discovery: Discovery, found: Scan, report: V
         report.member_counts[set_info.expected_id] = len(members) - len(derived)
         report.derived[set_info.expected_id] = member_refs(derived)
         report.problems += check_set(set_info, members, found, discovery, may_hold)
+        problems, foreign = fsck_history.check(client, discovery, set_info)
+        report.problems += problems
+        report.history_fixes.append((set_info, foreign, discovery.for_group_kind(spec.SECRET_KIND)))
         planned = plan_fix(set_info, members, found, discovery, may_hold)
         if planned is not None:
             report.fixes.append(planned)
@@ -270,6 +274,8 @@ def _refusal(set_info: LiveParent, allow_foreign: bool) -> str | None:
 
 
 def _repair(client: KubeClient, report: VerifyReport, *, allow_foreign: bool, dry_run: bool) -> None:
+    for set_info, foreign, secrets in report.history_fixes:
+        fsck_history.repair(client, secrets, set_info, foreign, report.problems, dry_run)
     for planned in report.fixes:
         set_info = planned.set_info
         planned.refused = _refusal(set_info, allow_foreign)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import field_policy, health
 from . import legacy as legacies
@@ -52,6 +53,7 @@ class Options:
     reapply: str = "changed"
     # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
     ignore_fields: tuple = ()
+    history: Any = None  # history.Settings: revisions kept, rollback; None keeps no history
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:
@@ -81,6 +83,7 @@ class Options:
         unknown = set(self.wait_rules or {}) - health.RULE_OPTIONS
         if unknown:
             problems.append(("wait_rules", f"unknown rule options {', '.join(sorted(unknown))}"))
+        problems += self.history.problems() if self.history is not None else []
         if problems:
             raise InputError("; ".join(f"{name} {why}" for name, why in problems), obj="options",
                              fix="correct the options named; nothing was changed")

@@ -67,6 +67,8 @@ class LiveParent:
     additional_namespaces: frozenset
     claim: dict | None = None  # applyset_apply's {"run", "expires"} while a run changes the set
     last_written: str | None = None  # newest managedFields time: when any tool last changed the parent
+    revision: int | None = None  # the current revision (history.py), None when no history was recorded
+    revision_digest: str | None = None  # the digest of what the current revision applied
 
     def claimed(self, now: float | None = None) -> bool:
         """Whether a run of applyset_apply holds an unexpired claim on the set.
@@ -171,6 +173,7 @@ class LiveParent:
             "hint_annotation": self.hint_source,
             "claim": self.claim,
             "last_written": self.last_written,
+            "revision": self.revision,
         }
 
 
@@ -209,7 +212,18 @@ def inspect(res: Resource, obj: dict, discovery: Discovery) -> LiveParent:
         additional_namespaces=frozenset(spec.parse_namespaces(annotations.get(spec.ANNOTATION_ADDITIONAL_NAMESPACES))),
         claim=_parse_claim(annotations.get(spec.ANNOTATION_CLAIM)),
         last_written=_last_written(meta),
+        revision=parse_revision(annotations.get(spec.ANNOTATION_REVISION)),
+        revision_digest=annotations.get(spec.ANNOTATION_REVISION_DIGEST),
     )
+
+
+def parse_revision(text: str | None) -> int | None:
+    """The revision annotation's number; anything unreadable is no revision."""
+    try:
+        number = int(text) if text else None
+    except ValueError:
+        return None
+    return number if number is not None and number > 0 else None
 
 
 def _parse_claim(text: str | None) -> dict | None:
@@ -258,6 +272,8 @@ class Parent:
     claim: dict | None = None  # {"run", "expires"} while some run changes the set
     member_record: frozenset | None = None  # members.py: the member digests the parent records
     record_members: frozenset | None = None  # members.py: the digests the next parent write records
+    revision: int | None = None  # the current revision (history.py); the release writes the new one
+    revision_digest: str | None = None  # the digest of what the current revision applied
 
     @classmethod
     def from_live(cls, live: LiveParent, *, definition: dict | None = None) -> Parent:
@@ -271,7 +287,8 @@ class Parent:
         return cls(resource=live.resource, name=live.name, namespace=live.namespace, id=live.expected_id,
                    exists=True, uid=live.uid, resource_version=live.resource_version, tooling=live.tooling,
                    group_kinds=set(live.group_kinds), namespaces=set(live.namespaces), definition=definition,
-                   legacy_annotation=live.legacy_annotation, claim=live.claim)
+                   legacy_annotation=live.legacy_annotation, claim=live.claim, revision=live.revision,
+                   revision_digest=live.revision_digest)
 
     def claimed_by_other(self, run_id: str, now: float) -> bool:
         """Whether another run's claim on the set has not expired.

@@ -46,6 +46,9 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
         meta["annotations"][spec.ANNOTATION_CLAIM] = _claim_text(claim)
     if parent.record_members is not None:
         meta["annotations"][members.ANNOTATION_MEMBERS] = members.format_record(parent.record_members)
+    if parent.revision is not None:  # kept on every write; the release writes a new one (history.py)
+        meta["annotations"][spec.ANNOTATION_REVISION] = str(parent.revision)
+        meta["annotations"][spec.ANNOTATION_REVISION_DIGEST] = parent.revision_digest or ""
     if parent.namespace:
         meta["namespace"] = parent.namespace
     if parent.resource_version:

@@ -60,6 +60,8 @@ class RunContext:
     decisions: Any = None  # decide: decide.Decisions (apply routes) or teardown.Removal
     in_place: Any = None  # update-in-place: without_claim.Updates
     claim: Any = None  # claim: claim.Claim, until the release
+    revision: int | None = None  # record-revision: the number of the revision this run recorded
+    rollback_of: int | None = None  # load-revision: the revision a rollback applies again
     failure: Any = None  # a step's ApplySetError for objects that failed; raised after the release
     stopped: bool = False  # the runner: a step raised, the later ones are passed over
 

@@ -43,6 +43,10 @@ ANNOTATION_CLAIM = OWN_PREFIX + "lock"
 # and the options that change the outcome), sent in that same request. A run skips a member
 # only when the digest of the body it would send is this one (nochange.py).
 ANNOTATION_APPLIED_DIGEST = OWN_PREFIX + "applied-digest"
+# On the parent: the number of the set's current revision (history.py), written with the release.
+ANNOTATION_REVISION = OWN_PREFIX + "revision"
+# ... and the digest of what that revision applied: a run whose desired set differs records one.
+ANNOTATION_REVISION_DIGEST = OWN_PREFIX + "revision-digest"
 
 TOOL_NAME = "applyset.kubernetes"
 # Kept in step with galaxy.yml by a unit test; nothing is read at runtime.

@@ -22,6 +22,10 @@ decided when the route is built: a preview takes no claim and sends dry runs onl
                                               (check mode: no claim, no release)
     a teardown whose parent does not exist: read-parent, warn-missing-parent
 
+With a history (``history_steps.keeps_history``): apply adds record-revision before the release
+and trim-history after it, update-only ends with record-revision, uninstall and disband with
+delete-history; ``rollback_to`` adds load-revision after read-parent.
+
 ``docs/architecture.md`` shows the same tables; ``tests/unit/test_steps.py`` checks them.
 """
 
@@ -29,7 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import adoption, applying, claim, decide, hook_run, hooks, namespaces, pruning, settling, teardown, without_claim
+from . import adoption, applying, claim, decide, history_steps, hook_run, hooks, namespaces, pruning, rollback
+from . import settling, teardown, without_claim
 from .runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
 
 APPLY, PREVIEW, UPDATE_ONLY = "apply", "preview", "update-only"
@@ -58,7 +63,8 @@ class Route:
 def reading(entry: str, opts) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
-        return [READ_PARENT, Step("split-hooks", hooks.split_step, DECIDE), Step("plan", decide.make_plan, DECIDE),
+        first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
+        return [*first, Step("split-hooks", hooks.split_step, DECIDE), Step("plan", decide.make_plan, DECIDE),
                 Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ)]
     return [READ_PARENT]
 
@@ -81,15 +87,23 @@ def for_apply(opts) -> Route:
         # Prune after ready (prune_order.py): a wait that fails prunes nothing; the parent stays the union.
         tail += [Step("prune-early", pruning.prune_early_step, WRITE),
                  Step("wait-ready", settling.wait_ready_before_prune, WAIT),
-                 Step("prune", pruning.prune_step, WRITE), *_HOOKS_AFTER_APPLY, RELEASE_STEP,
+                 Step("prune", pruning.prune_step, WRITE), *_release(opts),
                  Step("wait-gone", settling.wait_pruned_gone, WAIT)]
         return _route(APPLY, APPLY, opts, tail)
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, WRITE))
-    tail += [*_HOOKS_AFTER_APPLY, RELEASE_STEP]
+    tail += _release(opts)
     if opts.wait:
         tail.append(Step("wait", settling.wait_until_settled, WAIT))
     return _route(APPLY, APPLY, opts, tail)
+
+
+def _release(opts) -> list:
+    """The end of an apply: the hooks after it, the revision (history.py) written just before the
+    release that points at it, and the trim of old revisions after it."""
+    if not history_steps.keeps_history(opts):
+        return [*_HOOKS_AFTER_APPLY, RELEASE_STEP]
+    return [*_HOOKS_AFTER_APPLY, history_steps.RECORD, RELEASE_STEP, history_steps.TRIM]
 
 
 def for_preview(opts) -> Route:
@@ -110,6 +124,8 @@ def for_update_only(opts) -> Route:
     tail = [Step("update-in-place", without_claim.update_in_place, WRITE),
             Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ),
             Step("record", without_claim.record_in_plan_order, DECIDE)]
+    if history_steps.keeps_history(opts):
+        tail.append(history_steps.RECORD_IN_PLACE)
     if opts.wait:
         tail.append(Step("wait", settling.wait_until_settled, WAIT))
     return _route(UPDATE_ONLY, APPLY, opts, tail)
@@ -125,6 +141,8 @@ def for_uninstall(opts) -> Route:
                             Step("delete-members", teardown.delete_members, effect),
                             Step("post-delete-hooks", hook_run.post_delete, effect),
                             Step("delete-parent", teardown.delete_parent(show_diff=True), effect)])
+    if history_steps.keeps_history(opts) and not opts.dry_run:
+        tail.append(history_steps.DELETE_ALL)
     if opts.wait and not opts.dry_run:
         tail.append(Step("wait-gone", settling.wait_members_gone, WAIT))
     return _route(UNINSTALL, UNINSTALL, opts, tail)
@@ -136,6 +154,8 @@ def for_disband(opts) -> Route:
     tail = [Step("list-members", teardown.list_members("disband"), READ)]
     tail += _claimed(opts, [Step("unlabel-members", teardown.unlabel_members, effect),
                             Step("delete-parent", teardown.delete_parent(show_diff=False), effect)])
+    if history_steps.keeps_history(opts) and not opts.dry_run:
+        tail.append(history_steps.DELETE_ALL)
     return _route(DISBAND, DISBAND, opts, tail)
 
 

@@ -1,0 +1,182 @@
+"""Rollback: a revision of the set's history applied again, through the normal run.
+
+``rollback_to: N`` (or ``previous``) adds one reading step, ``load-revision``, after the parent is
+read: it reads revision N (history.py), refuses what would lose data, and makes the revision's
+bodies the run's desired objects, applied with the options that shaped them. Everything after is
+an ordinary run: the claim, the guard (a protected kind to prune still needs
+``guard.allow_prune_kinds``), UID-preconditioned prunes of what came later, check mode and diff,
+and a new revision recorded (``rollback_of: N``).
+
+``on_failure: rollback`` (``apply_or_roll_back``): when a release fails (its apply or its wait),
+the last good revision before it is applied in a second run with its own ``rollback_timeout``;
+the task still fails, naming the revision it returned to and the original error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import history, spec
+from .errors import ApplySetError, GuardError, InputError, ParentError
+from .manifests import Manifest, validate
+from .runner import READ, Step
+
+# The options a rollback takes from the revision: they shaped what the bodies made on the server.
+REPLAYED_OPTIONS = ("field_manager", "force_conflicts", "field_validation", "recreate_on_immutable")
+
+
+def rolls_back(opts) -> bool:
+    """Whether a run with ``opts`` applies a revision of the history instead of its input."""
+    return opts.history is not None and opts.history.rollback_to is not None
+
+
+def _target(ctx, namespace: str) -> int:
+    wanted, parent = ctx.opts.history.rollback_to, ctx.parent
+    if wanted != "previous":
+        return wanted
+    listed = history.revisions(history.list_secrets(ctx.client, ctx.discovery.for_group_kind(spec.SECRET_KIND),
+                                                    namespace, parent.id))
+    earlier = history.last_good(listed, parent.revision)
+    if earlier is None:
+        raise InputError(f"ApplySet {parent.ref} keeps no deployed revision before revision {parent.revision}",
+                         obj=f"ApplySet {parent.ref}",
+                         fix="list the revisions with applyset_info (revisions: true) and give rollback_to a number")
+    return earlier.number
+
+
+def load_revision(ctx) -> None:
+    """Step load-revision: revision N read and checked; its bodies become the desired objects.
+
+    Raises:
+        InputError: no history here, the revision is not kept, or it would lose data (below).
+    """
+    parent = ctx.parent
+    namespace = history.home(parent, ctx.opts.history)
+    if not parent.exists or parent.revision is None or namespace is None:
+        raise InputError(f"ApplySet {parent.ref} has no history to roll back to", obj=f"ApplySet {parent.ref}",
+                         fix="a set records revisions from its first run with history_max above 0 (for a "
+                             "cluster-scoped parent, with history_namespace); apply src or definition instead")
+    number = _target(ctx, namespace)
+    content = history.read(ctx.client, ctx.discovery.for_group_kind(spec.SECRET_KIND), parent, namespace, number)
+    bodies = [(m["source"], m["body"]) for m in content["members"]]
+    refuse_data_loss(ctx, number, [body for _source, body in bodies])
+    ctx.manifests = [Manifest(_without_membership(body), f"revision {number} ({source})") for source, body in bodies]
+    validate(ctx.manifests)
+    ctx.rollback_of = number
+    replayed = {name: content["options"][name] for name in REPLAYED_OPTIONS if name in content["options"]}
+    if "recreate_on_immutable" in replayed:
+        replayed["recreate_on_immutable"] = frozenset(replayed["recreate_on_immutable"])
+    ctx.opts = dataclasses.replace(ctx.opts, **replayed)
+
+
+def _without_membership(body: dict) -> dict:
+    """The body as the user gave it: without the part-of label the run adds again."""
+    meta = dict(body["metadata"])
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != spec.LABEL_PART_OF}
+    meta["labels"] = labels
+    if not labels:
+        del meta["labels"]
+    return {**body, "metadata": meta}
+
+
+def _served_by_revision_crd(bodies: list, group: str, version: str, kind: str) -> bool:
+    for body in bodies:
+        if body.get("kind") != "CustomResourceDefinition":
+            continue
+        crd_spec = body.get("spec") or {}
+        if crd_spec.get("group") == group and (crd_spec.get("names") or {}).get("kind") == kind:
+            return any(v.get("name") == version and v.get("served", True) for v in crd_spec.get("versions") or ())
+    return False
+
+
+def refuse_data_loss(ctx, number: int, bodies: list) -> None:
+    """Refuse, before any write, a rollback that would lose data: an object whose apiVersion is no
+    longer served (a CRD version removed since) and that the revision's own CRD does not serve,
+    or a CRD of the revision that drops a version the live CRD stores objects in.
+
+    Raises:
+        InputError: naming each such object.
+    """
+    problems = []
+    crds = ctx.discovery.for_group_kind(spec.CRD_KIND)
+    for body in bodies:
+        group, _sep, version = body["apiVersion"].rpartition("/")
+        kind, name = body["kind"], body["metadata"]["name"]
+        if ctx.discovery.for_gvk(group, version, kind) is None and not _served_by_revision_crd(bodies, group, version,
+                                                                                               kind):
+            problems.append(f"{kind} {name}: {body['apiVersion']} is no longer served")
+        if kind == "CustomResourceDefinition" and crds is not None:
+            live = ctx.client.get(crds, name) or {}
+            stored = set((live.get("status") or {}).get("storedVersions") or ())
+            kept = {v.get("name") for v in (body.get("spec") or {}).get("versions") or ()}
+            if stored - kept:
+                problems.append(f"CustomResourceDefinition {name}: objects are stored as "
+                                f"{', '.join(sorted(stored - kept))}, which revision {number} does not define")
+    if problems:
+        raise InputError(f"rolling back to revision {number} would lose data: " + "; ".join(problems),
+                         obj=f"revision {number} of ApplySet {ctx.parent.ref}",
+                         fix="roll back to a later revision, or migrate those objects first; nothing was changed")
+
+
+LOAD_REVISION = Step("load-revision", load_revision, READ)
+
+
+class RolledBack(ApplySetError):
+    """A release failed and the set was rolled back to ``revision``: the task fails all the same."""
+
+
+def apply_or_roll_back(make_engine, opts, manifests):
+    """Run ``make_engine(opts).apply(manifests)``; with ``on_failure: rollback`` (and not in check
+    mode), a failure applies the last good revision before it in a second run, whose wait (if
+    any) has ``rollback_timeout`` of its own.
+
+    Returns:
+        The report of a run that went through.
+
+    Raises:
+        RolledBack: the release failed and the rollback went through (``err.report`` is the
+            rollback's, ``err.revision`` the revision returned to).
+        ApplySetError: the release failed and there was nothing to roll back to, or the rollback
+            failed too (the message names both errors).
+    """
+    engine = make_engine(opts)
+    try:
+        return engine.apply(manifests)
+    except ApplySetError as err:
+        settings = opts.history
+        parent = engine.parent
+        refused = isinstance(err, (InputError, GuardError, ParentError))  # before any member write
+        if opts.dry_run or settings is None or settings.on_failure != "rollback" or parent is None or refused:
+            raise
+        target = _last_good_before(engine, parent, settings)
+        if target is None:
+            raise
+        again = dataclasses.replace(opts, wait_timeout=settings.rollback_timeout, history=dataclasses.replace(
+            settings, rollback_to=target, on_failure=None))
+        rollback = make_engine(again)
+        try:
+            rollback.apply([])
+        except ApplySetError as second:
+            second.message = (f"the release failed ({err.message}), and so did the rollback to revision "
+                              f"{target}: {second.message}")
+            raise
+        done = RolledBack(f"the release failed and the set was rolled back to revision {target}: {err.message}",
+                          obj=err.obj, fix=err.fix or "fix the release and run again")
+        done.report, done.revision, done.cause = rollback.report, target, err
+        raise done from err
+
+
+def _last_good_before(engine, parent, settings) -> int | None:
+    """The newest deployed revision before the failed one (None when there is none); the failed
+    run's own revision, if it recorded one, is marked failed first."""
+    namespace = history.home(parent, settings)
+    if namespace is None or not parent.exists:
+        return None
+    client = engine.client
+    secrets = engine.parent_discovery.for_group_kind(spec.SECRET_KIND)
+    failed = engine.recorded_revision
+    if failed is not None:
+        history.mark_failed(client, secrets, parent, namespace, failed)
+    listed = history.revisions(history.list_secrets(client, secrets, namespace, parent.id))
+    good = history.last_good(listed, failed if failed is not None else (parent.revision or 0) + 1)
+    return None if good is None else good.number
