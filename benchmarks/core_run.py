@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     ap.add_argument("manifests")
     ap.add_argument("--parent", required=True)
     ap.add_argument("--namespace")
-    ap.add_argument("--parallelism", type=int, default=8)
+    ap.add_argument("--parallelism", type=int, default=None, help="the option's value (default: not set)")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-prune", action="store_true")
     ap.add_argument("--reapply", choices=("changed", "always"),
@@ -111,6 +111,7 @@ def main(argv=None) -> int:
         p = run.parent
         parent_path = p.resource.path(p.namespace or None, p.name)
     out = {"summary": report.summary(), "changed": report.changed, "requests_sent": client.requests_sent,
+           "round_trips": getattr(client, "round_trips", None), "peak_in_flight": getattr(getattr(client, "flow", None), "peak", None),
            "requests": tally(log, parent_path), "warnings": report.warnings[:5]}
     if error is not None:
         out["error"] = str(error)

@@ -27,7 +27,7 @@ import time
 DEFAULT_START = 8
 DEFAULT_CEILING = 64
 # A window whose mean latency exceeds the smallest latency by this factor is queueing in the server.
-QUEUE_FACTOR = 2.0
+QUEUE_FACTOR = 3.0
 # The longest pause a Retry-After may impose on every request (seconds).
 MAX_HOLD = 10.0
 
