@@ -51,7 +51,7 @@ class AdaptiveLimit:
         self.ceiling = max(1, ceiling)
         self.start = min(self.ceiling, max(1, start if start is not None else self.ceiling))
         self.limit = self.start
-        self.peak = self.start
+        self.peak = self.low = self.start
         self.pushbacks = 0
         self.min_latency = None
         self._clock = clock
@@ -88,6 +88,7 @@ class AdaptiveLimit:
         hold new requests for ``retry_after`` seconds when the server said so."""
         with self._cond:
             self.limit = max(1, self.limit // 2)
+            self.low = min(self.low, self.limit)
             self.pushbacks += 1
             self._slow_start = False
             self._window.clear()
