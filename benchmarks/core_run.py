@@ -91,7 +91,14 @@ def main(argv=None) -> int:
 
     loaded = manifests.load_sources([args.manifests])
     manifests.validate(loaded)
-    client = kube.connect({"kubeconfig": args.kubeconfig}, parallelism=args.parallelism)
+    # Not set: None, which follows the round trip (flow.py, issue 30); a tree from before it takes
+    # no None, and gets its own default.
+    try:
+        from applyset import flow  # noqa: F401  pylint: disable=unused-import
+        extra_client = {"parallelism": args.parallelism}
+    except ImportError:
+        extra_client = {} if args.parallelism is None else {"parallelism": args.parallelism}
+    client = kube.connect({"kubeconfig": args.kubeconfig}, **extra_client)
     log: list = []
     instrument(client, log)
     extra = {"reapply": args.reapply} if args.reapply else {}
