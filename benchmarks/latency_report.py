@@ -60,8 +60,7 @@ def block_table(rows: list[dict], tuning: dict) -> list[str]:
                                    ("core", "ceiling", "core ÷ ceiling (tuned)", False),
                                    ("ansible", "kubectl", "ansible-playbook ÷ kubectl --applyset", False),
                                    ("ansible", "ping", "ansible-playbook − ping playbook", True)):
-        cells = [_ratio(idx.get((num, s)), idx.get((den, s)) or (idx.get((den, "noop")) if minus else None), minus)
-                 for s in scenarios]
+        cells = [_ratio(idx.get((num, s)), idx.get((den, s)), minus) for s in scenarios]
         if any(c != "–" for c in cells):
             lines.append(f"| *{label}* | " + " | ".join(cells) + " |")
     trips = [idx.get(("core", s)) for s in scenarios]
