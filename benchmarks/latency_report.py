@@ -50,7 +50,7 @@ def block_table(rows: list[dict], tuning: dict) -> list[str]:
              f"Wall seconds at a **{rtt} ms round trip**: median (min–max) of the runs, all measured in the same "
              "run, tools alternating."
              + (f" The ceiling's parallelism, tuned at this round trip: {tuned['best']} (of "
-                + ", ".join(tuned["timings_s"]) + ")." if tuned else ""), "",
+                + ", ".join(tuned["timings_s"]) + ")." if tuned and "ceiling" in tools else ""), "",
              "| tool | " + " | ".join(TITLE[s] for s in scenarios) + " |", "|---|" + "---:|" * len(scenarios)]
     for tool in tools:
         runs = max(r["runs"] for r in rows if r["tool"] == tool)
