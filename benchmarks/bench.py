@@ -42,6 +42,7 @@ BENCH = ROOT / "benchmarks"
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(ROOT / "plugins" / "module_utils"))
 
+import latency  # noqa: E402
 import workload  # noqa: E402
 from applyset import kube, spec  # noqa: E402
 from summary import ALL_TOOLS, SCENARIOS, summarize, tool_order  # noqa: E402
@@ -68,7 +69,17 @@ DEFAULT_BLOCKS = (
     # the peers at N=1,000, once: kubectl's chain alone takes ~6 min (client-side validation,
     # 5 prune DELETEs/s), kubectl --validate=false ~0.5 min, kpt ~1.5 min: ~9.5 min.
     ("1000:1:kubectl,kubectl-nv,kpt:1", 9.5),
+    # issue 30's latency targets: 1,000 ConfigMaps at a 50 ms round trip (delaying proxy), ours against
+    # the minimal client (64 parallel PATCHes), the ceiling tuned there and a one-task ping playbook.
+    ("1000:1:ansible,core,ceiling,ceiling@64,ping:2:initial,noop,change:rtt=50,kinds=cm", 4.0),
 )
+# Scale (issue 30 point 5, `--preset scale`): N = 10,000 and 25,000, one repetition of every
+# scenario but the preview, ours through ansible-playbook against the ceiling. Estimated from N=10,000
+# on loopback (initial 31 s, ceiling 22 s, a no-op 4 s) scaled linearly, plus the cleanups:
+# ~9 min for 10,000, ~20 min for 25,000.
+SCALE_BLOCKS = (("10000:1:ansible,ceiling:1:initial,noop,change,prune", 9.0),
+                ("25000:1:ansible,ceiling:1:initial,noop,change,prune", 20.0))
+PRESETS = {"scale": " ".join(entry for entry, _ in SCALE_BLOCKS)}
 # With the ceiling's tuning (~1.5 min) and the idle measurement: ~30 minutes on a quiet 2-core
 # machine (the old default took ~55). Left out: kubectl and kpt at N=5,000 (one kubectl chain
 # takes over 20 minutes), kubernetes.core at N=1,000 (~1.5 min per chain, it cannot prune), the
@@ -299,6 +310,9 @@ class Config:
     parallelism: int
     ceiling_parallelism: int
     reapply: str = "changed"
+    # The block's round trip (through latency.Link) and workload ("all": 11 kinds; "cm": ConfigMaps only).
+    rtt_ms: int = 0
+    kinds: str = "all"
     # Names of the namespaces ("PREFIX-TOOL-K") and of the cluster-scoped parents: unique per run on
     # a cluster given with --kubeconfig, which other runs (a test suite's smoke run) may share.
     prefix: str = "b"
@@ -319,7 +333,7 @@ class Tool:
         if name:  # a variant such as ceiling@8 (the ceiling with parallelism 8)
             self.name = name
         slug = self.name.replace("@", "-p")
-        self.dir = cfg.workdir / f"{slug}-{cfg.n}-{cfg.nsc}ns"
+        self.dir = cfg.workdir / f"{slug}-{cfg.n}-{cfg.nsc}ns{'-cm' if cfg.kinds == 'cm' else ''}"
         self.namespaces = [f"{cfg.prefix}-{slug}-{k}" for k in range(cfg.nsc)]
 
     # -- hooks
@@ -366,7 +380,11 @@ class _AnsibleTool(Tool):
     def interpreter_wrapper(self) -> Path:
         wrapper = self.dir / "python-rss"
         if Path("/usr/bin/time").exists():
-            text = f'#!/bin/sh\nexec /usr/bin/time -a -o "$BENCH_MODULE_FILE" -f "rss_kb=%M wall_s=%e cpu_s=%U+%S" "{PY}" "$@"\n'
+            # The module's result as it reaches the controller: its stdout, counted on the way.
+            text = ('#!/bin/sh\nout=$(mktemp)\n'
+                    f'/usr/bin/time -a -o "$BENCH_MODULE_FILE" -f "rss_kb=%M wall_s=%e cpu_s=%U+%S" "{PY}" "$@" > "$out"\n'
+                    'rc=$?\necho "result_bytes=$(wc -c < "$out")" >> "$BENCH_MODULE_FILE"\ncat "$out"\nrm -f "$out"\n'
+                    'exit $rc\n')
         else:  # no GNU time: a Python parent that reports its child's peak RSS
             text = (f'#!/bin/sh\nBENCH_RSS_FILE="$BENCH_MODULE_FILE" exec "{PY}" "{BENCH / "rsswrap.py"}" "{PY}" "$@"\n')
         wrapper.write_text(text)
@@ -400,14 +418,19 @@ class _AnsibleTool(Tool):
         except OSError:
             return {}
         out = {}
+        result_bytes = 0
         for line in text.splitlines():  # one line per interpreter run; keep the largest
             fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+            if "result_bytes" in fields:
+                result_bytes = max(result_bytes, int(fields["result_bytes"]))
+                out["result_bytes"] = result_bytes
             if "rss_kb" not in fields:
                 continue
             rss = int(fields["rss_kb"])
             if rss >= out.get("rss_kb", -1):
                 cpu = sum(float(x) for x in fields.get("cpu_s", "0").split("+"))
-                out = {"rss_kb": rss, "wall_s": float(fields.get("wall_s", 0)), "cpu_s": round(cpu, 2)}
+                out = {"rss_kb": rss, "wall_s": float(fields.get("wall_s", 0)), "cpu_s": round(cpu, 2),
+                       **({"result_bytes": result_bytes} if result_bytes else {})}
         return out
 
 
@@ -432,9 +455,10 @@ class AnsibleTool(_AnsibleTool):
         task = {"name": "apply the set", "applyset.kubernetes.applyset_apply": {
             "parent": self.parent_option(),
             "src": ["{{ src }}"],
-            "parallelism": self.cfg.parallelism,
             "kubeconfig": self.cfg.kubeconfig,
         }}
+        if self.cfg.parallelism is not None:  # not set: the module follows the round trip
+            task["applyset.kubernetes.applyset_apply"]["parallelism"] = self.cfg.parallelism
         if supports_reapply(TREE):
             task["applyset.kubernetes.applyset_apply"]["reapply"] = self.cfg.reapply
         if self.cfg.nsc == 1:
@@ -463,7 +487,9 @@ class CoreTool(AnsibleTool):
 
     def command(self, scenario):
         argv = [str(PY), str(BENCH / "core_run.py"), self.cfg.kubeconfig, str(self.variant_dir(VARIANT_FOR[scenario])),
-                "--parent", json.dumps(self.parent_option()), "--parallelism", str(self.cfg.parallelism)]
+                "--parent", json.dumps(self.parent_option())]
+        if self.cfg.parallelism is not None:
+            argv += ["--parallelism", str(self.cfg.parallelism)]
         if self.cfg.nsc == 1:
             argv += ["--namespace", self.namespaces[0]]
         if scenario == "preview":
@@ -474,6 +500,26 @@ class CoreTool(AnsibleTool):
 
     def reapply_mode(self) -> str:
         return self.cfg.reapply if supports_reapply(self.tree()) else "always"
+
+
+class PingTool(_AnsibleTool):
+    """A one-task ``ping`` playbook: Ansible's own fixed cost, the floor of a no-op through
+    ansible-playbook (issue 30's no-op target is measured against it)."""
+
+    name = "ping"
+    label = "a one-task ping playbook (Ansible's fixed cost)"
+    scenarios = ("noop",)
+
+    def prepare(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.interpreter_wrapper()
+        self.playbook({"name": "ping", "ansible.builtin.ping": {}})
+
+    def expected(self, scenario: str) -> int:
+        return 0
+
+    def command(self, scenario):
+        return self.ansible_command(scenario, self.dir / "playbook.yml", {})
 
 
 class KubectlTool(Tool):
@@ -618,7 +664,7 @@ class CeilingTool(Tool):
 
 
 TOOL_CLASSES = {cls.name: cls for cls in (AnsibleTool, CoreTool, KubectlTool, KubectlNoValidateTool, KptTool, K8sTool,
-                                           CeilingTool)}
+                                           CeilingTool, PingTool)}
 
 
 # ----- running ---------------------------------------------------------------------------------
@@ -781,7 +827,8 @@ def tune_ceiling(admin: Admin, cfg_base: Config, candidates, n: int, reps: int) 
     timings = {}
     for p in candidates:
         cfg = Config(n=n, nsc=1, workdir=cfg_base.workdir / "tune", kubeconfig=cfg_base.kubeconfig,
-                     parallelism=cfg_base.parallelism, ceiling_parallelism=p, prefix=cfg_base.prefix)
+                     parallelism=cfg_base.parallelism, ceiling_parallelism=p, prefix=cfg_base.prefix,
+                     rtt_ms=cfg_base.rtt_ms, kinds=cfg_base.kinds)
         tool = CeilingTool(cfg)
         tool.prepare()  # the manifests name the run's namespaces
         runs = []
@@ -798,23 +845,73 @@ def tune_ceiling(admin: Admin, cfg_base: Config, candidates, n: int, reps: int) 
     return {"n": n, "timings_s": {str(k): v for k, v in timings.items()}, "best": best}
 
 
+def tuned_config(admin: Admin, cfg: Config, names, args, results) -> Config:
+    """``cfg`` with the ceiling's parallelism tuned at the block's round trip and workload (once per
+    pair; a loopback block of the default workload keeps the run's tuning)."""
+    if "ceiling" not in names or args.ceiling_parallelism != "auto" or (cfg.rtt_ms == 0 and cfg.kinds == "all"):
+        return cfg
+    key = f"rtt={cfg.rtt_ms},kinds={cfg.kinds}"
+    if key not in results["ceiling_tuning_by_block"]:
+        log(f"tuning the ceiling's parallelism at N={args.tune_n}, {key}")
+        results["ceiling_tuning_by_block"][key] = tune_ceiling(admin, cfg, (16, 32, 64), args.tune_n, 2)
+    return Config(**{**vars(cfg), "ceiling_parallelism": results["ceiling_tuning_by_block"][key]["best"]})
+
+
+def run_block(admin: Admin, cfg: Config, names, reps: int, scenarios, args, results: dict, out: Path) -> None:
+    """Every repetition of one matrix block: each tool's chain, in rotating order, then a cleanup."""
+    tools = [TOOL_CLASSES[name.split("@")[0]](cfg, name) for name in names]
+    for tool in tools:
+        tool.prepare()
+        admin.create_namespaces(tool.namespaces)
+    where = f"round trip {cfg.rtt_ms} ms" + (", ConfigMaps only" if cfg.kinds == "cm" else "")
+    for rep in range(reps):
+        order = tools[rep % len(tools):] + tools[:rep % len(tools)]
+        if rep % 2:
+            order.reverse()
+        log(f"N={cfg.n} namespaces={cfg.nsc} {where} rep {rep + 1}/{reps}: {' '.join(t.name for t in order)}")
+        for position, tool in enumerate(order):
+            tool.before_rep(admin)
+            line = []
+            chain = [s_ for s_ in tool.scenarios if s_ in scenarios]
+            for scenario in chain:
+                res = run_scenario(tool, scenario, admin, args.timeout)
+                # the chain tells the report what a scenario must write (a prune
+                # without the 10% change before it also applies the changed tenth)
+                res.update(tool=tool.name, n=cfg.n, namespaces=cfg.nsc, rep=rep, scenario=scenario,
+                           position=position, loadavg=os.getloadavg()[0], chain=chain, rtt_ms=cfg.rtt_ms,
+                           kinds=cfg.kinds)
+                results["runs"].append(res)
+                line.append(f"{scenario} {res['wall_s']:.2f}s{'' if res['ok'] else ' FAILED'}")
+            cleanup = admin.clear_namespaces(tool.namespaces)
+            tool.after_rep(admin)
+            log(f"  {tool.name:8s} {' | '.join(line)}  (cleanup {cleanup:.1f}s)")
+            out.write_text(json.dumps(results, indent=1))  # a checkpoint after every chain
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd")
     run = sub.add_parser("run", help="run the benchmark (default)")
     run.add_argument("--matrix", default=DEFAULT_MATRIX,
-                     help="space-separated N:NAMESPACE_COUNTS:TOOLS[:REPS[:SCENARIOS]] entries (TOOLS 'all' or "
-                     "comma-separated; SCENARIOS comma-separated, in chain order); "
+                     help="space-separated N:NAMESPACE_COUNTS:TOOLS[:REPS[:SCENARIOS[:OPTIONS]]] entries (TOOLS 'all' or "
+                     "comma-separated; SCENARIOS comma-separated, in chain order, empty: all; OPTIONS rtt=MS "
+                     "(a round trip through a delaying proxy: 0, 50, 150) and kinds=all|cm (ConfigMaps only)); "
                      f"default: {DEFAULT_MATRIX!r}, about {DEFAULT_MINUTES} minutes on a quiet 2-core machine ("
                      + ", ".join(f"{entry}: ~{minutes:g} min" for entry, minutes in DEFAULT_BLOCKS)
                      + ", plus ~2 min of ceiling tuning and idle measurement; estimated from the per-run wall "
                      "times in benchmarks/results)")
+    run.add_argument("--preset", choices=sorted(PRESETS),
+                     help="a named matrix instead of --matrix: scale = " + "; ".join(
+                         f"{entry} (~{minutes:g} min)" for entry, minutes in SCALE_BLOCKS))
     run.add_argument("--sizes", help="only these N (comma-separated)")
     run.add_argument("--namespaces", help="only these namespace counts (comma-separated)")
     run.add_argument("--tools", help="only these tools (comma-separated): " + ",".join(ALL_TOOLS))
     run.add_argument("--reps", type=int, default=3)
-    run.add_argument("--parallelism", type=int, default=8, help="our module's parallelism option")
+    run.add_argument("--parallelism", type=int, default=None,
+                     help="our module's parallelism option (default: not set, it follows the round trip)")
+    run.add_argument("--rtt", type=int, default=None,
+                     help="round trip in ms for every block (through a delaying proxy), overriding the blocks' rtt=")
     run.add_argument("--reapply", choices=REAPPLY_MODES, default="changed",
                      help="our module's reapply option (recorded with every run; a tree without the option "
                      "always reapplies and is recorded so)")
@@ -842,7 +939,7 @@ def main(argv=None) -> int:
     prof.add_argument("--state-dir", default=str(BENCH_STATE / "cluster"))
     prof.add_argument("--keep-cluster", action="store_true")
     prof.add_argument("--workdir", default=str(BENCH_STATE / "work"))
-    prof.add_argument("--parallelism", type=int, default=8)
+    prof.add_argument("--parallelism", type=int, default=None)
     sub.add_parser("setup", help=f"install kubernetes.core ({ANSIBLE_PKG_SPEC} from PyPI) into {K8S_VENV}")
     rep = sub.add_parser("report", help="render the plot and tables from a results file")
     rep.add_argument("results", nargs="*", help="results files (merged); default: the newest")
@@ -981,6 +1078,8 @@ def run_benchmark(args) -> int:
         if args.ceiling_parallelism == "auto":
             args.ceiling_parallelism = "16"
         args.idle = min(args.idle, 2)
+    if args.preset:
+        args.matrix = PRESETS[args.preset]
     tree = use_tree(args.tree)
     log(f"benchmarking the collection tree {tree}")
     only_n = {int(x) for x in args.sizes.split(",")} if args.sizes else None
@@ -991,7 +1090,10 @@ def run_benchmark(args) -> int:
         fields = entry.split(":")
         n_text, ns_text, tools_text = fields[:3]
         reps = int(fields[3]) if len(fields) > 3 and fields[3] else args.reps
-        scenarios = tuple(fields[4].split(",")) if len(fields) > 4 else SCENARIOS
+        scenarios = tuple(fields[4].split(",")) if len(fields) > 4 and fields[4] else SCENARIOS
+        options = latency.parse_options(fields[5] if len(fields) > 5 else "")
+        if args.rtt is not None:
+            options["rtt"] = args.rtt
         if set(scenarios) - set(SCENARIOS):
             raise SystemExit(f"unknown scenarios in --matrix: {fields[4]}")
         names = list(ALL_TOOLS) if tools_text == "all" else tools_text.split(",")
@@ -1004,8 +1106,8 @@ def run_benchmark(args) -> int:
                 continue
             names_here = [t for t in names if not only_tools or t in only_tools]
             if names_here:
-                matrix.append((n, nsc, names_here, reps, scenarios))
-    wanted = sorted({t for _, _, names, _, _ in matrix for t in names}, key=tool_order)
+                matrix.append((n, nsc, names_here, reps, scenarios, options))
+    wanted = sorted({t for _, _, names, _, _, _ in matrix for t in names}, key=tool_order)
     if "k8s" in wanted and K8sTool.unavailable() and not args.no_setup:
         log(f"installing kubernetes.core ({ANSIBLE_PKG_SPEC} from PyPI) for the k8s tool")
         setup_k8s()
@@ -1046,54 +1148,37 @@ def run_benchmark(args) -> int:
             log(f"idle background over {args.idle:.0f}s: {results['background']['by_verb']}")
         base_cfg = Config(n=0, nsc=1, workdir=workdir, kubeconfig=kubeconfig, parallelism=args.parallelism,
                           ceiling_parallelism=16, reapply=args.reapply, prefix=prefix)
-        if args.ceiling_parallelism == "auto":
+        loopback_ceiling = any("ceiling" in names and opts["rtt"] == 0 and opts["kinds"] == "all"
+                               for _, _, names, _, _, opts in matrix)
+        if args.ceiling_parallelism == "auto" and not loopback_ceiling:
+            ceiling_p = 16  # every block with the ceiling is tuned at its own round trip (tuned_config)
+        elif args.ceiling_parallelism == "auto":
             log(f"tuning the ceiling's parallelism at N={args.tune_n}")
             results["ceiling_tuning"] = tune_ceiling(admin, base_cfg, (8, 16, 32), args.tune_n, 2)
             ceiling_p = results["ceiling_tuning"]["best"]
         else:
             ceiling_p = int(args.ceiling_parallelism)
         results["ceiling_parallelism"] = ceiling_p
+        results["ceiling_tuning_by_block"] = {}
         results["runs"] = []
         started = time.monotonic()
         out = Path(args.out) if args.out else BENCH / "results" / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        for n, nsc, names_here, reps, scenarios in matrix:
-            if True:
+        for n, nsc, names_here, reps, scenarios, options in matrix:
+            with latency.Link(kubeconfig, options["rtt"], workdir) as link, workload.kinds(options["kinds"]):
                 names = [t for t in names_here if t in tools_available]
                 block_started = time.monotonic()
-                cfg = Config(n=n, nsc=nsc, workdir=workdir, kubeconfig=kubeconfig, parallelism=args.parallelism,
-                             ceiling_parallelism=ceiling_p, reapply=args.reapply, prefix=prefix)
-                tools = [TOOL_CLASSES[name.split("@")[0]](cfg, name) for name in names]
-                for tool in tools:
-                    tool.prepare()
-                    admin.create_namespaces(tool.namespaces)
-                for rep in range(reps):
-                    order = tools[rep % len(tools):] + tools[:rep % len(tools)]
-                    if rep % 2:
-                        order.reverse()
-                    log(f"N={n} namespaces={nsc} rep {rep + 1}/{reps}: {' '.join(t.name for t in order)}")
-                    for position, tool in enumerate(order):
-                        tool.before_rep(admin)
-                        line = []
-                        chain = [s_ for s_ in tool.scenarios if s_ in scenarios]
-                        for scenario in chain:
-                            res = run_scenario(tool, scenario, admin, args.timeout)
-                            # the chain tells the report what a scenario must write (a prune
-                            # without the 10% change before it also applies the changed tenth)
-                            res.update(tool=tool.name, n=n, namespaces=nsc, rep=rep, scenario=scenario,
-                                       position=position, loadavg=os.getloadavg()[0], chain=chain)
-                            results["runs"].append(res)
-                            line.append(f"{scenario} {res['wall_s']:.2f}s{'' if res['ok'] else ' FAILED'}")
-                        cleanup = admin.clear_namespaces(tool.namespaces)
-                        tool.after_rep(admin)
-                        log(f"  {tool.name:8s} {' | '.join(line)}  (cleanup {cleanup:.1f}s)")
-                        out.write_text(json.dumps(results, indent=1))  # a checkpoint after every chain
-                # Waiting keeps the namespace controller's work out of the next block; the smoke run
-                # (on the test session's shared cluster) does not need that.
-                admin.delete_namespaces([ns for tool in tools for ns in tool.namespaces], wait=not args.smoke)
+                base = Config(n=n, nsc=nsc, workdir=workdir, kubeconfig=link.kubeconfig, parallelism=args.parallelism,
+                              ceiling_parallelism=ceiling_p, reapply=args.reapply, prefix=prefix,
+                              rtt_ms=options["rtt"], kinds=options["kinds"])
+                cfg = tuned_config(admin, base, names, args, results)
+                run_block(admin, cfg, names, reps, scenarios, args, results, out)
+                admin.delete_namespaces([ns for name in names for ns in TOOL_CLASSES[name.split("@")[0]](cfg, name).namespaces],
+                                        wait=not args.smoke)
                 # for the estimates of the next default matrix: cleanups included
                 results["blocks"].append({"n": n, "namespaces": nsc, "tools": names, "reps": reps,
-                                          "scenarios": list(scenarios),
+                                          "scenarios": list(scenarios), "rtt_ms": options["rtt"],
+                                          "kinds": options["kinds"], "ceiling_parallelism": cfg.ceiling_parallelism,
                                           "wall_s": round(time.monotonic() - block_started, 1)})
         results["elapsed_s"] = round(time.monotonic() - started, 1)
         # the whole invocation as `make bench` takes it (cluster start, tuning, idle and cleanups)

@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     ap.add_argument("manifests")
     ap.add_argument("--parent", required=True)
     ap.add_argument("--namespace")
-    ap.add_argument("--parallelism", type=int, default=8)
+    ap.add_argument("--parallelism", type=int, default=None, help="the option's value (default: not set)")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-prune", action="store_true")
     ap.add_argument("--reapply", choices=("changed", "always"),
@@ -91,7 +91,14 @@ def main(argv=None) -> int:
 
     loaded = manifests.load_sources([args.manifests])
     manifests.validate(loaded)
-    client = kube.connect({"kubeconfig": args.kubeconfig}, parallelism=args.parallelism)
+    # Not set: None, which follows the round trip (flow.py, issue 30); a tree from before it takes
+    # no None, and gets its own default.
+    try:
+        from applyset import flow  # noqa: F401  pylint: disable=unused-import
+        extra_client = {"parallelism": args.parallelism}
+    except ImportError:
+        extra_client = {} if args.parallelism is None else {"parallelism": args.parallelism}
+    client = kube.connect({"kubeconfig": args.kubeconfig}, **extra_client)
     log: list = []
     instrument(client, log)
     extra = {"reapply": args.reapply} if args.reapply else {}
@@ -111,6 +118,7 @@ def main(argv=None) -> int:
         p = run.parent
         parent_path = p.resource.path(p.namespace or None, p.name)
     out = {"summary": report.summary(), "changed": report.changed, "requests_sent": client.requests_sent,
+           "round_trips": getattr(client, "round_trips", None), "peak_in_flight": getattr(getattr(client, "flow", None), "peak", None),
            "requests": tally(log, parent_path), "warnings": report.warnings[:5]}
     if error is not None:
         out["error"] = str(error)

@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import workload  # noqa: E402
+from latency_report import is_loopback_default, latency_tables  # noqa: E402
 from summary import ALL_TOOLS, SCENARIOS, summarize  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -117,7 +118,8 @@ def plot(data: dict, out: Path) -> bool:
     legend_ax.axis("off")
     legend_ax.legend(list(seen.values()), list(seen.keys()), loc="center", fontsize=9, frameon=False)
     m = data.get("machine", {})
-    fig.suptitle(f"ApplySet tools: wall time against N, log-log ({m.get('cores')} cores, {m.get('cpu', '')}, shared "
+    fig.suptitle(f"ApplySet tools: wall time against N, log-log, round trip 0 ms (loopback) ({m.get('cores')} cores, "
+                 f"{m.get('cpu', '')}, shared "
                  "with other work; solid: 1 namespace, dotted: 3 namespaces)", fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -131,7 +133,7 @@ def time_tables(data: dict) -> list[str]:
     lines = []
     configs = sorted({(n, ns) for (_, n, ns, _) in idx})
     for n, nsc in configs:
-        lines += [f"#### N = {n:,}, {nsc} namespace{'s' if nsc > 1 else ''}", "",
+        lines += [f"#### N = {n:,}, {nsc} namespace{'s' if nsc > 1 else ''}, round trip 0 ms (loopback)", "",
                   "Wall time in seconds: median of the runs (min–max spread in % of the median).", "",
                   "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
                   "|---|" + "---:|" * len(SCENARIOS)]
@@ -596,6 +598,9 @@ def issue11_targets(data: dict) -> list[str]:
 
 
 def render(data: dict, source: Path) -> str:
+    latency = latency_tables(data)
+    # The older tables: loopback, the 11-kind workload (the latency blocks follow them).
+    data = dict(data, summary=[r for r in data["summary"] if is_loopback_default(r)])
     m = data.get("machine", {})
     cfg = data.get("config", {})
     sources = [source] + [Path(p) for p in data.get("merged", [])]
@@ -623,6 +628,8 @@ def render(data: dict, source: Path) -> str:
     bg = data.get("background") or {}
     if bg:
         lines += [f"Idle background in the counted series over {bg.get('seconds')} s: {bg.get('by_verb')}.", ""]
+    if not data["summary"]:  # only latency blocks in this run
+        return "\n".join(lines + latency)
     lines += ["![time against N](performance.png)", ""]
     lines += time_tables(data)
     sizes = sorted({r["n"] for r in data["summary"]})
@@ -634,6 +641,7 @@ def render(data: dict, source: Path) -> str:
     lines += memory_table(data)
     lines += targets(data)
     lines += issue11_targets(data)
+    lines += latency
     return "\n".join(lines)
 
 
@@ -658,7 +666,7 @@ def main(results=None, update_docs: bool = False) -> int:
         [Path(results)] if isinstance(results, str) else [latest()]
     source = paths[0]
     data = load(paths)
-    plotted = plot(data, PLOT)
+    plotted = plot(dict(data, summary=[r for r in data["summary"] if is_loopback_default(r)]), PLOT)
     text = render(data, source)
     (RESULTS / "summary.md").write_text(text + "\n")
     print(f"wrote {RESULTS / 'summary.md'}" + (f" and {PLOT}" if plotted else ""))

@@ -1,4 +1,5 @@
-"""The summary rows of a benchmark's runs: one row per (tool, N, namespaces, scenario), with medians.
+"""The summary rows of a benchmark's runs: one row per (tool, N, namespaces, scenario, round trip,
+workload kinds), with medians.
 
 ``bench.py`` writes the rows into a results file; ``report.py`` rebuilds them when it merges
 several files. Both import them from here (and the scenario chain and the tool order they
@@ -10,7 +11,7 @@ from __future__ import annotations
 import statistics
 
 SCENARIOS = ("initial", "noop", "change", "preview", "prune")
-ALL_TOOLS = ("ansible", "core", "kubectl", "kubectl-nv", "kpt", "k8s", "ceiling")
+ALL_TOOLS = ("ansible", "core", "kubectl", "kubectl-nv", "kpt", "k8s", "ceiling", "ping")
 
 
 def tool_order(name: str) -> tuple:
@@ -21,10 +22,12 @@ def tool_order(name: str) -> tuple:
 def summarize(runs: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
-        groups.setdefault((r["tool"], r["n"], r["namespaces"], r["scenario"]), []).append(r)
+        groups.setdefault((r["tool"], r["n"], r["namespaces"], r["scenario"], r.get("rtt_ms", 0),
+                           r.get("kinds", "all")), []).append(r)
     rows = []
-    for (tool, n, nsc, scenario), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][2], tool_order(kv[0][0]),
-                                                                              SCENARIOS.index(kv[0][3]))):
+    for (tool, n, nsc, scenario, rtt, kinds), rs in sorted(
+            groups.items(), key=lambda kv: (kv[0][4], kv[0][5], kv[0][1], kv[0][2], tool_order(kv[0][0]),
+                                            SCENARIOS.index(kv[0][3]))):
         walls = sorted(r["wall_s"] for r in rs)
         med = statistics.median(walls)
         rss = [r["module_rss_kb"] for r in rs if r.get("module_rss_kb")]
@@ -32,6 +35,7 @@ def summarize(runs: list[dict]) -> list[dict]:
         modes = {r.get("reapply") for r in rs}
         rows.append({
             "tool": tool, "n": n, "namespaces": nsc, "scenario": scenario, "runs": len(rs),
+            "rtt_ms": rtt, "kinds": kinds,
             "reapply": modes.pop() if len(modes) == 1 else "mixed",
             "chain": rs[0].get("chain"),
             "ok": all(r["ok"] for r in rs),
@@ -45,8 +49,12 @@ def summarize(runs: list[dict]) -> list[dict]:
                                 if all((r.get("module") or {}).get("wall_s") for r in rs) else None),
             "module_cpu_s": (round(statistics.median(r["module"]["cpu_s"] for r in rs), 3)
                              if all((r.get("module") or {}).get("cpu_s") is not None for r in rs) else None),
+            "result_kb": (round(max(r["module"]["result_bytes"] for r in rs) / 1024, 1)
+                          if all((r.get("module") or {}).get("result_bytes") for r in rs) else None),
             "requests": reqs["by_verb"],
             "requests_by_resource": reqs["by_resource"],
             "client_requests": (rs[len(rs) // 2].get("client_report") or {}).get("requests"),
+            "round_trips": (rs[len(rs) // 2].get("client_report") or {}).get("round_trips"),
+            "peak_in_flight": (rs[len(rs) // 2].get("client_report") or {}).get("peak_in_flight"),
         })
     return rows

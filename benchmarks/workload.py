@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -54,6 +55,19 @@ PLURAL = {
     "Widget": "widgets",
 }
 VARIANTS = ("base", "changed", "pruned")
+ALL_KINDS = KINDS
+
+
+@contextmanager
+def kinds(which: str):
+    """Within: the workload of ``which`` ("all": the 11 kinds; "cm": ConfigMaps only, the shape of
+    issue 30's latency targets)."""
+    global KINDS
+    KINDS = ALL_KINDS if which == "all" else ("ConfigMap",)
+    try:
+        yield
+    finally:
+        KINDS = ALL_KINDS
 
 WIDGET_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",

@@ -282,9 +282,16 @@ options:
         elements: str
         default: []
   parallelism:
-    description: How many requests run at once within one apply or prune step.
+    description:
+      - The most requests in flight at once within one step (applies, deletes, LISTs).
+      - Not set, the run follows the round trip to the API server. It starts with 8 requests in flight and
+        doubles them while their latency stays close to the round trip (on a slow link, more at once fill
+        it), up to 64. It stops growing once the server queues, and halves on a 429 (priority and
+        fairness rejections included) or 503, waiting out a C(Retry-After).
+      - A number is a hard upper limit. The run starts at 8 (or the number, if smaller) and grows up to
+        it. Set it to 8 for the behaviour before this option followed the round trip, or to 1 to send one
+        request at a time.
     type: int
-    default: 8
   propagation_policy:
     description: How dependents of pruned objects are deleted.
     type: str
@@ -567,11 +574,14 @@ requests:
   description:
     - How many requests the run sent to the API server (C(sent), retries included) and how many of them
       were writes (C(writes), POST, PUT, PATCH and DELETE, server-side dry runs included).
+    - C(round_trips) is how many round trips the run waited for one after another, its critical path.
+      Requests sent together count once, and a request sent after another's answer counts one more.
+      On a cluster far away, each costs one network round trip.
     - A re-run with nothing to change sends C(writes=0) with I(reapply=changed); one that only updates
       members sends one write per updated member.
   returned: when the run started (not for bad options or a failed connection)
   type: dict
-  sample: {sent: 5, writes: 0}
+  sample: {sent: 5, writes: 0, round_trips: 4}
 order:
   description:
     - The order of a set whose members carry C(config.kubernetes.io/depends-on) or
@@ -663,7 +673,7 @@ def argument_spec():
                 allow_prune_kinds=dict(type="list", elements="str", default=[]),
             ),
         ),
-        parallelism=dict(type="int", default=8),
+        parallelism=dict(type="int"),
         propagation_policy=dict(type="str", choices=["Background", "Foreground", "Orphan"], default="Background"),
         crd_timeout=dict(type="int", default=60),
         wait=dict(type="bool", default=False),
@@ -716,7 +726,7 @@ def main():
     # Secret data never goes to no_log_values (that would mask every equal word in the output);
     # it is kept out of results by structure instead. See protected_input().
     definition, kubeconfig = protected_input(module)
-    if params["parallelism"] < 1:
+    if params["parallelism"] is not None and params["parallelism"] < 1:
         fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
     if not 0 <= params["guard"]["max_prune_percent"] <= 100:
         fail_option(module, "guard.max_prune_percent", "must be between 0 and 100",

@@ -243,7 +243,7 @@ def client(pool, source):
     cfg = SimpleNamespace(host="https://k8s.test:6443", verify_ssl=True, ssl_ca_cert=None, cert_file=None,
                           key_file=None, proxy=None, no_proxy=None, proxy_headers=None, tls_server_name=None,
                           refresh_api_key_hook=None, get_api_key_with_prefix=lambda *a, **k: "Bearer x")
-    c = kube.KubeClient(cfg, retry_seconds=0.3, source=source)
+    c = kube.KubeClient(cfg, parallelism=1, retry_seconds=0.3, source=source)  # one request at a time: exact counts
     c._pool = pool
     return c
 

@@ -21,6 +21,7 @@ from . import spec
 from .claim import wait_until_free
 from .errors import ApplySetError, GuardError, InputError, InputErrors
 from .listing import LiveObject, list_pairs, live_objects, recorded_scope
+from .prefetch import discover_and_read
 from .versions import VersionFallback
 
 
@@ -100,11 +101,13 @@ def prune_context(parent, adopted, applied_uids=frozenset()) -> prunes.Context:
 def read_parent(ctx) -> None:
     """Step read-parent: discovery, then the parent read and judged; waits (bounded) while another
     run holds a claim on the set (a preview only warns)."""
-    ctx.discovery = discovery = ctx.client.discover()
+    # A Secret or ConfigMap parent is read together with discovery (prefetch.py): one round trip.
+    ctx.discovery, reader = discover_and_read(ctx.client, ctx.parent_spec, ctx.namespace)
+    discovery = ctx.discovery
     res, name, ns, definition = parents.resolve(discovery, ctx.parent_spec, ctx.namespace)
 
     def read():
-        return parents.read(ctx.client, discovery, res, name, ns, takeover=ctx.opts.takeover, definition=definition)
+        return parents.read(reader, discovery, res, name, ns, takeover=ctx.opts.takeover, definition=definition)
 
     parent, warnings = read()
     if parent.claimed_by_other(ctx.run_id, time.time()):

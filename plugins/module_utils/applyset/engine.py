@@ -154,7 +154,8 @@ class Engine:
         finally:
             # The client's own counters (a stand-in client may keep none).
             self.report.requests = {"sent": getattr(self.client, "requests_sent", 0),
-                                    "writes": getattr(self.client, "writes_sent", 0)}
+                                    "writes": getattr(self.client, "writes_sent", 0),
+                                    "round_trips": getattr(self.client, "round_trips", 0)}
         if self.report.failed_objects:
             err = ApplySetError("some objects failed; see objects", fix="fix them and run again")
             err.report = self.report

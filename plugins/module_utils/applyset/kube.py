@@ -4,8 +4,9 @@ Requests go out through one urllib3 pool, so that the engine controls exactly wh
 are sent: one server-side apply PATCH per object, metadata-only paginated LISTs, DELETEs with
 preconditions, and nothing else. Each request is built first, without I/O (``httprequests``),
 then sent with this client's credential and retried with backoff where it may be
-(``KubeClient.send``), and its answer read (``read_response``). ``AdaptiveLimit`` bounds the
-requests in flight; ``KubeClient.map`` runs work in parallel.
+(``KubeClient.send``), and its answer read (``read_response``). ``flow.AdaptiveLimit`` bounds the
+requests in flight and follows the round trip; ``flow.CriticalPath`` counts the round trips a run
+waited for (``round_trips``); ``KubeClient.map`` runs work in parallel.
 
 The neighbours own the rest: ``connection`` where the server and the credentials come from
 (``connect`` takes its ``load_connection``), ``discovery`` what the server serves, ``httperrors``
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection
 from .discovery import Discovery, Resource, discover
 from .errors import ApiError, ApplySetError
+from .flow import AdaptiveLimit, CriticalPath, bounds
 from .httperrors import api_error, connection_failed, is_timeout, is_tls_failure, unauthorized
 from .httprequests import (ApiRequest, apply_request, build_request, create_request, delete_request, get_request,
                            json_patch_request, list_request, merge_patch_request)
@@ -43,51 +45,13 @@ MAX_ATTEMPTS_ON_500 = 3
 # time spent so far; each try is bounded by the read timeout, so the wait stays bounded.
 MAX_STALLED_RETRIES = 3
 USER_AGENT = f"{TOOL_NAME}/{COLLECTION_VERSION}"
+# Objects per LIST page. Pages follow one another (each needs the continue token of the one
+# before), so each costs a round trip on the critical path: 2,000 lists a set of 1,000 in one.
+# The run keeps every listed object anyway, so larger pages cost no more memory than the list.
+LIST_PAGE_SIZE = 2000
 
 
 # ----- the client -------------------------------------------------------------------------
-
-
-class AdaptiveLimit:
-    """How many requests may be in flight: halves when the server pushes back (429,
-    503), grows back by one after each run of successes, never above ``ceiling``.
-
-    Used as a context manager around each request: entering waits for a free slot.
-    """
-
-    def __init__(self, ceiling: int):
-        self.ceiling = max(1, ceiling)
-        self.limit = self.ceiling
-        self._in_flight = 0
-        self._successes = 0
-        self._cond = threading.Condition()
-
-    def __enter__(self):
-        with self._cond:
-            while self._in_flight >= self.limit:
-                self._cond.wait()
-            self._in_flight += 1
-        return self
-
-    def __exit__(self, *exc):
-        with self._cond:
-            self._in_flight -= 1
-            self._cond.notify_all()
-
-    def pushed_back(self) -> None:
-        """The server answered 429 or 503: halve the limit (never below 1)."""
-        with self._cond:
-            self.limit = max(1, self.limit // 2)
-            self._successes = 0
-
-    def succeeded(self) -> None:
-        """Any other answer: after as many successes in a row as the limit, allow one more."""
-        with self._cond:
-            self._successes += 1
-            if self.limit < self.ceiling and self._successes >= self.limit:
-                self.limit += 1
-                self._successes = 0
-                self._cond.notify_all()
 
 
 @dataclass
@@ -139,7 +103,8 @@ class KubeClient:
         cfg: the configuration of ``load_connection`` (a ``kubeconfig.ClientConfig`` or a
             ``kubernetes.client.Configuration``): server, TLS, credentials (refreshed before each
             request when an exec plugin or token file gives them), proxy.
-        parallelism: bounds both the pool and the worker threads of ``map``.
+        parallelism: the hard upper limit of requests in flight (the pool and the worker threads of
+            ``map`` are sized to it); None: follow the round trip from 8 up to 64 (``flow.bounds``).
         retry_seconds: how long idempotent requests (GET, server-side apply, DELETE with a UID
             precondition) are retried on 429, 5xx and connection errors, with jittered exponential
             backoff that honours Retry-After.
@@ -148,10 +113,11 @@ class KubeClient:
         source: where the settings came from, named by connection and credential errors.
 
     ``requests_sent`` counts every attempt, retries included; ``writes_sent`` those of them that
-    were POST, PUT, PATCH or DELETE (dry runs included).
+    were POST, PUT, PATCH or DELETE (dry runs included); ``round_trips`` the round trips waited for
+    one after another (``flow.CriticalPath``).
     """
 
-    def __init__(self, cfg, parallelism: int = 8, retry_seconds: float = 30.0, timeout: float = 60.0,
+    def __init__(self, cfg, parallelism: int | None = 8, retry_seconds: float = 30.0, timeout: float = 60.0,
                  impersonate_user: str | None = None, impersonate_groups: list[str] | None = None,
                  source: ConnectionSource | None = None):
         import urllib3
@@ -160,14 +126,15 @@ class KubeClient:
         self.cfg = cfg
         self.host = cfg.host.rstrip("/")
         self.source = source or ConnectionSource()
-        self.parallelism = max(1, int(parallelism))
+        start, self.parallelism = bounds(parallelism)
         self.retry_seconds = retry_seconds
         self._answered = False  # has the server ever answered this client (see _send_with_retries)
         self.timeout = urllib3.Timeout(connect=10.0, read=timeout)
         self.requests_sent = 0
         self.writes_sent = 0
         self._count_lock = threading.Lock()
-        self.flow = AdaptiveLimit(self.parallelism)
+        self.flow = AdaptiveLimit(self.parallelism, start)
+        self.path = CriticalPath()
         check_tls_files(cfg, self.source)
         pool_args = {
             "num_pools": 4,
@@ -267,9 +234,8 @@ class KubeClient:
                                         time.monotonic() - started) from None
             self._answered = True
             if resp.status in (429, 503):
-                self.flow.pushed_back()  # the server is overloaded: send less at once
-            else:
-                self.flow.succeeded()
+                # the server is overloaded (priority and fairness rejects with 429): send less at once
+                self.flow.pushed_back(_seconds(resp.headers.get("Retry-After")))
             if not req.retry or resp.status not in RETRYABLE_STATUS:
                 return resp
             if _stalled_answer(resp) and stalls < MAX_STALLED_RETRIES:
@@ -282,14 +248,27 @@ class KubeClient:
                 return resp
             time.sleep(_retry_after(resp.headers.get("Retry-After"), attempt))
 
+    @property
+    def round_trips(self) -> int:
+        """The round trips this client waited for one after another (``flow.CriticalPath``)."""
+        return self.path.depth
+
     def _send_once(self, req: ApiRequest, url: str, headers):
         """One attempt, within the flow limit; counted in ``requests_sent`` (and ``writes_sent``)
-        whether or not it is answered."""
+        whether or not it is answered, and its latency reported to the flow limit."""
+        depth = None
         try:
             with self.flow:
-                return self._pool.request(req.method, url, body=req.body, headers=headers, timeout=self.timeout,
+                depth = self.path.sent()
+                sent_at = time.monotonic()
+                resp = self._pool.request(req.method, url, body=req.body, headers=headers, timeout=self.timeout,
                                           preload_content=True)
+                if resp.status not in (429, 503):
+                    self.flow.succeeded(time.monotonic() - sent_at)
+                return resp
         finally:
+            if depth is not None:
+                self.path.answered(depth)
             with self._count_lock:
                 self.requests_sent += 1
                 if req.writes:
@@ -353,16 +332,16 @@ class KubeClient:
         return self.send(create_request(res, obj, field_manager=field_manager, dry_run=dry_run))
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-             metadata_only: bool = True, page_size: int = 500):
+             metadata_only: bool = True, page_size: int | None = None):
         """Yield every object of ``res`` (in ``namespace``, or in all), fetched ``page_size`` at a time.
 
         ``label_selector`` filters on the server; ``metadata_only`` asks for
-        ``PartialObjectMetadata`` (no spec or status). Raises as ``request``, at the page that fails.
+        ``PartialObjectMetadata`` (no spec or status); ``page_size`` defaults to ``LIST_PAGE_SIZE``. Raises as ``request``, at the page that fails.
         """
         token = None
         while True:
             body = self.send(list_request(res, namespace, label_selector=label_selector, metadata_only=metadata_only,
-                                          page_size=page_size, continue_token=token)).body
+                                          page_size=page_size or LIST_PAGE_SIZE, continue_token=token)).body
             yield from body.get("items") or []
             token = (body.get("metadata") or {}).get("continue")
             if not token:
@@ -437,6 +416,14 @@ def _stalled_answer(resp) -> bool:
 
 def _backoff(attempt: int) -> float:
     return min(5.0, 0.2 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+
+
+def _seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header's seconds (None: absent or not a number)."""
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        return None
 
 
 def _retry_after(value: str | None, attempt: int) -> float:

@@ -1,0 +1,206 @@
+"""flow.py: the requests in flight follow the round trip, back off on 429/503 and Retry-After, and
+the critical path counts the round trips waited for one after another.
+
+The limit's rules are driven directly with made-up latencies and a fake clock; the client's use
+of them is checked with the urllib3 pool replaced by a stub (no server). The same behaviour
+against a real API server's priority and fairness: tests/integration/test_priority_fairness.py.
+"""
+
+import json
+import threading
+import time
+from types import SimpleNamespace
+
+from applyset import flow, kube
+
+
+def answer(limit: flow.AdaptiveLimit, latencies):
+    """Send and answer one request per latency, as many at once as the limit allows."""
+    for latency in latencies:
+        with limit:
+            limit.succeeded(latency)
+
+
+def fill(limit: flow.AdaptiveLimit, latency: float):
+    """One window with every slot taken: as many requests in flight as the limit, then answered."""
+    n = limit.limit
+    for _ in range(n):
+        limit.__enter__()
+    for _ in range(n):
+        limit.__exit__(None, None, None)
+        limit.succeeded(latency)
+
+
+def test_bounds_follow_the_parallelism_option():
+    assert flow.bounds(None) == (8, 64)  # not set: from 8, up to 64
+    assert flow.bounds(8) == (8, 8)  # the behaviour before: exactly 8
+    assert flow.bounds(32) == (8, 32)
+    assert flow.bounds(1) == (1, 1)  # one request at a time
+
+
+def test_slow_start_doubles_while_the_latency_stays_at_the_round_trip_up_to_the_ceiling():
+    limit = flow.AdaptiveLimit(64, 8)
+    seen = []
+    for _ in range(5):
+        fill(limit, 0.050)  # 50 ms, window after window: the link, not the server, is the limit
+        seen.append(limit.limit)
+    assert seen == [16, 32, 64, 64, 64]
+    assert limit.peak == 64
+
+
+def test_no_growth_while_the_limit_does_not_bind():
+    limit = flow.AdaptiveLimit(64, 8)
+    answer(limit, [0.050] * 40)  # one request at a time: more slots would not help
+    assert limit.limit == 8
+
+
+def test_a_queueing_server_ends_slow_start_and_the_limit_never_falls_below_the_start():
+    limit = flow.AdaptiveLimit(64, 8)
+    answer(limit, [0.002])  # a small GET: the round trip on loopback
+    fill(limit, 0.002)
+    assert limit.limit == 16
+    fill(limit, 0.020)  # ten times the round trip: requests wait in the server
+    assert limit.limit == 15
+    for _ in range(5):
+        fill(limit, 0.020)
+    assert limit.limit == 15  # no more growth while it queues
+    slow = flow.AdaptiveLimit(64, 8)
+    answer(slow, [0.002])
+    fill(slow, 0.020)
+    assert slow.limit == 8  # never below the start on latency alone: loopback is as fast as before
+
+
+def test_new_connections_in_a_window_are_not_mistaken_for_a_queue():
+    limit = flow.AdaptiveLimit(64, 8)
+    answer(limit, [0.050])
+    for _ in range(3):  # half of each window opened a new connection (TLS: two more round trips)
+        n = limit.limit
+        for _ in range(n):
+            limit.__enter__()
+        for k in range(n):
+            limit.__exit__(None, None, None)
+            limit.succeeded(0.150 if k % 2 else 0.050)
+    assert limit.limit == 64
+
+
+def test_429_halves_ends_slow_start_and_grows_back_by_one_per_window():
+    limit = flow.AdaptiveLimit(64, 8)
+    fill(limit, 0.05)
+    fill(limit, 0.05)
+    assert limit.limit == 32
+    limit.pushed_back()
+    assert limit.limit == 16 and limit.pushbacks == 1
+    fill(limit, 0.05)
+    assert limit.limit == 17  # additive from now on
+    for _ in range(5):
+        limit.pushed_back()
+    assert limit.limit == 1  # never below one request
+
+
+def test_retry_after_holds_every_new_request_until_it_has_passed():
+    now = [100.0]
+    limit = flow.AdaptiveLimit(8, 8, clock=lambda: now[0])
+    limit.pushed_back(retry_after=2.0)
+    entered = threading.Event()
+
+    def send():
+        with limit:
+            entered.set()
+
+    worker = threading.Thread(target=send)
+    worker.start()
+    assert not entered.wait(0.2)  # held: the server asked for 2 s
+    now[0] += 2.5
+    with limit._cond:
+        limit._cond.notify_all()
+    assert entered.wait(2)
+    worker.join()
+
+
+def test_a_retry_after_longer_than_the_cap_holds_at_most_the_cap():
+    now = [0.0]
+    limit = flow.AdaptiveLimit(8, 8, clock=lambda: now[0])
+    limit.pushed_back(retry_after=3600)
+    assert limit._hold_until == flow.MAX_HOLD
+
+
+# ----- the client's use of it (urllib3 replaced by a stub) -------------------------------------
+
+
+class SlowPool:
+    """Answers every request after ``delay`` seconds: ``statuses`` first, then 200."""
+
+    def __init__(self, delay=0.0, statuses=(), headers=None):
+        self.delay, self.statuses, self.headers = delay, list(statuses), headers or {}
+        self.sent_at = []
+        self._lock = threading.Lock()
+
+    def request(self, method, url, **_):
+        import urllib3
+
+        with self._lock:
+            self.sent_at.append(time.monotonic())
+            status = self.statuses.pop(0) if self.statuses else 200
+        time.sleep(self.delay)
+        hdrs = urllib3.HTTPHeaderDict(self.headers if status == 429 else {})
+        return SimpleNamespace(status=status, data=json.dumps({"kind": "Status"}).encode(), headers=hdrs)
+
+
+def client(pool, parallelism=None):
+    cfg = SimpleNamespace(host="https://k8s.test:6443", verify_ssl=True, ssl_ca_cert=None, cert_file=None,
+                          key_file=None, proxy=None, no_proxy=None, proxy_headers=None, tls_server_name=None,
+                          refresh_api_key_hook=None, get_api_key_with_prefix=lambda *a, **k: "Bearer x")
+    c = kube.KubeClient(cfg, parallelism=parallelism, retry_seconds=5)
+    c._pool = pool
+    return c
+
+
+def test_the_client_waits_out_retry_after_then_sends_again_with_half_the_requests_in_flight():
+    pool = SlowPool(statuses=[429], headers={"Retry-After": "1"})
+    c = client(pool)
+    started = time.monotonic()
+    assert c.request("GET", "/x").status == 200
+    assert time.monotonic() - started >= 1.0
+    assert pool.sent_at[1] - pool.sent_at[0] >= 1.0
+    assert c.flow.pushbacks == 1 and c.flow.limit == 4  # 8 halved, then growing by one per window
+    assert c.requests_sent == 2
+
+
+def test_the_client_grows_its_requests_in_flight_on_a_slow_link_and_counts_the_round_trips():
+    pool = SlowPool(delay=0.05)  # every answer takes a 50 ms round trip
+    c = client(pool)
+    assert c.parallelism == 64 and c.flow.limit == 8
+    c.map(lambda i: c.request("GET", f"/x/{i}"), range(200))
+    assert c.flow.peak >= 32  # 8, 16, 32 (64) while the latency stays at the round trip
+    # 200 requests: 8 + 16 + 32 + 64 + ... each wave one round trip, not 200 / 8 = 25
+    assert c.round_trips <= 8, c.round_trips
+
+
+def test_an_explicit_parallelism_is_a_hard_upper_limit():
+    c = client(SlowPool(delay=0.02), parallelism=4)
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+    original = c._pool.request
+
+    def counting(*a, **k):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            return original(*a, **k)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    c._pool.request = counting
+    c.map(lambda i: c.request("GET", f"/x/{i}"), range(40))
+    assert most[0] == 4 and c.flow.peak == 4
+
+
+def test_requests_one_after_another_count_one_round_trip_each_and_together_once():
+    c = client(SlowPool(delay=0.05))
+    c.request("GET", "/a")
+    c.request("GET", "/b")
+    assert c.round_trips == 2
+    c.map(lambda i: c.request("GET", f"/c/{i}"), range(6))  # sent together: one more
+    assert c.round_trips == 3
