@@ -195,7 +195,9 @@ def test_create_only_and_ignored_members(cluster, kube, namespace, tmp_path):
     assert objects["seed"]["action"] == "unchanged" and "create-only" in objects["seed"]["reason"]
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/seed")["data"] == {"v": "tuned"}
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/flux-seed")["data"] == {"v": "first"}
-    assert result["requests"]["writes"] == 0
+    # No member is written; the manifests changed, so the history records a new revision: its
+    # Secret and the parent's pointer (history.py), and nothing else.
+    assert result["requests"]["writes"] == 2 and result["revision"] == 2
     # they stay members: leaving the set prunes them
     rc, result, out = play(cluster, tmp_path, namespace, [cm("plain")], guard={"max_prune_percent": 100})
     assert rc == 0, out
