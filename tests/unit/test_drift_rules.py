@@ -143,3 +143,16 @@ def test_a_set_too_large_for_the_annotation_limit_keeps_no_member_record():
     ctx = SimpleNamespace(parent=parent, plan=plan_of(25000))
     members.at_release(ctx, done=True)
     assert parent.record_members is None
+
+
+def test_a_failed_run_records_the_old_members_and_those_it_applied_only():
+    """A member the server refused was never created: recording it would show it missing, not new."""
+    from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
+    from plugins.module_utils.applyset import members, spec  # pylint: disable=import-outside-toplevel
+    old, applied, refused = (spec.ObjectId("", "ConfigMap", "ns", name) for name in ("old", "applied", "refused"))
+    parent = SimpleNamespace(member_record=frozenset({members.digest(old)}), record_members=None)
+    plan = SimpleNamespace(members=[SimpleNamespace(key=k) for k in (applied, refused)])
+    report = SimpleNamespace(objects=[SimpleNamespace(id=applied, action="created"),
+                                      SimpleNamespace(id=refused, action="failed")])
+    members.at_release(SimpleNamespace(parent=parent, plan=plan, report=report), done=False)
+    assert parent.record_members == {members.digest(old), members.digest(applied)}

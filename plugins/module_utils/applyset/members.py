@@ -65,7 +65,18 @@ def while_writing(parent, plan) -> None:
     parent.record_members = _bounded((parent.member_record or frozenset()) | of_plan(plan))
 
 
+_WRITTEN = ("created", "configured", "replaced", "unchanged")
+
+
 def at_release(ctx, done: bool) -> None:
-    """Release step: a run that went through records exactly its members; a failed one the union."""
-    if done and ctx.plan is not None:
+    """Release step: a run that went through records exactly its members; a failed one the old
+    record and the members it applied (one it never created, refused by the server for example,
+    is not recorded: it would show as missing, not new, on the next run)."""
+    if ctx.plan is None:
+        return
+    if done:
         ctx.parent.record_members = _bounded(of_plan(ctx.plan))
+        return
+    applied = {o.id for o in ctx.report.objects if o.action in _WRITTEN}
+    kept = frozenset(digest(m.key) for m in ctx.plan.members if m.key in applied)
+    ctx.parent.record_members = _bounded((ctx.parent.member_record or frozenset()) | kept)
