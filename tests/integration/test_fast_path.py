@@ -624,13 +624,18 @@ class ParentWriterProxy(FaultProxy):
         super().__init__(kubeconfig)
 
     def _forward(self, method, path, headers, body):
+        is_parent_read = method == "GET" and path.split("?")[0] == self.parent_path
+        if is_parent_read:
+            # Counted once answered: the run reads its parent together with discovery (prefetch.py),
+            # and a change sent while that read is still on its way would be the version it reads.
+            answer = super()._forward(method, path, headers, body)
+            with self._hook_lock:
+                self.parent_reads += 1
+            return answer
         with self._hook_lock:
-            is_parent_read = method == "GET" and path.split("?")[0] == self.parent_path
-            if self.parent_reads and not is_parent_read and self.changed_at is None:
+            if self.parent_reads and self.changed_at is None:
                 self.changed_at = f"{method} {path}"
                 self.change()
-            if is_parent_read:
-                self.parent_reads += 1
         return super()._forward(method, path, headers, body)
 
 
