@@ -60,20 +60,12 @@ class ObjectResult:
         changed_by are left out."""
         data = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
                 "name": self.name, "action": self.action}
-        if self.reason:
-            data["reason"] = self.reason
-        if self.uid:
-            data["uid"] = self.uid
-        if self.error:
-            data["error"] = self.error
-        if self.drift:
-            data["drift"] = self.drift
-        if self.changed_by:
-            data["changed_by"] = self.changed_by
-        if self.ignored_fields:
-            data["ignored_fields"] = self.ignored_fields
+        data.update((key, getattr(self, key)) for key in _OPTIONAL_KEYS if getattr(self, key))
         return data
 
+
+# ObjectResult's keys that the module result shows only when set, in this order.
+_OPTIONAL_KEYS = ("reason", "uid", "error", "drift", "changed_by", "ignored_fields")
 
 CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
 HOOK_CHANGING_ACTIONS = frozenset({"completed", "failed", "would run"})  # a hook object created (or would be)
