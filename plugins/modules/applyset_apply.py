@@ -626,13 +626,10 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     warn_all,
 )
 
-try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import (
-        engine, history, kube, legacy, manifests, names, provenance, redact, rollback)
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
-    IMPORT_ERROR = manifests.YAML_IMPORT_ERROR  # None, or the ImportError of PyYAML
-except ImportError as err:  # PyYAML or kubernetes missing
-    IMPORT_ERROR = err
+# What the run needs to start reading the cluster. The rest of the engine is imported in main(),
+# after the early reads went out (early.py): they travel while Python compiles it.
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import early, kube, names  # noqa: E402
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError  # noqa: E402
 
 
 def argument_spec():
@@ -700,8 +697,10 @@ def argument_spec():
 
 
 def load_manifests(params, definition, src_contents=None):
-    """Load and validate the input (before any request); ``src_contents``: the vaulted ``src``
+    """Load and validate the input (before any write); ``src_contents``: the vaulted ``src``
     files, decrypted by the action plugin (see ``manifests.load_sources``)."""
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import manifests
+
     loaded = []
     if params["src"]:
         loaded += manifests.load_sources(params["src"], contents=src_contents)
@@ -714,24 +713,106 @@ def load_manifests(params, definition, src_contents=None):
 def legacy_options(params):
     if not params:
         return None
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import legacy
+
     return legacy.Options(selector=params["selector"], kinds=tuple(params["kinds"] or legacy.DEFAULT_KINDS),
                           allow_helm=params["allow_helm"])
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if IMPORT_ERROR is not None:
-        module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
     # Secret data never goes to no_log_values (that would mask every equal word in the output);
     # it is kept out of results by structure instead. See protected_input().
     definition, kubeconfig = protected_input(module)
+    check_options(module, definition)
+    runs = []  # the engines of the run: one, or two when a failed release rolled back
+    try:
+        # Names as the server checks them, before any request (the engine may take this over).
+        names.check_options(params["parent"], params["namespace"])
+        client, connect_error = connect_and_read_early(module, kubeconfig)
+        try:
+            from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import (
+                engine, manifests, rollback)
+        except ImportError as err:  # PyYAML missing
+            module.fail_json(msg=f"a required Python library is missing: {err}")
+        if manifests.YAML_IMPORT_ERROR is not None:
+            module.fail_json(msg=f"a required Python library is missing: {manifests.YAML_IMPORT_ERROR}")
+        options = engine_options(module, engine)
+        desired = None
+        if params["state"] == "present":
+            if params["rollback_to"] is not None:
+                definition = []
+            desired = load_manifests(params, definition, protected_src_contents(module))
+        elif params["state"] == "absent" and (params["src"] is not None or definition is not None):
+            desired = load_manifests(params, definition, protected_src_contents(module))  # for its delete hooks
+        if connect_error is not None:
+            raise connect_error  # after the input's own problems, as before the early reads
+
+        def make_engine(opts):
+            runs.append(engine.Engine(client, params["parent"], params["namespace"], opts))
+            return runs[-1]
+
+        run = make_engine(options) if params["state"] != "present" else None
+        if params["state"] == "present":
+            report = rollback.apply_or_roll_back(make_engine, options, desired)
+        elif params["state"] == "absent":
+            report = run.uninstall(desired)
+        else:
+            report = run.disband()
+    except ApplySetError as err:
+        # A failed run raises; what it did until then comes with the error (err.report).
+        partial = err.report
+        if partial is not None:
+            warn_all(module, partial.warnings)
+        result = partial.to_dict() if partial is not None else {"changed": False}
+        result.update(_revisions(runs, err))
+        fail_from_error(module, err, **_shape(result, module, failed=True))
+    warn_all(module, report.warnings)
+    module.exit_json(**_shape(dict(report.to_dict(), **_revisions(runs)), module))
+
+
+def check_options(module, definition):
+    """Refuse option values that need no cluster to judge, before any request."""
+    params = module.params
     if params["parallelism"] is not None and params["parallelism"] < 1:
         fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
     if not 0 <= params["guard"]["max_prune_percent"] <= 100:
         fail_option(module, "guard.max_prune_percent", "must be between 0 and 100",
                     "set it to 100 to allow any prune, or lower to guard more")
-    options = engine.Options(
+    target = params["rollback_to"]
+    if target is not None and target != "previous" and (not target.isdigit() or int(target) < 1):
+        fail_option(module, "rollback_to", f"must be a revision number or previous, not {target!r}",
+                    "list the revisions with applyset_info (revisions: true)")
+    if params["state"] == "present":
+        if target is not None and (params["src"] is not None or definition is not None):
+            fail_option(module, "rollback_to", "rollback_to applies a revision of the history, not src or "
+                        "definition", "give either rollback_to or src/definition")
+        if (target is None and params["src"] is None and definition is None
+                and not params["guard"]["allow_empty"]):
+            fail_option(module, "state", "state=present needs src or definition",
+                        "give src or definition; to empty the set on purpose set guard.allow_empty: true")
+
+
+def connect_and_read_early(module, kubeconfig):
+    """``(client, error)``: the client, and the reads that need no manifests sent from a thread
+    (early.py); a connection setting that fails is the error, raised once the input was read."""
+    params = module.params
+    try:
+        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
+    except ApplySetError as err:
+        return None, err
+    applies = params["state"] == "present" and params["rollback_to"] is None
+    early.start(client, params["parent"], params["namespace"], takeover=params["takeover"], lists=applies,
+                list_whole=bool(module._diff or module.check_mode or params["reapply"] == "changed"
+                                or params["ignore_fields"]))
+    return client, None
+
+
+def engine_options(module, engine):
+    """The run's ``engine.Options`` from the module's parameters."""
+    params = module.params
+    return engine.Options(
         field_manager=params["field_manager"],
         force_conflicts=params["force_conflicts"],
         field_validation=params["field_validation"],
@@ -761,56 +842,15 @@ def main():
         ignore_fields=tuple(params["ignore_fields"]),
         history=history_settings(module),
     )
-    runs = []  # the engines of the run: one, or two when a failed release rolled back
-    try:
-        # Names as the server checks them, before any request (the engine may take this over).
-        names.check_options(params["parent"], params["namespace"])
-        desired = None
-        if params["state"] == "present":
-            if params["rollback_to"] is not None:
-                if params["src"] is not None or definition is not None:
-                    fail_option(module, "rollback_to", "rollback_to applies a revision of the history, not src or "
-                                "definition", "give either rollback_to or src/definition")
-                definition = []
-            elif params["src"] is None and definition is None and not options.allow_empty:
-                fail_option(module, "state", "state=present needs src or definition",
-                            "give src or definition; to empty the set on purpose set guard.allow_empty: true")
-            desired = load_manifests(params, definition, protected_src_contents(module))
-        elif params["state"] == "absent" and (params["src"] is not None or definition is not None):
-            desired = load_manifests(params, definition, protected_src_contents(module))  # for its delete hooks
-        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
-
-        def make_engine(opts):
-            runs.append(engine.Engine(client, params["parent"], params["namespace"], opts))
-            return runs[-1]
-
-        run = make_engine(options) if params["state"] != "present" else None
-        if params["state"] == "present":
-            report = rollback.apply_or_roll_back(make_engine, options, desired)
-        elif params["state"] == "absent":
-            report = run.uninstall(desired)
-        else:
-            report = run.disband()
-    except ApplySetError as err:
-        # A failed run raises; what it did until then comes with the error (err.report).
-        partial = err.report
-        if partial is not None:
-            warn_all(module, partial.warnings)
-        result = partial.to_dict() if partial is not None else {"changed": False}
-        result.update(_revisions(runs, err))
-        fail_from_error(module, err, **_shape(result, module, failed=True))
-    warn_all(module, report.warnings)
-    module.exit_json(**_shape(dict(report.to_dict(), **_revisions(runs)), module))
 
 
 def history_settings(module):
-    """The history options as ``history.Settings`` (a bad rollback_to fails the task here)."""
+    """The history options as ``history.Settings`` (rollback_to was checked by ``check_options``)."""
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import history, provenance
+
     params = module.params
     target = params["rollback_to"]
     if target is not None and target != "previous":
-        if not target.isdigit() or int(target) < 1:
-            fail_option(module, "rollback_to", f"must be a revision number or previous, not {target!r}",
-                        "list the revisions with applyset_info (revisions: true)")
         target = int(target)
     return history.Settings(max=params["history_max"], namespace=params["history_namespace"],
                             provenance=provenance.gather(params["provenance"], params["src"]), rollback_to=target,
@@ -819,6 +859,8 @@ def history_settings(module):
 
 def _revisions(runs, err=None):
     """``revision`` (what the last run recorded) and ``rolled_back_to`` for the result."""
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import rollback
+
     shown = {}
     recorded = runs[-1].recorded_revision if runs else None
     if recorded is not None:
@@ -834,6 +876,8 @@ def _shape(result, module, failed=False):
     if failed and module.check_mode:
         result["changed"] = False  # a preview that fails changed nothing, and its objects say what it found
     # The engine returns no Secret data; this makes sure of it for every path, by structure.
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
+
     return redact.hide_secret_data(result)
 
 

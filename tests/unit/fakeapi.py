@@ -21,6 +21,7 @@ import copy
 import json
 import re
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -679,6 +680,21 @@ def cm(name, namespace=None, **extra):
 def deploy(name, replicas=1):
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
             "spec": {"replicas": replicas}}
+
+
+def slow_shop(delay: float = 0.02) -> FakeApi:
+    """The fake API with namespace shop, answering each request after ``delay`` seconds, as a
+    server a round trip away does: requests sent together overlap in time, as on a real link."""
+    api = FakeApi()
+    api.add_namespace("shop")
+    answer = api.request
+
+    def slow(*args, **kwargs):
+        time.sleep(delay)
+        return answer(*args, **kwargs)
+
+    api.request = slow
+    return api
 
 
 def load(*objects):

@@ -7,7 +7,7 @@ at once, as a run does by default.
 import time
 
 from applyset import prefetch
-from fakeapi import PARENT_PATH, FakeApi, cm, deployed, load, run
+from fakeapi import PARENT_PATH, cm, deployed, load, run, slow_shop
 
 
 def test_the_parent_path_is_known_before_discovery_for_secrets_and_configmaps_only():
@@ -21,18 +21,7 @@ def test_the_parent_path_is_known_before_discovery_for_secrets_and_configmaps_on
 
 
 def shop():
-    """The fake API with namespace shop, answering each request after 20 ms, as a server a round
-    trip away does: requests sent together overlap in time, as they do on a real link."""
-    api = FakeApi()
-    api.add_namespace("shop")
-    answer = api.request
-
-    def slow(*args, **kwargs):
-        time.sleep(0.02)
-        return answer(*args, **kwargs)
-
-    api.request = slow
-    return api
+    return slow_shop(0.02)
 
 
 def sent_paths(api):

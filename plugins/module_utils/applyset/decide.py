@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import adoption, field_policy, members, namespaces, nochange, ordering
+from . import adoption, early, field_policy, members, namespaces, nochange, ordering
 from . import parent as parents
 from . import plan as plans
 from . import prune as prunes
@@ -101,7 +101,9 @@ def prune_context(parent, adopted, applied_uids=frozenset()) -> prunes.Context:
 def read_parent(ctx) -> None:
     """Step read-parent: discovery, then the parent read and judged; waits (bounded) while another
     run holds a claim on the set (a preview only warns)."""
-    # A Secret or ConfigMap parent is read together with discovery (prefetch.py): one round trip.
+    # The reads sent before the run asked for them are answered from there (early.py); a Secret or
+    # ConfigMap parent is read together with discovery (prefetch.py): one round trip.
+    early.finish(ctx.client)
     ctx.discovery, reader = discover_and_read(ctx.client, ctx.parent_spec, ctx.namespace)
     discovery = ctx.discovery
     res, name, ns, definition = parents.resolve(discovery, ctx.parent_spec, ctx.namespace)
@@ -115,6 +117,7 @@ def read_parent(ctx) -> None:
             warnings.append(f"another run ({parent.claim.get('run')}) is changing this set right now; "
                             "the preview may be out of date when it finishes")
         else:
+            early.drop(ctx.client)  # what was read early may be from the middle of that run
             parent = wait_until_free(lambda: read()[0], ctx.run_id, ctx.opts.claim_wait, parent)
     ctx.record.warn(*warnings)
     ctx.parent = parent

@@ -17,7 +17,7 @@ Options, Report and ObjectResult are defined in options.py and report.py and re-
 
 from __future__ import annotations
 
-from . import redact, runner, steps
+from . import early, redact, runner, steps
 from .claim import new_run_id
 from .errors import ApplySetError
 from .kube import KubeClient
@@ -169,7 +169,10 @@ class Engine:
         carried = {}
         while True:
             self._ctx = self._attempt(manifests, carried)
-            runner.run(steps.reading(steps.APPLY, self.opts), self._ctx)
+            try:
+                runner.run(steps.reading(steps.APPLY, self.opts), self._ctx)
+            finally:
+                early.drop(self.client)  # what the run read early and did not take is out of date now
             try:
                 runner.run(steps.choose(steps.APPLY, self._ctx, may_skip_claim).rest, self._ctx)
                 return
@@ -179,5 +182,8 @@ class Engine:
                 carried, may_skip_claim = again.carried, False
 
     def _teardown(self, entry: str) -> None:
-        runner.run(steps.reading(entry, self.opts), self._ctx)
+        try:
+            runner.run(steps.reading(entry, self.opts), self._ctx)
+        finally:
+            early.drop(self.client)
         runner.run(steps.choose(entry, self._ctx, False).rest, self._ctx)

@@ -135,6 +135,7 @@ class KubeClient:
         self._count_lock = threading.Lock()
         self.flow = AdaptiveLimit(self.parallelism, start)
         self.path = CriticalPath()
+        self.early = None  # early.EarlyReads: reads sent before the run asked for them
         check_tls_files(cfg, self.source)
         pool_args = {
             "num_pools": 4,
@@ -203,7 +204,21 @@ class KubeClient:
 
     def send(self, req: ApiRequest) -> Response:
         """Send ``req`` with this client's headers and credential, retried as ``req.retry`` says
-        (see the class), and decode the answer (``read_response``). Raises as ``request``."""
+        (see the class), and decode the answer (``read_response``). Raises as ``request``.
+
+        A read that ``early`` sent before the run asked for it is answered from there, once
+        (``early.py``); while the early reads go out, each answer is recorded there."""
+        early = self.early
+        if early is not None:
+            taken = early.take(req)
+            if taken is not None:
+                return taken.result()
+            recorded = early.record(req)
+            if recorded is not None:
+                return _settle(recorded, lambda: self._send_and_read(req))
+        return self._send_and_read(req)
+
+    def _send_and_read(self, req: ApiRequest) -> Response:
         headers = self._headers(req.accept, req.content_type)
         return read_response(req, self._send_with_retries(req, headers), self.host, self.source)
 
@@ -392,6 +407,17 @@ def connect(auth: dict, **kwargs) -> KubeClient:
 
 
 # ----- helpers ----------------------------------------------------------------------------
+
+
+def _settle(future, call):
+    """``call()``, its answer or error also set on ``future`` (which is never left pending)."""
+    try:
+        answer = call()
+    except BaseException as err:
+        future.set_exception(err)
+        raise
+    future.set_result(answer)
+    return answer
 
 
 def _lasting_failure(resp) -> bool:
