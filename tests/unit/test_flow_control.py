@@ -42,15 +42,39 @@ def test_slow_start_doubles_while_the_latency_stays_at_the_round_trip_up_to_the_
     limit = flow.AdaptiveLimit(64, 8)
     seen = []
     for _ in range(5):
-        fill(limit, 0.050)  # 50 ms, window after window: the link, not the server, is the limit
+        fill(limit, 0.010)  # 10 ms, window after window: the link, not the server, is the limit
         seen.append(limit.limit)
     assert seen == [16, 32, 64, 64, 64]
     assert limit.peak == 64
 
 
+def test_a_link_a_region_away_fills_at_once_from_its_first_answer():
+    limit = flow.AdaptiveLimit(64, 8)
+    answer(limit, [0.050, 0.051])  # discovery, 50 ms away: every request spends its time on the wire
+    assert limit.slow_link and limit.limit == 8  # not on two answers
+    answer(limit, [0.052])  # the parent
+    assert limit.limit == 64 and limit.peak == 64
+    capped = flow.AdaptiveLimit(16, 8)  # parallelism: 16 stays the hard limit
+    answer(capped, [0.050] * 3)
+    assert capped.limit == 16
+    near = flow.AdaptiveLimit(64, 8)
+    answer(near, [0.050] * 3 + [0.002])  # then an answer in 2 ms: the link is near, the server was slow
+    assert not near.slow_link and near.limit == 8  # back to where it was
+    loopback = flow.AdaptiveLimit(64, 8)
+    answer(loopback, [0.002, 0.030, 0.030, 0.030])
+    assert loopback.limit == 8  # never jumps once the link showed itself near
+
+
+def test_a_server_that_pushed_back_is_not_filled_at_once_on_a_slow_link():
+    limit = flow.AdaptiveLimit(64, 8)
+    limit.pushed_back()
+    answer(limit, [0.050] * 3)
+    assert limit.limit == 4
+
+
 def test_no_growth_while_the_limit_does_not_bind():
     limit = flow.AdaptiveLimit(64, 8)
-    answer(limit, [0.050] * 40)  # one request at a time: more slots would not help
+    answer(limit, [0.010] * 40)  # one request at a time: more slots would not help
     assert limit.limit == 8
 
 
@@ -85,12 +109,12 @@ def test_new_connections_in_a_window_are_not_mistaken_for_a_queue():
 
 def test_429_halves_ends_slow_start_and_grows_back_by_one_per_window():
     limit = flow.AdaptiveLimit(64, 8)
-    fill(limit, 0.05)
-    fill(limit, 0.05)
+    fill(limit, 0.01)
+    fill(limit, 0.01)
     assert limit.limit == 32
     limit.pushed_back()
     assert limit.limit == 16 and limit.pushbacks == 1
-    fill(limit, 0.05)
+    fill(limit, 0.01)
     assert limit.limit == 17  # additive from now on
     for _ in range(5):
         limit.pushed_back()

@@ -6,7 +6,11 @@ server's CPU is the limit and more in flight only queues. The limit therefore st
 ``start`` (8) and, in slow start, doubles after each window of as many answers as the limit
 while the window's mean latency stays within ``QUEUE_FACTOR`` of the smallest latency seen (the
 round trip, judged on the window's faster quarter: the requests are not queueing, so throughput grows with the limit), up to
-``ceiling``. A window whose latency shows a queue ends slow start and takes one back (never
+``ceiling``. A link a region away shows itself in the first answers: while every answer so far
+took at least ``SLOW_LINK`` (20 ms; loopback and a data centre answer a small GET in a few), slow
+start jumps to ``LINK_START`` (64, within the ceiling) after ``LINK_EVIDENCE`` answers instead of
+doubling one round trip at a time, and goes back to where it was if a faster answer shows the
+link near after all (a loaded server, not a far one); the windows judge the rest as usual. A window whose latency shows a queue ends slow start and takes one back (never
 below ``start``). The server's own signals take precedence: a 429 (priority and fairness
 rejections included) or 503 halves the limit (down to 1), ends slow start, and a
 ``Retry-After`` holds every new request until it has passed; after that the limit grows back
@@ -30,6 +34,12 @@ DEFAULT_CEILING = 64
 QUEUE_FACTOR = 3.0
 # The longest pause a Retry-After may impose on every request (seconds).
 MAX_HOLD = 10.0
+# A link whose smallest latency is at least this long (seconds) is a link a region away: there a
+# request spends its time on the wire, not in the server, and slow start jumps to LINK_START.
+SLOW_LINK = 0.02
+LINK_START = 64
+# Answers that must all have taken SLOW_LINK before the jump (discovery, the parent, a LIST).
+LINK_EVIDENCE = 3
 
 
 def bounds(parallelism: int | None) -> tuple[int, int]:
@@ -56,6 +66,8 @@ class AdaptiveLimit:
         self.min_latency = None
         self._clock = clock
         self._slow_start = self.start < self.ceiling
+        self._answers = 0
+        self._before_jump: int | None = None  # the limit before the jump to LINK_START
         self._in_flight = 0
         self._window: list[float] = []
         self._full = False  # did the limit bind during this window (a request waited, or all slots taken)
@@ -83,11 +95,17 @@ class AdaptiveLimit:
             self._in_flight -= 1
             self._cond.notify_all()
 
+    @property
+    def slow_link(self) -> bool:
+        """Whether every answer so far took at least ``SLOW_LINK``: a link a region away."""
+        return self.min_latency is not None and self.min_latency >= SLOW_LINK
+
     def pushed_back(self, retry_after: float | None = None) -> None:
         """The server answered 429 or 503: halve the limit (never below 1), stop growing fast, and
         hold new requests for ``retry_after`` seconds when the server said so."""
         with self._cond:
             self.limit = max(1, self.limit // 2)
+            self._before_jump = None  # what the server says outranks what the link suggested
             self.low = min(self.low, self.limit)
             self.pushbacks += 1
             self._slow_start = False
@@ -101,12 +119,27 @@ class AdaptiveLimit:
         with self._cond:
             if latency is not None and (self.min_latency is None or latency < self.min_latency):
                 self.min_latency = latency
+            self._answers += 1
+            self._follow_link()
             self._window.append(latency if latency is not None else 0.0)
             if len(self._window) < self.limit:
                 return
             self._judge_window()
             self._window.clear()
             self._full = False
+            self.peak = max(self.peak, self.limit)
+            self._cond.notify_all()
+
+    def _follow_link(self) -> None:
+        """Jump to LINK_START on a link a region away, and back if it proves near (see the module)."""
+        if self._before_jump is not None and not self.slow_link:
+            self.limit, self._before_jump = self._before_jump, None
+        elif (self._slow_start and self._before_jump is None and self.limit < LINK_START and self.slow_link
+              and self._answers >= LINK_EVIDENCE):
+            # Every answer so far took a round trip of the wire: fill the link at once instead of
+            # doubling one round trip at a time (the server's 429s still halve it).
+            self._before_jump = self.limit
+            self.limit = min(self.ceiling, LINK_START)
             self.peak = max(self.peak, self.limit)
             self._cond.notify_all()
 
