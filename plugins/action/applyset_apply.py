@@ -20,6 +20,8 @@ Every module of the collection goes through ``ApplySetAction``:
   whole, or holding ``!vault`` values) travel in the same hidden parameter, and the module reads
   them in place of those files. A vaulted input that cannot be decrypted fails the task here,
   naming the file, before the module runs.
+* The module's AnsiballZ payload is kept between ``ansible-playbook`` runs
+  (``plugin_utils/ansiballz_cache.py``; ``APPLYSET_ANSIBALLZ_CACHE=false`` turns that off).
 
 For ``applyset_apply`` a relative ``src`` is also resolved the way users expect: a module
 runs in a temporary directory, so a relative ``src`` would mean nothing there. Like
@@ -90,6 +92,7 @@ class ApplySetAction(ActionBase):
         # Imported here so that the path resolution below can be tested without a collection tree.
         from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
         from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import InputError
+        from ansible_collections.applyset.kubernetes.plugins.plugin_utils.ansiballz_cache import TaskCache
 
         result = super().run(tmp, task_vars)
         del tmp  # no effect since Ansible 2.x; the connection's tmpdir is used
@@ -104,8 +107,14 @@ class ApplySetAction(ActionBase):
         args = self.with_play_context(args, task_vars)
         args = redact.pack_protected_input(args, src_contents=src_contents)
         wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
-        result.update(self._execute_module(module_name=self._task.resolved_action or self.DEFAULT_MODULE,
-                                           module_args=args, task_vars=task_vars, wrap_async=wrap_async))
+        module_name = self._task.resolved_action or self.DEFAULT_MODULE
+        payload_cache = TaskCache.prepare(self, module_name, task_vars)
+        try:
+            result.update(self._execute_module(module_name=module_name, module_args=args, task_vars=task_vars,
+                                               wrap_async=wrap_async))
+        finally:
+            if payload_cache is not None:
+                payload_cache.save()
         if not wrap_async:
             # An async job removes its own directory when it ends.
             self._remove_tmp_path(self._connection._shell.tmpdir)
