@@ -177,6 +177,8 @@ class DesiredObject:
     body: dict  # what is sent: the manifest with our part-of label and the namespace set
     rank: int
     crd_in_set: bool = False  # its kind comes from a CRD that this run applies
+    # ``key`` as computed for this body and resource (a run asks it a dozen times per member).
+    _key: tuple = field(default=(None, None, None), init=False, repr=False, compare=False)
 
     @property
     def namespace(self) -> str | None:
@@ -191,7 +193,11 @@ class DesiredObject:
     @property
     def key(self) -> spec.ObjectId:
         """Its identity, to match it with live objects."""
-        return spec.ObjectId.of(self.resource, self.namespace, self.name)
+        body, resource, key = self._key
+        if body is not self.body or resource is not self.resource:
+            key = spec.ObjectId.of(self.resource, self.namespace, self.name)
+            self._key = (self.body, self.resource, key)
+        return key
 
     @property
     def ref(self) -> str:
