@@ -286,7 +286,8 @@ options:
       - The most requests in flight at once within one step (applies, deletes, LISTs).
       - Not set, the run follows the round trip to the API server. It starts with 8 requests in flight and
         doubles them while their latency stays close to the round trip (on a slow link, more at once fill
-        it), up to 64. It stops growing once the server queues, and halves on a 429 (priority and
+        it), up to 64. When the first three answers each took 20 ms or more (a cluster a region away), it
+        goes to 64 at once. It stops growing once the server queues, and halves on a 429 (priority and
         fairness rejections included) or 503, waiting out a C(Retry-After).
       - A number is a hard upper limit. The run starts at 8 (or the number, if smaller) and grows up to
         it. Set it to 8 for the behaviour before this option followed the round trip, or to 1 to send one
