@@ -298,6 +298,11 @@ error:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+# First: the collection's module_utils below are then compiled once per host, not on every run.
+from ansible_collections.applyset.kubernetes.plugins.module_utils import bytecode_cache  # noqa: E402
+
+bytecode_cache.install()
+
 from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_support import (  # noqa: E402
     auth_arg_spec,
     auth_params,
