@@ -28,6 +28,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import marshal
 import os
@@ -44,7 +45,7 @@ _OFF = ("0", "false", "no", "off")
 
 
 def install(environ=None):
-    """Put the caching finder first on ``sys.meta_path`` (once); returns it, or None when the
+    """Put the caching finder on ``sys.meta_path`` just before the path finder (once); returns it, or None when the
     cache is off or has no usable directory."""
     environ = os.environ if environ is None else environ
     if environ.get("APPLYSET_BYTECODE_CACHE", "true").strip().lower() in _OFF:
@@ -56,7 +57,10 @@ def install(environ=None):
     if directory is None:
         return None
     finder = CachingFinder(directory)
-    sys.meta_path.insert(0, finder)
+    # Just before Python's path finder (which would find the zip): the finders ahead of it (built-in
+    # and frozen modules, and whatever a host or a test harness put first) keep their places.
+    at = next((i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder), len(sys.meta_path))
+    sys.meta_path.insert(at, finder)
     return finder
 
 

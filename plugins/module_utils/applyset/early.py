@@ -165,4 +165,3 @@ def drop(client) -> None:
     early = getattr(client, "early", None)
     if early is not None:
         early.drop()
-

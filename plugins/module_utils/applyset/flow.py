@@ -5,16 +5,17 @@ not in the server, so more requests in flight carry more work per round trip; on
 server's CPU is the limit and more in flight only queues. The limit therefore starts at
 ``start`` (8) and, in slow start, doubles after each window of as many answers as the limit
 while the window's mean latency stays within ``QUEUE_FACTOR`` of the smallest latency seen (the
-round trip, judged on the window's faster quarter: the requests are not queueing, so throughput grows with the limit), up to
-``ceiling``. A link a region away shows itself in the first answers: while every answer so far
-took at least ``SLOW_LINK`` (20 ms; loopback and a data centre answer a small GET in a few), slow
-start jumps to ``LINK_START`` (64, within the ceiling) after ``LINK_EVIDENCE`` answers instead of
-doubling one round trip at a time, and goes back to where it was if a faster answer shows the
-link near after all (a loaded server, not a far one); the windows judge the rest as usual. A window whose latency shows a queue ends slow start and takes one back (never
-below ``start``). The server's own signals take precedence: a 429 (priority and fairness
-rejections included) or 503 halves the limit (down to 1), ends slow start, and a
-``Retry-After`` holds every new request until it has passed; after that the limit grows back
-by one per window of successes.
+round trip, judged on the window's faster quarter: the requests are not queueing, so throughput
+grows with the limit), up to ``ceiling``. A link a region away shows itself in the first
+answers: while every answer so far took at least ``SLOW_LINK`` (20 ms; loopback and a data
+centre answer a small GET in a few), slow start jumps to ``LINK_START`` (64, within the ceiling)
+after ``LINK_EVIDENCE`` answers instead of doubling one round trip at a time, and goes back to
+where it was if a faster answer shows the link near after all (a loaded server, not a far one);
+the windows judge the rest as usual. A window whose latency shows a queue ends slow start and
+takes one back (never below ``start``). The server's own signals take precedence: a 429
+(priority and fairness rejections included) or 503 halves the limit (down to 1), ends slow
+start, and a ``Retry-After`` holds every new request until it has passed; after that the limit
+grows back by one per window of successes.
 
 ``CriticalPath`` counts the round trips a run waited for one after another: each request gets
 the depth of the deepest request answered before it was sent, plus one, and the path is the
