@@ -59,6 +59,7 @@ class RunContext:
     hooks: Any = None  # split-hooks or find-hooks: hooks.HookSet
     decisions: Any = None  # decide: decide.Decisions (apply routes) or teardown.Removal
     in_place: Any = None  # update-in-place: without_claim.Updates
+    pending_revision: Any = None  # update-in-place with a history: the revision created, not yet pointed to
     claim: Any = None  # claim: claim.Claim, until the release
     revision: int | None = None  # record-revision: the number of the revision this run recorded
     rollback_of: int | None = None  # load-revision: the revision a rollback applies again

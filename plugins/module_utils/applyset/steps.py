@@ -121,10 +121,13 @@ def for_update_only(opts) -> Route:
     """The route of a run whose only writes are in-place updates (without_claim.py): each
     conditional on the listed object, no claim, no parent write; a refusal or a parent written
     meanwhile starts the run over on the apply route."""
-    tail = [Step("update-in-place", without_claim.update_in_place, WRITE),
-            Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ),
+    history = history_steps.keeps_history(opts)
+    # With a history the revision is created alongside the updates, and the pointer's conditional
+    # write stands in for the confirmation's GET (history_steps.py).
+    update = history_steps.UPDATE_IN_PLACE if history else Step("update-in-place", without_claim.update_in_place, WRITE)
+    tail = [update, Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ),
             Step("record", without_claim.record_in_plan_order, DECIDE)]
-    if history_steps.keeps_history(opts):
+    if history:
         tail.append(history_steps.RECORD_IN_PLACE)
     if opts.wait:
         tail.append(Step("wait", settling.wait_until_settled, WAIT))
