@@ -19,6 +19,8 @@ import yaml
 from applyset import connection, kube
 from applyset.errors import ApiError, AuthenticationFailed, ConfigError, ConnectionFailed, InputError
 
+import tls_material
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -182,7 +184,7 @@ def test_a_kubeconfig_the_kubernetes_package_refuses_names_the_kubeconfig(tmp_pa
 def test_in_a_pod_without_a_kubeconfig_the_in_cluster_configuration_is_used(monkeypatch, tmp_path):
     token, ca = tmp_path / "token", tmp_path / "ca.crt"
     token.write_text("pod-token")
-    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    ca.write_bytes(tls_material.CERT_PEM)
     monkeypatch.setattr(connection, "IN_CLUSTER_TOKEN", str(token))
     monkeypatch.setattr(connection, "IN_CLUSTER_CA", str(ca))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")

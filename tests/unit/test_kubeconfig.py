@@ -19,10 +19,12 @@ from applyset import kube
 from applyset import kubeconfig as plain
 from applyset.errors import ConfigError
 
+import tls_material
+
 MODULE_UTILS = Path(__file__).resolve().parents[2] / "plugins" / "module_utils"
-CA_PEM = b"-----BEGIN CERTIFICATE-----\nY2E=\n-----END CERTIFICATE-----\n"
-CERT_PEM = b"-----BEGIN CERTIFICATE-----\nY2VydA==\n-----END CERTIFICATE-----\n"
-KEY_PEM = b"-----BEGIN EC PRIVATE KEY-----\na2V5\n-----END EC PRIVATE KEY-----\n"
+# Real PEMs: the client parses them when it is built (tls.py).
+CA_PEM = CERT_PEM = tls_material.CERT_PEM
+KEY_PEM = tls_material.KEY_PEM
 
 
 def b64(data: bytes) -> str:
@@ -328,7 +330,9 @@ def test_the_in_cluster_configuration_is_the_kubernetes_packages(tmp_path, envir
 
     token_path, ca_path = tmp_path / "token", tmp_path / "ca.crt"
     for path, content in ((token_path, token), (ca_path, ca)):
-        if content is not None:
+        if content == "CA":
+            path.write_bytes(CA_PEM)
+        elif content is not None:
             path.write_text(content)
 
     def loaded(load):

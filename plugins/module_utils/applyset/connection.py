@@ -423,6 +423,33 @@ def check_tls_files(cfg, source: ConnectionSource) -> None:
                               "in the playbook's directory)")
 
 
+def tls_context(source: ConnectionSource, *, verify: bool, ca_file: str | None, cert_file: str | None,
+                key_file: str | None):
+    """The client's one TLS context (tls.context), or a ConfigError naming the file that cannot be
+    used: kubectl, too, refuses a CA or client certificate it cannot parse before connecting."""
+    import ssl  # pylint: disable=import-outside-toplevel
+
+    from . import tls  # pylint: disable=import-outside-toplevel
+
+    try:
+        if verify and ca_file:
+            tls.context(verify=True, ca_file=ca_file, cert_file=None, key_file=None)
+    except (ssl.SSLError, OSError, ValueError) as err:
+        raise ConfigError(f"cannot use the CA certificate file {ca_file}: {_reason(err)}", obj=source.ca,
+                          fix="give a PEM file of the CA that signed the server's certificate") from None
+    try:
+        return tls.context(verify=verify, ca_file=ca_file, cert_file=cert_file, key_file=key_file)
+    except (ssl.SSLError, OSError, ValueError) as err:
+        raise ConfigError(f"cannot use the client certificate {cert_file} with the key {key_file}: {_reason(err)}",
+                          obj=source.credential,
+                          fix="give a PEM client certificate and the PEM private key that belongs to it "
+                              "(not encrypted)") from None
+
+
+def _reason(err: BaseException) -> str:
+    return getattr(err, "strerror", None) or getattr(err, "reason", None) or str(err) or type(err).__name__
+
+
 def bypasses_proxy(host: str, no_proxy: str | None) -> bool:
     """Whether the server URL ``host`` is reached directly: its host name is, or ends with, an entry
     of the comma-separated ``no_proxy`` list (or the list holds ``*``)."""

@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection
+from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection, tls_context
 from .discovery import Discovery, Resource, discover
 from .errors import ApiError, ApplySetError
 from .flow import AdaptiveLimit, CriticalPath, bounds
@@ -143,9 +143,9 @@ class KubeClient:
             "block": True,
             "retries": False,
             "cert_reqs": "CERT_REQUIRED" if cfg.verify_ssl else "CERT_NONE",
-            "ca_certs": cfg.ssl_ca_cert,
-            "cert_file": cfg.cert_file,
-            "key_file": cfg.key_file,
+            # one context for every connection, TLS sessions resumed (tls.py)
+            "ssl_context": tls_context(self.source, verify=cfg.verify_ssl, ca_file=cfg.ssl_ca_cert,
+                                       cert_file=cfg.cert_file, key_file=cfg.key_file),
         }
         if getattr(cfg, "tls_server_name", None):
             pool_args["server_hostname"] = cfg.tls_server_name
