@@ -438,10 +438,27 @@ class AnsibleTool(_AnsibleTool):
     name = "ansible"
     label = "applyset_apply via ansible-playbook"
 
+    def tree(self) -> Path:
+        """ansible@NAME and core@NAME run the collection tree .state/bench/tree-NAME (e.g. main
+        before a change, ``git archive REV | tar -x -C .state/bench/tree-NAME``), side by side."""
+        return BENCH_STATE / f"tree-{self.name.split('@', 1)[1]}" if "@" in self.name else TREE
+
+    def collections_path(self) -> Path:
+        """ANSIBLE_COLLECTIONS_PATH for this tool: the tree under test, or tree-NAME's own."""
+        if "@" not in self.name:
+            return COLLECTIONS
+        path = BENCH_STATE / f"collections-{self.name.split('@', 1)[1]}"
+        link = path / "ansible_collections" / "applyset" / "kubernetes"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(self.tree())
+        return path
+
     def reapply_mode(self) -> str:
         """What the collection under test does with unchanged members (a tree from before issue 11
         has no reapply option and applies every member on every run)."""
-        return self.cfg.reapply if supports_reapply(TREE) else "always"
+        return self.cfg.reapply if supports_reapply(self.tree()) else "always"
 
     def parent_option(self):
         if self.cfg.nsc == 1:
@@ -459,7 +476,7 @@ class AnsibleTool(_AnsibleTool):
         }}
         if self.cfg.parallelism is not None:  # not set: the module follows the round trip
             task["applyset.kubernetes.applyset_apply"]["parallelism"] = self.cfg.parallelism
-        if supports_reapply(TREE):
+        if supports_reapply(self.tree()):
             task["applyset.kubernetes.applyset_apply"]["reapply"] = self.cfg.reapply
         if self.cfg.nsc == 1:
             task["applyset.kubernetes.applyset_apply"]["namespace"] = self.namespaces[0]
@@ -470,7 +487,8 @@ class AnsibleTool(_AnsibleTool):
             admin.delete_path(f"/apis/{workload.BENCH_GROUP}/v1/applysets/{self.cfg.set_name(self.name)}")
 
     def command(self, scenario):
-        return self.ansible_command(scenario, self.dir / "playbook.yml", {"ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS)})
+        return self.ansible_command(scenario, self.dir / "playbook.yml",
+                                    {"ANSIBLE_COLLECTIONS_PATH": str(self.collections_path())})
 
 
 class CoreTool(AnsibleTool):
@@ -480,10 +498,6 @@ class CoreTool(AnsibleTool):
 
     def prepare(self) -> None:
         Tool.prepare(self)
-
-    def tree(self) -> Path:
-        """core@NAME runs the collection tree .state/bench/tree-NAME (e.g. a proposed change)."""
-        return BENCH_STATE / f"tree-{self.name.split('@', 1)[1]}" if "@" in self.name else TREE
 
     def command(self, scenario):
         argv = [str(PY), str(BENCH / "core_run.py"), self.cfg.kubeconfig, str(self.variant_dir(VARIANT_FOR[scenario])),
