@@ -228,3 +228,44 @@ def test_requests_one_after_another_count_one_round_trip_each_and_together_once(
     assert c.round_trips == 2
     c.map(lambda i: c.request("GET", f"/c/{i}"), range(6))  # sent together: one more
     assert c.round_trips == 3
+
+
+def test_a_freed_slot_wakes_one_waiting_request_not_every_one():
+    """A map keeps up to the ceiling's worth of threads waiting on a smaller limit (64 threads, 8
+    slots on loopback): each answer must wake one of them, not all (a herd of wake-ups that find no
+    slot cost about 1 ms of system CPU per request)."""
+    limit = flow.AdaptiveLimit(16, 1)
+    wakeups = []
+
+    class CountingCondition(threading.Condition):
+        def wait(self, timeout=None):
+            woke = super().wait(timeout)
+            wakeups.append(woke)
+            return woke
+
+    limit._cond = CountingCondition()  # pylint: disable=protected-access
+    holder_in, go = threading.Event(), threading.Event()
+
+    def hold():
+        with limit:
+            holder_in.set()
+            go.wait(5)
+
+    def one_request():
+        with limit:
+            time.sleep(0.01)  # an answer takes a while: the others are still waiting when it ends
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holder_in.wait(5)
+    waiters = [threading.Thread(target=one_request) for _ in range(12)]
+    for thread in waiters:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while len(limit._cond._waiters) < 12 and time.monotonic() < deadline:  # pylint: disable=protected-access
+        time.sleep(0.01)
+    go.set()
+    for thread in [holder, *waiters]:
+        thread.join(5)
+    assert limit._in_flight == 0  # pylint: disable=protected-access
+    assert len(wakeups) == 12, len(wakeups)  # each waiter woken once, when its turn came (all woken: 78)
