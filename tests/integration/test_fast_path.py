@@ -754,6 +754,47 @@ def test_an_update_only_run_writes_exactly_its_changed_members_and_not_the_paren
     assert_noop(applied(cluster, namespace, changed, history_max=0), 4)
 
 
+class RequestLog(MemberHookProxy):
+    """Records the reads of the parent too ("GET path status")."""
+
+    def __init__(self, kubeconfig):
+        self.parent_reads = []
+        super().__init__(kubeconfig)
+
+    def _forward(self, method, path, headers, body):
+        resp = super()._forward(method, path, headers, body)
+        if method == "GET" and path.split("?")[0].endswith("/secrets/set1"):
+            self.parent_reads.append(f"GET {path.split('?')[0]} {resp.status}")
+        return resp
+
+
+def test_with_a_history_a_changed_set_records_its_revision_alongside_the_updates(cluster, kube, namespace):
+    """Issue 30: the revision's Secret goes out with the updates and the pointer's write, conditional
+    on the parent as read, confirms that no run wrote the set meanwhile: the parent is read once."""
+    members = [cm("a"), cm("b")]
+    assert applied(cluster, namespace, members)["revision"] == 1
+    proxy = RequestLog(cluster.kubeconfig)
+    result, _out = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")])
+    assert actions(result) == {"a": "configured", "b": "unchanged"} and result["revision"] == 2
+    secrets_path = f"/api/v1/namespaces/{namespace}/secrets"
+    assert sorted(proxy.writes) == sorted([f"PATCH {cm_path(namespace, 'a')} 200", f"POST {secrets_path} 201",
+                                           f"PATCH {secret_path(namespace, 'set1')} 200"]), proxy.writes
+    assert proxy.writes[-1] == f"PATCH {secret_path(namespace, 'set1')} 200", proxy.writes  # the pointer last
+    assert len(proxy.parent_reads) == 1, proxy.parent_reads
+    annotations = kube.get(secret_path(namespace, "set1"))["metadata"]["annotations"]
+    assert annotations["applyset.kubernetes.ansible/revision"] == "2" and CLAIM not in annotations
+
+    # The same set, a member changed on the cluster: recorded only once an update changed it, after
+    # the confirming GET, as before.
+    merge_patch(kube, cm_path(namespace, "b"), {"data": {"v": "theirs"}})
+    proxy = RequestLog(cluster.kubeconfig)
+    result, _out = through(cluster, proxy, namespace, [cm("a", value="ours-2"), cm("b")], force_conflicts=True)
+    assert actions(result) == {"a": "unchanged", "b": "configured"} and result["revision"] == 3
+    assert proxy.writes == [f"PATCH {cm_path(namespace, 'b')} 200", f"POST {secrets_path} 201",
+                            f"PATCH {secret_path(namespace, 'set1')} 200"], proxy.writes
+    assert len(proxy.parent_reads) == 2, proxy.parent_reads
+
+
 def test_a_member_pruned_meanwhile_is_not_created_again_by_an_update_without_the_claim(cluster, kube, namespace):
     members = [cm("a"), cm("b")]
     applied(cluster, namespace, members)

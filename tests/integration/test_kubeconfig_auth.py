@@ -104,3 +104,24 @@ def test_an_exec_plugin_goes_through_the_kubernetes_package(kube, namespace, adm
     assert type(client.cfg).__module__.startswith("kubernetes.")
     assert client.source.credential_kind == "exec"
     assert whoami(client) == f"system:serviceaccount:{namespace}:plugged"
+
+
+def _open_connections(client):
+    pool = client._pool.connection_from_url(client.host).pool  # pylint: disable=protected-access
+    return [conn.sock for conn in list(pool.queue) if conn is not None and getattr(conn, "sock", None) is not None]
+
+
+def test_new_connections_resume_the_tls_session_and_stay_the_certificates_user(cluster, kube):
+    """tls.py: connections opened after the first resume its TLS session (no certificate sent or
+    signed again), and the server still knows them as the client certificate's user."""
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig}, parallelism=8)
+    first = whoami(client)
+    review = kube.create(WHOAMI, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert first == review["status"]["userInfo"]["username"]
+    names = client.map(lambda _: whoami(client), range(8))  # up to 8 connections at once
+    assert set(names) == {first}, names
+    sockets = _open_connections(client)
+    assert len(sockets) >= 2, sockets
+    assert sum(1 for sock in sockets if sock.session_reused) >= len(sockets) - 1, [s.session_reused for s in sockets]
+    # Reading every namespace needs the certificate's rights (anonymous requests are refused).
+    assert client.map(lambda _: client.request("GET", "/api/v1/namespaces/kube-system").status, range(8)) == [200] * 8

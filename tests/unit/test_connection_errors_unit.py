@@ -423,3 +423,28 @@ def test_a_missing_tls_file_option_is_refused_before_connecting_naming_its_sourc
         kube.connect(params)
     assert f"cannot read the {what} file {files[option]}: no such file" in str(info.value)
     assert "absolute path" in info.value.fix
+
+
+def test_a_ca_or_client_certificate_that_cannot_be_parsed_is_refused_before_connecting(tmp_path):
+    """tls.py: the client parses them once, when it is built, and names the file (kubectl, too,
+    refuses them before connecting)."""
+    ca, cert, key, garbage = (tmp_path / n for n in ("ca.crt", "me.crt", "me.key", "garbage.pem"))
+    ca.write_bytes(tls_material.CERT_PEM)
+    cert.write_bytes(tls_material.CERT_PEM)
+    key.write_bytes(tls_material.KEY_PEM)
+    garbage.write_text("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")
+    source = connection.ConnectionSource(ca="the ca_cert option", credential="user me in kubeconfig k")
+
+    made = connection.tls_context(source, verify=True, ca_file=str(ca), cert_file=str(cert), key_file=str(key))
+    assert made.verify_mode == ssl.CERT_REQUIRED and made.check_hostname
+    assert made.sslsocket_class.sessions.get("k8s.test") is None  # nothing to resume yet
+    assert connection.tls_context(source, verify=False, ca_file=str(garbage), cert_file=None,
+                                  key_file=None).verify_mode == ssl.CERT_NONE  # not verified: the CA is not read
+
+    with pytest.raises(ConfigError) as info:
+        connection.tls_context(source, verify=True, ca_file=str(garbage), cert_file=None, key_file=None)
+    assert str(info.value).startswith(f"the ca_cert option: cannot use the CA certificate file {garbage}: ")
+    with pytest.raises(ConfigError) as info:
+        connection.tls_context(source, verify=True, ca_file=str(ca), cert_file=str(cert), key_file=str(garbage))
+    assert str(info.value).startswith(f"user me in kubeconfig k: cannot use the client certificate {cert} "
+                                      f"with the key {garbage}: ")
