@@ -95,7 +95,10 @@ def test_wrong_token_in_kubeconfig_names_user_file_and_context_like_kubectl(clus
     refused = f'the token of user "{user}" in kubeconfig {path}, context "{context}" was not accepted'
     assert result["msg"].startswith(f"API server {server}: {refused}: it is wrong or has expired")
     assert "You must be logged in to the server (Unauthorized)" in result["msg"]
-    assert "You must be logged in to the server (Unauthorized)" in kubectl_says(path)
+    # kubectl's words depend on its discovery cache: with none for this server (the test run alone)
+    # its discovery is refused first, and it says "the server has asked for the client to provide
+    # credentials"; with one, its GET is, and it says "Unauthorized".
+    assert "You must be logged in to the server (" in kubectl_says(path)
     assert result["error"]["type"] == "AuthenticationFailed"
     assert result["error"]["fix"].startswith(f"renew the token in kubeconfig {path}")
 
