@@ -98,13 +98,13 @@ def update_in_place(ctx) -> None:
     if namespace is None or not _set_differs(ctx):
         without_claim.update_in_place(ctx)
         return
-    content = history.payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        written = pool.submit(_create_revision, ctx, namespace, content)
+        # The payload too is made in the worker: the first updates go out without waiting for it.
+        written = pool.submit(_make_and_create_revision, ctx, namespace)
         try:
             without_claim.update_in_place(ctx)
         finally:
-            outcome = written.result()  # nothing of this step goes on after it (a StartOver included)
+            content, outcome = written.result()  # nothing of this step goes on after it (a StartOver included)
     if outcome is history.NumberTaken:
         raise without_claim.StartOver(ctx.in_place.carried)
     if isinstance(outcome, ApplySetError):
@@ -116,6 +116,12 @@ def update_in_place(ctx) -> None:
 
 def _set_differs(ctx) -> bool:
     return history.set_digest([history.member_entry(m) for m in ctx.plan.members]) != ctx.parent.revision_digest
+
+
+def _make_and_create_revision(ctx, namespace: str):
+    """The next revision's payload, made and created (``_create_revision``), in a worker."""
+    content = history.payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
+    return content, _create_revision(ctx, namespace, content)
 
 
 def _create_revision(ctx, namespace: str, content: dict):
