@@ -207,6 +207,18 @@ def test_missing_ca_file_is_named_at_once_not_retried_as_unreachable(cluster, na
     assert "cannot connect" not in result["msg"] and "tries" not in result["msg"]
 
 
+def test_a_ca_file_that_is_not_a_certificate_is_named_at_once_not_retried(cluster, namespace, tmp_path):
+    server, _ = server_and_ca(cluster, tmp_path)
+    garbage = tmp_path / "ca.crt"
+    garbage.write_text("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")
+    env = ansible_env(cluster, K8S_AUTH_HOST=server, K8S_AUTH_API_KEY="irrelevant",
+                      K8S_AUTH_SSL_CA_CERT=str(garbage))
+    result = info(cluster, {"namespace": namespace}, env=env)
+    assert f"cannot use the CA certificate file {garbage}: " in result["msg"], result["msg"]
+    assert "K8S_AUTH_SSL_CA_CERT" in result["msg"]
+    assert "cannot connect" not in result["msg"] and "tries" not in result["msg"]
+
+
 def closed_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
