@@ -106,7 +106,7 @@ def update_in_place(ctx) -> None:
         finally:
             content, outcome = written.result()  # nothing of this step goes on after it (a StartOver included)
     if outcome is history.NumberTaken:
-        raise without_claim.StartOver(ctx.in_place.carried)
+        raise StartOver(ctx.in_place.carried)
     if isinstance(outcome, ApplySetError):
         if not _not_permitted(ctx, outcome):
             raise _failed(ctx, outcome)
@@ -148,7 +148,7 @@ def record_in_place(ctx) -> None:
         content = history.payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
         outcome = _create_revision(ctx, namespace, content)
         if outcome is history.NumberTaken:
-            raise without_claim.StartOver(ctx.in_place.carried)
+            raise StartOver(ctx.in_place.carried)
         if isinstance(outcome, ApplySetError):
             if _not_permitted(ctx, outcome):
                 return
@@ -157,7 +157,7 @@ def record_in_place(ctx) -> None:
     try:
         parents.write(ctx.client, ctx.parent, *ctx.decisions.hints.final, claim=None)
     except ApplySetError:
-        raise without_claim.StartOver(ctx.in_place.carried) from None  # the next attempt reads the parent again
+        raise StartOver(ctx.in_place.carried) from None  # the next attempt reads the parent again
     ctx.revision = content["revision"]
     trim(ctx)
 
