@@ -432,18 +432,20 @@ def tls_context(source: ConnectionSource, *, verify: bool, ca_file: str | None, 
     from . import tls  # pylint: disable=import-outside-toplevel
 
     try:
-        if verify and ca_file:
-            tls.context(verify=True, ca_file=ca_file, cert_file=None, key_file=None)
+        made = tls.context(verify=verify, ca_file=ca_file)
     except (ssl.SSLError, OSError, ValueError) as err:
         raise ConfigError(f"cannot use the CA certificate file {ca_file}: {_reason(err)}", obj=source.ca,
                           fix="give a PEM file of the CA that signed the server's certificate") from None
+    if not cert_file:
+        return made
     try:
-        return tls.context(verify=verify, ca_file=ca_file, cert_file=cert_file, key_file=key_file)
+        tls.load_client_certificate(made, cert_file, key_file)
     except (ssl.SSLError, OSError, ValueError) as err:
         raise ConfigError(f"cannot use the client certificate {cert_file} with the key {key_file}: {_reason(err)}",
                           obj=source.credential,
                           fix="give a PEM client certificate and the PEM private key that belongs to it "
                               "(not encrypted)") from None
+    return made
 
 
 def _reason(err: BaseException) -> str:

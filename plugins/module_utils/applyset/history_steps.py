@@ -41,8 +41,7 @@ def _secrets(ctx):
 def _changed(ctx) -> bool:
     """Whether the run changed a member, or applies a set the current revision does not record
     (a run stopped before its release changed members without recording them)."""
-    return (any(o.action in CHANGING_ACTIONS for o in ctx.report.objects)
-            or history.set_digest([history.member_entry(m) for m in ctx.plan.members]) != ctx.parent.revision_digest)
+    return any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or _set_differs(ctx)
 
 
 def _point_to(ctx, number: int, content: dict) -> None:
@@ -105,16 +104,12 @@ def update_in_place(ctx) -> None:
             without_claim.update_in_place(ctx)
         finally:
             content, outcome = written.result()  # nothing of this step goes on after it (a StartOver included)
-    if outcome is history.NumberTaken:
-        raise StartOver(ctx.in_place.carried)
-    if isinstance(outcome, ApplySetError):
-        if not _not_permitted(ctx, outcome):
-            raise _failed(ctx, outcome)
-        return  # not recorded: confirm-parent-unchanged reads the parent
-    ctx.pending_revision = content
+    if _created(ctx, outcome):
+        ctx.pending_revision = content  # else not recorded: confirm-parent-unchanged reads the parent
 
 
 def _set_differs(ctx) -> bool:
+    """Whether the set applied is not the one the current revision records."""
     return history.set_digest([history.member_entry(m) for m in ctx.plan.members]) != ctx.parent.revision_digest
 
 
@@ -136,6 +131,19 @@ def _create_revision(ctx, namespace: str, content: dict):
     return None
 
 
+def _created(ctx, outcome) -> bool:
+    """Whether ``_create_revision``'s ``outcome`` is a revision created. A number taken starts the
+    run over with the claim; a refusal for the credentials' rights is a warning (False); any other
+    error fails the run."""
+    if outcome is history.NumberTaken:
+        raise StartOver(ctx.in_place.carried)
+    if isinstance(outcome, ApplySetError):
+        if _not_permitted(ctx, outcome):
+            return False
+        raise _failed(ctx, outcome)
+    return True
+
+
 def record_in_place(ctx) -> None:
     """Step record-revision (update-only route): the revision's first Secret created, unless
     ``update_in_place`` did, then the pointer in one parent write conditional on the
@@ -145,14 +153,9 @@ def record_in_place(ctx) -> None:
     if content is None:
         if namespace is None or not _changed(ctx):
             return
-        content = history.payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
-        outcome = _create_revision(ctx, namespace, content)
-        if outcome is history.NumberTaken:
-            raise StartOver(ctx.in_place.carried)
-        if isinstance(outcome, ApplySetError):
-            if _not_permitted(ctx, outcome):
-                return
-            raise _failed(ctx, outcome)
+        content, outcome = _make_and_create_revision(ctx, namespace)
+        if not _created(ctx, outcome):
+            return
     _point_to(ctx, content["revision"], content)
     try:
         parents.write(ctx.client, ctx.parent, *ctx.decisions.hints.final, claim=None)

@@ -69,12 +69,13 @@ class _ResumingSocket(ssl.SSLSocket):
         return received
 
 
-def context(*, verify: bool, ca_file: str | None, cert_file: str | None, key_file: str | None) -> ssl.SSLContext:
+def context(*, verify: bool, ca_file: str | None) -> ssl.SSLContext:
     """The one ``SSLContext`` of a client: urllib3's defaults, the CA (the system's when none is
-    given and the server is verified), the client certificate and key, and session resumption.
+    given and the server is verified), and session resumption; ``load_client_certificate`` adds
+    the client's certificate.
 
     Raises:
-        ssl.SSLError, OSError: a file that cannot be read or parsed.
+        ssl.SSLError, OSError: a CA file that cannot be read or parsed.
     """
     from urllib3.util.ssl_ import create_urllib3_context  # pylint: disable=import-outside-toplevel
 
@@ -84,7 +85,14 @@ def context(*, verify: bool, ca_file: str | None, cert_file: str | None, key_fil
             made.load_verify_locations(cafile=ca_file)
         else:
             made.load_default_certs()
-    if cert_file:
-        made.load_cert_chain(cert_file, key_file)
     made.sslsocket_class = type("ResumingSocket", (_ResumingSocket,), {"sessions": SessionCache()})
     return made
+
+
+def load_client_certificate(made: ssl.SSLContext, cert_file: str, key_file: str | None) -> None:
+    """Present ``cert_file`` (with ``key_file``) on every connection made with ``made``.
+
+    Raises:
+        ssl.SSLError, OSError: a file that cannot be read or parsed, or a key that is not the certificate's.
+    """
+    made.load_cert_chain(cert_file, key_file)
