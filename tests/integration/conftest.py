@@ -70,11 +70,38 @@ def _slug(text: str, limit: int) -> str:
     return cleaned[:limit].strip("-") or "t"
 
 
+# Whether this cluster's controller-manager publishes kube-root-ca.crt into new namespaces;
+# None until a first namespace has told.
+_ROOT_CA_PUBLISHED: list[bool | None] = [None]
+
+
+def _wait_for_root_ca_configmap(kube, namespace: str, timeout: float = 30.0) -> None:
+    """Let kube-controller-manager put kube-root-ca.crt into a new namespace before the test starts.
+
+    It arrives a moment after the namespace; a test that snapshots the namespace's ConfigMaps
+    before and after a refused run would otherwise see it appear and blame the run for it.
+    A cluster that never publishes it (no controller-manager) is waited for once, not per test.
+    """
+    if _ROOT_CA_PUBLISHED[0] is False:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if kube.get(f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt") is not None:
+            _ROOT_CA_PUBLISHED[0] = True
+            return
+        time.sleep(0.02)
+    if _ROOT_CA_PUBLISHED[0] is None:
+        _ROOT_CA_PUBLISHED[0] = False
+        return
+    raise AssertionError(f"kube-root-ca.crt did not appear in namespace {namespace} within {timeout:.0f}s")
+
+
 @pytest.fixture
 def namespace(request, kube) -> str:
     """A fresh namespace named after the test, deleted afterwards."""
     name = f"t-{_slug(request.node.name, 40)}-{secrets.token_hex(3)}"
     kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    _wait_for_root_ca_configmap(kube, name)
     yield name
     kube.delete(f"/api/v1/namespaces/{name}")
 
