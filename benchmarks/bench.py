@@ -438,16 +438,20 @@ class AnsibleTool(_AnsibleTool):
     name = "ansible"
     label = "applyset_apply via ansible-playbook"
 
+    def other_tree(self) -> str | None:
+        """NAME of ansible@NAME and core@NAME, which run the collection tree .state/bench/tree-NAME
+        (e.g. main before a change, ``git archive REV | tar -x -C .state/bench/tree-NAME``) side by
+        side with the tree under test; None for the tree under test."""
+        return self.name.split("@", 1)[1] if "@" in self.name else None
+
     def tree(self) -> Path:
-        """ansible@NAME and core@NAME run the collection tree .state/bench/tree-NAME (e.g. main
-        before a change, ``git archive REV | tar -x -C .state/bench/tree-NAME``), side by side."""
-        return BENCH_STATE / f"tree-{self.name.split('@', 1)[1]}" if "@" in self.name else TREE
+        return BENCH_STATE / f"tree-{self.other_tree()}" if self.other_tree() else TREE
 
     def collections_path(self) -> Path:
         """ANSIBLE_COLLECTIONS_PATH for this tool: the tree under test, or tree-NAME's own."""
-        if "@" not in self.name:
+        if not self.other_tree():
             return COLLECTIONS
-        path = BENCH_STATE / f"collections-{self.name.split('@', 1)[1]}"
+        path = BENCH_STATE / f"collections-{self.other_tree()}"
         link = path / "ansible_collections" / "applyset" / "kubernetes"
         link.parent.mkdir(parents=True, exist_ok=True)
         if link.is_symlink() or link.exists():

@@ -459,3 +459,26 @@ def test_vvv_failing_run_never_shows_secret_values_given_inline(verbose_run, cas
     output = verbose_run["output"]
     assert f"TASK [{case}]" in output
     assert leaks(output, [FAILING[case]]) == []
+
+
+# ----- a history the user may not write ------------------------------------------------------------------------
+
+
+def test_a_revision_refused_for_rights_on_the_update_only_route_is_tried_once_and_warned_once(
+        cluster, kube, namespace, tmp_path):
+    """A user who may update the members and read and patch the parent, but not create Secrets:
+    the changed set's revision is refused (403), the update goes through, one warning says the
+    release is not recorded, and the revision is not tried again after the confirmation."""
+    assert admin_apply(cluster, namespace, [cm("a", v="1"), cm("b")])["revision"] == 1
+    bearer = service_account(cluster, kube, namespace, tmp_path, [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "patch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_MEMBER_VERBS}])
+    rc, result, out = run_as(bearer, cluster, tmp_path, {
+        "parent": "set1", "namespace": namespace, "definition": [cm("a", v="2"), cm("b")]})
+    assert rc == 0, out
+    assert actions(result) == {"ConfigMap/a": "configured", "ConfigMap/b": "unchanged"}
+    assert out.count("this release is not recorded in the set's history") == 1, out
+    assert result["requests"]["writes"] == 2, result["requests"]  # the member's PATCH, the revision's refused POST
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/a")["data"] == {"v": "2"}
+    annotations = kube.get(f"/api/v1/namespaces/{namespace}/secrets/set1")["metadata"]["annotations"]
+    assert annotations["applyset.kubernetes.ansible/revision"] == "1"  # still the last recorded release

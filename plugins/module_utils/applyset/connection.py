@@ -439,7 +439,7 @@ def tls_context(source: ConnectionSource, *, verify: bool, ca_file: str | None, 
     if not cert_file:
         return made
     try:
-        tls.load_client_certificate(made, cert_file, key_file)
+        made.load_cert_chain(cert_file, key_file)
     except (ssl.SSLError, OSError, ValueError) as err:
         raise ConfigError(f"cannot use the client certificate {cert_file} with the key {key_file}: {_reason(err)}",
                           obj=source.credential,

@@ -30,7 +30,7 @@ from . import history, spec, without_claim
 from . import parent as parents
 from .errors import ApiError, ApplySetError
 from .report import CHANGING_ACTIONS
-from .runner import WRITE, Step
+from .runner import READ, WRITE, Step
 from .without_claim import StartOver
 
 
@@ -108,31 +108,35 @@ def update_in_place(ctx) -> None:
         ctx.pending_revision = content  # else not recorded: confirm-parent-unchanged reads the parent
 
 
+def confirm_parent_unchanged(ctx) -> None:
+    """Step confirm-parent-unchanged with a history: without_claim's GET of the parent, not sent
+    when a revision waits for its pointer: the pointer's write is conditional on the resourceVersion
+    read, the same confirmation, a round trip later (docs/safety.md)."""
+    if ctx.pending_revision is None:
+        without_claim.confirm_parent_unchanged(ctx)
+
+
 def _set_differs(ctx) -> bool:
     """Whether the set applied is not the one the current revision records."""
     return history.set_digest([history.member_entry(m) for m in ctx.plan.members]) != ctx.parent.revision_digest
 
 
 def _make_and_create_revision(ctx, namespace: str):
-    """The next revision's payload, made and created (``_create_revision``), in a worker."""
+    """The next revision's payload, made and created without overwriting one (in a worker):
+    (content, outcome), the outcome None, ``history.NumberTaken`` (the class) when another run
+    holds the number, or the error that refused it."""
     content = history.payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
-    return content, _create_revision(ctx, namespace, content)
-
-
-def _create_revision(ctx, namespace: str, content: dict):
-    """The revision created without overwriting one (in a worker): None, ``history.NumberTaken``
-    (the class) when another run holds the number, or the error that refused it."""
     try:
         history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=True)
     except history.NumberTaken:
-        return history.NumberTaken
+        return content, history.NumberTaken
     except ApplySetError as err:
-        return err
-    return None
+        return content, err
+    return content, None
 
 
 def _created(ctx, outcome) -> bool:
-    """Whether ``_create_revision``'s ``outcome`` is a revision created. A number taken starts the
+    """Whether ``_make_and_create_revision``'s ``outcome`` is a revision created. A number taken starts the
     run over with the claim; a refusal for the credentials' rights is a warning (False); any other
     error fails the run."""
     if outcome is history.NumberTaken:
@@ -151,7 +155,10 @@ def record_in_place(ctx) -> None:
     namespace = history.home(ctx.parent, ctx.opts.history)
     content = ctx.pending_revision
     if content is None:
-        if namespace is None or not _changed(ctx):
+        # None created by update_in_place: the set is the recorded one, recorded again only when an
+        # update changed something; or the set differs and its revision was refused (warned there).
+        updated = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects)
+        if namespace is None or not updated or _set_differs(ctx):
             return
         content, outcome = _make_and_create_revision(ctx, namespace)
         if not _created(ctx, outcome):
@@ -196,6 +203,7 @@ def delete_all(ctx) -> None:
 
 RECORD = Step("record-revision", record, WRITE, always=True)
 UPDATE_IN_PLACE = Step("update-in-place", update_in_place, WRITE)
+CONFIRM_PARENT_UNCHANGED = Step("confirm-parent-unchanged", confirm_parent_unchanged, READ)
 RECORD_IN_PLACE = Step("record-revision", record_in_place, WRITE)
 TRIM = Step("trim-history", trim, WRITE)
 DELETE_ALL = Step("delete-history", delete_all, WRITE)

@@ -122,11 +122,14 @@ def for_update_only(opts) -> Route:
     conditional on the listed object, no claim, no parent write; a refusal or a parent written
     meanwhile starts the run over on the apply route."""
     history = history_steps.keeps_history(opts)
-    # With a history the revision is created alongside the updates, and the pointer's conditional
-    # write stands in for the confirmation's GET (history_steps.py).
-    update = history_steps.UPDATE_IN_PLACE if history else Step("update-in-place", without_claim.update_in_place, WRITE)
-    tail = [update, Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ),
-            Step("record", without_claim.record_in_plan_order, DECIDE)]
+    if history:
+        # The revision is created alongside the updates, and the pointer's conditional write stands
+        # in for the confirmation's GET (history_steps.py).
+        update, confirm = history_steps.UPDATE_IN_PLACE, history_steps.CONFIRM_PARENT_UNCHANGED
+    else:
+        update = Step("update-in-place", without_claim.update_in_place, WRITE)
+        confirm = Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ)
+    tail = [update, confirm, Step("record", without_claim.record_in_plan_order, DECIDE)]
     if history:
         tail.append(history_steps.RECORD_IN_PLACE)
     if opts.wait:

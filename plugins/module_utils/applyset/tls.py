@@ -71,8 +71,8 @@ class _ResumingSocket(ssl.SSLSocket):
 
 def context(*, verify: bool, ca_file: str | None) -> ssl.SSLContext:
     """The one ``SSLContext`` of a client: urllib3's defaults, the CA (the system's when none is
-    given and the server is verified), and session resumption; ``load_client_certificate`` adds
-    the client's certificate.
+    given and the server is verified), and session resumption; the client's certificate, if any,
+    is added with ``load_cert_chain``.
 
     Raises:
         ssl.SSLError, OSError: a CA file that cannot be read or parsed.
@@ -87,12 +87,3 @@ def context(*, verify: bool, ca_file: str | None) -> ssl.SSLContext:
             made.load_default_certs()
     made.sslsocket_class = type("ResumingSocket", (_ResumingSocket,), {"sessions": SessionCache()})
     return made
-
-
-def load_client_certificate(made: ssl.SSLContext, cert_file: str, key_file: str | None) -> None:
-    """Present ``cert_file`` (with ``key_file``) on every connection made with ``made``.
-
-    Raises:
-        ssl.SSLError, OSError: a file that cannot be read or parsed, or a key that is not the certificate's.
-    """
-    made.load_cert_chain(cert_file, key_file)

@@ -163,12 +163,7 @@ def _update(ctx, member) -> _InPlace:
 
 def confirm_parent_unchanged(ctx) -> None:
     """Step confirm-parent-unchanged: one GET of the parent; the same resourceVersion, and exactly
-    what a release would write, means no other run wrote the set meanwhile. Else start over.
-
-    Not sent when a revision waits for its pointer (history_steps.update_in_place): the pointer's
-    write is conditional on the resourceVersion read, the same confirmation, a round trip later."""
-    if ctx.pending_revision is not None:
-        return
+    what a release would write, means no other run wrote the set meanwhile. Else start over."""
     parent = ctx.parent
     now = ctx.client.get(parent.resource, parent.name, parent.namespace or None)
     if (now is None or (now.get("metadata") or {}).get("resourceVersion") != parent.resource_version
