@@ -32,20 +32,57 @@ def test_helm_install_and_upgrade_hooks_run_when_the_set_is_installed_or_upgrade
     _, hook_set = split(obj("Job", "first", {"helm.sh/hook": "pre-install"}, api="batch/v1"),
                         obj("Job", "every", {"helm.sh/hook": "pre-install,pre-upgrade"}, api="batch/v1"),
                         obj("Job", "post", {"helm.sh/hook": "post-upgrade"}, api="batch/v1"))
-    assert [h.desired.name for h in hook_set.of_phase(hooks.PRE_APPLY, installing=True)] == ["first", "every"]
+    assert [h.desired.name for h in hook_set.of_phase(hooks.PRE_APPLY, installing=True)] == ["every", "first"]
     assert [h.desired.name for h in hook_set.of_phase(hooks.PRE_APPLY, installing=False)] == ["every"]
     assert [h.desired.name for h in hook_set.of_phase(hooks.POST_APPLY, installing=False)] == ["post"]
     assert hook_set.of_phase(hooks.POST_APPLY, installing=True) == []
 
 
-def test_a_phase_runs_by_weight_then_kind_rank_then_input_order():
+def test_a_phase_runs_by_weight_then_helms_kind_order_then_name():
     _, hook_set = split(obj("Job", "late", {"applyset.kubernetes.ansible/hook": "pre-apply",
                                             "applyset.kubernetes.ansible/hook-weight": "5"}, api="batch/v1"),
                         obj("Job", "job", {"argocd.argoproj.io/hook": "PreSync"}, api="batch/v1"),
+                        obj("Job", "b-job", {"helm.sh/hook": "pre-upgrade"}, api="batch/v1"),
                         obj("ServiceAccount", "sa", {"helm.sh/hook": "pre-upgrade"}),
                         obj("ConfigMap", "early", {"helm.sh/hook": "pre-upgrade", "helm.sh/hook-weight": "-1"}))
     order = hook_set.of_phase(hooks.PRE_APPLY, installing=False)
-    assert [h.desired.name for h in order] == ["early", "sa", "job", "late"]
+    assert [h.desired.name for h in order] == ["early", "sa", "b-job", "job", "late"]
+
+
+def test_a_chart_s_rbac_hooks_go_before_its_job_whatever_their_names_or_input_order():
+    """ingress-nginx's admission patch: every object of one weight, the Job first in the input."""
+    rbac = [Resource("rbac.authorization.k8s.io", "v1", kind, kind.lower() + "s", not kind.startswith("Cluster"))
+            for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")]
+    helm = {"helm.sh/hook": "pre-install"}
+    docs = [obj("Job", "a-create", helm, api="batch/v1")]
+    docs += [obj(r.kind, "z-admission", helm, api="rbac.authorization.k8s.io/v1") for r in rbac]
+    docs.append(obj("ServiceAccount", "z-admission", helm))
+    _members, hook_set = hooks.split(load_definition(docs), Discovery(RESOURCES + rbac), ID, "shop")
+    order = [h.desired.resource.kind for h in hook_set.of_phase(hooks.PRE_APPLY, installing=True)]
+    assert order == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Job"]
+
+
+def test_unknown_kinds_go_last_helm_by_kind_then_name_argo_cd_by_name():
+    widgets = [Resource("example.com", "v1", kind, kind.lower() + "s", True) for kind in ("Zeta", "Alpha")]
+    discovery = Discovery(RESOURCES + widgets)
+
+    def ordered(key, value):
+        docs = [obj("Zeta", "a", {key: value}, api="example.com/v1"), obj("Alpha", "b", {key: value},
+                                                                          api="example.com/v1"),
+                obj("Job", "z", {key: value}, api="batch/v1")]
+        _members, hook_set = hooks.split(load_definition(docs), discovery, ID, "shop")
+        return [(h.desired.resource.kind, h.desired.name) for h in hook_set.of_phase(hooks.PRE_APPLY, True)]
+
+    assert ordered("helm.sh/hook", "pre-install") == [("Job", "z"), ("Alpha", "b"), ("Zeta", "a")]
+    assert ordered("argocd.argoproj.io/hook", "PreSync") == [("Job", "z"), ("Zeta", "a"), ("Alpha", "b")]
+
+
+def test_hook_succeeded_waits_for_the_phase_with_helm_and_for_the_run_with_argo_cd():
+    _, hook_set = split(obj("Job", "helm", {"helm.sh/hook": "pre-install"}, api="batch/v1"),
+                        obj("Job", "argo", {"argocd.argoproj.io/hook": "PreSync"}, api="batch/v1"),
+                        obj("Job", "own", {"applyset.kubernetes.ansible/hook": "pre-apply"}, api="batch/v1"))
+    scopes = {h.desired.name: h.succeeded_scope for h in hook_set.hooks}
+    assert scopes == {"helm": hooks.AFTER_PHASE, "argo": hooks.AFTER_RUN, "own": hooks.AFTER_PHASE}
 
 
 def test_hook_bodies_carry_no_part_of_label_and_name_their_set():

@@ -10,10 +10,17 @@ wins, as Argo CD ignores Helm's hook annotations on an object that has its own):
 
 Several comma-separated values are allowed. Helm's install hooks run only when the set is
 installed (its parent does not exist yet), its upgrade hooks only when it exists; the others on
-both. A weight orders the hooks of a phase (``.../hook-weight``, ``helm.sh/hook-weight``, Argo
-CD's ``sync-wave``), then the kind's rank, then the input order. A delete policy
-(``before-hook-creation``, the default, ``hook-succeeded``, ``hook-failed``; Argo CD's
-``BeforeHookCreation``, ``HookSucceeded``, ``HookFailed``) says when the object is deleted.
+both. The hooks of a phase run in the order their tool gives them: lower weight first
+(``.../hook-weight``, ``helm.sh/hook-weight``, Argo CD's ``sync-wave``), then the kind in Helm's
+install order (``HELM_KIND_ORDER``: a ServiceAccount and its RBAC before the Job that runs under
+them; Argo CD's list adds two kinds), then the name. Helm sorts kinds it does not know last,
+alphabetically; Argo CD puts them last too but goes straight to the name.
+
+A delete policy (``before-hook-creation``, the default, ``hook-succeeded``, ``hook-failed``; Argo
+CD's ``BeforeHookCreation``, ``HookSucceeded``, ``HookFailed``) says when the object is deleted.
+When the ``hook-succeeded`` ones go differs by tool, and we follow each (``Hook.succeeded_scope``):
+Helm (and our own annotation) deletes them once every hook of the phase succeeded, so a Job's
+ServiceAccount hook outlives the Job; Argo CD once the whole run succeeded. hook_run.py does it.
 
 Hook objects are no members: they get no part-of label, the parent's hint never counts them,
 and no prune (ours or kubectl's) ever sees them. ``split`` takes them out of the input before
@@ -38,6 +45,25 @@ DELETE_POLICIES = (BEFORE_CREATION, SUCCEEDED, FAILED)
 
 # When a phase's hook runs: on every run, or only when the set is installed or upgraded (Helm).
 ALWAYS, INSTALL, UPGRADE = "always", "install", "upgrade"
+
+# When a hook-succeeded hook is deleted: once its phase succeeded (Helm's execHook), or once the
+# run succeeded (Argo CD's sync: after the last phase).
+AFTER_PHASE, AFTER_RUN = "phase", "run"
+
+# The kinds in the order Helm installs them (helm.sh/helm pkg/releaseutil InstallOrder); a hook
+# phase is sorted by it within a weight. Argo CD's sync order (gitops-engine pkg/sync) is the same
+# list with SecretList after Secret and IngressClass before Ingress.
+HELM_KIND_ORDER = (
+    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
+    "ServiceAccount", "Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding", "ClusterRoleBindingList",
+    "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service", "DaemonSet", "Pod", "ReplicationController",
+    "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "Ingress", "APIService")
+ARGO_KIND_ORDER = tuple(k for kind in HELM_KIND_ORDER
+                        for k in {"Secret": ("Secret", "SecretList"), "Ingress": ("IngressClass", "Ingress")}.get(
+                            kind, (kind,)))
+_HELM_RANK = {kind: i for i, kind in enumerate(HELM_KIND_ORDER)}
+_ARGO_RANK = {kind: i for i, kind in enumerate(ARGO_KIND_ORDER)}
 
 OWN_HOOK = spec.OWN_PREFIX + "hook"
 OWN_WEIGHT = spec.OWN_PREFIX + "hook-weight"
@@ -69,13 +95,28 @@ FAMILIES = ((OWN_HOOK, _OWN, OWN_WEIGHT, OWN_DELETE_POLICY, _OWN_POLICIES),
 class Hook:
     """One hook object: ``desired``, what is sent (a ``plan.DesiredObject`` whose body has its
     namespace defaulted, the hook-of annotation and no part-of label), its ``index`` in the input,
-    its ``moments`` (``(phase, when)`` pairs), ``weight`` and ``delete_policies``."""
+    its ``moments`` (``(phase, when)`` pairs), ``weight``, ``delete_policies`` and the annotation
+    family it was read from (``tool``: ``OWN_HOOK``, ``ARGO_HOOK`` or ``HELM_HOOK``)."""
 
     desired: plans.DesiredObject
     index: int
     moments: tuple
     weight: int
     delete_policies: frozenset
+    tool: str = HELM_HOOK
+
+    @property
+    def succeeded_scope(self) -> str:
+        """When a hook-succeeded policy deletes it: ``AFTER_RUN`` for Argo CD's, else ``AFTER_PHASE``."""
+        return AFTER_RUN if self.tool == ARGO_HOOK else AFTER_PHASE
+
+    @property
+    def order_key(self) -> tuple:
+        """Its place in its phase as its tool sorts: weight, kind order (unknown kinds last), name."""
+        kind, name = self.desired.resource.kind, self.desired.name
+        if self.tool == ARGO_HOOK:
+            return (self.weight, _ARGO_RANK.get(kind, len(_ARGO_RANK)), "", name)
+        return (self.weight, _HELM_RANK.get(kind, len(_HELM_RANK)), "" if kind in _HELM_RANK else kind, name)
 
     def runs_in(self, phase: str, installing: bool) -> bool:
         """Whether this hook runs in ``phase`` of a run that installs the set (or upgrades it)."""
@@ -91,11 +132,11 @@ class HookSet:
     warnings: tuple = field(default_factory=tuple)
     installing: bool = False  # the parent did not exist when the run read it (Helm's install hooks)
     started: bool = False  # the pre-apply hooks' step began (the on-failure hooks may then run)
+    ran: tuple = ()  # (Hook, its result entry) of each hook run so far, in order (hook_run.py)
 
     def of_phase(self, phase: str, installing: bool) -> list[Hook]:
-        """The hooks of ``phase``, in the order they run: weight, kind rank, input order."""
-        return sorted((h for h in self.hooks if h.runs_in(phase, installing)),
-                      key=lambda h: (h.weight, h.desired.rank, h.index))
+        """The hooks of ``phase``, in the order they run (``Hook.order_key``)."""
+        return sorted((h for h in self.hooks if h.runs_in(phase, installing)), key=lambda h: h.order_key)
 
 
 NO_HOOKS = HookSet()
@@ -114,7 +155,7 @@ def _values(text) -> list[str]:
 
 
 def _parse(m, problems: list, warnings: list):
-    """``(moments, weight, policies)`` of manifest ``m``; None for a member; ``()`` moments for an
+    """``(moments, weight, policies, hook annotation)`` of manifest ``m``; None for a member; ``()`` moments for an
     object left out of the run. Problems go to ``problems``."""
     family, annotations = _family(m.metadata)
     if family is None:
@@ -149,7 +190,7 @@ def _parse(m, problems: list, warnings: list):
                 obj=where, fix=f"use one of {', '.join(policies_known)} (several separated by commas)"))
         else:
             policies.add(policies_known[value])
-    return tuple(moments), weight, frozenset(policies or {BEFORE_CREATION})
+    return tuple(moments), weight, frozenset(policies or {BEFORE_CREATION}), hook_key
 
 
 def split(manifests: list, discovery, applyset_id: str, default_namespace: str | None) -> tuple[list, HookSet]:
@@ -165,7 +206,7 @@ def split(manifests: list, discovery, applyset_id: str, default_namespace: str |
         if parsed is None:
             members.append(m)
             continue
-        moments, weight, policies = parsed
+        moments, weight, policies, tool = parsed
         if not moments:
             continue
         try:
@@ -181,7 +222,8 @@ def split(manifests: list, discovery, applyset_id: str, default_namespace: str |
             continue
         seen.add(desired.key)
         desired.body = _hook_body(desired.body, applyset_id)
-        hooks.append(Hook(desired=desired, index=index, moments=moments, weight=weight, delete_policies=policies))
+        hooks.append(Hook(desired=desired, index=index, moments=moments, weight=weight, delete_policies=policies,
+                          tool=tool))
     problems += _hooks_also_members(members, discovery, default_namespace, seen)
     if problems:
         raise InputErrors(problems)
