@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from . import ordering, waiting
+from . import ordering, wait_reasons, waiting
 from .errors import ApplySetError, WaitTimeout
 from .member_apply import apply_member
 from .readiness import Final
@@ -131,19 +131,28 @@ def _wait_round(ctx, state: _State, pending: list) -> None:
         if reason is None:
             state.ready.add(node)
         elif isinstance(reason, Final) or now - state.since[node] >= timeout:
-            waiter, why = blocking[node]
-            cannot = isinstance(reason, Final)
-            raise WaitTimeout(
-                f"{ordering.ref_of(waiter)} waits for {ordering.ref_of(node)} ({why}), which "
-                + ("cannot become ready" if cannot else f"is not ready after {timeout:g}s") + f": {reason}; "
-                "what waits for it was not applied, nothing was pruned and the parent keeps covering every object",
-                obj=ctx.set_ref,
-                fix=("look at the object and its events (kubectl describe), fix it and run again"
-                     + ("" if cannot else "; raise wait_timeout if it is only slow")),
-                details={"unready": [{"kind": node.kind, "namespace": node.namespace or None, "name": node.name,
-                                      "reason": str(reason), "waited_for_by": ordering.ref_of(waiter)}]})
+            # Say why, as the members' wait does: events and pods of the gate (a Job whose pods
+            # cannot be created names the cause).
+            bodies = {(res.kind, ns, name): body for (res, ns, name), body in applied.items()}
+            raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], reason), bodies)
     if any(node not in state.ready for node in blocking.keys()):
         time.sleep(_INTERVAL)
+
+
+def _gate_closed(ctx, node, blocked: tuple, reason) -> WaitTimeout:
+    """The error of a gate that timed out or cannot open: what waits, for what, and why."""
+    waiter, why = blocked
+    cannot = isinstance(reason, Final)
+    timeout = ctx.opts.wait_timeout
+    return WaitTimeout(
+        f"{ordering.ref_of(waiter)} waits for {ordering.ref_of(node)} ({why}), which "
+        + ("cannot become ready" if cannot else f"is not ready after {timeout:g}s") + f": {reason}; "
+        "what waits for it was not applied, nothing was pruned and the parent keeps covering every object",
+        obj=ctx.set_ref,
+        fix=("look at the object and its events (kubectl describe), fix it and run again"
+             + ("" if cannot else "; raise wait_timeout if it is only slow")),
+        details={"unready": [{"kind": node.kind, "namespace": node.namespace or None, "name": node.name,
+                              "reason": str(reason), "waited_for_by": ordering.ref_of(waiter)}]})
 
 
 def _target(ctx, node) -> tuple:

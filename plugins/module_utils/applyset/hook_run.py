@@ -5,9 +5,16 @@ Hooks run only in runs that write members: a re-run that changes nothing stays a
 route), so two runs never run the hooks of one set at once. A hook is server-side applied under
 the run's field manager, then waited for under the readiness rules (a Job until it completes; a
 Job removed by its ``ttlSecondsAfterFinished`` once finished counts as done) within
-``wait_timeout``; the hooks of a phase go one after the other. ``before-hook-creation`` deletes
-the object first (a Job's template is immutable, so a Job runs again only that way);
-``hook-succeeded`` and ``hook-failed`` delete it after, in the background (its pods go too).
+``wait_timeout``; the hooks of a phase go one after the other, in their tool's order
+(``hooks.Hook.order_key``). A hook that does not become ready says why, as the members' wait does
+(``wait_reasons``: a Job whose pods cannot be created shows its ``FailedCreate`` event, such as a
+ServiceAccount not found). ``before-hook-creation`` deletes the object first (a Job's template
+is immutable, so a Job runs again only that way). The other policies delete it in the background
+(its pods go too), when its tool does (Helm's ``pkg/action/hooks.go``, Argo CD's gitops-engine
+sync): Helm's ``hook-succeeded`` hooks (and ours) once every hook of the phase succeeded, last run
+first, each waited for until gone, so a Job's ServiceAccount hook is there for the Job's pods;
+Argo CD's once the run succeeded. Helm's ``hook-failed`` deletes the hook that failed; Argo CD's
+``HookFailed`` every hook of a failed run that has it.
 
 A failed hook fails the run, naming the hook: a pre-apply failure leaves every member as it
 was. on-failure hooks run when a step after the claim failed; the run still fails with the
@@ -19,10 +26,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import health, settling, spec
+from . import health, settling, spec, wait_reasons
 from . import hooks as hks
 from . import prune as prunes
-from .errors import ApiError, ApplySetError
+from .errors import ApiError, ApplySetError, WaitTimeout
 
 COMPLETED, FAILED, WOULD_RUN, WOULD_RUN_ON_FAILURE = "completed", "failed", "would run", "would run on failure"
 
@@ -58,6 +65,7 @@ def post_apply(ctx) -> None:
     if ctx.opts.wait and later:
         settling.wait_until_settled(ctx)
     run_phase(ctx, hks.POST_APPLY)
+    finish_run(ctx)
 
 
 def on_failure(ctx) -> None:
@@ -65,8 +73,10 @@ def on_failure(ctx) -> None:
     run fails with its first error whatever these hooks do; a failed one is a warning too."""
     if not (ctx.failing and ctx.hooks is not None and ctx.hooks.started):
         return
+    delete_after_failed_run(ctx)
     try:
         run_phase(ctx, hks.ON_FAILURE)
+        finish_run(ctx, hks.ON_FAILURE)
     except ApplySetError as err:
         ctx.record.warn(f"an on-failure hook failed too: {err}")
 
@@ -82,6 +92,7 @@ def post_delete(ctx) -> None:
     if ctx.hooks is not None and ctx.hooks.of_phase(hks.POST_DELETE, False) and ctx.opts.wait and not ctx.opts.dry_run:
         settling.wait_members_gone(ctx)
     _delete_phase(ctx, hks.POST_DELETE)
+    finish_run(ctx)
 
 
 def preview(ctx) -> None:
@@ -101,20 +112,63 @@ def _delete_phase(ctx, phase: str) -> None:
 
 def run_phase(ctx, phase: str) -> None:
     """The hooks of ``phase`` one after the other, each recorded; the first that fails stops the
-    phase and raises (in check mode all are tried, then the first refusal raises)."""
-    first_error = None
+    phase and raises (in check mode all are tried, then the first refusal raises). Once all
+    succeeded, the hook-succeeded ones of Helm's scope are deleted, last run first (Helm's
+    execHook); Argo CD's wait for the end of the run (``finish_run``)."""
+    first_error, succeeded = None, []
     for hook in ctx.hooks.of_phase(phase, ctx.hooks.installing):
         obj = hook.desired
         entry = {"phase": phase, "apiVersion": obj.body.get("apiVersion"), "kind": obj.resource.kind,
                  "namespace": obj.namespace, "name": obj.name, "weight": hook.weight,
                  "delete_policy": sorted(hook.delete_policies)}
-        error = _preview(ctx, hook, phase, entry) if ctx.opts.dry_run else _run(ctx, hook, phase, entry)
+        if ctx.opts.dry_run:
+            first_error = first_error or _preview(ctx, hook, phase, entry)
+            ctx.record.hook(entry)
+            continue
+        entry["deleted"] = False
+        error = _run(ctx, hook, phase, entry)
         ctx.record.hook(entry)
-        if error is not None and not ctx.opts.dry_run:
+        ctx.hooks = dataclasses.replace(ctx.hooks, ran=ctx.hooks.ran + ((hook, entry),))
+        if error is not None:
+            _delete_after_failure(ctx, hook, entry)
             raise error
-        first_error = first_error or error
+        succeeded.append((hook, entry))
     if first_error is not None:
         raise first_error
+    _delete_succeeded(ctx, [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
+
+
+def finish_run(ctx, phase: str | None = None) -> None:
+    """The run (or, with ``phase``, its last phase: on-failure) succeeded: Argo CD's hook-succeeded
+    hooks are deleted now, last run first."""
+    if ctx.hooks is None or ctx.opts.dry_run:
+        return
+    _delete_succeeded(ctx, [(h, e) for h, e in ctx.hooks.ran if h.succeeded_scope == hks.AFTER_RUN
+                            and e.get("action") == COMPLETED and (phase is None or e["phase"] == phase)])
+
+
+def _delete_succeeded(ctx, ran: list) -> None:
+    for hook, entry in reversed(ran):
+        if hks.SUCCEEDED in hook.delete_policies and not entry["deleted"]:
+            entry["deleted"] = _delete(ctx, hook, entry)
+
+
+def _delete_after_failure(ctx, failed, failed_entry: dict) -> None:
+    """A hook failed, so the run fails: Helm deletes that hook if its policy says hook-failed; Argo
+    CD deletes every hook of the run whose policy says HookFailed (``delete_after_failed_run``)."""
+    if failed.succeeded_scope == hks.AFTER_PHASE and hks.FAILED in failed.delete_policies:
+        failed_entry["deleted"] = _delete(ctx, failed, failed_entry)
+    delete_after_failed_run(ctx)
+
+
+def delete_after_failed_run(ctx) -> None:
+    """The run failed: Argo CD's hooks run so far with HookFailed are deleted (its sync deletes
+    them whether each hook itself failed or succeeded)."""
+    if ctx.hooks is None or ctx.opts.dry_run:
+        return
+    for hook, entry in reversed(ctx.hooks.ran):
+        if hook.succeeded_scope == hks.AFTER_RUN and hks.FAILED in hook.delete_policies and not entry["deleted"]:
+            entry["deleted"] = _delete(ctx, hook, entry)
 
 
 def _failure(obj, phase: str, reason: str) -> ApplySetError:
@@ -130,23 +184,32 @@ def _apply(ctx, obj, dry_run: bool):
 
 
 def _run(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
-    """Run one hook: delete it first (before-hook-creation), apply it, wait, delete it by its
-    policy. Fills ``entry``; returns the hook's failure, or None."""
+    """Run one hook: delete it first (before-hook-creation), apply it, wait. Fills ``entry`` (its
+    ``uid`` too, for the deletion by policy); returns the hook's failure, or None."""
     obj = hook.desired
     try:
         if hks.BEFORE_CREATION in hook.delete_policies:
             entry["replaced"] = _delete_existing(ctx, obj)
         uid = ((_apply(ctx, obj, dry_run=False).body or {}).get("metadata") or {}).get("uid")
-        target = (obj.resource, obj.namespace, obj.name)
-        applied = {target: {**obj.body, "metadata": {**obj.body["metadata"], "uid": uid}}}
-        health.wait_ready(ctx.client, [target], timeout=ctx.opts.wait_timeout, applied=applied, **ctx.opts.wait_rules)
+        entry["uid"] = uid
+        _wait(ctx, obj, uid)
     except ApplySetError as err:
         entry.update(action=FAILED, reason=err.message)
-        entry["deleted"] = hks.FAILED in hook.delete_policies and _delete(ctx, obj)
         return _failure(obj, phase, err.message)
     entry["action"] = COMPLETED
-    entry["deleted"] = hks.SUCCEEDED in hook.delete_policies and _delete(ctx, obj)
     return None
+
+
+def _wait(ctx, obj, uid: str | None) -> None:
+    """Wait until the hook is ready (a Job: complete); a timeout says why, as the members' wait
+    does: the Job's and its pods' Warning events (a pod that cannot be created names its cause)."""
+    target = (obj.resource, obj.namespace, obj.name)
+    applied = {**obj.body, "metadata": {**obj.body["metadata"], "uid": uid}}
+    try:
+        health.wait_ready(ctx.client, [target], timeout=ctx.opts.wait_timeout, applied={target: applied},
+                          **ctx.opts.wait_rules)
+    except WaitTimeout as err:
+        raise wait_reasons.explain(ctx.client, err, {(obj.resource.kind, obj.namespace, obj.name): applied}) from None
 
 
 def _delete_existing(ctx, obj) -> bool:
@@ -166,16 +229,23 @@ def _delete_existing(ctx, obj) -> bool:
     return True
 
 
-def _delete(ctx, obj) -> bool:
-    """Delete the hook object by its policy (in the background: a Job's pods go too); a failure
-    is a warning, not the run's."""
+def _delete(ctx, hook, entry: dict) -> bool:
+    """Delete the hook object this run created by its policy (in the background: a Job's pods go
+    too); Helm's scope then waits until it is gone, as Helm does, so that what runs next never
+    meets it. A failure is a warning, not the run's."""
+    obj, uid = hook.desired, entry.get("uid")
     try:
-        ctx.client.delete(obj.resource, obj.name, obj.namespace, propagation_policy="Background")
+        ctx.client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
+        if hook.succeeded_scope == hks.AFTER_PHASE:
+            settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
+                               timeout=ctx.opts.wait_timeout)
     except ApiError as err:
-        if err.status == 404:
-            return True  # gone already (a Job's ttlSecondsAfterFinished)
+        if err.status in (404, 409):
+            return True  # gone already (a Job's ttlSecondsAfterFinished), or replaced by someone else's
         ctx.record.warn(f"hook {obj.ref}: could not delete it by its delete policy: {err.message}")
         return False
+    except ApplySetError as err:
+        ctx.record.warn(f"hook {obj.ref}: deleted by its delete policy, but not gone: {err.message}")
     return True
 
 

@@ -1,6 +1,7 @@
 """Why a wait failed: for each object that did not become ready, its latest Warning events and
 its pods' states (container waiting reasons such as ``ImagePullBackOff`` or ``CrashLoopBackOff``,
-a pod the scheduler could not place), so that an operator without kubectl reads the cause in
+a pod the scheduler could not place; a Job whose pods cannot be created has its controller's
+``FailedCreate`` event, such as a ServiceAccount not found), so that an operator without kubectl reads the cause in
 the result.
 
 Bounded: at most ``MAX_OBJECTS`` unready objects are explained, with one LIST of Warning events
@@ -19,6 +20,7 @@ MAX_EVENTS = 3
 MAX_PODS = 3
 MAX_TEXT = 300
 _POD = Resource(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
+_JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # set by the Job controller on its pods (Kubernetes 1.27+)
 
 
 def explain(client, err: WaitTimeout, bodies: dict) -> WaitTimeout:
@@ -82,12 +84,13 @@ def _latest(events) -> list:
 
 
 def _pods(client, namespace: str, body: dict) -> list:
-    """The pods of a workload (by its selector's matchLabels), unready ones first, at most ``MAX_PODS``."""
+    """The pods of a workload (by its selector's matchLabels; a Job's by its uid), unready ones
+    first, at most ``MAX_PODS``."""
     if body.get("kind") == "Pod":
         labels = None
     else:
-        labels = ((body.get("spec") or {}).get("selector") or {}).get("matchLabels")
-        if not isinstance(labels, dict) or not labels:
+        labels = _pod_labels(body)
+        if not labels:
             return []
     try:
         if labels is None:
@@ -99,6 +102,17 @@ def _pods(client, namespace: str, body: dict) -> list:
     except (ApplySetError, KeyError):
         return []
     return sorted(items, key=lambda p: (_is_ready(p), (p.get("metadata") or {}).get("name", "")))[:MAX_PODS]
+
+
+def _pod_labels(body: dict) -> dict:
+    """The labels that select a workload's pods: its selector's matchLabels; for a Job, whose
+    selector the server generates (so the object as applied has none), the label the Job
+    controller puts on every pod it creates, its uid."""
+    uid = (body.get("metadata") or {}).get("uid")
+    if body.get("kind") == "Job" and uid:
+        return {_JOB_UID_LABEL: uid}
+    labels = ((body.get("spec") or {}).get("selector") or {}).get("matchLabels")
+    return labels if isinstance(labels, dict) else {}
 
 
 def _is_ready(pod: dict) -> bool:
