@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from ansible_cli import run_playbook
 
@@ -245,3 +246,53 @@ def test_with_wait_post_apply_hooks_run_once_the_members_are_ready_and_a_failed_
         assert [(h["phase"], h["name"], h["action"], h["deleted"]) for h in err.report.hooks] == [
             ("on-failure", "alarm", "completed", True)]
     assert kube.get(f"/apis/batch/v1/namespaces/{ns}/jobs/smoke")["metadata"]["uid"] == smoke["metadata"]["uid"]
+
+
+def job_as(name, annotations, service_account):
+    body = job(name, annotations)
+    body["spec"]["template"]["spec"]["serviceAccountName"] = service_account
+    return body
+
+
+def test_argo_cd_deletes_its_hook_succeeded_hooks_once_the_whole_run_succeeded(cluster, kube, namespace):
+    """Argo CD (gitops-engine's sync) deletes HookSucceeded hooks when the sync succeeds, not after
+    each phase: a PostSync Job may run under a PreSync ServiceAccount."""
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
+    ns = namespace
+    deleted_when = []
+    send = client.send
+
+    def recording(req):
+        if req.method == "DELETE":
+            deleted_when.append((req.path.rsplit("/", 1)[-1], [h["name"] for h in run.report.hooks]))
+        return send(req)
+
+    client.send = recording
+    presync = {"argocd.argoproj.io/hook": "PreSync", "argocd.argoproj.io/hook-delete-policy": "HookSucceeded"}
+    objects = [configmap("settings"),
+               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "annotations": presync}},
+               job_as("prepare", presync, "deployer"),
+               job_as("announce", {"argocd.argoproj.io/hook": "PostSync",
+                                   "argocd.argoproj.io/hook-delete-policy": "HookSucceeded"}, "deployer")]
+    run = engine.Engine(client, "secrets/argo", ns, engine.Options(wait_timeout=60))
+    report = run.apply(manifests.load_definition(objects))
+    assert [(h["phase"], h["name"], h["action"], h["deleted"]) for h in report.hooks] == [
+        ("pre-apply", "deployer", "completed", True), ("pre-apply", "prepare", "completed", True),
+        ("post-apply", "announce", "completed", True)]
+    # Deleted after the last hook of the run, last run first.
+    assert [(name, ran) for name, ran in deleted_when] == [
+        (name, ["deployer", "prepare", "announce"]) for name in ("announce", "prepare", "deployer")]
+    assert kube.request("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/deployer")[0] == 404
+
+
+def test_a_hook_job_that_cannot_create_its_pod_says_why(cluster, namespace):
+    """A hook Job under a ServiceAccount that does not exist never gets a pod: the error names the
+    Job controller's FailedCreate event, not only '0/1 completions, 0 active'."""
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
+    objects = [configmap("settings"), job_as("migrate", {"helm.sh/hook": "pre-install"}, "no-such-account")]
+    run = engine.Engine(client, "secrets/why", namespace, engine.Options(wait_timeout=5))
+    with pytest.raises(engine.ApplySetError) as failed:
+        run.apply(manifests.load_definition(objects))
+    message = failed.value.message
+    assert "the pre-apply hook Job" in message and "0/1 completions, 0 active" in message, message
+    assert "why: Job" in message and "FailedCreate" in message and 'serviceaccount "no-such-account" not found' in message, message
