@@ -116,6 +116,21 @@ def test_a_gate_that_times_out_applies_nothing_after_it_and_names_what_it_waited
     assert "applyset.kubernetes.ansible/lock" not in parent["metadata"]["annotations"]
 
 
+def test_a_gate_on_a_job_that_cannot_create_its_pod_says_why(kube, namespace, client):
+    """The Job's pod is refused (its ServiceAccount does not exist): the gate's error names the Job
+    controller's FailedCreate event, as the members' wait does (wait_reasons)."""
+    migrate = job("migrate")
+    migrate["spec"]["template"]["spec"]["serviceAccountName"] = "no-such-account"
+    after = configmap("after", {DEPENDS_ON: f"batch/namespaces/{namespace}/Job/migrate"})
+    with pytest.raises(WaitTimeout) as caught:
+        run(client, namespace, [migrate, after], wait_timeout=4)
+    message = str(caught.value)
+    assert f"ConfigMap {namespace}/after waits for Job {namespace}/migrate" in message, message
+    assert "why: Job" in message and 'FailedCreate' in message and '"no-such-account" not found' in message, message
+    assert caught.value.details["unready"][0]["events"][0]["reason"] == "FailedCreate"
+    assert not exists(kube, f"/api/v1/namespaces/{namespace}/configmaps/after")
+
+
 def test_a_renamed_configmap_is_pruned_only_once_the_new_rollout_is_ready(kube, namespace, client):
     run(client, namespace, [configmap("cfg-1"), deployment("web", config="cfg-1")], wait=True)
     with pytest.raises(WaitTimeout) as caught:
