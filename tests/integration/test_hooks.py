@@ -296,3 +296,23 @@ def test_a_hook_job_that_cannot_create_its_pod_says_why(cluster, namespace):
     message = failed.value.message
     assert "the pre-apply hook Job" in message and "0/1 completions, 0 active" in message, message
     assert "why: Job" in message and "FailedCreate" in message and 'serviceaccount "no-such-account" not found' in message, message
+
+
+def test_a_failed_run_deletes_argo_cds_hook_failed_hooks_and_only_helms_failed_hook(cluster, kube, namespace):
+    """Argo CD deletes every HookFailed hook of a failed sync (one that succeeded too); Helm deletes
+    only the hook that failed."""
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
+    ns = namespace
+    argo = {"argocd.argoproj.io/hook": "PreSync", "argocd.argoproj.io/hook-delete-policy": "HookFailed"}
+    helm = {"helm.sh/hook": "pre-install", "helm.sh/hook-delete-policy": "hook-failed"}
+    objects = [configmap("settings"), configmap("argo-done", annotations={**argo, "argocd.argoproj.io/sync-wave": "-1"}),
+               configmap("helm-done", annotations={**helm, "helm.sh/hook-weight": "-1"}),
+               job("doomed", helm, never_scheduled=True)]
+    run = engine.Engine(client, "secrets/failing", ns, engine.Options(wait_timeout=60))
+    with pytest.raises(engine.ApplySetError) as failed:
+        run.apply(manifests.load_definition(objects))
+    assert [(h["name"], h["action"], h["deleted"]) for h in failed.value.report.hooks] == [
+        ("argo-done", "completed", True), ("helm-done", "completed", False), ("doomed", "failed", True)]
+    assert kube.request("GET", f"/api/v1/namespaces/{ns}/configmaps/argo-done")[0] == 404
+    assert kube.request("GET", f"/api/v1/namespaces/{ns}/configmaps/helm-done")[0] == 200
+    assert kube.request("GET", f"/apis/batch/v1/namespaces/{ns}/jobs/doomed")[0] == 404

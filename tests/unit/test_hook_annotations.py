@@ -132,3 +132,11 @@ def test_every_bad_annotation_is_refused_at_once_naming_the_object_and_the_accep
 def test_an_object_given_as_a_hook_and_as_a_member_is_refused():
     with pytest.raises(InputErrors, match=r"\(ConfigMap a\): the same object is given as a hook and as a member"):
         split(obj("ConfigMap", "a", {"helm.sh/hook": "post-upgrade"}), obj("ConfigMap", "a"))
+
+
+def test_a_phase_mixing_helm_and_argo_cd_hooks_sorts_one_way():
+    """Argo CD's kind list has two kinds more than Helm's; the ranks stay comparable."""
+    _, hook_set = split(obj("ConfigMap", "b-helm", {"helm.sh/hook": "pre-install"}),
+                        obj("ConfigMap", "a-argo", {"argocd.argoproj.io/hook": "PreSync"}),
+                        obj("ServiceAccount", "z-argo", {"argocd.argoproj.io/hook": "PreSync"}))
+    assert [h.desired.name for h in hook_set.of_phase(hooks.PRE_APPLY, True)] == ["z-argo", "a-argo", "b-helm"]

@@ -59,11 +59,11 @@ HELM_KIND_ORDER = (
     "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding", "ClusterRoleBindingList",
     "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service", "DaemonSet", "Pod", "ReplicationController",
     "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "Ingress", "APIService")
-ARGO_KIND_ORDER = tuple(k for kind in HELM_KIND_ORDER
-                        for k in {"Secret": ("Secret", "SecretList"), "Ingress": ("IngressClass", "Ingress")}.get(
-                            kind, (kind,)))
-_HELM_RANK = {kind: i for i, kind in enumerate(HELM_KIND_ORDER)}
-_ARGO_RANK = {kind: i for i, kind in enumerate(ARGO_KIND_ORDER)}
+ARGO_KIND_ORDER = HELM_KIND_ORDER[:8] + ("SecretList",) + HELM_KIND_ORDER[8:31] + ("IngressClass",) + HELM_KIND_ORDER[31:]
+# One rank per kind for both tools, so that a phase mixing them still sorts one way; Helm's
+# own order is the same on its kinds.
+_RANK = {kind: i for i, kind in enumerate(ARGO_KIND_ORDER)}
+_HELM_KINDS = frozenset(HELM_KIND_ORDER)
 
 OWN_HOOK = spec.OWN_PREFIX + "hook"
 OWN_WEIGHT = spec.OWN_PREFIX + "hook-weight"
@@ -115,8 +115,9 @@ class Hook:
         """Its place in its phase as its tool sorts: weight, kind order (unknown kinds last), name."""
         kind, name = self.desired.resource.kind, self.desired.name
         if self.tool == ARGO_HOOK:
-            return (self.weight, _ARGO_RANK.get(kind, len(_ARGO_RANK)), "", name)
-        return (self.weight, _HELM_RANK.get(kind, len(_HELM_RANK)), "" if kind in _HELM_RANK else kind, name)
+            return (self.weight, _RANK.get(kind, len(_RANK)), "", name)
+        known = kind in _HELM_KINDS
+        return (self.weight, _RANK[kind] if known else len(_RANK), "" if known else kind, name)
 
     def runs_in(self, phase: str, installing: bool) -> bool:
         """Whether this hook runs in ``phase`` of a run that installs the set (or upgrades it)."""
