@@ -386,6 +386,10 @@ options:
       - It goes through the normal run (claim, guard, prune of what came later, check mode, diff) and records a
         new revision. A revision whose objects' apiVersion is no longer served, or whose CustomResourceDefinition
         drops a version objects are stored in, is refused before any write.
+      - The revision gives the member bodies; every option is this task's (O(field_manager), O(force_conflicts),
+        O(field_validation), O(recreate_on_immutable), O(wait), the timeouts, ...), not the revision's. Fields that
+        other field managers of this set's kept revisions own are taken over first, so the members end as the
+        revision had them, whatever field managers later releases used.
     type: str
   on_failure:
     description:

@@ -5,7 +5,9 @@ a Secret, an object the second release removed and a workload's image, and prune
 the second release had; history Secrets never carry the part-of label, no Secret value shows in
 any output, kubectl still reads the set, and ``state: absent`` removes the history. A release
 whose pods can never be scheduled, with ``on_failure: rollback`` and ``wait``, leaves the cluster
-as the last good release was.
+as the last good release was. A rollback applies with the task's own options (force_conflicts over
+a ``kubectl scale``), and takes over the fields of the set's other field managers, so that what
+only a later release under another manager set is gone (issue 36).
 """
 
 from __future__ import annotations
@@ -147,6 +149,69 @@ def test_a_release_that_cannot_become_ready_rolls_itself_back(cluster, kube, nam
     pod = web["spec"]["template"]["spec"]
     assert pod["containers"][0]["image"] == "registry.invalid/web:1" and "nodeSelector" not in pod
     assert web["spec"]["replicas"] == 0
+
+
+def test_a_rollback_takes_the_tasks_force_conflicts_over_a_kubectl_scale(cluster, kube, namespace, tmp_path):
+    # Issue 36, item 2: the rollback used the options stored in the revision and dropped the task's.
+    common = {"parent": "shop", "namespace": namespace}
+    release1 = [deployment("web", "registry.invalid/web:1")]
+    release2 = [deployment("web", "registry.invalid/web:2")]
+    results, _ = run(cluster, tmp_path, namespace, [task("release 1", "r1", definition=release1, **common),
+                                                     task("release 2", "r2", definition=release2, **common)])
+    assert (results["r1"]["revision"], results["r2"]["revision"]) == (1, 2), results
+    scale = subprocess.run(["kubectl", "scale", "-n", namespace, "deployment/web", "--replicas=3"],
+                           capture_output=True, text=True, env=ansible_env(cluster), timeout=60)
+    assert scale.returncode == 0, scale.stderr
+    results, _ = run(cluster, tmp_path, namespace, [
+        task("roll back without force", "refused", rollback_to="1", **common),
+        task("roll back, forced", "back", rollback_to="1", force_conflicts=True, **common),
+    ], "rollback")
+    assert results["refused"]["failed"] and "force_conflicts" in results["refused"]["msg"], results["refused"]
+    assert not results["back"].get("failed") and results["back"]["revision"] == 3, results["back"]
+    web = kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
+    assert web["spec"]["replicas"] == 1
+    assert web["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.invalid/web:1"
+
+
+def test_a_rollback_takes_over_the_fields_of_the_sets_other_field_managers(cluster, kube, namespace, tmp_path):
+    # Issue 36, item 2: release 2 under another field manager (forced) made rolling back to 1 fail
+    # every time, and forced through it left what only release 2 set.
+    common = {"parent": "shop", "namespace": namespace}
+    release1 = [cm("settings", color="blue", size="m"), deployment("web", "registry.invalid/web:1")]
+    settings2 = cm("settings", color="green", size="m", extra="only-two")
+    settings2["metadata"]["labels"] = {"tier": "only-two"}
+    web2 = deployment("web", "registry.invalid/web:2")
+    web2["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "ONLY_TWO", "value": "yes"}]
+    team_a, team_b = {**common, "field_manager": "team-a"}, {**common, "field_manager": "team-b"}
+    results, _ = run(cluster, tmp_path, namespace, [
+        task("release 1 by team a", "r1", definition=release1, **team_a),
+        task("release 2 by team b", "r2", definition=[settings2, web2], force_conflicts=True, **team_b),
+        task("roll back to the current revision", "same", rollback_to="2", **team_b),
+        task("preview the rollback to 1", "preview", rollback_to="1", check_mode=True, **team_a),
+        task("roll back to 1 by team a", "back", rollback_to="1", **team_a),
+        task("roll back to that again", "again", rollback_to="3", **team_a),
+    ])
+    assert (results["r1"]["revision"], results["r2"]["revision"]) == (1, 2), results
+    same = results["same"]
+    assert not same.get("failed") and not same["changed"] and same["requests"]["writes"] == 0, same
+    back = results["back"]
+    assert not back.get("failed") and back["revision"] == 3, back
+    assert any("took over all fields of team-b" in w for w in back.get("warnings", [])), back
+    preview = results["preview"]  # a real run takes over team-b's fields: no conflict to report
+    assert not preview.get("failed") and not any("refuses" in (o.get("reason") or "") for o in preview["objects"])
+    assert any("a real run first takes over all fields of team-b" in w for w in preview.get("warnings", []))
+    again = results["again"]
+    assert not again.get("failed") and not again["changed"] and again["requests"]["writes"] == 0, again
+
+    settings = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/settings")
+    assert settings["data"] == {"color": "blue", "size": "m"}
+    assert "tier" not in settings["metadata"]["labels"]
+    web = kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
+    (container,) = web["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "registry.invalid/web:1" and "env" not in container
+    for obj in (settings, web):
+        managers = {e["manager"] for e in obj["metadata"]["managedFields"] if not e.get("subresource")}
+        assert "team-b" not in managers and "team-a" in managers, managers
 
 
 def test_verify_reports_a_broken_history_and_deletes_what_is_not_the_sets(cluster, kube, namespace, tmp_path):

@@ -80,3 +80,52 @@ def test_the_patch_guards_with_the_resource_version():
     ops = csa.patch(migration, "42")
     assert ops[0]["path"] == "/metadata/managedFields" and ops[1] == {
         "op": "replace", "path": "/metadata/resourceVersion", "value": "42"}
+
+
+# ----- a rollback's takeover of the set's other release managers (merge_releases) ---------------------
+
+
+def test_a_rollback_takes_every_field_of_the_sets_other_release_managers_whole():
+    fields = [
+        entry("release-a", "Apply", {"f:data": {"f:a": {}}}),
+        entry("release-b", "Apply", {"f:data": {"f:a": {}, "f:b": {}}}),
+        entry("release-b", "Update", {"f:metadata": {"f:labels": {"f:part-of": {}}}}),
+        entry("release-b", "Update", {"f:status": {"f:ready": {}}}, subresource="status"),
+        entry("release-c", "Apply", {"f:data": {"f:c": {}}}, api_version="v2"),
+        entry("kube-controller-manager", "Update", {"f:data": {"f:d": {}}}),
+    ]
+    migration = csa.merge_releases(fields, "release-a", {"release-a", "release-b", "release-c"}, "v1")
+    assert migration.releases == ["release-b"] and not migration.needs_reapply
+    assert "release-b (earlier releases of this set)" in migration.describe()
+    managers = [(e["manager"], e["operation"], e.get("subresource")) for e in migration.managed_fields]
+    # status, another API version and another tool's entry stay as they are
+    assert managers == [("release-a", "Apply", None), ("release-b", "Update", "status"),
+                        ("release-c", "Apply", None), ("kube-controller-manager", "Update", None)]
+    assert csa.field_paths(migration.managed_fields[0]["fieldsV1"]) == {
+        ("f:data", "f:a"), ("f:data", "f:b"), ("f:metadata", "f:labels", "f:part-of")}
+    assert fields[1]["manager"] == "release-b"  # the input is left as it was
+
+
+def test_a_rollback_under_a_new_manager_gets_an_apply_entry_made_of_the_others():
+    fields = [entry("release-b", "Apply", {"f:data": {"f:b": {}}}), entry("kubectl", "Update", {"f:data": {}})]
+    migration = csa.merge_releases(fields, "rollback", {"release-b"}, "v1")
+    ours = migration.managed_fields[-1]
+    assert (ours["manager"], ours["operation"], ours["apiVersion"]) == ("rollback", "Apply", "v1")
+    assert csa.field_paths(ours["fieldsV1"]) == {("f:data", "f:b")}
+    assert [e["manager"] for e in migration.managed_fields] == ["kubectl", "rollback"]
+
+
+def test_nothing_to_merge_without_entries_of_the_sets_other_managers():
+    fields = [entry(OURS, "Apply", {"f:data": {"f:a": {}}}), entry("someone-else", "Apply", {"f:data": {}})]
+    assert csa.merge_releases(fields, OURS, {OURS}, "v1") is None
+    assert csa.merge_releases(fields, OURS, frozenset(), "v1") is None
+    assert csa.merge_releases(None, OURS, {"release-b"}, "v1") is None
+
+
+def test_release_fields_beyond_ours_tells_a_leftover_from_a_shared_field():
+    shared = [entry(OURS, "Apply", {"f:data": {"f:a": {}, "f:b": {}}}), entry("release-a", "Apply", {"f:data": {"f:a": {}}})]
+    assert not csa.release_fields_beyond_ours(shared, OURS, {OURS, "release-a"}, "v1")
+    leftover = [entry(OURS, "Apply", {"f:data": {"f:a": {}}}), entry("release-a", "Apply", {"f:data": {"f:x": {}}})]
+    assert csa.release_fields_beyond_ours(leftover, OURS, {"release-a"}, "v1")
+    assert not csa.release_fields_beyond_ours(leftover, OURS, frozenset(), "v1")
+    assert not csa.release_fields_beyond_ours(leftover, OURS, {"release-a"}, "v2")

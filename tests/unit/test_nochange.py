@@ -299,3 +299,28 @@ def test_a_digested_body_is_trusted_as_digested_and_gives_the_same_answers():
     stamped = nochange.with_digest(member)
     for live in (applied(member), applied(body(k="other")), None):
         assert nochange.why_apply(stamped, live, MANAGER, digested=True) == nochange.why_apply(member, live, MANAGER)
+
+
+# ----- a rollback and the field managers of the set's other releases ---------------------------------------
+
+
+def test_a_rollback_applies_a_member_where_another_release_manager_owns_a_field_of_its_own():
+    live = applied(body())
+    live["metadata"]["managedFields"].append({"manager": "release-b", "operation": "Apply", "apiVersion": "v1",
+                                              "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:only-b": {}}}})
+    assert nochange.why_apply(body(), live, MANAGER) is None  # not a rollback: another tool's field
+    assert "earlier releases" in nochange.why_apply(body(), live, MANAGER, set_managers={MANAGER, "release-b"})
+
+
+def test_a_rollback_skips_a_member_whose_other_release_managers_only_share_its_fields():
+    live = applied(body())
+    live["metadata"]["managedFields"].append({"manager": "release-b", "operation": "Apply", "apiVersion": "v1",
+                                              "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}})
+    assert nochange.why_apply(body(), live, MANAGER, set_managers={MANAGER, "release-b"}) is None
+
+
+def test_a_rollback_that_takes_fields_over_first_is_no_update_in_place():
+    live = listed(managedFields=[{"manager": "release-b", "operation": "Apply", "apiVersion": "v1",
+                                  "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}])
+    assert nochange.in_place_blocker(live, MANAGER, SET_ID) is None
+    assert "earlier releases" in nochange.in_place_blocker(live, MANAGER, SET_ID, {MANAGER, "release-b"})

@@ -127,3 +127,43 @@ def test_a_summary_never_holds_a_secret_value():
     content = {"time": "t", "result": "deployed", "rollback_of": None, "provenance": {}, "members": [
         {"body": {"apiVersion": "v1", "kind": "Secret", "stringData": {"password": "hunter2"}}}]}
     assert "hunter2" not in json.dumps(history._summary(content, history.encode(content)))
+
+
+def test_the_set_s_field_managers_come_from_summaries_and_older_revisions_contents():
+    revs = [history.Revision(1, {"result": "deployed"}, "s1"),  # written before summaries named the manager
+            history.Revision(2, {"result": "deployed", "field_manager": "team-b"}, "s2"),
+            history.Revision(3, {"result": "deployed", "field_manager": "team-b"}, "s3")]
+    read = []
+
+    def read_revision(number):
+        read.append(number)
+        return {"options": {"field_manager": "team-a"}}
+
+    assert history.field_managers(revs, read_revision) == {"team-a", "team-b"}
+    assert read == [1]  # only the revision whose summary does not say
+
+
+def test_a_summary_names_the_runs_field_manager():
+    content = {"time": "t", "result": "deployed", "rollback_of": None, "provenance": {}, "members": [],
+               "options": {"field_manager": "team-a"}}
+    assert history._summary(content, history.encode(content))["field_manager"] == "team-a"
+
+
+def test_a_rollback_keeps_the_tasks_options_and_learns_the_sets_field_managers(monkeypatch):
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "1"}}
+    content = {"set": PARENT.id, "options": {"field_manager": "team-a", "force_conflicts": False,
+                                             "field_validation": "Warn", "recreate_on_immutable": ["Job"]},
+               "members": [{"source": "settings.yaml", "body": body}]}
+    metadata = [{"metadata": {"name": "s1", "labels": {history.LABEL_REVISION: "1"}, "annotations": {
+        history.ANNOTATION_SUMMARY: json.dumps({"result": "deployed", "field_manager": "team-a"})}}},
+        {"metadata": {"name": "s2", "labels": {history.LABEL_REVISION: "2"}, "annotations": {
+            history.ANNOTATION_SUMMARY: json.dumps({"result": "deployed", "field_manager": "team-b"})}}}]
+    monkeypatch.setattr(history, "list_secrets", lambda *args: metadata)
+    monkeypatch.setattr(history, "read", lambda client, res, parent, namespace, number: content)
+    opts = Options(field_manager="rollback", force_conflicts=True, history=history.Settings(rollback_to=1))
+    ctx = SimpleNamespace(opts=opts, client=None, discovery=Discovery({("", "v1", "ConfigMap")}),
+                          parent=SimpleNamespace(**vars(PARENT), exists=True, revision=2, ref="secrets/shop"))
+    rollback.load_revision(ctx)
+    assert ctx.opts is opts  # force_conflicts, field_manager, field_validation: the task's
+    assert ctx.set_managers == {"team-a", "team-b"} and ctx.rollback_of == 1
+    assert [m.obj["data"] for m in ctx.manifests] == [{"a": "1"}]

@@ -22,6 +22,11 @@ follow the same model and name the managers we migrate:
 
 Controllers and other appliers are never touched: their fields are theirs.
 
+A rollback (rollback.py) moves ownership once more, before its apply: the other field managers
+that releases of the same set used (``merge_releases``). Their entries, Apply or Update, join
+our Apply entry whole, so that our apply neither conflicts with what a later release set under
+another manager nor leaves behind a field only that release set.
+
 Pure functions over the ``managedFields`` list (FieldsV1 sets handled as sets of paths).
 """
 
@@ -89,6 +94,7 @@ class Migration:
     managed_fields: list  # the new managedFields
     whole: list = field(default_factory=list)  # client-side apply managers whose fields all became ours
     shared: list = field(default_factory=list)  # imperative managers whose shared fields became ours
+    releases: list = field(default_factory=list)  # other managers of this set's releases, all fields ours
 
     @property
     def needs_reapply(self) -> bool:
@@ -103,6 +109,8 @@ class Migration:
             parts.append(f"all fields of {', '.join(sorted(set(self.whole)))} (client-side apply)")
         if self.shared:
             parts.append(f"the fields the manifest sets from {', '.join(sorted(set(self.shared)))}")
+        if self.releases:
+            parts.append(f"all fields of {', '.join(sorted(set(self.releases)))} (earlier releases of this set)")
         return " and ".join(parts)
 
 
@@ -179,6 +187,60 @@ def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
     ours["fieldsV1"] = fields_v1(owned)
     migration.managed_fields = kept
     return migration
+
+
+def _release_entry(entry: dict, ssa_manager: str, managers, api_version: str) -> bool:
+    """Whether ``entry`` is the object's own entry (no subresource) of another field manager that
+    releases of this set used, in ``api_version`` (paths of another version cannot be merged)."""
+    return (entry.get("manager") in managers and entry.get("manager") != ssa_manager
+            and entry.get("operation") in ("Apply", "Update") and not entry.get("subresource")
+            and entry.get("apiVersion") == api_version)
+
+
+def _is_our_apply(entry: dict, ssa_manager: str) -> bool:
+    return entry.get("manager") == ssa_manager and entry.get("operation") == "Apply" and not entry.get("subresource")
+
+
+def release_fields_beyond_ours(managed_fields: list | None, ssa_manager: str, managers, api_version: str) -> bool:
+    """Whether other field managers of this set's releases own a field that ``ssa_manager``'s Apply
+    entry does not: then the object holds something an apply of ours would not remove."""
+    entries = [e for e in managed_fields or () if isinstance(e, dict)]
+    theirs = [e for e in entries if _release_entry(e, ssa_manager, managers, api_version)]
+    if not theirs:
+        return False
+    ours = next((field_paths(e.get("fieldsV1")) for e in entries if _is_our_apply(e, ssa_manager)), set())
+    return any(field_paths(e.get("fieldsV1")) - ours for e in theirs)
+
+
+def merge_releases(managed_fields: list | None, ssa_manager: str, managers, api_version: str) -> Migration | None:
+    """Plan a rollback's takeover: every entry of the other field managers that releases of this
+    set used (``managers``), in ``api_version``, joins ``ssa_manager``'s Apply entry (made from the
+    first of them when there is none yet), as client-go's csaupgrade merges kubectl's entry.
+
+    Args:
+        managed_fields: the object's ``metadata.managedFields`` before the rollback's apply.
+        ssa_manager: the rollback's field manager.
+        managers: every field manager the set's kept revisions recorded (ours may be among them).
+        api_version: the apiVersion the rollback applies the object in.
+
+    Returns:
+        The ``Migration`` (``releases`` names the managers merged), or None when no entry is theirs.
+    """
+    entries = copy.deepcopy([e for e in managed_fields or () if isinstance(e, dict)])
+    theirs = [e for e in entries if _release_entry(e, ssa_manager, managers, api_version)]
+    if not theirs:
+        return None
+    ours = next((e for e in entries if _is_our_apply(e, ssa_manager)), None)
+    if ours is None:
+        ours = {**theirs[0], "manager": ssa_manager, "operation": "Apply"}
+        entries.append(ours)
+    owned = field_paths(ours.get("fieldsV1"))
+    for entry in theirs:
+        owned |= field_paths(entry.get("fieldsV1"))
+    ours["fieldsV1"] = fields_v1(owned)
+    ours["fieldsType"] = "FieldsV1"
+    kept = [e for e in entries if not any(e is t for t in theirs)]
+    return Migration(managed_fields=kept, releases=sorted({e["manager"] for e in theirs}))
 
 
 def patch(migration: Migration, resource_version: str) -> list:

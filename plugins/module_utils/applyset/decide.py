@@ -207,7 +207,7 @@ def decide(ctx) -> None:
     candidates, about_to_apply, first = _first_prune_decisions(ctx, taken)
     hints = _hints(ctx, taken.adopted)
     policies = field_policy.resolve(ctx)  # before the unchanged are found: rules change bodies
-    unchanged = {**find_unchanged(plan, live, opts), **policies.skipped}
+    unchanged = {**find_unchanged(plan, live, opts, ctx.set_managers), **policies.skipped}
     problems = plans.recreate_problems(plan.members, opts.recreate_on_immutable)
     if problems:
         raise InputErrors(problems)
@@ -281,9 +281,10 @@ def hint_differs(parent, group_kinds, namespaces) -> bool:
                 or set(group_kinds) != parent.recorded_group_kinds or set(namespaces) != parent.namespaces)
 
 
-def find_unchanged(plan: plans.Plan, live: LiveState, opts) -> dict:
-    """``{ObjectId: uid}`` of the members whose apply would change nothing (nochange.why_apply);
-    empty with ``reapply: always``. Members whose CRD this run applies are never listed."""
+def find_unchanged(plan: plans.Plan, live: LiveState, opts, set_managers=frozenset()) -> dict:
+    """``{ObjectId: uid}`` of the members whose apply would change nothing (nochange.why_apply;
+    ``set_managers``: a rollback's, from load-revision); empty with ``reapply: always``. Members
+    whose CRD this run applies are never listed."""
     if opts.reapply != "changed":
         return {}
     unchanged = {}
@@ -291,7 +292,8 @@ def find_unchanged(plan: plans.Plan, live: LiveState, opts) -> dict:
         found = live.get(member.key)
         if member.crd_in_set or found is None or found.resource.group_kind != member.resource.group_kind:
             continue
-        if nochange.why_apply(member.body, found.obj, opts.field_manager, digested=True) is None:
+        if nochange.why_apply(member.body, found.obj, opts.field_manager, digested=True,
+                              set_managers=set_managers) is None:
             unchanged[member.key] = found.uid
     return unchanged
 

@@ -41,7 +41,8 @@ FORMAT = 1
 DEFAULT_MAX = 10
 
 DEPLOYED, FAILED, SUPERSEDED, ROLLED_BACK = "deployed", "failed", "superseded", "rolled back"
-# The options that shape what an apply makes of the bodies; a rollback applies with them again.
+# The options that shaped what the run's apply made of the bodies, kept for the record. A rollback
+# applies with its own task's options (rollback.py); of these it uses only the field managers.
 SHAPING_OPTIONS = ("field_manager", "force_conflicts", "field_validation", "reapply", "recreate_on_immutable",
                    "prune", "takeover", "adopt", "create_namespace")
 
@@ -156,9 +157,12 @@ def decode(chunks: list[bytes]) -> dict:
 
 def _summary(content: dict, chunks: list[bytes]) -> dict:
     raw = b"".join(chunks)
+    # The field manager is in the summary so that a rollback learns every manager the set's
+    # releases used from one metadata-only LIST (field_managers).
     return {"time": content["time"], "result": content["result"], "members": len(content["members"]),
             "rollback_of": content["rollback_of"], "provenance": content["provenance"], "chunks": len(chunks),
-            "bytes": len(raw), "digest": "sha256:" + hashlib.sha256(raw).hexdigest()}
+            "bytes": len(raw), "digest": "sha256:" + hashlib.sha256(raw).hexdigest(),
+            "field_manager": (content.get("options") or {}).get("field_manager")}
 
 
 def _secret(parent, namespace: str, name: str, number: int, chunk: int, data: bytes, summary=None) -> dict:
@@ -279,6 +283,22 @@ def read(client, secrets_res, parent, namespace: str, number: int) -> dict:
     if content.get("set") != parent.id:
         raise ApplySetError(f"{where} belongs to another set", obj=where, fix="run applyset_verify")
     return content
+
+
+def field_managers(listed: list[Revision], read_revision) -> frozenset:
+    """Every field manager the kept revisions ``listed`` recorded: from their summaries, and for a
+    revision written before summaries named it, from its content (``read_revision(number)``)."""
+    found = set()
+    for rev in listed:
+        manager = rev.summary.get("field_manager")
+        if manager is None:
+            try:
+                manager = (read_revision(rev.number).get("options") or {}).get("field_manager")
+            except ApplySetError:
+                continue  # damaged or gone since the LIST: applyset_verify reports it
+        if isinstance(manager, str) and manager:
+            found.add(manager)
+    return frozenset(found)
 
 
 def delete(client, secrets_res, namespace: str, items: list) -> None:

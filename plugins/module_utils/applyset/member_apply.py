@@ -1,5 +1,6 @@
 """One object's apply: the server-side apply, its conflicts, the take-over of fields that
-client-side tools own, and a change the server refuses in place (recreated when its update
+client-side tools own (after the apply) or, in a rollback, other field managers of the set's
+releases (before it), and a change the server refuses in place (recreated when its update
 strategy says so, recreate.py).
 
 Runs in worker threads: every function returns the object's ``MemberOutcome`` (result, diff
@@ -20,6 +21,8 @@ from .report import Change, MemberOutcome, normalize, result_for
 
 # How the server names the part-of label in an apply conflict's causes.
 _PART_OF_FIELD = f".metadata.labels.{spec.LABEL_PART_OF}"
+# How the server names the other manager in a conflict's cause: 'conflict with "kubectl" using apps/v1'.
+_CONFLICT_WITH = re.compile(r'conflict with "([^"]*)"')
 
 
 def apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
@@ -52,10 +55,41 @@ def _apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> Membe
     if ctx.opts.dry_run and member.crd_in_set:
         return MemberOutcome(result_for(member, "created", reason="its CRD is created by this run, so the server "
                                         "cannot dry-run it yet"), [Change(member.ref, None, member.body)])
+    taken = _take_over_release_fields(ctx, member, before)
+    if isinstance(taken, MemberOutcome):
+        return taken
     sent = _send(ctx, member, before, created_namespaces)
     if isinstance(sent, MemberOutcome):
+        sent.warnings[:0] = taken
         return sent
-    return applied_outcome(ctx, member, before, sent, [f"{member.ref}: {warning}" for warning in sent.warnings])
+    return applied_outcome(ctx, member, before, sent, taken + [f"{member.ref}: {w}" for w in sent.warnings])
+
+
+def _take_over_release_fields(ctx, member: plans.DesiredObject, before: dict | None):
+    """A rollback's takeover before its apply: the entries of the set's other release managers
+    (``ctx.set_managers``) merged into ours (csa.merge_releases), so the apply neither conflicts
+    with a later release's fields nor leaves those only it set. Returns the warnings, or the
+    member's failed outcome when the takeover could not be written (the apply would leave them).
+    """
+    if before is None or not ctx.set_managers:
+        return []
+
+    def plan_merge(obj):
+        return csa.merge_releases((obj.get("metadata") or {}).get("managedFields"), ctx.opts.field_manager,
+                                  ctx.set_managers, member.body.get("apiVersion"))
+
+    migration = plan_merge(before)
+    if migration is None:
+        return []
+    if ctx.opts.dry_run:
+        return [f"{member.ref}: a real run first takes over {migration.describe()}"]
+    try:
+        _taken, migration = _migrate(ctx, member, before, migration, plan_merge)
+    except ApiError as err:
+        reason = (f"could not take over the fields of earlier releases' field managers before the rollback's "
+                  f"apply ({err.message}); nothing of it was applied. Fix: run the rollback again")
+        return MemberOutcome(result_for(member, "failed", reason=reason, error=err))
+    return [] if migration is None else [f"{member.ref}: took over {migration.describe()}"]
 
 
 def unchanged_outcome(ctx, member: plans.DesiredObject) -> MemberOutcome:
@@ -87,6 +121,9 @@ def _send(ctx, member: plans.DesiredObject, before: dict | None, created_namespa
             return ctx.client.apply(member.resource, member.body, field_manager=opts.field_manager,
                                     force=force, dry_run=opts.dry_run, field_validation=opts.field_validation)
         except ConflictError as err:
+            if opts.dry_run and not force and _only_release_conflicts(ctx, err):
+                force = True  # a real rollback owns these fields by then (_take_over_release_fields)
+                continue
             if opts.dry_run and not force and not (opts.adopt and _only_part_of_conflicts(err)):
                 return _conflict_preview(ctx, member, before, err)
             if label_taken or not (opts.adopt and _only_part_of_conflicts(err) and before is not None):
@@ -210,10 +247,13 @@ def _take_over_client_side_fields(ctx, member: plans.DesiredObject, applied: dic
     return applied, warnings
 
 
-def _migrate(ctx, member: plans.DesiredObject, applied: dict, migration):
-    """Send the managed-fields patch (csa.patch), planned again on a fresh read when the object
-    changed since our apply; returns the object afterwards and the migration made (None when a
-    fresh read needs none)."""
+def _migrate(ctx, member: plans.DesiredObject, applied: dict, migration, plan_again=None):
+    """Send the managed-fields patch (csa.patch), planned again (``plan_again(obj)``; csa.plan by
+    default) on a fresh read when the object changed since it was read; returns the object
+    afterwards and the migration made (None when a fresh read needs none)."""
+    if plan_again is None:
+        def plan_again(obj):
+            return csa.plan((obj.get("metadata") or {}).get("managedFields"), ctx.opts.field_manager)
     res, name, namespace = member.resource, member.name, member.namespace
     meta = applied.get("metadata") or {}
     for _attempt in range(3):
@@ -224,7 +264,7 @@ def _migrate(ctx, member: plans.DesiredObject, applied: dict, migration):
         except ConflictError:  # changed since our apply: plan again on what is there now
             applied = ctx.client.get(res, name, namespace) or applied
             meta = applied.get("metadata") or {}
-            migration = csa.plan(meta.get("managedFields"), ctx.opts.field_manager)
+            migration = plan_again(applied)
             if migration is None:
                 return applied, None
     raise ApiError("the object kept changing", status=409)
@@ -303,6 +343,14 @@ def conflict_causes(err: ConflictError) -> list:
     """The causes of an apply conflict (``details.causes``), each a dict with ``field`` and ``message``."""
     causes = ((err.body or {}).get("details") or {}).get("causes") or []
     return [c for c in causes if isinstance(c, dict)]
+
+
+def _only_release_conflicts(ctx, err: ConflictError) -> bool:
+    """Whether every conflict of ``err`` is with another field manager of the set's releases (a
+    rollback takes their fields over before a real apply; the server names each manager)."""
+    others = ctx.set_managers - {ctx.opts.field_manager}
+    named = [_CONFLICT_WITH.search(c.get("message") or "") for c in conflict_causes(err)]
+    return bool(named) and all(found is not None and found.group(1) in others for found in named)
 
 
 def _only_part_of_conflicts(err: ConflictError) -> bool:

@@ -14,7 +14,9 @@ when ALL of these hold (``why_apply`` returns the first that fails, as the reaso
 2. our manager's ``operation: Apply`` entry is in the live object's managedFields (someone who
    removed it took the fields away from us; an apply gives them back);
 3. no client-side tool owns fields that an apply would take over (``csa.plan``): that takeover
-   happens only after an apply;
+   happens only after an apply; in a rollback, no other field manager of the set's releases owns
+   a field ours does not (``csa.release_fields_beyond_ours``): only the takeover before the
+   apply and the apply remove it;
 4. "desired is contained in live" (``contains``): every value we send is in the live object,
    strictly equal. This catches drift by anyone (edit, patch, label, scale, another manager's
    forced apply, a mutating webhook): they change a value we set.
@@ -158,7 +160,8 @@ def _not_listed_whole(live_obj) -> str | None:
     return None
 
 
-def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digested: bool = False) -> str | None:
+def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digested: bool = False,
+              set_managers=frozenset()) -> str | None:
     """The reason the member must be applied, or None when the apply may be skipped.
 
     Args:
@@ -168,6 +171,7 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
         live_obj: the live object as a full-object LIST or GET returned it; None when not found,
             and metadata-only objects are never enough (they carry no spec to compare).
         manager: the field manager of this run.
+        set_managers: in a rollback, every field manager the set's releases used (rule 3).
 
     Returns:
         A short reason ("not found", "applied by another request", ...), or None.
@@ -187,12 +191,14 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
         return f"field manager {manager} has no Apply entry"
     if csa.plan(meta.get("managedFields"), manager) is not None:
         return "client-side tools own fields that an apply takes over"
+    if csa.release_fields_beyond_ours(meta.get("managedFields"), manager, set_managers, body.get("apiVersion")):
+        return "field managers of earlier releases own fields that this rollback takes over"
     if not contains(body, live_obj):
         return "the live object differs from the manifest"
     return None
 
 
-def in_place_blocker(live_obj: dict | None, manager: str, set_id: str) -> str | None:
+def in_place_blocker(live_obj: dict | None, manager: str, set_id: str, set_managers=frozenset()) -> str | None:
     """Why a member's apply cannot be sent as a conditional in-place update, or None when it can.
 
     A run whose only writes are in-place updates goes without the claim (see the engine's
@@ -207,6 +213,8 @@ def in_place_blocker(live_obj: dict | None, manager: str, set_id: str) -> str | 
         live_obj: the live object as a full-object LIST returned it; None when not found.
         manager: the field manager of this run.
         set_id: the ApplySet ID of this run's parent.
+        set_managers: in a rollback, every field manager the set's releases used: fields of the
+            others are taken over with a write of its own before the apply.
 
     Returns:
         A short reason ("not found", "not yet a member of this set", ...), or None.
@@ -221,6 +229,8 @@ def in_place_blocker(live_obj: dict | None, manager: str, set_id: str) -> str | 
         return "not yet a member of this set"
     if csa.may_take_over(meta.get("managedFields"), manager):
         return "client-side tools own fields that an apply may take over"
+    if csa.merge_releases(meta.get("managedFields"), manager, set_managers, live_obj.get("apiVersion")) is not None:
+        return "field managers of earlier releases own fields that this rollback takes over first"
     return None
 
 

@@ -2,10 +2,23 @@
 
 ``rollback_to: N`` (or ``previous``) adds one reading step, ``load-revision``, after the parent is
 read: it reads revision N (history.py), refuses what would lose data, and makes the revision's
-bodies the run's desired objects, applied with the options that shaped them. Everything after is
-an ordinary run: the claim, the guard (a protected kind to prune still needs
-``guard.allow_prune_kinds``), UID-preconditioned prunes of what came later, check mode and diff,
-and a new revision recorded (``rollback_of: N``).
+bodies the run's desired objects. Everything after is an ordinary run: the claim, the guard (a
+protected kind to prune still needs ``guard.allow_prune_kinds``), UID-preconditioned prunes of
+what came later, check mode and diff, and a new revision recorded (``rollback_of: N``).
+
+What is the revision's and what is the task's: the revision gives what was applied, the member
+bodies (per-object annotations included: update strategy, ordering, apply policy); the set is the
+task's parent, whose history it is. Every option of the run is the task's (field_manager,
+force_conflicts, field_validation, recreate_on_immutable, wait, timeouts, guard, prune, ...), so
+that a rollback can be forced or waited for like any run. A revision keeps no hooks: a rollback
+runs none.
+
+Releases of one set may have used several field managers. Server-side apply removes only the
+fields its own manager owned, and conflicts with fields another manager took. So the step also
+learns every field manager the kept revisions recorded (``ctx.set_managers``), and each member
+whose managedFields hold entries of the others gets them merged into the rollback's manager
+before its apply (csa.merge_releases, member_apply.py): the apply then leaves the object as the
+revision had it.
 
 ``on_failure: rollback`` (``apply_or_roll_back``): when a release fails (its apply or its wait),
 the last good revision before it is applied in a second run with its own ``rollback_timeout``;
@@ -21,21 +34,16 @@ from .errors import ApplySetError, GuardError, InputError, ParentError
 from .manifests import Manifest, validate
 from .runner import READ, Step
 
-# The options a rollback takes from the revision: they shaped what the bodies made on the server.
-REPLAYED_OPTIONS = ("field_manager", "force_conflicts", "field_validation", "recreate_on_immutable")
-
 
 def rolls_back(opts) -> bool:
     """Whether a run with ``opts`` applies a revision of the history instead of its input."""
     return opts.history is not None and opts.history.rollback_to is not None
 
 
-def _target(ctx, namespace: str) -> int:
+def _target(ctx, listed: list) -> int:
     wanted, parent = ctx.opts.history.rollback_to, ctx.parent
     if wanted != "previous":
         return wanted
-    listed = history.revisions(history.list_secrets(ctx.client, ctx.discovery.for_group_kind(spec.SECRET_KIND),
-                                                    namespace, parent.id))
     earlier = history.last_good(listed, parent.revision)
     if earlier is None:
         raise InputError(f"ApplySet {parent.ref} keeps no deployed revision before revision {parent.revision}",
@@ -56,17 +64,19 @@ def load_revision(ctx) -> None:
         raise InputError(f"ApplySet {parent.ref} has no history to roll back to", obj=f"ApplySet {parent.ref}",
                          fix="a set records revisions from its first run with history_max above 0 (for a "
                              "cluster-scoped parent, with history_namespace); apply src or definition instead")
-    number = _target(ctx, namespace)
-    content = history.read(ctx.client, ctx.discovery.for_group_kind(spec.SECRET_KIND), parent, namespace, number)
+    secrets = ctx.discovery.for_group_kind(spec.SECRET_KIND)
+    listed = history.revisions(history.list_secrets(ctx.client, secrets, namespace, parent.id))
+    number = _target(ctx, listed)
+    content = history.read(ctx.client, secrets, parent, namespace, number)
     bodies = [(m["source"], m["body"]) for m in content["members"]]
     refuse_data_loss(ctx, number, [body for _source, body in bodies])
     ctx.manifests = [Manifest(_without_membership(body), f"revision {number} ({source})") for source, body in bodies]
     validate(ctx.manifests)
     ctx.rollback_of = number
-    replayed = {name: content["options"][name] for name in REPLAYED_OPTIONS if name in content["options"]}
-    if "recreate_on_immutable" in replayed:
-        replayed["recreate_on_immutable"] = frozenset(replayed["recreate_on_immutable"])
-    ctx.opts = dataclasses.replace(ctx.opts, **replayed)
+    # The task's options stay (see the module's docstring); the set's field managers are learnt.
+    read_kept = {number: content}
+    ctx.set_managers = history.field_managers(listed, lambda kept: read_kept.get(kept) or history.read(
+        ctx.client, secrets, parent, namespace, kept))
 
 
 def _without_membership(body: dict) -> dict:

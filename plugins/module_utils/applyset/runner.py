@@ -63,6 +63,7 @@ class RunContext:
     claim: Any = None  # claim: claim.Claim, until the release
     revision: int | None = None  # record-revision: the number of the revision this run recorded
     rollback_of: int | None = None  # load-revision: the revision a rollback applies again
+    set_managers: frozenset = frozenset()  # load-revision: every field manager the set's kept revisions used
     failure: Any = None  # a step's ApplySetError for objects that failed; raised after the release
     stopped: bool = False  # the runner: a step raised, the later ones are passed over
 

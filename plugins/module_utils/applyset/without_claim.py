@@ -89,7 +89,11 @@ def _updatable_in_place(ctx, member) -> bool:
     found = ctx.live.get(member.key)
     return (found is not None and not member.crd_in_set and member.resource.group_kind != spec.CRD_KIND
             and found.resource.group_kind == member.resource.group_kind
-            and nochange.in_place_blocker(found.obj, ctx.opts.field_manager, ctx.parent.id) is None)
+            and _in_place_blocker(ctx, found.obj) is None)
+
+
+def _in_place_blocker(ctx, live_obj) -> str | None:
+    return nochange.in_place_blocker(live_obj, ctx.opts.field_manager, ctx.parent.id, ctx.set_managers)
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ def _update(ctx, member) -> _InPlace:
             if attempt + 1 < IN_PLACE_ATTEMPTS and err.status == 409 and not conflict_causes(err):
                 fresh = ctx.client.get(member.resource, member.name, member.namespace or None)
             if (fresh is None or fresh["metadata"].get("uid") != before["metadata"].get("uid")
-                    or nochange.in_place_blocker(fresh, opts.field_manager, ctx.parent.id) is not None):
+                    or _in_place_blocker(ctx, fresh) is not None):
                 # Maybe written (an answer lost after a retry): a restart that finds it
                 # unchanged reports it configured, not unchanged.
                 return _InPlace(None, CarriedUpdate(None, before))
