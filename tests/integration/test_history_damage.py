@@ -140,9 +140,7 @@ def test_a_damaged_revision_is_one_error_naming_it_and_its_secrets_and_nothing_i
     for dry_run in (True, False):
         with pytest.raises(ApplySetError) as raised:
             run_engine(cluster, namespace, rollback_to=1, dry_run=dry_run)
-        err = raised.value
-        assert isinstance(err, history.DamagedRevision), repr(err)
-        text = str(err)
+        text = str(raised.value)
         assert f"revision 1 of ApplySet {kind_of_parent}/{namespace}/{PARENT}" in text, text
         assert f"{namespace}/{name}" in text and DAMAGES[kind][1] in text, text
         assert "applyset_verify" in text and "another revision" in text, text
