@@ -234,3 +234,35 @@ def test_a_run_without_history_forgets_the_pointer_only_when_there_is_one():
     with_pointer, without = SimpleNamespace(revision=3), SimpleNamespace(revision=None)
     assert history.forgets(with_pointer, history.Settings(max=0)) and history.forgets(with_pointer, None)
     assert not history.forgets(with_pointer, history.Settings(max=1)) and not history.forgets(without, None)
+
+
+class _ListingClient:
+    """Answers ``list`` with ``items`` (the history Secrets, values included) and records deletes."""
+
+    def __init__(self, items):
+        self.items, self.deleted = items, []
+
+    def list(self, _res, _namespace, label_selector=None, metadata_only=True):
+        assert not metadata_only, "verify reads every revision whole"
+        return list(self.items)
+
+    def delete(self, _res, name, _namespace, uid=None):
+        self.deleted.append(name)
+
+
+def test_verify_reports_a_damaged_current_revision_and_its_fix_leaves_the_pointer_reported(monkeypatch):
+    from applyset import fsck_history
+    made = _stored(REVISION, monkeypatch)
+    first = min(made, key=len)
+    made[first]["metadata"]["annotations"][history.ANNOTATION_SUMMARY] = "{"
+    set_info = SimpleNamespace(is_ours=True, namespace="shop", revision=2, expected_id=PARENT.id, uid="u-1",
+                               display="Secret shop/shop", name="shop", resource=PARENT.resource,
+                               parent_ref=lambda: {"name": "shop"})
+    client = _ListingClient(made.values())
+    problems, doomed = fsck_history.check(client, SimpleNamespace(for_group_kind=lambda gk: "secrets"), set_info)
+    assert [p.code for p in problems] == [fsck_history.HISTORY_DAMAGED_REVISION]
+    assert f"shop/{first}" in problems[0].message and "current revision" in problems[0].fix
+    assert sorted(s["metadata"]["name"] for s in doomed) == sorted(made)  # the chunks go too
+    fsck_history.repair(client, "secrets", set_info, doomed, problems, dry_run=False)
+    assert sorted(client.deleted) == sorted(made) and problems[0].fixed
+    assert [p.code for p in problems if not p.fixed] == [fsck_history.HISTORY_POINTER_MISSING]
