@@ -370,7 +370,8 @@ options:
       - How many revisions of the set to keep. Each run that changes the set records one (every member as sent,
         Secret values included, the options that shaped the apply and where the run came from) in Secrets of the
         parent's namespace, compressed and owned by the parent; they are never members of the set.
-      - C(0) keeps no history. Check mode and a run that changes nothing record nothing.
+      - C(0) keeps no history; a release with it drops the parent's pointer to the current revision and deletes the
+        revisions kept before. Check mode and a run that changes nothing record nothing.
       - See the collection's C(docs/user-guide.md), "History and rollback".
     type: int
     default: 10

@@ -99,8 +99,10 @@ options:
   revisions:
     description:
       - Also list each set's release history (see O(applyset.kubernetes.applyset_apply#module:history_max)), each
-        revision with its number, time, result (C(deployed), C(superseded), C(failed), C(rolled back)), member count and provenance,
-        as RV(applysets[].revisions). Read from the history Secrets' metadata only, never a Secret value.
+        revision with its number, time, result (C(deployed), C(superseded), C(failed), C(rolled back), C(damaged)), member count and
+        provenance, as RV(applysets[].revisions). Read from the history Secrets' metadata only, never a Secret value: a revision whose
+        summary annotation or chunk Secrets cannot be read is listed C(damaged) (M(applyset.kubernetes.applyset_verify) reads each
+        revision whole).
     type: bool
     default: false
   history_namespace:
@@ -233,8 +235,9 @@ applysets:
     revisions:
       description:
         - With O(revisions), the kept revisions, oldest first, each with C(revision), C(time), C(result) (C(deployed),
-          C(superseded), C(failed) or C(rolled back)), C(members), C(rollback_of) (the revision a rollback applied
-          again), C(provenance), C(bytes) stored and the C(secret) holding it.
+          C(superseded), C(failed), C(rolled back) or C(damaged)), C(damage) (why a damaged one cannot be read, else
+          null), C(members), C(rollback_of) (the revision a rollback applied again), C(provenance), C(bytes) stored
+          and the C(secret) holding it.
       type: list
       elements: dict
       returned: with O(revisions)

@@ -167,3 +167,142 @@ def test_a_rollback_keeps_the_tasks_options_and_learns_the_sets_field_managers(m
     assert ctx.opts is opts  # force_conflicts, field_manager, field_validation: the task's
     assert ctx.set_managers == {"team-a", "team-b"} and ctx.rollback_of == 1
     assert [m.obj["data"] for m in ctx.manifests] == [{"a": "1"}]
+
+
+def _stored(content: dict, monkeypatch) -> dict:
+    """The Secrets ``history.write`` would make of ``content`` (cut in 3 chunks), by name."""
+    monkeypatch.setattr(history, "CHUNK_BYTES", 40)
+    chunks = history.encode(content)[:3]
+    chunks[-1] += b"".join(history.encode(content)[3:])
+    summary = history._summary(content, chunks)
+    made = {}
+    for index, data in enumerate(chunks):
+        name = history.secret_name(PARENT, 2, index, summary["digest"][7:])
+        made[name] = history._secret(PARENT, "shop", name, 2, index, data, summary if index == 0 else None)
+    return made
+
+
+REVISION = {"format": 1, "set": PARENT.id, "revision": 2, "time": "t", "result": "deployed", "rollback_of": None,
+            "provenance": {}, "options": {}, "members": [{"source": "a.yaml", "body": {
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v" * 30}}}]}
+
+
+def _drop_chunk(made, first, chunk):
+    del made[chunk]
+
+
+def _chunk_without_value(made, first, chunk):
+    made[chunk]["data"] = {}
+
+
+def _chunk_not_base64(made, first, chunk):
+    made[chunk]["data"] = {history.DATA_KEY: "%%%"}
+
+
+def _summary_not_an_object(made, first, chunk):
+    made[first]["metadata"]["annotations"][history.ANNOTATION_SUMMARY] = "[1]"
+
+
+def _summary_without_chunks(made, first, chunk):
+    summary = json.loads(made[first]["metadata"]["annotations"][history.ANNOTATION_SUMMARY])
+    del summary["chunks"]
+    made[first]["metadata"]["annotations"][history.ANNOTATION_SUMMARY] = json.dumps(summary)
+
+
+def _chunks_swapped(made, first, chunk):
+    made[first]["data"], made[chunk]["data"] = made[chunk]["data"], made[first]["data"]
+
+
+# damage -> (what it does to the stored revision: its first Secret's name, its chunk 1's), what the error says
+UNIT_DAMAGES = {
+    "chunk missing": (_drop_chunk, "its chunk 1 is missing"),
+    "chunk without its value": (_chunk_without_value, "its chunk 1 has no data key revision"),
+    "chunk not base64": (_chunk_not_base64, "its chunk 1 is not base64"),
+    "summary not an object": (_summary_not_an_object, "is not a JSON object"),
+    "summary without its chunk count": (_summary_without_chunks, "has no chunks of type int"),
+    "chunks out of order": (_chunks_swapped, "do not match the digest"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNIT_DAMAGES))
+def test_every_damage_of_a_revision_is_one_error_naming_it_each_secret_and_the_fix(kind, monkeypatch):
+    made = _stored(REVISION, monkeypatch)
+    first, chunk = sorted(made, key=len)[:2]
+    assert history.decode_revision("ApplySet Secret/shop/shop", PARENT.id, 2, made[first], made.get) == REVISION
+    UNIT_DAMAGES[kind][0](made, first, chunk)
+    with pytest.raises(history.DamagedRevision) as raised:
+        history.decode_revision("ApplySet Secret/shop/shop", PARENT.id, 2, made[first], made.get)
+    err = raised.value
+    assert err.number == 2 and UNIT_DAMAGES[kind][1] in err.reason
+    assert str(err).startswith("revision 2 of ApplySet Secret/shop/shop: revision 2 of ApplySet Secret/shop/shop "
+                               "cannot be read: ")
+    assert f"shop/{first}" in err.message and "applyset_verify with fix: true" in err.fix
+    if "summary" not in kind:  # the summary names the chunks: without it, only the first is known
+        assert f"shop/{chunk}" in err.message and err.secrets[0] == f"shop/{first}"
+
+
+def test_a_revision_of_another_set_or_without_a_members_body_cannot_be_read(monkeypatch):
+    for content, says in (({**REVISION, "set": "applyset-other-v1"}, "records another set"),
+                          ({**REVISION, "members": [{"source": "a.yaml"}]}, "member 0 without a source and a body"),
+                          ({**REVISION, "members": [{"source": "a", "body": {"kind": "X"}}]}, "without apiVersion")):
+        made = _stored(content, monkeypatch)
+        first = min(made, key=len)
+        with pytest.raises(history.DamagedRevision, match=says):
+            history.decode_revision("ApplySet Secret/shop/shop", PARENT.id, 2, made[first], made.get)
+
+
+def test_a_revision_whose_summary_or_chunk_cannot_be_read_is_listed_damaged(monkeypatch):
+    made = _stored(REVISION, monkeypatch)
+    first, chunk = sorted(made, key=len)[:2]
+    assert [r.damage for r in history.revisions(list(made.values()))] == [None]
+    del made[chunk]
+    (found,) = history.revisions(list(made.values()))
+    assert found.damage == f"its chunk Secret {chunk} is missing" and found.stored_result == history.DAMAGED
+    made[first]["metadata"]["annotations"] = {}
+    garbled = history.Revision(1, {}, "s1", damage="its summary annotation is not JSON")
+    (found,) = history.revisions([made[first]])
+    assert found.number == 2 and "is missing" in found.damage
+    assert history.results([garbled, found], 2) == {1: "damaged", 2: "damaged"}
+    assert found.to_dict("damaged")["damage"] == found.damage
+    # A damaged revision may be the last good one: it is chosen, and reading it tells the damage.
+    later = history.Revision(3, {}, "s3", damage="its summary annotation is missing")
+    assert history.last_good([*listed((1, "deployed", None)), later], None) is later
+    assert history.last_good([*listed((1, "deployed", None)), later], 3).number == 1
+
+
+def test_a_run_without_history_forgets_the_pointer_only_when_there_is_one():
+    with_pointer, without = SimpleNamespace(revision=3), SimpleNamespace(revision=None)
+    assert history.forgets(with_pointer, history.Settings(max=0)) and history.forgets(with_pointer, None)
+    assert not history.forgets(with_pointer, history.Settings(max=1)) and not history.forgets(without, None)
+
+
+class _ListingClient:
+    """Answers ``list`` with ``items`` (the history Secrets, values included) and records deletes."""
+
+    def __init__(self, items):
+        self.items, self.deleted = items, []
+
+    def list(self, _res, _namespace, label_selector=None, metadata_only=True):
+        assert not metadata_only, "verify reads every revision whole"
+        return list(self.items)
+
+    def delete(self, _res, name, _namespace, uid=None):
+        self.deleted.append(name)
+
+
+def test_verify_reports_a_damaged_current_revision_and_its_fix_leaves_the_pointer_reported(monkeypatch):
+    from applyset import fsck_history
+    made = _stored(REVISION, monkeypatch)
+    first = min(made, key=len)
+    made[first]["metadata"]["annotations"][history.ANNOTATION_SUMMARY] = "{"
+    set_info = SimpleNamespace(is_ours=True, namespace="shop", revision=2, expected_id=PARENT.id, uid="u-1",
+                               display="Secret shop/shop", name="shop", resource=PARENT.resource,
+                               parent_ref=lambda: {"name": "shop"})
+    client = _ListingClient(made.values())
+    problems, doomed = fsck_history.check(client, SimpleNamespace(for_group_kind=lambda gk: "secrets"), set_info)
+    assert [p.code for p in problems] == [fsck_history.HISTORY_DAMAGED_REVISION]
+    assert f"shop/{first}" in problems[0].message and "current revision" in problems[0].fix
+    assert sorted(s["metadata"]["name"] for s in doomed) == sorted(made)  # the chunks go too
+    fsck_history.repair(client, "secrets", set_info, doomed, problems, dry_run=False)
+    assert sorted(client.deleted) == sorted(made) and problems[0].fixed
+    assert [p.code for p in problems if not p.fixed] == [fsck_history.HISTORY_POINTER_MISSING]

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 
-from . import members
+from . import history_steps, members
 from . import parent as parents
 from .errors import ApplySetError
 
@@ -154,12 +154,15 @@ def release(ctx) -> None:
     hints, done = ctx.decisions.hints, not ctx.failing
     recorded = hints.final if done else hints.superset
     members.at_release(ctx, done)
+    forgotten = history_steps.drop_pointer(ctx)
     try:
         claim.release(*recorded)
     except ApplySetError as err:
         if done:
             raise
         ctx.record.warn(f"could not release the claim on the set (it expires by itself): {err}")
+    else:
+        history_steps.forget(ctx, forgotten)
     finally:
         ctx.claim = None
     ctx.describe_hint(*recorded)

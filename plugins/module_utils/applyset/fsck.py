@@ -56,6 +56,7 @@ class VerifyReport:
     namespaces: tuple = ()  # where kinds refused across all namespaces were listed instead
     require_complete: bool = False
     history_fixes: list = field(default_factory=list)  # (set, history Secrets to delete, their resource)
+    history_repaired: bool = False  # history Secrets were deleted (in check mode: would be)
 
     @property
     def complete(self) -> bool:
@@ -81,7 +82,7 @@ class VerifyReport:
     @property
     def changed(self) -> bool:
         """Some fix was written (in check mode: would be)."""
-        return any(f.applied for f in self.fixes) or any(foreign for _set, foreign, _res in self.history_fixes)
+        return any(f.applied for f in self.fixes) or self.history_repaired
 
     @property
     def fix_errors(self) -> list:
@@ -190,9 +191,9 @@ def _check_sets(client: KubeClient, discovery: Discovery, found: Scan, report: V
         report.member_counts[set_info.expected_id] = len(members) - len(derived)
         report.derived[set_info.expected_id] = member_refs(derived)
         report.problems += check_set(set_info, members, found, discovery, may_hold)
-        problems, foreign = fsck_history.check(client, discovery, set_info)
+        problems, doomed = fsck_history.check(client, discovery, set_info)
         report.problems += problems
-        report.history_fixes.append((set_info, foreign, discovery.for_group_kind(spec.SECRET_KIND)))
+        report.history_fixes.append((set_info, doomed, discovery.for_group_kind(spec.SECRET_KIND)))
         planned = plan_fix(set_info, members, found, discovery, may_hold)
         if planned is not None:
             report.fixes.append(planned)
@@ -274,8 +275,9 @@ def _refusal(set_info: LiveParent, allow_foreign: bool) -> str | None:
 
 
 def _repair(client: KubeClient, report: VerifyReport, *, allow_foreign: bool, dry_run: bool) -> None:
-    for set_info, foreign, secrets in report.history_fixes:
-        fsck_history.repair(client, secrets, set_info, foreign, report.problems, dry_run)
+    for set_info, doomed, secrets in report.history_fixes:
+        fsck_history.repair(client, secrets, set_info, doomed, report.problems, dry_run)
+        report.history_repaired = report.history_repaired or bool(doomed)
     for planned in report.fixes:
         set_info = planned.set_info
         planned.refused = _refusal(set_info, allow_foreign)

@@ -20,10 +20,12 @@ takes the same number, overwrites.
 from __future__ import annotations
 
 import base64
+import binascii
 import gzip
 import hashlib
 import json
 import time
+import zlib
 from dataclasses import dataclass, field
 
 from . import spec
@@ -75,26 +77,55 @@ class Settings:
         return found
 
 
+DAMAGED = "damaged"
+
+
 @dataclass(frozen=True)
 class Revision:
     """One revision as listed: its ``number``, the ``summary`` annotation (time, result, members,
-    rollback_of, provenance, chunks, digest), and the first Secret's name and owner uids."""
+    rollback_of, provenance, chunks, digest), the first Secret's name and owner uids, and
+    ``damage``: why its metadata cannot be read (its summary, a chunk Secret missing), or None."""
 
     number: int
     summary: dict
     secret: str
     owners: tuple = ()
+    damage: str | None = None
 
     @property
     def stored_result(self) -> str:
-        """``deployed`` or ``failed`` as the run that wrote it found."""
-        return self.summary.get("result", DEPLOYED)
+        """``deployed`` or ``failed`` as the run that wrote it found, ``damaged`` when unreadable."""
+        return DAMAGED if self.damage else self.summary.get("result", DEPLOYED)
 
     def to_dict(self, result: str) -> dict:
         """What applyset_info shows: never a Secret value."""
         keys = ("time", "members", "rollback_of", "provenance", "bytes")
-        return {"revision": self.number, "result": result, "secret": self.secret,
+        return {"revision": self.number, "result": result, "secret": self.secret, "damage": self.damage,
                 **{key: self.summary.get(key) for key in keys}}
+
+
+class DamagedRevision(ApplySetError):
+    """A revision of the set's history that cannot be read: its ``number``, ``secrets`` (each Secret
+    involved, ``namespace/name``) and ``reason`` (what is wrong with them)."""
+
+    def __init__(self, set_label: str, number: int, secrets: list, reason: str):
+        self.number, self.secrets, self.reason = number, tuple(secrets), reason
+        which = "the Secret" if len(self.secrets) == 1 else "those Secrets"
+        super().__init__(
+            f"revision {number} of {set_label} cannot be read: {reason} (Secret {', '.join(self.secrets)})",
+            obj=f"revision {number} of {set_label}",
+            fix=f"delete {which} or run applyset_verify with fix: true, which deletes what cannot be read; roll back "
+                "to another revision (applyset_info with revisions: true lists them)")
+
+
+class _Damage(Exception):
+    """What is wrong with a revision's Secrets (the reason of a ``DamagedRevision``)."""
+
+
+def set_label(parent) -> str:
+    """``ApplySet <kind>/<namespace>/<name>`` (no namespace for a cluster-scoped parent) of a
+    ``Parent`` or a ``LiveParent``."""
+    return "ApplySet " + "/".join(filter(None, (parent.resource.kind, parent.namespace, parent.name)))
 
 
 def home(parent, settings: Settings | None) -> str | None:
@@ -103,6 +134,13 @@ def home(parent, settings: Settings | None) -> str | None:
     if settings is None or settings.max == 0:
         return None
     return parent.namespace or settings.namespace or None
+
+
+def forgets(parent, settings: Settings | None) -> bool:
+    """Whether a run with ``settings`` drops ``parent``'s revision pointer when it writes the set: it
+    keeps no history (``history_max: 0``, or no settings) while the parent names a revision, which
+    would then no longer be what was last deployed."""
+    return (settings is None or settings.max == 0) and parent.revision is not None
 
 
 def secret_name(parent, number: int, chunk: int = 0, digest: str = "") -> str:
@@ -215,14 +253,50 @@ def write(client, secrets_res, parent, namespace: str, content: dict, *, exclusi
     return summary
 
 
-def list_secrets(client, secrets_res, namespace: str, set_id: str) -> list:
-    """Metadata (no value) of every history Secret of the set ``set_id`` in ``namespace``."""
+def list_secrets(client, secrets_res, namespace: str, set_id: str, *, values: bool = False) -> list:
+    """Every history Secret of the set ``set_id`` in ``namespace``: metadata only, unless ``values``
+    (applyset_verify reads every revision)."""
     return list(client.list(secrets_res, namespace, label_selector=f"{LABEL_HISTORY_OF}={set_id}",
-                            metadata_only=True))
+                            metadata_only=not values))
+
+
+# The summary keys a revision is read with, and their types (``_summary`` writes them all).
+SUMMARY_KEYS = {"time": str, "result": str, "members": int, "chunks": int, "digest": str}
+
+
+def summary_of(meta: dict) -> dict:
+    """The summary annotation of a revision's first Secret (its ``metadata``), checked.
+
+    Raises:
+        _Damage: it is missing, not JSON, or lacks a key ``SUMMARY_KEYS`` names (or has another type).
+    """
+    where = f"its summary annotation {ANNOTATION_SUMMARY}"
+    text = (meta.get("annotations") or {}).get(ANNOTATION_SUMMARY)
+    if text is None:
+        raise _Damage(f"{where} is missing")
+    try:
+        summary = json.loads(text)
+    except ValueError:
+        raise _Damage(f"{where} is not JSON") from None
+    if not isinstance(summary, dict):
+        raise _Damage(f"{where} is not a JSON object")
+    for key, kind in SUMMARY_KEYS.items():
+        if not isinstance(summary.get(key), kind) or isinstance(summary.get(key), bool):
+            raise _Damage(f"{where} has no {key} of type {kind.__name__}")
+    if summary["chunks"] < 1 or not summary["digest"].startswith("sha256:"):
+        raise _Damage(f"{where} has a bad chunk count or digest")
+    return summary
+
+
+def chunk_names(first_name: str, summary: dict) -> list[str]:
+    """The names of a revision's further chunks (``secret_name``), from its first Secret's name."""
+    return [f"{first_name}.{summary['digest'][7:15]}.{index}" for index in range(1, summary["chunks"])]
 
 
 def revisions(items: list) -> list[Revision]:
-    """The revisions among history Secrets' metadata (their first chunks), oldest first."""
+    """The revisions among history Secrets' metadata (their first chunks), oldest first; one whose
+    summary cannot be read, or whose further chunks are not among ``items``, is listed damaged."""
+    names = {(item.get("metadata") or {}).get("name") for item in items}
     found = []
     for item in items:
         meta = item.get("metadata") or {}
@@ -231,22 +305,28 @@ def revisions(items: list) -> list[Revision]:
             continue
         try:
             number = int(labels.get(LABEL_REVISION, ""))
-            summary = json.loads((meta.get("annotations") or {}).get(ANNOTATION_SUMMARY) or "{}")
         except ValueError:
-            continue
+            continue  # no revision of ours: nothing to list it under
+        summary, damage = {}, None
+        try:
+            summary = summary_of(meta)
+            missing = [name for name in chunk_names(meta.get("name", ""), summary) if name not in names]
+            damage = f"its chunk Secret {missing[0]} is missing" if missing else None
+        except _Damage as err:
+            damage = str(err)
         owners = tuple(ref.get("uid") for ref in meta.get("ownerReferences") or ())
-        found.append(Revision(number, summary if isinstance(summary, dict) else {}, meta.get("name", ""), owners))
+        found.append(Revision(number, summary, meta.get("name", ""), owners, damage))
     return sorted(found, key=lambda r: r.number)
 
 
 def results(listed: list[Revision], current: int | None) -> dict:
-    """``{number: result}``: the current revision deployed (or failed), a failed one failed, one
-    that a rollback undid (the revision just before a rollback) rolled back, others superseded."""
+    """``{number: result}``: the current revision deployed (or failed), a failed one failed, one that
+    cannot be read damaged, one that a rollback undid (the revision just before a rollback) rolled back, others superseded."""
     undone = {r.number - 1 for r in listed if r.summary.get("rollback_of")}
     shown = {}
     for rev in listed:
-        if rev.stored_result == FAILED:
-            shown[rev.number] = FAILED
+        if rev.stored_result in (FAILED, DAMAGED):
+            shown[rev.number] = rev.stored_result
         elif rev.number == current:
             shown[rev.number] = DEPLOYED
         else:
@@ -255,8 +335,9 @@ def results(listed: list[Revision], current: int | None) -> dict:
 
 
 def last_good(listed: list[Revision], below: int | None) -> Revision | None:
-    """The newest revision recorded as deployed, with a number below ``below`` (None: any)."""
-    good = [r for r in listed if r.stored_result == DEPLOYED and (below is None or r.number < below)]
+    """The newest revision recorded as deployed, with a number below ``below`` (None: any). A
+    damaged one may have been deployed: it is chosen too, and reading it says what is wrong."""
+    good = [r for r in listed if r.stored_result in (DEPLOYED, DAMAGED) and (below is None or r.number < below)]
     return good[-1] if good else None
 
 
@@ -264,24 +345,41 @@ def read(client, secrets_res, parent, namespace: str, number: int) -> dict:
     """The whole revision ``number`` of ``parent`` (Secret values included: never show it).
 
     Raises:
-        ApplySetError: it does not exist, belongs to another set, or its chunks do not match.
+        ApplySetError: it does not exist or belongs to another set.
+        DamagedRevision: it cannot be read (``decode_revision``).
     """
-    where = f"revision {number} of ApplySet {parent.ref}"
+    where = f"revision {number} of {set_label(parent)}"
     first = client.get(secrets_res, secret_name(parent, number), namespace)
     if first is None or (first["metadata"].get("labels") or {}).get(LABEL_HISTORY_OF) != parent.id:
         raise ApplySetError(f"{where} is not kept (no Secret {namespace}/{secret_name(parent, number)} of this set)",
                             obj=where, fix="list the kept revisions with applyset_info (revisions: true)")
-    summary = json.loads(first["metadata"]["annotations"][ANNOTATION_SUMMARY])
-    chunks = [base64.b64decode(first["data"][DATA_KEY])]
-    for index in range(1, summary["chunks"]):
-        more = client.get(secrets_res, secret_name(parent, number, index, summary["digest"][7:]), namespace)
-        chunks.append(base64.b64decode((more or {}).get("data", {}).get(DATA_KEY, "")))
-    if "sha256:" + hashlib.sha256(b"".join(chunks)).hexdigest() != summary["digest"]:
-        raise ApplySetError(f"{where} is damaged (its chunks do not match its digest)", obj=where,
-                            fix="roll back to another revision; applyset_verify reports the history")
-    content = decode(chunks)
-    if content.get("set") != parent.id:
-        raise ApplySetError(f"{where} belongs to another set", obj=where, fix="run applyset_verify")
+    return decode_revision(set_label(parent), parent.id, number, first,
+                           lambda name: client.get(secrets_res, name, namespace))
+
+
+def decode_revision(label: str, set_id: str, number: int, first: dict, get_secret) -> dict:
+    """Revision ``number`` of the set ``set_id`` (``label``: ``set_label``) from its first Secret
+    ``first`` and its further chunks (``get_secret(name)``: the Secret, or None), checked: the one
+    way a revision is read, so that every damage is told the same way.
+
+    Raises:
+        DamagedRevision: naming each Secret involved and what is wrong (summary annotation, a chunk
+            missing or without its value, the digest, gzip, JSON, the content's keys and types).
+    """
+    meta = first.get("metadata") or {}
+    namespace = meta.get("namespace", "")
+    involved = [f"{namespace}/{meta.get('name', '')}"]
+    try:
+        summary = summary_of(meta)
+        chunks = [_chunk_value(first, 0)]
+        for index, name in enumerate(chunk_names(meta.get("name", ""), summary), 1):
+            involved.append(f"{namespace}/{name}")
+            chunks.append(_chunk_value(get_secret(name), index))
+        content = _content(chunks, summary["digest"])
+        if content["set"] != set_id:
+            raise _Damage(f"it records another set ({content['set']})")
+    except _Damage as damage:
+        raise DamagedRevision(label, number, involved, str(damage)) from None
     return content
 
 
@@ -299,6 +397,58 @@ def field_managers(listed: list[Revision], read_revision) -> frozenset:
         if isinstance(manager, str) and manager:
             found.add(manager)
     return frozenset(found)
+
+
+def _chunk_value(secret: dict | None, index: int) -> bytes:
+    if secret is None:
+        raise _Damage(f"its chunk {index} is missing")
+    value = (secret.get("data") or {}).get(DATA_KEY)
+    if not isinstance(value, str):
+        raise _Damage(f"its chunk {index} has no data key {DATA_KEY}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise _Damage(f"its chunk {index} is not base64") from None
+
+
+# The content keys a rollback reads, and their types; each member needs a source and a body.
+CONTENT_KEYS = {"set": str, "revision": int, "members": list, "options": dict}
+BODY_KEYS = {"apiVersion": str, "kind": str, "metadata": dict}
+
+
+def _content(chunks: list[bytes], digest: str) -> dict:
+    raw = b"".join(chunks)
+    if "sha256:" + hashlib.sha256(raw).hexdigest() != digest:
+        raise _Damage("its chunks do not match the digest its summary records")
+    try:
+        content = json.loads(gzip.decompress(raw))
+    except EOFError:
+        raise _Damage("its gzip data is truncated") from None
+    except (OSError, zlib.error):
+        raise _Damage("its data is not gzip") from None
+    except ValueError:
+        raise _Damage("its data is not JSON") from None
+    problem = _content_problem(content)
+    if problem:
+        raise _Damage(f"its content {problem}")
+    return content
+
+
+def _content_problem(content) -> str | None:
+    """What a decoded revision lacks for a rollback (a key, a type), or None."""
+    if not isinstance(content, dict):
+        return "is not a JSON object"
+    for key, kind in CONTENT_KEYS.items():
+        if not isinstance(content.get(key), kind):
+            return f"has no {key} of type {kind.__name__}"
+    for index, member in enumerate(content["members"]):
+        body = member.get("body") if isinstance(member, dict) else None
+        if not isinstance(body, dict) or not isinstance(member.get("source"), str):
+            return f"has a member {index} without a source and a body"
+        if any(not isinstance(body.get(key), kind) for key, kind in BODY_KEYS.items()) or \
+                not isinstance(body["metadata"].get("name"), str):
+            return f"has a member {index} without apiVersion, kind and metadata.name"
+    return None
 
 
 def delete(client, secrets_res, namespace: str, items: list) -> None:
@@ -329,7 +479,10 @@ def mark_failed(client, secrets_res, parent, namespace: str, number: int) -> Non
     live = client.get(secrets_res, name, namespace)
     if live is None:
         return
-    summary = json.loads((live["metadata"].get("annotations") or {}).get(ANNOTATION_SUMMARY) or "{}")
+    try:
+        summary = summary_of(live["metadata"])
+    except _Damage:
+        return  # its summary is damaged: left as it is, for applyset_verify to report
     summary["result"] = FAILED
     patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"], "annotations": {
         ANNOTATION_SUMMARY: json.dumps(summary, sort_keys=True, separators=(",", ":"))}}}

@@ -187,18 +187,44 @@ def trim(ctx) -> None:
         ctx.record.warn(f"old revisions of the set were not deleted (they are deleted by a later run): {err}")
 
 
+def drop_pointer(ctx) -> int | None:
+    """At the release of a run that keeps no history (``history.forgets``): the parent's pointer
+    dropped, so that the release's write leaves its annotations out (what this run deployed is no
+    revision). Returns the number it named, for ``forget``."""
+    if not history.forgets(ctx.parent, ctx.opts.history):
+        return None
+    number, ctx.parent.revision, ctx.parent.revision_digest = ctx.parent.revision, None, None
+    return number
+
+
+def forget(ctx, number: int | None) -> None:
+    """After the release that dropped the pointer to revision ``number``: every history Secret of
+    the set deleted, as ``history_max: 0`` keeps none, and so that no revision outlives the pointer
+    (a later run with a history numbers from 1 again). A failure is a warning."""
+    settings = ctx.opts.history
+    namespace = ctx.parent.namespace or (settings.namespace if settings is not None else None)
+    if number is not None and namespace:
+        _delete_history(ctx, namespace, f"the set's history (up to revision {number}) was not deleted, though this "
+                                        "run keeps none (history_max: 0); delete its Secrets, or they go with the parent")
+
+
 def delete_all(ctx) -> None:
     """Step delete-history (uninstall and disband): every history Secret of the set deleted (the
     garbage collector would delete them with the parent; this does not wait for it)."""
     namespace = history.home(ctx.parent, ctx.opts.history)
-    if namespace is None or ctx.opts.dry_run:
-        return
+    if namespace is not None and not ctx.opts.dry_run:
+        _delete_history(ctx, namespace, "the set's history was not deleted (the garbage collector deletes it with the "
+                                        "parent)")
+
+
+def _delete_history(ctx, namespace: str, unless_deleted: str) -> None:
+    """Every history Secret of the set in ``namespace`` deleted; a failure is the warning
+    ``unless_deleted``, with the error."""
     try:
         items = history.list_secrets(ctx.client, _secrets(ctx), namespace, ctx.parent.id)
         history.delete(ctx.client, _secrets(ctx), namespace, items)
     except ApiError as err:
-        ctx.record.warn(f"the set's history was not deleted (the garbage collector deletes it with the parent): "
-                        f"{err.message}")
+        ctx.record.warn(f"{unless_deleted}: {err.message}")
 
 
 RECORD = Step("record-revision", record, WRITE, always=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import drift, nochange, ordering
+from . import drift, history, nochange, ordering
 from . import parent as parents
 from . import prune as prunes
 from . import spec
@@ -58,7 +58,8 @@ def blocker(ctx) -> str | None:
     Every member unchanged or updatable in place, nothing to delete or take out of the set (keep
     rules strip the label), nothing to adopt, no namespace to create, and a parent that exists,
     holds no claim (not even an expired one, which a normal run clears), has our tooling and
-    already records exactly this run's hint.
+    already records exactly this run's hint; and, when the run keeps no history but updates a
+    member, names no revision (the release drops that pointer: ``history.forgets``).
     """
     parent, decisions = ctx.parent, ctx.decisions
     rules = (
@@ -73,6 +74,8 @@ def blocker(ctx) -> str | None:
         (ordering.gated_change(decisions, ctx.plan), "a changed member waits for another to be ready (depends-on, "
                                                      "sync-wave): the apply route holds the gates"),
         (parent.record_members != parent.member_record, "the parent's member record changes"),
+        (history.forgets(parent, ctx.opts.history) and any(m.key not in decisions.unchanged for m in ctx.plan.members),
+         "the parent's revision pointer is dropped (the run keeps no history)"),
     )
     reason = next((why for holds, why in rules if holds), None)
     if reason is not None:
