@@ -149,15 +149,19 @@ def test_a_summary_names_the_runs_field_manager():
     assert history._summary(content, history.encode(content))["field_manager"] == "team-a"
 
 
+# A summary with every key history.summary_of checks (else the listing marks the revision damaged).
+WHOLE_SUMMARY = {"time": "t", "result": "deployed", "members": 1, "chunks": 1, "digest": "sha256:" + "0" * 64}
+
+
 def test_a_rollback_keeps_the_tasks_options_and_learns_the_sets_field_managers(monkeypatch):
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "1"}}
     content = {"set": PARENT.id, "options": {"field_manager": "team-a", "force_conflicts": False,
                                              "field_validation": "Warn", "recreate_on_immutable": ["Job"]},
                "members": [{"source": "settings.yaml", "body": body}]}
     metadata = [{"metadata": {"name": "s1", "labels": {history.LABEL_REVISION: "1"}, "annotations": {
-        history.ANNOTATION_SUMMARY: json.dumps({"result": "deployed", "field_manager": "team-a"})}}},
+        history.ANNOTATION_SUMMARY: json.dumps({**WHOLE_SUMMARY, "field_manager": "team-a"})}}},
         {"metadata": {"name": "s2", "labels": {history.LABEL_REVISION: "2"}, "annotations": {
-            history.ANNOTATION_SUMMARY: json.dumps({"result": "deployed", "field_manager": "team-b"})}}}]
+            history.ANNOTATION_SUMMARY: json.dumps({**WHOLE_SUMMARY, "field_manager": "team-b"})}}}]
     monkeypatch.setattr(history, "list_secrets", lambda *args: metadata)
     monkeypatch.setattr(history, "read", lambda client, res, parent, namespace, number: content)
     opts = Options(field_manager="rollback", force_conflicts=True, history=history.Settings(rollback_to=1))
