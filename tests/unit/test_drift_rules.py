@@ -227,3 +227,14 @@ def test_fields_left_to_others_are_cluster_changed_and_say_so():
     assert found.kind == "cluster_changed" and found.left_to_others
     assert [c["manager"] for c in found.changed_by] == ["kubectl"]
     assert drift.classify(sent, live, MANAGER) == drift.Drift("none")  # without the manifest: nobody took a field
+
+
+def test_the_audit_does_not_count_fields_left_to_their_owner_as_drift():
+    from plugins.filter.manifest_drift import manifest_drift  # pylint: disable=import-outside-toplevel
+    objects = [{"kind": "Deployment", "name": "web", "drift": "cluster_changed", "drift_left_to_others": True,
+                "changed_by": [{"manager": "hpa", "fields": [".spec.replicas"]}]},
+               {"kind": "ConfigMap", "name": "cfg", "drift": "cluster_changed"},
+               {"kind": "ConfigMap", "name": "same", "drift": "none"}]
+    report = manifest_drift(["h"], {"h": {"audit__previews": {"results": [{"item": {"parent": "p"}, "objects": objects}]}}})
+    assert report["drifted_members"] == 1
+    assert [m["left_to_others"] for m in report["sets"][0]["members"]] == [True, False, False]

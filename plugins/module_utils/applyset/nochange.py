@@ -19,9 +19,12 @@ when ALL of these hold (``why_apply`` returns the first that fails, as the reaso
    strictly equal. This catches drift by anyone (edit, patch, label, scale, another manager's
    forced apply, a mutating webhook): they change a value we set.
 
-Values the server normalises (``0.5`` CPU stored as ``500m``, a Secret's ``stringData`` stored
-as ``data``) are never "contained", so such members are written on every run: a false "changed"
-costs one PATCH, a false "unchanged" would cost correctness.
+The body is compared in the form the server stores it (``server_form.as_stored``): ``0.5`` CPU
+stored as ``500m``, a Secret's ``stringData`` stored as ``data``. A zero value the server drops
+(``hostNetwork: false``, ``env: []``) is contained while our Apply entry still owns the field:
+somebody who removed it took it from every manager. Any other normalisation is not "contained",
+so such a member is written on every run: a false "changed" costs one PATCH, a false
+"unchanged" would cost correctness.
 
 A Secret's values are left out of the digest (its keys are in): the annotation shows up in diffs
 and in ``kubectl get``, and an unkeyed hash of a short password can be guessed offline. Nothing
