@@ -91,3 +91,13 @@ def test_list_elements_find_their_owned_fields_by_key():
     ours = {"f:ports": {'k:{"containerPort":80,"protocol":"TCP"}': owned("containerPort", "hostPort")}}
     assert nochange.contains(desired, live, ours)
     assert not nochange.contains(desired, live, {"f:ports": {'k:{"containerPort":81,"protocol":"TCP"}': {}}})
+
+
+def test_a_null_creation_timestamp_is_not_compared_and_an_owned_null_takes_any_value():
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "creationTimestamp": None},
+            "data": {"a": None}}
+    live = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "creationTimestamp": "2026-11-27T06:14:21Z"},
+            "data": {"a": ""}}
+    assert "creationTimestamp" not in server_form.as_stored(body)["metadata"]
+    assert nochange.contains(server_form.as_stored(body), live, {"f:data": {"f:a": {}}})
+    assert not nochange.contains(server_form.as_stored(body), live, {"f:data": {}})  # not ours: strict

@@ -176,7 +176,8 @@ def _apply_rules(member, live: dict | None, matching: list, manager: str, result
         for rule in matching:
             body = _resolve_rule(body, live, rule, manager, done)
         result.fields[member.key] = done
-    member.body = nochange.with_digest(body, digest_of=digest_source(manifest, pointers))
+    member.digest_source = digest_source(manifest, pointers)
+    member.body = nochange.with_digest(body, digest_of=member.digest_source)
 
 
 _HIDDEN = "(ignored)"

@@ -139,6 +139,8 @@ def contains(desired, live, owned=None) -> bool:
             if key not in live:
                 if not _dropped(value, sub):
                     return False
+            elif value is None and sub is not None:
+                continue  # a null we own: the server stores its zero value or default (replicas: 1)
             elif not contains(value, live[key], sub):
                 return False
         return True

@@ -8,6 +8,8 @@ alerting every night). ``as_stored`` rewrites the known cases the way the API se
 
 - a Secret's ``stringData`` is merged into ``data`` (base64 of its UTF-8 text; a key in both
   takes the ``stringData`` value) and is never stored itself;
+- ``metadata.creationTimestamp: null`` (generated manifests carry it) is dropped: the server
+  always sets its own;
 - resource quantities of the built-in kinds (``cpu: 1000m`` stored as ``"1"``, ``0.5`` as
   ``"500m"``, ``1024Mi`` as ``"1Gi"``) take the canonical form of apimachinery's
   ``resource.Quantity``. Custom resources store what they are given, so only built-in API groups
@@ -42,6 +44,10 @@ def as_stored(body: dict) -> dict:
     Returns ``body`` itself when nothing changes (the common case costs no copy), else a new dict
     (``body`` is never changed in place).
     """
+    meta = body.get("metadata")
+    if isinstance(meta, dict) and "creationTimestamp" in meta and meta["creationTimestamp"] is None:
+        # generated manifests carry creationTimestamp: null; the server always sets its own
+        body = {**body, "metadata": {k: v for k, v in meta.items() if k != "creationTimestamp"}}
     api_version = body.get("apiVersion")
     group = api_version.rpartition("/")[0] if isinstance(api_version, str) else None
     if group is None or not _built_in(group):
