@@ -147,8 +147,9 @@ def contains(desired, live, owned=None) -> bool:
     if isinstance(desired, list):
         if not isinstance(live, list) or len(desired) != len(live):
             return False
-        for index, (d, l) in enumerate(zip(desired, live)):
-            if not contains(d, l, owned.get(list_element_key(owned, l, index)) if owned else None):
+        owned_items = _owned_items(owned, live) if owned else (None,) * len(live)
+        for d, l, sub in zip(desired, live, owned_items):
+            if not contains(d, l, sub):
                 return False
         return True
     if isinstance(live, (dict, list)):
@@ -166,17 +167,34 @@ def _dropped(value, owned) -> bool:
     return owned is not None and value in (False, 0, "") and isinstance(value, (bool, int, float, str))
 
 
-def list_element_key(tree, element, index: int) -> str:
-    """The fieldsV1 key of a list element: ``k:{...}`` whose values it has, ``v:...`` or ``i:N``."""
+def _owned_items(owned: dict, live: list) -> list:
+    """The fieldsV1 node of each element of a ``live`` list (None when not ours); the keys are
+    parsed once per list, not once per element."""
+    keys = _parsed_keys(owned)
+    return [owned.get(list_element_key(owned, item, index, keys)) for index, item in enumerate(live)]
+
+
+def _parsed_keys(tree) -> list:
+    parsed = []
     for key in tree if isinstance(tree, dict) else ():
-        if key.startswith("k:") and isinstance(element, dict):
+        if key.startswith("k:"):
             try:
-                wanted = json.loads(key[2:])
+                parsed.append((key, json.loads(key[2:])))
             except ValueError:
                 continue
-            if isinstance(wanted, dict) and all(str(element.get(k)) == str(v) for k, v in wanted.items()):
+        elif key.startswith("v:"):
+            parsed.append((key, None))
+    return parsed
+
+
+def list_element_key(tree, element, index: int, parsed: list | None = None) -> str:
+    """The fieldsV1 key of a list element: ``k:{...}`` whose values it has, ``v:...`` or ``i:N``.
+    ``parsed`` is ``_parsed_keys(tree)`` when the caller looks up many elements of one list."""
+    for key, wanted in _parsed_keys(tree) if parsed is None else parsed:
+        if isinstance(wanted, dict) and isinstance(element, dict):
+            if all(str(element.get(k)) == str(v) for k, v in wanted.items()):
                 return key
-        if key.startswith("v:") and key[2:] == json.dumps(element, separators=(",", ":")):
+        elif key.startswith("v:") and key[2:] == json.dumps(element, separators=(",", ":")):
             return key
     return f"i:{index}"
 
