@@ -30,9 +30,11 @@ def _set_entry(cluster, preview):
             continue  # pruned objects and the namespace of create_namespace have no drift
         member = {"kind": obj.get("kind"), "namespace": obj.get("namespace"), "name": obj.get("name"),
                   "action": obj.get("action"), "drift": obj["drift"], "changed_by": obj.get("changed_by") or [],
-                  "who": _who(obj.get("changed_by")), "reason": obj.get("reason")}
+                  "who": _who(obj.get("changed_by")), "reason": obj.get("reason"),
+                  "left_to_others": bool(obj.get("drift_left_to_others"))}
         entry["members"].append(member)
-        entry["drifted"] += member["drift"] != "none"
+        # a field ignore_fields leaves to its owner (an HPA's replicas) changed by that owner: as asked
+        entry["drifted"] += member["drift"] != "none" and not member["left_to_others"]
     entry["would_prune"] = ["%s %s%s" % (o.get("kind"), (o.get("namespace") + "/") if o.get("namespace") else "",
                                          o.get("name")) for o in preview.get("objects") or []
                             if o.get("action") == "pruned"]

@@ -165,8 +165,14 @@ options:
         field manager owns the field, it is left out of the apply (the other manager keeps it). When this
         collection is its only owner, the live value is sent, so that the field is neither changed nor deleted.
         A field nobody owns, or that is not there, is left out. A new object is created with the manifest's value.
-      - The rules change the body that is sent and so its digest; a re-run that changes nothing writes nothing.
-        Each member's result says what each pointer did (C(ignored_fields) in RV(objects)).
+      - The digest annotation hides the values of ignored fields (whether the manifest sets them is in it); when the
+        owner changes such a field (C(kubectl scale) of ignored replicas), the next run writes nothing and reports the
+        member C(unchanged), with C(drift=cluster_changed) and C(drift_left_to_others=true). Each member's result says
+        what each pointer did (C(ignored_fields) in RV(objects)).
+      - A pointer that names the object or ties it to the set (C(/kind), C(/apiVersion), C(/metadata),
+        C(/metadata/name), C(/metadata/namespace), C(/metadata/labels), C(/metadata/annotations)) and a malformed
+        one (C(~) other than C(~0) or C(~1)) are refused before any request. A rule that matches no member, and a
+        pointer that matches no field of the members it applies to, are warned about.
       - Objects of the set can also opt out as a whole with their own annotation
         C(applyset.kubernetes.ansible/apply) (or Flux's C(kustomize.toolkit.fluxcd.io/ssa)) - C(create-only)
         (Flux C(IfNotPresent)) is created when absent and never updated; C(ignore) (Flux C(Ignore)) is never
@@ -548,6 +554,9 @@ objects:
       parent records that was deleted out of band; it is created again, unlike a new one).
     - C(changed_by) lists, for C(cluster_changed) and C(both), each field manager holding fields this collection sets -
       C(manager), C(operation), C(time) (its last write, from managedFields), C(fields) and C(subresource).
+    - C(drift_left_to_others) is C(true) when every field in C(changed_by) is one O(ignore_fields) leaves to its owner.
+    - Values are compared in the form the API server stores them (C(stringData) as C(data), quantities such as
+      C(1000m) as C(1), zero values the server drops): they are no drift.
     - C(ignored_fields) lists what each O(ignore_fields) pointer did - C(pointer), C(action) (C(left to others),
       C(kept live value) or C(left out)) and C(owners).
     - In check mode, a member whose apply conflicts with another field manager is previewed as a forced dry run and

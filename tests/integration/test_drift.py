@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
 import yaml
-from ansible_cli import ansible_env, run_playbook
+from ansible_cli import ansible_env, run_module, run_playbook
 
 MEMBERS = "applyset.kubernetes.ansible/members"
 
@@ -147,28 +148,109 @@ def test_replicas_scaled_by_hand_are_kept_under_ignore_fields(cluster, kube, nam
                                       "owners": ["applyset.kubernetes"]}]
     assert result["requests"]["writes"] == 0
 
+    # a field left to others, changed by its owner: nothing to write, the drift is theirs
     kubectl(cluster, "-n", namespace, "scale", "deployment", "web", "--replicas=5")
+    for check in (True, False):
+        rc, result, out = play(cluster, tmp_path, namespace, objs, check=check, ignore_fields=REPLICAS_RULE)
+        assert rc == 0, out
+        web = by_name(result)["web"]
+        assert web["action"] == "unchanged" and result["requests"]["writes"] == 0, (check, web, result["requests"])
+        assert web["drift"] == "cluster_changed" and web["drift_left_to_others"] is True, web
+        assert [(c["manager"], c.get("subresource"), c["fields"]) for c in web["changed_by"]] == \
+            [("kubectl", "scale", [".spec.replicas"])], web
+        assert web["ignored_fields"][0]["action"] == "left to others" and web["ignored_fields"][0]["owners"], web
+        assert by_name(result)["cfg"]["drift"] == "none"
+    assert kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")["spec"]["replicas"] == 5
+
     kubectl(cluster, "-n", namespace, "set", "image", "deployment/web", "app=registry.k8s.io/pause:3.9")
     kubectl(cluster, "-n", namespace, "patch", "configmap", "cfg", "-p", '{"data":{"v":"by-hand"}}')
     rc, result, out = play(cluster, tmp_path, namespace, objs, force_conflicts=True, ignore_fields=REPLICAS_RULE)
     assert rc == 0, out
     web, cfg = by_name(result)["web"], by_name(result)["cfg"]
     assert web["action"] == "configured" and cfg["action"] == "configured"
-    assert web["drift"] == "both", web  # the body left replicas out (a new digest), and the image was changed
-    assert "kubectl-set" in [c["manager"] for c in web["changed_by"]]
+    assert web["drift"] == "cluster_changed" and "drift_left_to_others" not in web, web  # the image was changed
+    assert {c["manager"] for c in web["changed_by"]} == {"kubectl-set", "kubectl"}, web
     assert web["ignored_fields"][0]["action"] == "left to others" and web["ignored_fields"][0]["owners"], web
     assert cfg["drift"] == "cluster_changed"
     live = kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
     assert live["spec"]["replicas"] == 5  # kept
     assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.10"  # reverted
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/cfg")["data"] == {"v": "1"}  # reverted
-    # a no-op re-run with the rule writes nothing, in check mode and for real
+    # a no-op re-run with the rule writes nothing, in check mode and for real; the replicas stay
+    # kubectl's, and say so
     for check in (True, False):
         rc, result, out = play(cluster, tmp_path, namespace, objs, check=check, ignore_fields=REPLICAS_RULE)
         assert rc == 0, out
-        assert not result["changed"] and {o["drift"] for o in result["objects"]} == {"none"}, result["objects"]
+        objects = by_name(result)
+        assert not result["changed"] and objects["cfg"]["drift"] == "none", result["objects"]
+        assert objects["web"]["drift"] == "cluster_changed" and objects["web"]["drift_left_to_others"], objects["web"]
         assert result["requests"]["writes"] == 0, result["requests"]
     assert kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")["spec"]["replicas"] == 5
+
+
+@pytest.mark.parametrize("pointer", ["/metadata/name", "/metadata/namespace", "/kind", "/metadata", "/spec/~2x"])
+def test_ignore_fields_refuses_identity_and_malformed_pointers_before_any_write(cluster, kube, namespace, pointer):
+    rule = [{"kind": "ConfigMap", "json_pointers": [pointer]}]
+    rc, result, out = run_module(cluster, "applyset_apply", {
+        "parent": "drift-set", "namespace": namespace, "definition": [cm("cfg")], "ignore_fields": rule})
+    assert rc != 0, out
+    error = result["error"]
+    assert error["type"] == "InputError" and "ignore_fields[0]" in error["message"] and pointer in error["message"], error
+    assert error["fix"], error
+    # refused before any request that writes: neither the parent nor the member exists
+    assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/drift-set") is None
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/cfg") is None
+
+
+def test_ignore_fields_warns_about_a_rule_that_matches_nothing(cluster, kube, namespace, tmp_path):
+    rules = [{"kind": "Deploymnet", "group": "apps", "json_pointers": ["/spec/replicas"]},
+             {"kind": "Deployment", "group": "apps", "json_pointers": ["/spec/replicas", "/spec/paused"]}]
+    rc, result, out = play(cluster, tmp_path, namespace, [deployment("web"), cm("cfg")], ignore_fields=rules)
+    assert rc == 0, out
+    warnings = result.get("warnings", [])
+    print(warnings)
+    assert any("ignore_fields[0]" in w and "matches no member" in w and "did you mean kind Deployment" in w
+               for w in warnings), warnings
+    assert any("ignore_fields[1]" in w and "/spec/paused matches no field" in w for w in warnings), warnings
+    assert not any("/spec/replicas matches no field" in w for w in warnings), warnings
+
+
+def test_values_the_server_normalises_are_no_drift(cluster, kube, namespace, tmp_path):
+    """Issue 36: a Secret given as stringData, quantities the server writes in canonical form, an
+    int-or-string port, and fields the server drops or defaults compare like with like: no drift,
+    nothing written, in check mode and in a real run."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "creationTimestamp": None},
+              "stringData": {"password": "s3cret", "user": "app"}, "data": {"extra": "eA=="}}
+    resources = {"limits": {"cpu": "1000m", "memory": "1024Mi"}, "requests": {"cpu": 0.5, "memory": "0.5Gi"}}
+    container = {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": resources, "env": [],
+                 "ports": [{"name": "http", "containerPort": 8080}],
+                 "readinessProbe": {"tcpSocket": {"port": "http"}, "initialDelaySeconds": 0},
+                 "volumeMounts": [{"name": "tmp", "mountPath": "/tmp", "readOnly": False, "subPath": ""}]}
+    web = deployment("web", replicas=1, hostNetwork=False,
+                     volumes=[{"name": "tmp", "emptyDir": {"sizeLimit": "1024Mi"}}])
+    web["spec"]["template"]["spec"]["containers"] = [container]
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web-svc"},
+               "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"},
+                                                              {"name": "alt", "port": 81, "targetPort": 8081}]}}
+    objs = [secret, web, service, cm("cfg")]
+    rc, result, out = play(cluster, tmp_path, namespace, objs)
+    assert rc == 0, out
+    live = kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")["spec"]["template"]["spec"]
+    print("stored:", live["containers"][0]["resources"], live["volumes"])
+    for check in (True, False):
+        rc, result, out = play(cluster, tmp_path, namespace, objs, check=check)
+        assert rc == 0, out
+        assert {o["name"]: (o["action"], o["drift"]) for o in result["objects"]} == {
+            name: ("unchanged", "none") for name in ("db", "web", "web-svc", "cfg")}, (check, result["objects"])
+        assert result["requests"]["writes"] == 0 and not result["changed"], (check, result["requests"])
+    # a value changed on the cluster is still drift, in the stored form too
+    kubectl(cluster, "-n", namespace, "patch", "secret", "db", "-p", '{"data":{"password":"b3RoZXI="}}')
+    kubectl(cluster, "-n", namespace, "patch", "deployment", "web", "--type=json", "-p",
+            '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/limits/cpu","value":"2"}]')
+    rc, result, out = play(cluster, tmp_path, namespace, objs, check=True)
+    assert rc == 0, out
+    assert {o["name"]: o["drift"] for o in result["objects"]} == {
+        "db": "cluster_changed", "web": "cluster_changed", "web-svc": "none", "cfg": "none"}, result["objects"]
 
 
 def annotated(obj, key, value):

@@ -156,3 +156,85 @@ def test_a_failed_run_records_the_old_members_and_those_it_applied_only():
                                       SimpleNamespace(id=refused, action="failed")])
     members.at_release(SimpleNamespace(parent=parent, plan=plan, report=report), done=False)
     assert parent.record_members == {members.digest(old), members.digest(applied)}
+
+
+def refused(pointer):
+    try:
+        field_policy.parse_rules([{"kind": "Deployment", "json_pointers": ["/spec/replicas", pointer]}])
+    except Exception as err:  # noqa: BLE001
+        return str(err)
+    return None
+
+
+def test_identity_and_set_fields_are_refused_naming_the_rule_and_the_fix():
+    for pointer in ("/kind", "/apiVersion", "/metadata", "/metadata/name", "/metadata/namespace", "/metadata/labels",
+                    "/metadata/annotations", "/metadata/labels/applyset.kubernetes.io~1part-of",
+                    "/metadata/annotations/applyset.kubernetes.ansible~1applied-digest", "/metadata/name/x"):
+        message = refused(pointer)
+        assert message and "ignore_fields[0]" in message and pointer in message and "Fix:" in message, pointer
+    for pointer in ("/metadata/labels/app", "/metadata/annotations/a~1b", "/spec/template/spec/containers/0/image"):
+        assert refused(pointer) is None, pointer
+
+
+def test_a_malformed_escape_is_refused():
+    message = refused("/spec/~2x")
+    assert message and "'~2' is no escape" in message
+    assert refused("/data/a~0b~1c") is None
+    rule = field_policy.parse_rules([{"kind": "ConfigMap", "json_pointers": ["/data/a~0b~1c"]}])[0]
+    assert rule.pointers == (("/data/a~0b~1c", ("data", "a~b/c")),)
+
+
+class _Resource:
+    def __init__(self, kind, group="apps"):
+        self.kind, self.group = kind, group
+
+
+class _Member:
+    def __init__(self, kind, body, group="apps", name="web"):
+        self.resource, self.body, self.name, self.namespace = _Resource(kind, group), body, name, "ns"
+
+
+def test_a_rule_that_matches_nothing_warns_with_the_nearest_kind():
+    members = [_Member("Deployment", deploy()), _Member("ConfigMap", {"data": {}}, group="")]
+    rules = field_policy.parse_rules([{"kind": "Deploymnet", "json_pointers": ["/spec/replicas"]},
+                                      {"kind": "Deployment", "json_pointers": ["/spec/replicas", "/spec/paused"]},
+                                      {"kind": "Deployment", "name": "api", "json_pointers": ["/spec/replicas"]}])
+    warnings = field_policy.unused_rules(rules, members)
+    assert len(warnings) == 3, warnings
+    assert "ignore_fields[0]" in warnings[0] and "did you mean kind Deployment?" in warnings[0]
+    assert "ignore_fields[1]" in warnings[1] and "/spec/paused matches no field" in warnings[1]
+    assert "ignore_fields[2]" in warnings[2] and "matches no member" in warnings[2] and "did you mean" not in warnings[2]
+
+
+def test_the_digest_hides_ignored_values_but_not_whether_they_are_set():
+    pointers = (("spec", "replicas"),)
+    two, five = field_policy.digest_source(deploy(replicas=2), pointers), field_policy.digest_source(deploy(replicas=5),
+                                                                                                      pointers)
+    assert nochange.request_digest(two) == nochange.request_digest(five)
+    without = deploy()
+    del without["spec"]["replicas"]
+    assert nochange.request_digest(field_policy.digest_source(without, pointers)) != nochange.request_digest(two)
+
+
+def test_fields_left_to_others_are_cluster_changed_and_say_so():
+    manifest = deploy(replicas=2)
+    sent = nochange.with_digest({**manifest, "spec": {k: v for k, v in manifest["spec"].items() if k != "replicas"}},
+                                digest_of=manifest)
+    ours = {"f:spec": {"f:template": OURS["f:spec"]["f:template"]}}
+    live = live_of({**sent, "spec": {**sent["spec"], "replicas": 5}},
+                   [entry(MANAGER, ours), entry("kubectl", {"f:spec": {"f:replicas": {}}}, "Update", subresource="scale")])
+    found = drift.classify(sent, live, MANAGER, manifest_body=manifest)
+    assert found.kind == "cluster_changed" and found.left_to_others
+    assert [c["manager"] for c in found.changed_by] == ["kubectl"]
+    assert drift.classify(sent, live, MANAGER) == drift.Drift("none")  # without the manifest: nobody took a field
+
+
+def test_the_audit_does_not_count_fields_left_to_their_owner_as_drift():
+    from plugins.filter.manifest_drift import manifest_drift  # pylint: disable=import-outside-toplevel
+    objects = [{"kind": "Deployment", "name": "web", "drift": "cluster_changed", "drift_left_to_others": True,
+                "changed_by": [{"manager": "hpa", "fields": [".spec.replicas"]}]},
+               {"kind": "ConfigMap", "name": "cfg", "drift": "cluster_changed"},
+               {"kind": "ConfigMap", "name": "same", "drift": "none"}]
+    report = manifest_drift(["h"], {"h": {"audit__previews": {"results": [{"item": {"parent": "p"}, "objects": objects}]}}})
+    assert report["drifted_members"] == 1
+    assert [m["left_to_others"] for m in report["sets"][0]["members"]] == [True, False, False]

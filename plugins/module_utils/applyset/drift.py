@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from . import members, nochange, spec
+from . import members, nochange, server_form, spec
 
 NONE, MANIFEST, CLUSTER, BOTH, MISSING = "none", "manifest_changed", "cluster_changed", "both", "missing"
 KINDS = (NONE, MANIFEST, CLUSTER, BOTH, MISSING)
@@ -33,14 +33,17 @@ KINDS = (NONE, MANIFEST, CLUSTER, BOTH, MISSING)
 
 @dataclass(frozen=True)
 class Drift:
-    """One member's drift: its ``kind`` (one of ``KINDS``) and the field managers that changed
-    it (``changed_by``: dicts with manager, operation, time and fields)."""
+    """One member's drift: its ``kind`` (one of ``KINDS``), the field managers that changed it
+    (``changed_by``: dicts with manager, operation, time and fields), and whether every change
+    is in fields ``ignore_fields`` leaves to those managers (``left_to_others``)."""
 
     kind: str
     changed_by: tuple = field(default_factory=tuple)
+    left_to_others: bool = False
 
 
-def classify(body: dict, live_obj: dict | None, manager: str, *, was_member: bool = False) -> Drift:
+def classify(body: dict, live_obj: dict | None, manager: str, *, was_member: bool = False,
+             manifest_body: dict | None = None) -> Drift:
     """The drift of a member whose apply body is ``body`` (with its digest annotation).
 
     Args:
@@ -49,24 +52,33 @@ def classify(body: dict, live_obj: dict | None, manager: str, *, was_member: boo
         manager: this run's field manager.
         was_member: the set recorded this object as a member (``members.py``); only asked when
             it is not found.
+        manifest_body: the body before ``ignore_fields`` rules left fields out of it
+            (``field_policy.py``); a field left to another manager is still theirs to report.
     """
     if live_obj is None:
         return Drift(MISSING if was_member else MANIFEST)
     meta = live_obj.get("metadata") or {}
+    entries = meta.get("managedFields") or []
     want = ((body.get("metadata") or {}).get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
     have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
     manifest = have is None or have != want
-    changed_by = tuple(taken_fields(body, meta.get("managedFields") or [], manager))
+    sent_taken = tuple(taken_fields(body, entries, manager))
+    changed_by = sent_taken if manifest_body is None else tuple(taken_fields(manifest_body, entries, manager))
+    # the other managers hold only fields the rules leave to them: changed on the cluster, as asked
+    left_to_others = bool(changed_by) and not sent_taken
     cluster = bool(changed_by)
-    if have is not None and not cluster:
-        ours = _apply_entry(meta.get("managedFields") or [], manager)
+    if have is not None and not sent_taken:
+        owned = nochange.apply_fields(live_obj, manager)
         whole = live_obj.get("kind") != "PartialObjectMetadata"
-        # the same body applied before, and a value of it is not there: changed on the cluster
-        cluster = ours is None or (not manifest and whole and not nochange.contains(body, live_obj))
+        # the same body applied before, and a value of it is not there (in the form the server
+        # stores it, server_form.py): changed on the cluster
+        differs = owned is None or (not manifest and whole and not nochange.contains(
+            server_form.as_stored(body), live_obj, owned))
+        cluster, left_to_others = cluster or differs, left_to_others and not differs
     if manifest and cluster:
-        return Drift(BOTH, changed_by)
+        return Drift(BOTH, changed_by, left_to_others)
     if cluster:
-        return Drift(CLUSTER, changed_by)
+        return Drift(CLUSTER, changed_by, left_to_others)
     return Drift(MANIFEST if manifest else NONE)
 
 
@@ -184,9 +196,13 @@ def mark(ctx, member, outcome):
     found = ctx.live.get(member.key) if ctx.live is not None else None
     live_obj = found.obj if found is not None and found.resource.group_kind == member.resource.group_kind else None
     was_member = live_obj is None and members.recorded(ctx.parent, member.key)
-    found_drift = classify(member.body, live_obj, ctx.opts.field_manager, was_member=was_member)
+    policies = getattr(ctx.decisions, "policies", None)
+    manifest_body = policies.manifests.get(member.key) if policies is not None else None
+    found_drift = classify(member.body, live_obj, ctx.opts.field_manager, was_member=was_member,
+                           manifest_body=manifest_body)
     result.drift = found_drift.kind
     result.changed_by = [dict(c) for c in found_drift.changed_by] or None
+    result.drift_left_to_others = found_drift.left_to_others or None
     if found_drift.kind == MISSING and result.action == "created":
         again = "a real run creates it again" if ctx.opts.dry_run else "created again"
         result.reason = result.reason or f"a member of this set deleted out of band; {again}"

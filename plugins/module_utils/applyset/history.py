@@ -151,8 +151,13 @@ def secret_name(parent, number: int, chunk: int = 0, digest: str = "") -> str:
 
 
 def member_entry(member) -> dict:
-    """A member as the revision keeps it: the body as sent, its digest and where it came from."""
-    text = json.dumps(member.body, sort_keys=True, separators=(",", ":"))
+    """A member as the revision keeps it: the body as sent, its digest and where it came from.
+
+    The digest is of the body as sent, or, for a member an ``ignore_fields`` rule matched, of the
+    manifest with the ignored values hidden (``field_policy.digest_source``): a field its owner
+    changed is no new revision, as it is no write."""
+    source = getattr(member, "digest_source", None)
+    text = json.dumps(member.body if source is None else source, sort_keys=True, separators=(",", ":"))
     return {"source": member.manifest.source, "digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
             "body": member.body}
 

@@ -21,9 +21,12 @@ when ALL of these hold (``why_apply`` returns the first that fails, as the reaso
    strictly equal. This catches drift by anyone (edit, patch, label, scale, another manager's
    forced apply, a mutating webhook): they change a value we set.
 
-Values the server normalises (``0.5`` CPU stored as ``500m``, a Secret's ``stringData`` stored
-as ``data``) are never "contained", so such members are written on every run: a false "changed"
-costs one PATCH, a false "unchanged" would cost correctness.
+The body is compared in the form the server stores it (``server_form.as_stored``): ``0.5`` CPU
+stored as ``500m``, a Secret's ``stringData`` stored as ``data``. A zero value the server drops
+(``hostNetwork: false``, ``env: []``) is contained while our Apply entry still owns the field:
+somebody who removed it took it from every manager. Any other normalisation is not "contained",
+so such a member is written on every run: a false "changed" costs one PATCH, a false
+"unchanged" would cost correctness.
 
 A Secret's values are left out of the digest (its keys are in): the annotation shows up in diffs
 and in ``kubectl get``, and an unkeyed hash of a short password can be guessed offline. Nothing
@@ -38,7 +41,7 @@ import base64
 import hashlib
 import json
 
-from . import csa, redact, spec
+from . import csa, redact, server_form, spec
 
 DIGEST_VERSION = "v1"
 
@@ -87,14 +90,16 @@ def request_digest(body: dict) -> str:
     return f"{DIGEST_VERSION}:" + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def with_digest(body: dict) -> dict:
-    """``body`` with our digest annotation set to its digest.
+def with_digest(body: dict, *, digest_of: dict | None = None) -> dict:
+    """``body`` with our digest annotation set to its digest, or to the digest of ``digest_of``
+    (``field_policy.py``: the manifest with the values of the fields left to others hidden).
 
     Returns a new dict (the metadata and annotations copied); ``body`` is left as it is.
     """
     clean = _without_digest(body)
+    digest = request_digest(clean if digest_of is None else digest_of)
     meta = dict(clean.get("metadata") or {})
-    meta["annotations"] = {**(meta.get("annotations") or {}), spec.ANNOTATION_APPLIED_DIGEST: request_digest(clean)}
+    meta["annotations"] = {**(meta.get("annotations") or {}), spec.ANNOTATION_APPLIED_DIGEST: digest}
     return {**clean, "metadata": meta}
 
 
@@ -113,13 +118,17 @@ def _scalar_equal(desired, live) -> bool:
     return False
 
 
-def contains(desired, live) -> bool:
+def contains(desired, live, owned=None) -> bool:
     """Whether every value of ``desired`` is in ``live``, strictly equal.
 
     Maps recursively (``live`` may have more keys); lists element by element with equal length
     (each desired element contained in the live one at the same index); scalars equal with strict
     types (a bool never equals a number, a string only a string; int and float by value).
     Anything else (other types, a map against a list) is not contained.
+
+    A key ``live`` does not have is contained when its value is one the server drops
+    (``_dropped``): ``owned`` is our Apply entry's fieldsV1 at the same place (None when unknown),
+    and tells a field the server dropped from one somebody removed.
     """
     # Plain loops, strings first: this runs over every value of every member on every re-run.
     if isinstance(desired, str):
@@ -128,14 +137,21 @@ def contains(desired, live) -> bool:
         if not isinstance(live, dict):
             return False
         for key, value in desired.items():
-            if key not in live or not contains(value, live[key]):
+            sub = owned.get("f:" + key) if owned else None
+            if key not in live:
+                if not _dropped(value, sub):
+                    return False
+            elif value is None and sub is not None:
+                continue  # a null we own: the server stores its zero value or default (replicas: 1)
+            elif not contains(value, live[key], sub):
                 return False
         return True
     if isinstance(desired, list):
         if not isinstance(live, list) or len(desired) != len(live):
             return False
-        for d, l in zip(desired, live):
-            if not contains(d, l):
+        owned_items = _owned_items(owned, live) if owned else (None,) * len(live)
+        for d, l, sub in zip(desired, live, owned_items):
+            if not contains(d, l, sub):
                 return False
         return True
     if isinstance(live, (dict, list)):
@@ -143,10 +159,54 @@ def contains(desired, live) -> bool:
     return _scalar_equal(desired, live)
 
 
-def _has_apply_entry(live: dict, manager: str) -> bool:
+def _dropped(value, owned) -> bool:
+    """Whether the server leaves out a field sent with ``value``: a null (nothing to set), an empty
+    list or map (Go's ``omitempty``), and, when we still own the field, false, 0 or "" (the zero
+    value of a Go field with ``omitempty``). A field somebody else removed is no longer ours
+    (server-side apply takes a removed field from every manager): not dropped, drift."""
+    if value is None or (isinstance(value, (list, dict)) and not value):
+        return True
+    return owned is not None and value in (False, 0, "") and isinstance(value, (bool, int, float, str))
+
+
+def _owned_items(owned: dict, live: list) -> list:
+    """The fieldsV1 node of each element of a ``live`` list (None when not ours); the keys are
+    parsed once per list, not once per element."""
+    keys = _parsed_keys(owned)
+    return [owned.get(list_element_key(owned, item, index, keys)) for index, item in enumerate(live)]
+
+
+def _parsed_keys(tree) -> list:
+    parsed = []
+    for key in tree if isinstance(tree, dict) else ():
+        if key.startswith("k:"):
+            try:
+                parsed.append((key, json.loads(key[2:])))
+            except ValueError:
+                continue
+        elif key.startswith("v:"):
+            parsed.append((key, None))
+    return parsed
+
+
+def list_element_key(tree, element, index: int, parsed: list | None = None) -> str:
+    """The fieldsV1 key of a list element: ``k:{...}`` whose values it has, ``v:...`` or ``i:N``.
+    ``parsed`` is ``_parsed_keys(tree)`` when the caller looks up many elements of one list."""
+    for key, wanted in _parsed_keys(tree) if parsed is None else parsed:
+        if isinstance(wanted, dict) and isinstance(element, dict):
+            if all(str(element.get(k)) == str(v) for k, v in wanted.items()):
+                return key
+        elif key.startswith("v:") and key[2:] == json.dumps(element, separators=(",", ":")):
+            return key
+    return f"i:{index}"
+
+
+def apply_fields(live: dict, manager: str) -> dict | None:
+    """The fieldsV1 of ``manager``'s Apply entry (not a subresource's) in ``live``, or None."""
     entries = (live.get("metadata") or {}).get("managedFields") or []
-    return any(isinstance(e, dict) and e.get("manager") == manager and e.get("operation") == "Apply"
-               and not e.get("subresource") for e in entries)
+    entry = next((e for e in entries if isinstance(e, dict) and e.get("manager") == manager
+                  and e.get("operation") == "Apply" and not e.get("subresource")), None)
+    return None if entry is None else entry.get("fieldsV1") or {}
 
 
 def _not_listed_whole(live_obj) -> str | None:
@@ -187,13 +247,14 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
         return "no applied digest recorded"
     if have != want:
         return "the manifest changed since the last apply"
-    if not _has_apply_entry(live_obj, manager):
+    owned = apply_fields(live_obj, manager)
+    if owned is None:
         return f"field manager {manager} has no Apply entry"
     if csa.plan(meta.get("managedFields"), manager) is not None:
         return "client-side tools own fields that an apply takes over"
     if csa.release_fields_beyond_ours(meta.get("managedFields"), manager, set_managers, body.get("apiVersion")):
         return "field managers of earlier releases own fields that this rollback takes over"
-    if not contains(body, live_obj):
+    if not contains(server_form.as_stored(body), live_obj, owned):
         return "the live object differs from the manifest"
     return None
 

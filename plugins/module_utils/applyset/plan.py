@@ -177,6 +177,9 @@ class DesiredObject:
     body: dict  # what is sent: the manifest with our part-of label and the namespace set
     rank: int
     crd_in_set: bool = False  # its kind comes from a CRD that this run applies
+    # field_policy.py: the manifest's body with the values of its ignored fields hidden; the digests
+    # that say whether it changed (applied-digest, the history's) are of this, when set
+    digest_source: dict | None = None
     # ``key`` as computed for this body and resource (a run asks it a dozen times per member).
     _key: tuple = field(default=(None, None, None), init=False, repr=False, compare=False)
 

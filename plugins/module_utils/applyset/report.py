@@ -42,6 +42,7 @@ class ObjectResult:
     error: dict | None = None
     drift: str | None = None  # drift.KINDS: why a member differs from what was last applied
     changed_by: list | None = None  # drift.taken_fields: who changed it on the cluster
+    drift_left_to_others: bool | None = None  # drift.Drift: every change is in fields ignore_fields leaves
     ignored_fields: list | None = None  # field_policy.py: what each ignore_fields pointer did
 
     @property
@@ -65,7 +66,7 @@ class ObjectResult:
 
 
 # ObjectResult's keys that the module result shows only when set, in this order.
-_OPTIONAL_KEYS = ("reason", "uid", "error", "drift", "changed_by", "ignored_fields")
+_OPTIONAL_KEYS = ("reason", "uid", "error", "drift", "changed_by", "drift_left_to_others", "ignored_fields")
 
 CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
 HOOK_CHANGING_ACTIONS = frozenset({"completed", "failed", "would run"})  # a hook object created (or would be)
