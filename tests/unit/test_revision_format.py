@@ -96,7 +96,7 @@ def test_a_rollback_to_an_api_version_no_longer_served_is_refused():
            "spec": {"group": "shop.example", "names": {"kind": "Promotion"}, "versions": [{"name": "v1"}]}}
     old = {"apiVersion": "shop.example/v1alpha1", "kind": "Widget", "metadata": {"name": "w"}}
     ctx = SimpleNamespace(discovery=Discovery({("apiextensions.k8s.io", "v1", "CustomResourceDefinition")}),
-                          parent=SimpleNamespace(ref="secrets/shop"),
+                          parent=SimpleNamespace(ref="secrets/shop", set_ref="ApplySet Secret shop/shop"),
                           client=SimpleNamespace(get=lambda res, name: {"status": {"storedVersions": ["v1", "v2"]}}))
     with pytest.raises(InputError) as raised:
         rollback.refuse_data_loss(ctx, 1, [crd, old])

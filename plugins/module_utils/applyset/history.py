@@ -262,7 +262,7 @@ def read(client, secrets_res, parent, namespace: str, number: int) -> dict:
     Raises:
         ApplySetError: it does not exist, belongs to another set, or its chunks do not match.
     """
-    where = f"revision {number} of ApplySet {parent.ref}"
+    where = f"revision {number} of {parent.set_ref}"
     first = client.get(secrets_res, secret_name(parent, number), namespace)
     if first is None or (first["metadata"].get("labels") or {}).get(LABEL_HISTORY_OF) != parent.id:
         raise ApplySetError(f"{where} is not kept (no Secret {namespace}/{secret_name(parent, number)} of this set)",
