@@ -545,7 +545,9 @@ objects:
     - One entry per object, in the order the actions happened.
     - C(action) is one of C(created), C(configured), C(replaced) (deleted and created again, see
       I(recreate_on_immutable)), C(unchanged), C(pruned), C(kept) (protected by an annotation
-      and removed from the set), C(skipped) (controlled by another object, left alone), C(disbanded) or C(failed).
+      and removed from the set), C(skipped) (controlled by another object, left alone; or, in a run that stopped, a
+      member never tried, with the C(reason)), C(disbanded) or C(failed).
+    - A run that stops lists every member of its plan, so the C(summary) adds up to the plan's size.
     - A namespace made for I(create_namespace) is listed as C(created) with a C(reason); it is no member.
     - C(drift) (members, in check mode and real runs alike) says why the member differs from what this collection
       last applied, from what the run listed (no extra request) - C(none); C(manifest_changed) (the body sent differs
@@ -553,7 +555,8 @@ objects:
       collection sets is now owned by another field manager, or a value differs); C(both); C(missing) (a member the
       parent records that was deleted out of band; it is created again, unlike a new one).
     - C(changed_by) lists, for C(cluster_changed) and C(both), each field manager holding fields this collection sets -
-      C(manager), C(operation), C(time) (its last write, from managedFields), C(fields) and C(subresource).
+      C(manager), C(operation), C(time) (its last write, from managedFields; left out when the entry has none),
+      C(fields) and C(subresource).
     - C(drift_left_to_others) is C(true) when every field in C(changed_by) is one O(ignore_fields) leaves to its owner.
     - Values are compared in the form the API server stores them (C(stringData) as C(data), quantities such as
       C(1000m) as C(1), zero values the server drops): they are no drift.
@@ -605,7 +608,9 @@ order:
   returned: when a member carries one of those annotations
   type: list
   elements: str
-  sample: ["Deployment shop/web waits for Job shop/migrate to be applied and ready (config.kubernetes.io/depends-on)"]
+  sample: ["Deployment shop/web waits for Job shop/migrate to be applied and ready (config.kubernetes.io/depends-on)",
+           "Deployment shop/web waits for Secret shop/tls (outside the set) to be ready: waited for, not applied
+           (config.kubernetes.io/depends-on)"]
 diff:
   description: Before/after entries of every created, changed or pruned object, when diff mode is on.
   returned: when diff mode is on

@@ -40,10 +40,27 @@ def exists(kube, path):
 def test_a_refused_configmap_stops_the_workloads_but_not_its_own_phase(cluster, kube, namespace):
     rc, result, out = apply(cluster, namespace, [DEPLOYMENT, PDB, refused(cm("config")), SERVICE])
     assert rc != 0, out
-    assert actions(result) == {"ConfigMap/config": "failed", "Service/front": "created"}, out
+    assert actions(result) == {"ConfigMap/config": "failed", "Service/front": "created",
+                               "Deployment/web": "skipped", "PodDisruptionBudget/web": "skipped"}, out
     assert exists(kube, f"/api/v1/namespaces/{namespace}/services/front")
     assert not exists(kube, f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
     assert not exists(kube, f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/web")
+
+
+def test_members_never_tried_after_a_failure_are_listed_as_skipped_and_counted(cluster, kube, namespace):
+    # Issue 36, item 7: every member of the plan is in objects, in plan order; the untried ones
+    # say why, and the summary adds up to the plan's size.
+    rc, result, out = apply(cluster, namespace, [DEPLOYMENT, PDB, refused(cm("config")), SERVICE, cm("more")])
+    assert rc != 0, out
+    listed = [(o["kind"], o["name"], o["action"]) for o in result["objects"]]
+    assert listed == [("ConfigMap", "config", "failed"), ("ConfigMap", "more", "created"),
+                      ("Service", "front", "created"), ("Deployment", "web", "skipped"),
+                      ("PodDisruptionBudget", "web", "skipped")], out
+    for skipped in result["objects"][3:]:
+        assert skipped["reason"] == "not tried: an earlier member failed, and what comes later may depend on it"
+    summary = result["summary"]
+    assert (summary["failed"], summary["created"], summary["skipped"]) == (1, 2, 2), summary
+    assert sum(summary.values()) == 5, summary
 
 
 def test_a_refused_workload_does_not_stop_what_goes_with_it(cluster, kube, namespace):

@@ -256,3 +256,81 @@ def test_the_rollback_playbook_takes_the_survey_variable(cluster, kube, namespac
     summary = json.loads(newest["metadata"]["annotations"]["applyset.kubernetes.ansible/revision-summary"])
     assert summary["rollback_of"] == 1
     assert (summary["provenance"]["awx_job_id"], summary["provenance"]["awx_user_name"]) == ("42", "oncall")
+
+
+def refused(obj):
+    """``obj`` with a field the server's Strict field validation refuses."""
+    return {**obj, "bogus": 1}
+
+
+def failing_hook(name, moment):
+    """A Job hook that is never scheduled, so it fails by its deadline (kwok runs the Pods)."""
+    pod = {"restartPolicy": "Never", "containers": [{"name": "run", "image": "busybox:1.36"}],
+           "nodeSelector": {"applyset-test/no-such-node": "true"}}
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "annotations": {"applyset.kubernetes.ansible/hook": moment}},
+            "spec": {"backoffLimit": 0, "activeDeadlineSeconds": 1, "template": {"spec": pod}}}
+
+
+def test_a_rolled_back_release_says_what_the_rollback_did_and_names_what_failed(cluster, kube, namespace, tmp_path):
+    # Issue 36, item 8: the message says what the rollback did (from its report), not what the failed
+    # run left; error.object names the object that failed; a failed post-apply hook is in hooks;
+    # rollback_to a revision marked failed warns.
+    common = {"parent": "shop", "namespace": namespace, "on_failure": "rollback"}
+    results, output = run(cluster, tmp_path, namespace, [
+        task("good release", "good", definition=[cm("settings", color="blue")], **common),
+        task("refused member", "bad", definition=[cm("settings", color="red"), cm("only-bad", new="yes"),
+                                                  refused(cm("broken"))], **common),
+        task("failing post-apply hook", "hooked", definition=[cm("settings", color="green"),
+                                                             failing_hook("smoke", "post-apply")], **common),
+        task("back to the failed release", "to_failed", rollback_to="4", parent="shop", namespace=namespace),
+    ])
+    bad = results["bad"]
+    assert bad["failed"] and bad["rolled_back_to"] == 1, bad
+    assert bad["msg"].startswith(f"ConfigMap {namespace}/broken: the release failed and the set was rolled back to "
+                                 "revision 1 (the rollback re-applied 1 object and pruned 1); what failed: some "
+                                 f"objects could not be applied:\n- ConfigMap {namespace}/broken: "), bad["msg"]
+    assert "nothing was pruned" not in bad["msg"] and "keeps covering" not in bad["msg"], bad["msg"]
+    assert bad["error"]["object"] == f"ConfigMap {namespace}/broken", bad["error"]
+    assert [(o["name"], o["action"]) for o in bad["objects"]] == [("settings", "configured"),
+                                                                  ("only-bad", "pruned")], bad["objects"]
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/only-bad") is None
+
+    hooked = results["hooked"]
+    assert hooked["failed"] and hooked["rolled_back_to"] == 3, hooked
+    assert [(h["phase"], h["name"], h["action"]) for h in hooked["hooks"]] == [("post-apply", "smoke", "failed")]
+    assert "(the rollback re-applied 1 object)" in hooked["msg"] and "the post-apply hook Job" in hooked["msg"]
+    assert [(o["name"], o["action"]) for o in hooked["objects"]] == [("settings", "configured")], hooked["objects"]
+
+    to_failed = results["to_failed"]
+    assert not to_failed.get("failed") and to_failed["revision"] == 6, to_failed
+    assert (f"revision 4 of ApplySet Secret {namespace}/shop is marked failed: the release it records did not go "
+            "through, and rolling back to it applies that release again") in to_failed.get("warnings", []), output
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/settings")["data"] == {"color": "green"}
+
+
+def test_a_release_with_nothing_to_roll_back_says_so(cluster, kube, namespace, tmp_path):
+    # Issue 36, item 8: a failing first release has nothing to roll back to; a pre-apply hook that
+    # fails before any member write records no revision and rolls nothing back.
+    common = {"namespace": namespace, "on_failure": "rollback"}
+    results, _ = run(cluster, tmp_path, namespace, [
+        task("first release fails", "first", parent="first", definition=[cm("a"), refused(cm("broken"))], **common),
+        task("good release", "good", parent="hooked", definition=[cm("b", v="1")], **common),
+        task("pre-apply hook fails", "hook", parent="hooked",
+             definition=[cm("b", v="2"), failing_hook("migrate", "pre-apply")], **common),
+        {"name": "history", "applyset.kubernetes.applyset_info": {"parent": "hooked", "namespace": namespace,
+                                                                  "revisions": True}, "register": "info"},
+    ])
+    first = results["first"]
+    assert first["failed"] and "rolled_back_to" not in first, first
+    assert first["msg"].split(". Fix:")[0].endswith("; nothing to roll back to: this was the set's first release")
+
+    hook = results["hook"]
+    assert hook["failed"] and "rolled_back_to" not in hook and "rolled back" not in hook["msg"], hook
+    assert "nothing needed rolling back: the release wrote no member" in hook["msg"], hook["msg"]
+    assert [(o["name"], o["action"], o["reason"]) for o in hook["objects"]] == [
+        ("b", "skipped", "not tried: a pre-apply hook failed")]
+    assert hook["changed"] is True  # the hook's Job was created: a write
+    listed = results["info"]["applysets"][0]["revisions"]
+    assert [(r["revision"], r["result"]) for r in listed] == [(1, "deployed")], listed
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/b")["data"] == {"v": "1"}

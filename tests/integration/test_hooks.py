@@ -164,13 +164,15 @@ def test_a_failing_pre_apply_hook_leaves_the_set_unapplied_and_runs_the_on_failu
                                 ("on-failure", "ConfigMap", "alarm", "completed")]
     assert result["hooks"][0]["deleted"] is True
     assert kube.request("GET", f"/api/v1/namespaces/{ns}/configmaps/app-config")[0] == 404  # nothing applied
+    assert [(o["name"], o["action"], o["reason"]) for o in result["objects"]] == [
+        ("app-config", "skipped", "not tried: a pre-apply hook failed")]  # every member listed
     assert kube.request("GET", f"/api/v1/namespaces/{ns}/configmaps/alarm")[0] == 200
 
     # An unknown hook value is refused before any write, naming the object and the accepted values.
     objects[1]["metadata"]["annotations"] = {"helm.sh/hook": "pre-instal"}
     rc, result, out = deploy(cluster, tmp_path, ns, "typo", objects)
     assert rc == 1 and "unknown value 'pre-instal'" in result["msg"] and "pre-install, pre-upgrade" in result["msg"]
-    assert "Job doomed" in result["msg"], result["msg"]
+    assert f"Job {ns}/doomed" in result["msg"], result["msg"]
     assert kube.request("GET", f"/api/v1/namespaces/{ns}/secrets/typo")[0] == 404
 
 

@@ -217,6 +217,28 @@ def test_a_dependency_outside_the_set_is_waited_for(kube, namespace, client):
     assert "(outside the set)" in report.order[0]
 
 
+def test_the_order_says_an_object_outside_the_set_is_waited_for_not_applied(kube, namespace, client):
+    # Issue 36, item 10: this run never applies an object outside the set; it only waits for it.
+    kube.create(f"/api/v1/namespaces/{namespace}/configmaps", configmap("outside"))
+    web = configmap("web", {DEPENDS_ON: f"/namespaces/{namespace}/ConfigMap/outside"})
+    report = run(client, namespace, [web])
+    assert report.order == [f"ConfigMap {namespace}/web waits for ConfigMap {namespace}/outside (outside the set) "
+                            f"to be ready: waited for, not applied ({DEPENDS_ON})"]
+
+
+def test_members_not_tried_after_a_failure_in_an_ordered_set_are_listed_in_plan_order(kube, namespace, client):
+    # Issue 36, item 7: what waits for a failed member is never tried, and says so, in its place.
+    refused = {**configmap("first"), "bogus": 1}
+    waiting = configmap("second", {DEPENDS_ON: f"/namespaces/{namespace}/ConfigMap/first"})
+    with pytest.raises(engine.ApplySetError) as caught:
+        run(client, namespace, [refused, waiting, configmap("third")])
+    listed = [(o.name, o.action) for o in caught.value.report.objects]
+    assert listed == [("first", "failed"), ("second", "skipped"), ("third", "created")], listed
+    assert caught.value.report.objects[1].reason.startswith("not tried: an earlier member failed")
+    assert sum(caught.value.report.summary().values()) == 3
+    assert not exists(kube, f"/api/v1/namespaces/{namespace}/configmaps/second")
+
+
 def test_check_mode_shows_the_order_and_writes_nothing(kube, namespace, client):
     web = deployment("web", {DEPENDS_ON: f"batch/namespaces/{namespace}/Job/migrate"})
     report = run(client, namespace, [web, job("migrate"), configmap("first", {WAVE: "-2"})], dry_run=True, wait=True)

@@ -410,7 +410,11 @@ def test_a_failed_configuration_member_stops_the_workloads_but_not_its_own_phase
     api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/a", 422, "a is invalid", reason="Invalid", times=None)
     report, error = run(api, "apply", load(deploy("web"), event("e1"), cm("a"), svc("front")))
     assert error is not None and "ConfigMap shop/a: a is invalid" in str(error)
-    assert actions(report) == {"ConfigMap shop/a": "failed", "Service shop/front": "created"}
+    assert actions(report) == {"ConfigMap shop/a": "failed", "Service shop/front": "created",
+                               "Deployment shop/web": "skipped", "Event shop/e1": "skipped"}
+    assert [o.ref for o in report.objects][2:] == ["Deployment shop/web", "Event shop/e1"]  # plan order
+    assert all(o.reason.startswith("not tried: an earlier member failed") for o in report.objects[2:])
+    assert report.summary()["skipped"] == 2 and sum(report.summary().values()) == 4
     assert not any(r.is_write and ("/deployments/" in r.path or "/events/" in r.path) for r in api.requests)
     assert api.object("apps/v1", "Deployment", "web", "shop") is None
 
@@ -1591,6 +1595,6 @@ def test_a_refused_namespace_of_the_set_names_the_refusal_and_its_way_out(status
              times=None)
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
     _report, error = run(api, "apply", load(ns, cm("a")))
-    assert str(error).startswith(f"ApplySet configmaps./shop: could not create namespace shop for the parent: {message}")
+    assert str(error).startswith(f"ApplySet ConfigMap shop/shop: could not create namespace shop for the parent: {message}")
     assert fix in error.fix and "nothing else was changed" in error.fix
     assert [r.path for r in api.writes()] == ["/api/v1/namespaces/shop"]

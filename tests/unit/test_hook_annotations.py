@@ -124,13 +124,13 @@ def test_every_bad_annotation_is_refused_at_once_naming_the_object_and_the_accep
                                      "argocd.argoproj.io/hook-delete-policy": "Never"}))
     text = str(caught.value)
     assert "3 problems" in text
-    assert "(ConfigMap a)" in text and "unknown value 'pre-instal'; accepted: pre-install, pre-upgrade" in text
-    assert "(ConfigMap b)" in text and "'high' is not an integer" in text
-    assert "(ConfigMap c)" in text and "accepted: BeforeHookCreation, HookSucceeded, HookFailed" in text
+    assert "(ConfigMap shop/a)" in text and "unknown value 'pre-instal'; accepted: pre-install, pre-upgrade" in text
+    assert "(ConfigMap shop/b)" in text and "'high' is not an integer" in text
+    assert "(ConfigMap shop/c)" in text and "accepted: BeforeHookCreation, HookSucceeded, HookFailed" in text
 
 
 def test_an_object_given_as_a_hook_and_as_a_member_is_refused():
-    with pytest.raises(InputErrors, match=r"\(ConfigMap a\): the same object is given as a hook and as a member"):
+    with pytest.raises(InputErrors, match=r"\(ConfigMap shop/a\): the same object is given as a hook and as a member"):
         split(obj("ConfigMap", "a", {"helm.sh/hook": "post-upgrade"}), obj("ConfigMap", "a"))
 
 

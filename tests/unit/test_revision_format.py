@@ -96,7 +96,7 @@ def test_a_rollback_to_an_api_version_no_longer_served_is_refused():
            "spec": {"group": "shop.example", "names": {"kind": "Promotion"}, "versions": [{"name": "v1"}]}}
     old = {"apiVersion": "shop.example/v1alpha1", "kind": "Widget", "metadata": {"name": "w"}}
     ctx = SimpleNamespace(discovery=Discovery({("apiextensions.k8s.io", "v1", "CustomResourceDefinition")}),
-                          parent=SimpleNamespace(ref="secrets/shop"),
+                          parent=SimpleNamespace(ref="secrets/shop", set_ref="ApplySet Secret shop/shop"),
                           client=SimpleNamespace(get=lambda res, name: {"status": {"storedVersions": ["v1", "v2"]}}))
     with pytest.raises(InputError) as raised:
         rollback.refuse_data_loss(ctx, 1, [crd, old])
@@ -232,14 +232,13 @@ UNIT_DAMAGES = {
 def test_every_damage_of_a_revision_is_one_error_naming_it_each_secret_and_the_fix(kind, monkeypatch):
     made = _stored(REVISION, monkeypatch)
     first, chunk = sorted(made, key=len)[:2]
-    assert history.decode_revision("ApplySet Secret/shop/shop", PARENT.id, 2, made[first], made.get) == REVISION
+    assert history.decode_revision("ApplySet Secret shop/shop", PARENT.id, 2, made[first], made.get) == REVISION
     UNIT_DAMAGES[kind][0](made, first, chunk)
     with pytest.raises(history.DamagedRevision) as raised:
-        history.decode_revision("ApplySet Secret/shop/shop", PARENT.id, 2, made[first], made.get)
+        history.decode_revision("ApplySet Secret shop/shop", PARENT.id, 2, made[first], made.get)
     err = raised.value
     assert err.number == 2 and UNIT_DAMAGES[kind][1] in err.reason
-    assert str(err).startswith("revision 2 of ApplySet Secret/shop/shop: revision 2 of ApplySet Secret/shop/shop "
-                               "cannot be read: ")
+    assert str(err).startswith("revision 2 of ApplySet Secret shop/shop cannot be read: ")  # its subject once
     assert f"shop/{first}" in err.message and "applyset_verify with fix: true" in err.fix
     if "summary" not in kind:  # the summary names the chunks: without it, only the first is known
         assert f"shop/{chunk}" in err.message and err.secrets[0] == f"shop/{first}"
@@ -252,7 +251,7 @@ def test_a_revision_of_another_set_or_without_a_members_body_cannot_be_read(monk
         made = _stored(content, monkeypatch)
         first = min(made, key=len)
         with pytest.raises(history.DamagedRevision, match=says):
-            history.decode_revision("ApplySet Secret/shop/shop", PARENT.id, 2, made[first], made.get)
+            history.decode_revision("ApplySet Secret shop/shop", PARENT.id, 2, made[first], made.get)
 
 
 def test_a_revision_whose_summary_or_chunk_cannot_be_read_is_listed_damaged(monkeypatch):

@@ -39,7 +39,7 @@ def select(ctx, plan) -> Adoption:
     pairs += [(res, None) for res in served if not res.namespaced]
     listed = list_pairs(ctx.client, pairs, selector_for=lambda pair: options.selector, obj=ctx.set_ref)
     found = [(o.resource, o.meta) for o in live_objects(listed)]
-    selection = legacies.select(found, parent.id, options, parent.ref)
+    selection = legacies.select(found, parent.id, options, parent.set_ref)
     desired_keys = plan.keys()
     adopted, refs, desired_count = [], [], 0
     for res, meta in selection.adopted:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import gates, namespaces, spec, waiting
 from .errors import ApplySetError
 from .member_apply import apply_member
-from .report import MemberOutcome, result_for
+from .report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, result_for
 
 
 def make_namespaces(ctx) -> None:
@@ -43,6 +43,16 @@ def apply_phases(ctx) -> None:
     if ctx.decisions.order is not None and not ctx.opts.dry_run:
         gates.apply_in_order(ctx)
         return
+    try:
+        _each_phase(ctx)
+    except ApplySetError:
+        ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_STOPPED)  # a CRD not Established, a lost claim
+        raise
+    if ctx.failure is not None:
+        ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_AFTER_FAILURE)
+
+
+def _each_phase(ctx) -> None:
     first = ctx.decisions.parent_namespace_first
     done_before = {first.key} if first is not None else set()
     created_namespaces = set()
@@ -59,9 +69,10 @@ def apply_phases(ctx) -> None:
             if member.resource.group_kind == spec.NAMESPACE_KIND and result.action == "created":
                 created_namespaces.add(member.name)
         if not ok:
+            failures = ctx.record.failures()
             ctx.failure = ApplySetError(
                 "some objects could not be applied; nothing was pruned and the parent keeps covering every "
-                "object that may exist:\n" + ctx.record.failures(),
+                "object that may exist:\n" + failures, what_failed="some objects could not be applied:\n" + failures,
                 obj=ctx.set_ref, fix="fix the errors listed per object and run again")
             return  # later phases depend on this one
         crds = [m for m in members if m.resource.group_kind == spec.CRD_KIND]

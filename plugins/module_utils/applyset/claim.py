@@ -84,7 +84,7 @@ class Claim:
         if self.lost:
             raise ApplySetError(
                 f"this run lost its claim on the set: {self.lost}",
-                obj=f"ApplySet {self.parent.ref}",
+                obj=self.parent.set_ref,
                 fix="another run took the set over; let it finish, then run again",
             )
 
@@ -122,7 +122,7 @@ def wait_until_free(read_parent, run_id: str, timeout: float, parent: parents.Pa
             holder = (parent.claim or {}).get("run", "?")
             raise ApplySetError(
                 f"another run ({holder}) is changing this set and did not finish within {timeout:.0f}s",
-                obj=f"ApplySet {parent.ref}",
+                obj=parent.set_ref,
                 fix="wait for that run to finish and run again; a crashed run's claim expires by itself",
             )
         time.sleep(min(1.0, max(0.1, deadline - time.monotonic())))

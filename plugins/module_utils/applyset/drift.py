@@ -102,8 +102,10 @@ def taken_fields(body: dict, entries: list, manager: str) -> list:
             continue
         paths = [p for p in overlap(body, entry.get("fieldsV1") or {}) if not _owns(our_tree, p)]
         if paths:
-            who = {"manager": entry.get("manager"), "operation": entry.get("operation"), "time": entry.get("time"),
-                   "fields": [render(p) for p in paths]}
+            who = {"manager": entry.get("manager"), "operation": entry.get("operation")}
+            if entry.get("time"):  # an entry without a time (a scale subresource's, say) shows none, not None
+                who["time"] = entry["time"]
+            who["fields"] = [render(p) for p in paths]
             if entry.get("subresource"):
                 who["subresource"] = entry["subresource"]
             found.append(who)
@@ -181,8 +183,8 @@ def render(path: tuple) -> str:
 
 def describe(drift: Drift) -> str:
     """A short sentence for the drift, for the reason and logs."""
-    who = ", ".join(f"{c['manager']} ({c.get('operation')}, {c.get('time')}: {', '.join(c['fields'])})"
-                    for c in drift.changed_by)
+    who = ", ".join(f"{c['manager']} ({', '.join(filter(None, (c.get('operation'), c.get('time'))))}: "
+                    f"{', '.join(c['fields'])})" for c in drift.changed_by)
     return f"{drift.kind}" + (f" by {who}" if who else "")
 
 

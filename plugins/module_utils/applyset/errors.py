@@ -14,20 +14,35 @@ class ApplySetError(Exception):
     (``Deployment shop/web``, ``file app.yaml, document 3``), ``fix`` tells the user what
     to do about it and ``details`` holds machine-readable extras for the module result.
     ``report`` is the partial ``engine.Report`` when a run failed (the engine attaches it).
+    ``what_failed`` is the message without what the failed run left as it was ("nothing was
+    pruned, and the parent keeps covering every object"): what a rollback, which changes that,
+    quotes.
     """
 
     report = None
 
-    def __init__(self, message, *, obj=None, fix=None, details=None):
+    def __init__(self, message, *, obj=None, fix=None, details=None, what_failed=None):
         super().__init__(message)
         self.message = message
         self.obj = obj
         self.fix = fix
         self.details = details
+        self._what_failed = what_failed
+
+    @property
+    def what_failed(self):
+        """The message without what the failed run left as it was (the whole message by default)."""
+        return self._what_failed or self.message
+
+    @what_failed.setter
+    def what_failed(self, text):
+        self._what_failed = text
 
     def __str__(self):
         text = self.message
-        if self.obj:
+        if self.obj and not text.startswith(str(self.obj)):
+            # A message that opens with its subject reads once: "revision 9 of ApplySet Secret
+            # shop/web is not kept", not the subject, a colon and the same subject again.
             text = f"{self.obj}: {text}"
         if self.fix:
             text = f"{_end_sentence(text)} Fix: {self.fix}"

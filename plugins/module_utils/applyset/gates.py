@@ -19,7 +19,7 @@ from . import ordering, wait_reasons, waiting
 from .errors import ApplySetError, WaitTimeout
 from .member_apply import apply_member
 from .readiness import Final
-from .report import MemberOutcome, result_for
+from .report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, result_for
 
 _INTERVAL = 1.0
 _APPLIED = ("created", "configured", "replaced", "unchanged")
@@ -99,13 +99,17 @@ def apply_in_order(ctx) -> None:
                 ctx.failure = ApplySetError(
                     "some objects could not be applied; what waits for them was not applied, nothing was pruned "
                     "and the parent keeps covering every object that may exist:\n" + _failures(outcomes),
+                    what_failed="some objects could not be applied:\n" + _failures(outcomes),
                     obj=ctx.set_ref, fix="fix the errors listed per object and run again")
                 return
     finally:
-        for phase in ctx.plan.phases:
-            for member in phase:
-                if member.key in outcomes:
-                    ctx.record.outcome(outcomes[member.key])
+        # In plan order, those not tried (the run stopped before them) in their place.
+        why = NOT_TRIED_AFTER_FAILURE if ctx.failure is not None else NOT_TRIED_STOPPED
+        for member in ctx.plan.in_apply_order:
+            if member.key in outcomes:
+                ctx.record.outcome(outcomes[member.key])
+            else:
+                ctx.record.untried([member], why)
 
 
 def _wait_round(ctx, state: _State, pending: list) -> None:
@@ -144,10 +148,11 @@ def _gate_closed(ctx, node, blocked: tuple, reason) -> WaitTimeout:
     waiter, why = blocked
     cannot = isinstance(reason, Final)
     timeout = ctx.opts.wait_timeout
+    what_failed = (f"{ordering.ref_of(waiter)} waits for {ordering.ref_of(node)} ({why}), which "
+                   + ("cannot become ready" if cannot else f"is not ready after {timeout:g}s") + f": {reason}")
     return WaitTimeout(
-        f"{ordering.ref_of(waiter)} waits for {ordering.ref_of(node)} ({why}), which "
-        + ("cannot become ready" if cannot else f"is not ready after {timeout:g}s") + f": {reason}; "
-        "what waits for it was not applied, nothing was pruned and the parent keeps covering every object",
+        what_failed + "; what waits for it was not applied, nothing was pruned and the parent keeps covering "
+        "every object", what_failed=what_failed,
         obj=ctx.set_ref,
         fix=("look at the object and its events (kubectl describe), fix it and run again"
              + ("" if cannot else "; raise wait_timeout if it is only slow")),

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from . import spec
 from .errors import ApiError, ApplySetError
+from .parent_model import set_name
 
 LABEL_HISTORY_OF = spec.OWN_PREFIX + "history-of"  # the set's id
 LABEL_REVISION = spec.OWN_PREFIX + "revision"  # the revision's number
@@ -123,9 +124,9 @@ class _Damage(Exception):
 
 
 def set_label(parent) -> str:
-    """``ApplySet <kind>/<namespace>/<name>`` (no namespace for a cluster-scoped parent) of a
-    ``Parent`` or a ``LiveParent``."""
-    return "ApplySet " + "/".join(filter(None, (parent.resource.kind, parent.namespace, parent.name)))
+    """How messages name the set of a ``Parent``, a ``LiveParent`` or verify's set
+    (``parent_model.set_name``: ``ApplySet Secret shop/web``)."""
+    return set_name(parent.resource, parent.namespace, parent.name)
 
 
 def home(parent, settings: Settings | None) -> str | None:
@@ -353,7 +354,7 @@ def read(client, secrets_res, parent, namespace: str, number: int) -> dict:
         ApplySetError: it does not exist or belongs to another set.
         DamagedRevision: it cannot be read (``decode_revision``).
     """
-    where = f"revision {number} of {set_label(parent)}"
+    where = f"revision {number} of {parent.set_ref}"
     first = client.get(secrets_res, secret_name(parent, number), namespace)
     if first is None or (first["metadata"].get("labels") or {}).get(LABEL_HISTORY_OF) != parent.id:
         raise ApplySetError(f"{where} is not kept (no Secret {namespace}/{secret_name(parent, number)} of this set)",

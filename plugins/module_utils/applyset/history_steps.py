@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from . import history, spec, without_claim
+from . import history, hook_run, spec, without_claim
 from . import parent as parents
 from .errors import ApiError, ApplySetError
 from .report import CHANGING_ACTIONS
@@ -70,7 +70,10 @@ def record(ctx) -> None:
     namespace = history.home(ctx.parent, ctx.opts.history)
     if namespace is None or ctx.claim is None or ctx.plan is None:
         return
-    wrote = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or ctx.stopped
+    # A step that raised may have written members it did not record, but not the pre-apply hooks:
+    # a release they stopped wrote no member, and there is nothing to record or to roll back.
+    stopped_after_writes = ctx.stopped and ctx.stopped_at != hook_run.PRE_APPLY_STEP
+    wrote = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or stopped_after_writes
     if not (wrote if ctx.failing else _changed(ctx)):  # a failed release is recorded when it wrote
         return
     number = (ctx.parent.revision or 0) + 1

@@ -30,8 +30,11 @@ from . import health, settling, spec, wait_reasons
 from . import hooks as hks
 from . import prune as prunes
 from .errors import ApiError, ApplySetError, WaitTimeout
+from .report import NOT_TRIED_HOOK
 
 COMPLETED, FAILED, WOULD_RUN, WOULD_RUN_ON_FAILURE = "completed", "failed", "would run", "would run on failure"
+# The name of the step that runs the pre-apply hooks: a run stopped there wrote no member.
+PRE_APPLY_STEP = "pre-apply-hooks"
 
 
 def due(ctx) -> bool:
@@ -49,10 +52,15 @@ def due(ctx) -> bool:
 
 
 def pre_apply(ctx) -> None:
-    """Step pre-apply-hooks, right after the claim and before any member is written."""
+    """Step pre-apply-hooks, right after the claim and before any member is written; when one
+    fails, every member is listed as not tried."""
     if due(ctx):
         ctx.hooks = dataclasses.replace(ctx.hooks, started=True)
-        run_phase(ctx, hks.PRE_APPLY)
+        try:
+            run_phase(ctx, hks.PRE_APPLY)
+        except ApplySetError:
+            ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_HOOK)
+            raise
 
 
 def post_apply(ctx) -> None:

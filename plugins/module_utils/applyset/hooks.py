@@ -155,14 +155,24 @@ def _values(text) -> list[str]:
     return [v.strip() for v in str(text).split(",") if v.strip()]
 
 
-def _parse(m, problems: list, warnings: list):
-    """``(moments, weight, policies, hook annotation)`` of manifest ``m``; None for a member; ``()`` moments for an
-    object left out of the run. Problems go to ``problems``."""
+def _where(m, discovery, default_namespace: str | None) -> str:
+    """``source (Kind namespace/name)``, as input errors name an object (``Kind name`` when the kind
+    is cluster-scoped; the manifest's namespace when the server does not serve the kind)."""
+    res = discovery.for_gvk(m.group, m.version, m.kind)
+    namespace = m.metadata.get("namespace")
+    if res is not None:
+        namespace = (namespace or default_namespace) if res.namespaced else None
+    return f"{m.source} ({m.kind} {namespace}/{m.name})" if namespace else f"{m.source} ({m.kind} {m.name})"
+
+
+def _parse(m, name_it, problems: list, warnings: list):
+    """``(moments, weight, policies, hook annotation)`` of manifest ``m``; None for a member; ``()``
+    moments for an object left out of the run. Problems go to ``problems``, named by ``name_it()`` (``_where``)."""
     family, annotations = _family(m.metadata)
     if family is None:
         return None
     hook_key, known, weight_key, policy_key, policies_known = family
-    where = f"{m.source} ({m.kind} {m.name})"
+    where = name_it()
     moments, left_out = [], []
     for value in _values(annotations[hook_key]) or [""]:
         if value not in known:
@@ -203,7 +213,7 @@ def split(manifests: list, discovery, applyset_id: str, default_namespace: str |
     """
     members, hooks, problems, warnings, seen = [], [], [], [], set()
     for index, m in enumerate(manifests):
-        parsed = _parse(m, problems, warnings)
+        parsed = _parse(m, lambda: _where(m, discovery, default_namespace), problems, warnings)
         if parsed is None:
             members.append(m)
             continue
@@ -242,7 +252,7 @@ def _hooks_also_members(members: list, discovery, default_namespace: str | None,
         key = spec.ObjectId.of(res, (m.metadata.get("namespace") or default_namespace) if res.namespaced else None, m.name)
         if key in hook_keys:
             problems.append(InputError("the same object is given as a hook and as a member of the set",
-                                       obj=f"{m.source} ({m.kind} {m.name})",
+                                       obj=_where(m, discovery, default_namespace),
                                        fix="keep one copy: with the hook annotation (a hook) or without (a member)"))
     return problems
 

@@ -70,14 +70,14 @@ def helm_release(meta: dict) -> str | None:
     return None
 
 
-def select(listed, applyset_id: str, options: Options, parent_ref: str) -> Selection:
+def select(listed, applyset_id: str, options: Options, set_ref: str) -> Selection:
     """Sort what the legacy LISTs found into a ``Selection``.
 
     Args:
         listed: ``(resource, metadata)`` pairs of the objects matching the selector.
         applyset_id: the set's ID; objects labelled with it are ours already and skipped.
         options: the ``adopt_legacy`` options.
-        parent_ref: the parent as kubectl names it (``secrets./shop``), for the error.
+        set_ref: the set as messages name it (``parent_model.set_name``), for the error.
 
     Raises:
         InputError: before anything is written, for objects Helm manages (unless
@@ -104,7 +104,7 @@ def select(listed, applyset_id: str, options: Options, parent_ref: str) -> Selec
         raise InputError(
             f"adopt_legacy.selector {options.selector} matches objects that Helm manages: " + ", ".join(helm[:10])
             + (f" and {len(helm) - 10} more" if len(helm) > 10 else ""),
-            obj=f"ApplySet {parent_ref}",
+            obj=set_ref,
             fix="narrow the selector so that it leaves the Helm release out (Helm would fight over them), "
             "or set adopt_legacy.allow_helm: true if the release is being retired; nothing was changed",
             details={"helm_managed": helm})

@@ -326,8 +326,10 @@ def describe(order: Order, members: list, opts) -> list[str]:
             lines.append(f"sync wave {wave}: {named}{then}")
     for m in members:
         for dep in order.explicit(m.key):
-            outside = " (outside the set)" if dep in order.external else ""
-            lines.append(f"{m.ref} waits for {ref_of(dep)}{outside} to be applied and ready ({DEPENDS_ON})")
+            # An object outside the set is never applied by this run: only waited for.
+            need = "(outside the set) to be ready: waited for, not applied" if dep in order.external \
+                else "to be applied and ready"
+            lines.append(f"{m.ref} waits for {ref_of(dep)} {need} ({DEPENDS_ON})")
     if opts.wait and opts.prune:
         lines.append("prune once every applied object is ready (wait: true)")
     return lines

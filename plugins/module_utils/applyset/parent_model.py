@@ -22,6 +22,13 @@ from .spec import GroupKind
 # ----- what a live parent says -------------------------------------------------------------
 
 
+def set_name(resource: Resource, namespace: str | None, name: str) -> str:
+    """How every message names a set: ``ApplySet`` and its parent as messages name objects,
+    ``Kind namespace/name`` (``ApplySet Secret shop/web``; ``Kind name`` when cluster-scoped).
+    kubectl's ``secrets./web`` names no namespace: two sets of one name would read the same."""
+    return f"ApplySet {spec.ObjectId.of(resource, namespace or None, name)}"
+
+
 def claim_holds(claim: dict | None, now: float, *, other_than: str | None = None) -> bool:
     """Whether a run's claim on a set is still in force.
 
@@ -143,6 +150,11 @@ class LiveParent:
     def ref(self) -> str:
         """kubectl-style reference, e.g. ``secrets./shop`` or ``applysets.example.com/shop``."""
         return self.resource.parent_ref(self.name)
+
+    @property
+    def set_ref(self) -> str:
+        """The set as messages name it: ``ApplySet Secret shop/web`` (``set_name``)."""
+        return set_name(self.resource, self.namespace, self.name)
 
     @property
     def display(self) -> str:
@@ -307,6 +319,11 @@ class Parent:
     def ref(self) -> str:
         """kubectl-style reference, e.g. ``secrets./shop`` or ``applysets.example.com/shop``."""
         return self.resource.parent_ref(self.name)
+
+    @property
+    def set_ref(self) -> str:
+        """The set as messages name it: ``ApplySet Secret shop/web`` (``set_name``)."""
+        return set_name(self.resource, self.namespace, self.name)
 
     @property
     def recorded_group_kinds(self) -> set:

@@ -234,6 +234,11 @@ class Plan:
                 by_phase.setdefault(phase_of(member.rank), []).append(member)
         return [by_phase[p] for p in sorted(by_phase)]
 
+    @property
+    def in_apply_order(self) -> list:
+        """The members in the order a run applies and records them: ``phases`` flattened."""
+        return [member for phase in self.phases for member in phase]
+
 
 def _resources_from_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str], Resource]:
     """Resources that CRDs in the input will define, keyed by (group, version, kind)."""

@@ -68,6 +68,11 @@ class ObjectResult:
 # ObjectResult's keys that the module result shows only when set, in this order.
 _OPTIONAL_KEYS = ("reason", "uid", "error", "drift", "changed_by", "drift_left_to_others", "ignored_fields")
 
+# Why a member of the plan was not tried (action ``skipped``): a run that stops lists every member.
+NOT_TRIED_AFTER_FAILURE = "not tried: an earlier member failed, and what comes later may depend on it"
+NOT_TRIED_STOPPED = "not tried: the run stopped before it (see the error)"
+NOT_TRIED_HOOK = "not tried: a pre-apply hook failed"
+
 CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
 HOOK_CHANGING_ACTIONS = frozenset({"completed", "failed", "would run"})  # a hook object created (or would be)
 
@@ -138,6 +143,19 @@ def normalize(obj: dict | None) -> dict | None:
     return out
 
 
+def for_diff(obj: dict | None) -> dict | None:
+    """The object as a diff shows it (``normalize``d): without the annotations the collection keeps
+    for itself (``spec.BOOKKEEPING_ANNOTATIONS``), which change on every apply the user makes."""
+    out = normalize(obj)
+    if out is None or not isinstance(out["metadata"].get("annotations"), dict):
+        return out
+    kept = {k: v for k, v in out["metadata"]["annotations"].items() if k not in spec.BOOKKEEPING_ANNOTATIONS}
+    out["metadata"] = {k: v for k, v in out["metadata"].items() if k != "annotations"}
+    if kept:
+        out["metadata"]["annotations"] = kept
+    return out
+
+
 def _dump(obj: dict | None) -> str:
     return "" if obj is None else yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)
 
@@ -204,6 +222,13 @@ class Recorder:
         self.report.objects.append(result)
         return result
 
+    def untried(self, members, reason: str) -> None:
+        """Record ``members`` (``plan.DesiredObject``, in plan order) that have no result yet as
+        ``skipped`` with ``reason``: a run that stops lists every member of its plan, so the
+        summary's counts add up to the plan's size."""
+        recorded = {o.id for o in self.report.objects}
+        self.report.objects += [result_for(m, "skipped", reason=reason) for m in members if m.key not in recorded]
+
     def hook(self, entry: dict) -> None:
         """Record what a hook did (or would do), in the order the hooks run (hook_run.py)."""
         self.report.hooks.append(entry)
@@ -219,8 +244,8 @@ class Recorder:
         self.report.diff.append({
             "before_header": change.ref if change.before is not None else "(absent)",
             "after_header": change.ref if change.after is not None else "(absent)",
-            "before": _dump(self._masker.mask(normalize(change.before))),
-            "after": _dump(self._masker.mask(normalize(change.after))),
+            "before": _dump(self._masker.mask(for_diff(change.before))),
+            "after": _dump(self._masker.mask(for_diff(change.after))),
         })
 
     def failures(self, limit: int = 10) -> str:

@@ -32,6 +32,7 @@ import dataclasses
 from . import history, spec
 from .errors import ApplySetError, GuardError, InputError, ParentError
 from .manifests import Manifest, validate
+from .report import CHANGING_ACTIONS
 from .runner import READ, Step
 
 
@@ -43,11 +44,14 @@ def rolls_back(opts) -> bool:
 def _target(ctx, listed: list) -> int:
     wanted, parent = ctx.opts.history.rollback_to, ctx.parent
     if wanted != "previous":
+        if any(r.number == wanted and r.stored_result == history.FAILED for r in listed):
+            ctx.record.warn(f"revision {wanted} of {parent.set_ref} is marked failed: the release it records did not "
+                            "go through, and rolling back to it applies that release again")
         return wanted
     earlier = history.last_good(listed, parent.revision)
     if earlier is None:
-        raise InputError(f"ApplySet {parent.ref} keeps no deployed revision before revision {parent.revision}",
-                         obj=f"ApplySet {parent.ref}",
+        raise InputError(f"{parent.set_ref} keeps no deployed revision before revision {parent.revision}",
+                         obj=parent.set_ref,
                          fix="list the revisions with applyset_info (revisions: true) and give rollback_to a number")
     return earlier.number
 
@@ -61,7 +65,7 @@ def load_revision(ctx) -> None:
     parent = ctx.parent
     namespace = history.home(parent, ctx.opts.history)
     if not parent.exists or parent.revision is None or namespace is None:
-        raise InputError(f"ApplySet {parent.ref} has no history to roll back to", obj=f"ApplySet {parent.ref}",
+        raise InputError(f"{parent.set_ref} has no history to roll back to", obj=parent.set_ref,
                          fix="a set records revisions from its first run with history_max above 0 (for a "
                              "cluster-scoped parent, with history_namespace); apply src or definition instead")
     secrets = ctx.discovery.for_group_kind(spec.SECRET_KIND)
@@ -124,7 +128,7 @@ def refuse_data_loss(ctx, number: int, bodies: list) -> None:
                                 f"{', '.join(sorted(stored - kept))}, which revision {number} does not define")
     if problems:
         raise InputError(f"rolling back to revision {number} would lose data: " + "; ".join(problems),
-                         obj=f"revision {number} of ApplySet {ctx.parent.ref}",
+                         obj=f"revision {number} of {ctx.parent.set_ref}",
                          fix="roll back to a later revision, or migrate those objects first; nothing was changed")
 
 
@@ -158,8 +162,13 @@ def apply_or_roll_back(make_engine, opts, manifests):
         refused = isinstance(err, (InputError, GuardError, ParentError))  # before any member write
         if opts.dry_run or settings is None or settings.on_failure != "rollback" or parent is None or refused:
             raise
-        target = _last_good_before(engine, parent, settings)
+        if engine.recorded_revision is None and not _wrote_members(err.report):
+            _say(err, "nothing needed rolling back: the release wrote no member")
+            raise
+        target, why_none = _last_good_before(engine, parent, settings)
         if target is None:
+            if why_none:
+                _say(err, why_none)
             raise
         again = dataclasses.replace(opts, wait_timeout=settings.rollback_timeout, history=dataclasses.replace(
             settings, rollback_to=target, on_failure=None))
@@ -170,23 +179,69 @@ def apply_or_roll_back(make_engine, opts, manifests):
             second.message = (f"the release failed ({err.message}), and so did the rollback to revision "
                               f"{target}: {second.message}")
             raise
-        done = RolledBack(f"the release failed and the set was rolled back to revision {target}: {err.message}",
-                          obj=err.obj, fix=err.fix or "fix the release and run again")
-        done.report, done.revision, done.cause = rollback.report, target, err
-        raise done from err
+        raise _rolled_back(err, rollback.report, target) from err
 
 
-def _last_good_before(engine, parent, settings) -> int | None:
-    """The newest deployed revision before the failed one (None when there is none); the failed
-    run's own revision, if it recorded one, is marked failed first."""
+def _wrote_members(report) -> bool:
+    """Whether the failed release changed a member (a stop before any member write did not)."""
+    return report is not None and any(o.action in CHANGING_ACTIONS for o in report.objects)
+
+
+def _say(err, aftermath: str) -> None:
+    """Add to the failed release's error what the rollback did not do, and why."""
+    err.message = f"{err.message}; {aftermath}"
+    err.args = (err.message,)
+
+
+def _rolled_back(err, report, target: int) -> RolledBack:
+    """The error of a release that failed and was rolled back: what the rollback did (from its
+    report), then what failed, without what the failed run said it left as it was (the rollback
+    changed that); named by the objects that failed. The result shows the rollback's objects
+    and, before its own, the hooks and warnings of the failed release."""
+    done = RolledBack(f"the release failed and the set was rolled back to revision {target} (the rollback "
+                      f"{_what_it_did(report)}); what failed: {err.what_failed}",
+                      obj=_failed_objects(err) or err.obj, fix=err.fix or "fix the release and run again")
+    if err.report is not None:
+        report.hooks[:0] = err.report.hooks
+        report.warnings[:0] = err.report.warnings
+    done.report, done.revision, done.cause = report, target, err
+    return done
+
+
+def _what_it_did(report) -> str:
+    counts = report.summary()
+    applied = counts["created"] + counts["configured"] + counts.get("replaced", 0)
+    done = [f"re-applied {applied} object{'s' if applied != 1 else ''}"] if applied else []
+    done += [f"pruned {counts['pruned']}"] if counts["pruned"] else []
+    return " and ".join(done) if done else "changed nothing"
+
+
+def _failed_objects(err) -> str | None:
+    """The objects that failed (or were not ready), as messages name them; None when none is named."""
+    named = [o.ref for o in err.report.failed_objects] if err.report is not None else []
+    for entry in (err.details or {}).get("unready") or ():
+        where = f"{entry['namespace']}/{entry['name']}" if entry.get("namespace") else entry.get("name")
+        named.append(f"{entry.get('kind')} {where}")
+    return ", ".join(named) or None
+
+
+def _last_good_before(engine, parent, settings) -> tuple:
+    """``(number, None)``: the newest deployed revision before the failed one; ``(None, why)``
+    when there is none (``why`` None when the set keeps no history). The failed run's own
+    revision, if it recorded one, is marked failed first."""
     namespace = history.home(parent, settings)
     if namespace is None or not parent.exists:
-        return None
+        return None, None
     client = engine.client
     secrets = engine.parent_discovery.for_group_kind(spec.SECRET_KIND)
     failed = engine.recorded_revision
     if failed is not None:
         history.mark_failed(client, secrets, parent, namespace, failed)
     listed = history.revisions(history.list_secrets(client, secrets, namespace, parent.id))
-    good = history.last_good(listed, failed if failed is not None else (parent.revision or 0) + 1)
-    return None if good is None else good.number
+    below = failed if failed is not None else (parent.revision or 0) + 1
+    good = history.last_good(listed, below)
+    if good is not None:
+        return good.number, None
+    if any(r.number < below for r in listed):
+        return None, f"nothing to roll back to: no revision before revision {below} was deployed"
+    return None, "nothing to roll back to: this was the set's first release"

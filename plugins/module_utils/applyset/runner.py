@@ -66,6 +66,7 @@ class RunContext:
     set_managers: frozenset = frozenset()  # load-revision: every field manager the set's kept revisions used
     failure: Any = None  # a step's ApplySetError for objects that failed; raised after the release
     stopped: bool = False  # the runner: a step raised, the later ones are passed over
+    stopped_at: str | None = None  # the runner: the name of the step that raised
 
     @property
     def failing(self) -> bool:
@@ -79,8 +80,8 @@ class RunContext:
 
     @property
     def set_ref(self) -> str:
-        """``ApplySet <parent>``, as errors of the run name the set."""
-        return f"ApplySet {self.parent.ref}"
+        """``ApplySet Kind namespace/name``, as errors of the run name the set (``parent_model.set_name``)."""
+        return self.parent.set_ref
 
     def describe_hint(self, group_kinds, namespaces) -> None:
         """Show the parent in the result, with the hint it records (or would, in check mode)."""
@@ -105,7 +106,7 @@ def run(steps: list[Step], ctx: RunContext) -> None:
         except BaseException as err:  # noqa: B036 - the release must run on any way out
             if error is None:
                 error = err
-                ctx.stopped = True
+                ctx.stopped, ctx.stopped_at = True, step.name
     if error is not None:
         raise error
     if ctx.failure is not None:

@@ -41,6 +41,7 @@ def wait_ready_before_prune(ctx) -> None:
     try:
         wait_applied_ready(ctx)
     except WaitTimeout as err:
+        err.what_failed = err.args[0]
         err.message = err.args[0] + "; nothing was pruned, and the parent keeps covering every object (the " \
             "next run that gets everything ready prunes)"
         err.args = (err.message,)

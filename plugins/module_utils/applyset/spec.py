@@ -47,6 +47,10 @@ ANNOTATION_APPLIED_DIGEST = OWN_PREFIX + "applied-digest"
 ANNOTATION_REVISION = OWN_PREFIX + "revision"
 # ... and the digest of what that revision applied: a run whose desired set differs records one.
 ANNOTATION_REVISION_DIGEST = OWN_PREFIX + "revision-digest"
+# What the collection writes for its own bookkeeping, never the user: left out of diffs, which show
+# what the user changes (as kubectl diff does). The part-of label stays: it says what is in the set.
+BOOKKEEPING_ANNOTATIONS = frozenset({ANNOTATION_CLAIM, ANNOTATION_APPLIED_DIGEST, ANNOTATION_REVISION,
+                                     ANNOTATION_REVISION_DIGEST})
 
 TOOL_NAME = "applyset.kubernetes"
 # Kept in step with galaxy.yml by a unit test; nothing is read at runtime.

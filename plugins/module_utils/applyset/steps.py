@@ -79,7 +79,7 @@ def for_apply(opts) -> Route:
     """The route of a real apply: the claim before any member write (but the namespaces the parent
     needs), the release last and always, the wait after it."""
     tail = [Step("make-namespaces", applying.make_namespaces, WRITE), CLAIM_STEP,
-            Step("pre-apply-hooks", hook_run.pre_apply, WRITE)]
+            Step(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
     if opts.adopt_legacy is not None and opts.prune:
         tail.append(Step("label-adopted", adoption.label, WRITE))
     tail.append(Step("apply", applying.apply_phases, WRITE))

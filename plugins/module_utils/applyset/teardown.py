@@ -39,7 +39,7 @@ def warn_missing_parent(action: str):
     """The step of a route whose parent does not exist: a warning, nothing else."""
 
     def warn(ctx) -> None:
-        ctx.record.warn(f"ApplySet parent {ctx.parent.ref} does not exist; nothing to {action}")
+        ctx.record.warn(f"{ctx.set_ref} does not exist (no parent); nothing to {action}")
 
     return warn
 

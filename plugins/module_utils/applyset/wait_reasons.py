@@ -47,8 +47,9 @@ def explain(client, err: WaitTimeout, bodies: dict) -> WaitTimeout:
         cause = _cause(entry)
         if cause:
             causes.append(f"{entry['kind']} {namespace + '/' if namespace else ''}{entry['name']}: {cause}")
-    message = err.message + ("; why: " + "; ".join(causes) if causes else "")
-    return WaitTimeout(message, obj=err.obj, fix=err.fix, details={**(err.details or {}), "unready": unready})
+    why = "; why: " + "; ".join(causes) if causes else ""
+    return WaitTimeout(err.message + why, obj=err.obj, fix=err.fix, what_failed=err.what_failed + why,
+                       details={**(err.details or {}), "unready": unready})
 
 
 def _cut(text) -> str:
