@@ -141,7 +141,7 @@ def test_a_damaged_revision_is_one_error_naming_it_and_its_secrets_and_nothing_i
         with pytest.raises(ApplySetError) as raised:
             run_engine(cluster, namespace, rollback_to=1, dry_run=dry_run)
         text = str(raised.value)
-        assert f"revision 1 of ApplySet {kind_of_parent}/{namespace}/{PARENT}" in text, text
+        assert f"revision 1 of ApplySet {kind_of_parent} {namespace}/{PARENT}" in text, text
         assert f"{namespace}/{name}" in text and DAMAGES[kind][1] in text, text
         assert "applyset_verify" in text and "another revision" in text, text
         if kind == "missing chunk":
