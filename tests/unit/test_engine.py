@@ -211,6 +211,22 @@ def test_uninstall_deletes_members_then_the_parent(api):
     assert api.objects("apps/v1", "Deployment") == []
 
 
+def test_an_uninstall_whose_claim_is_refused_for_a_parent_written_meanwhile_starts_over(api):
+    """The parent was written between the uninstall's read and its claim (another run's release,
+    say): the uninstall reads it again and goes on; nothing was deleted by the first attempt."""
+    deployed(api, cm("a"))
+
+    def someone_else_writes(_request):
+        api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(x="y"))
+
+    api.before("PATCH", PARENT_PATH, someone_else_writes)
+    report, error = run(api, "uninstall")
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "pruned"}
+    assert len(api.sent("PATCH", PARENT_PATH)) == 2  # the refused claim, then the claim
+    assert api.object("v1", "ConfigMap", "shop", "shop") is None
+
+
 def test_uninstall_in_check_mode_deletes_nothing(api):
     deployed(api, cm("a"))
     report, error = run(api, "uninstall", dry_run=True)
