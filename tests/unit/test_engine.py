@@ -211,6 +211,22 @@ def test_uninstall_deletes_members_then_the_parent(api):
     assert api.objects("apps/v1", "Deployment") == []
 
 
+def test_an_uninstall_whose_claim_is_refused_for_a_parent_written_meanwhile_starts_over(api):
+    """The parent was written between the uninstall's read and its claim (another run's release,
+    say): the uninstall reads it again and goes on; nothing was deleted by the first attempt."""
+    deployed(api, cm("a"))
+
+    def someone_else_writes(_request):
+        api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(x="y"))
+
+    api.before("PATCH", PARENT_PATH, someone_else_writes)
+    report, error = run(api, "uninstall")
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "pruned"}
+    assert len(api.sent("PATCH", PARENT_PATH)) == 2  # the refused claim, then the claim
+    assert api.object("v1", "ConfigMap", "shop", "shop") is None
+
+
 def test_uninstall_in_check_mode_deletes_nothing(api):
     deployed(api, cm("a"))
     report, error = run(api, "uninstall", dry_run=True)
@@ -317,7 +333,10 @@ def test_a_parent_that_is_also_a_member_is_refused(api):
     assert api.writes() == []
 
 
-def test_a_parent_written_by_someone_else_meanwhile_stops_the_run(api):
+def test_a_parent_written_by_someone_else_before_the_claim_starts_the_run_over(api):
+    """Someone wrote the parent between the run's read and its claim: the claim's write is refused
+    (a stale resourceVersion) before any member is written, so the run lost a race, not met a
+    conflict. It reads the parent again and goes on from what is there now (issue 36 item 1)."""
     deployed(api, cm("a"))
 
     def someone_else_writes(_request):
@@ -325,8 +344,30 @@ def test_a_parent_written_by_someone_else_meanwhile_stops_the_run(api):
 
     api.before("PATCH", PARENT_PATH, someone_else_writes)
     report, error = run(api, "apply", load(cm("a"), cm("b")))
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "unchanged", "ConfigMap shop/b": "created"}
+    # read by each attempt, and once after the 409 (to tell a lost answer to our own write from it)
+    assert len(api.sent("GET", PARENT_PATH)) == 3
+    claims = [i for i, r in enumerate(api.requests) if is_parent_write(r)]
+    assert first_index(api, lambda r: r.is_write and not is_parent_write(r)) > claims[1]  # after the second claim
+    assert parent_annotations(api)["x"] == "y" and spec.ANNOTATION_CLAIM not in parent_annotations(api)
+
+
+def test_a_parent_written_under_the_run_at_every_claim_stops_it_after_a_bounded_number_of_tries(api):
+    """A parent written before each of the run's claims (something that takes no claim): the run
+    starts over ``RACES_BEFORE_GIVING_UP`` times at most, then fails with the conflict, no member written."""
+    from applyset.claim import RACES_BEFORE_GIVING_UP
+
+    deployed(api, cm("a"))
+
+    def someone_else_writes(_request):
+        api.update("v1", "ConfigMap", "shop", "shop", lambda o: o["metadata"]["annotations"].update(x="y"))
+
+    api.before("PATCH", PARENT_PATH, someone_else_writes, times=None)
+    report, error = run(api, "apply", load(cm("a"), cm("b")))
     assert isinstance(error, ParentError) and "changed by someone else" in str(error)
     assert member_writes(api) == []
+    assert len(api.sent("PATCH", PARENT_PATH)) == RACES_BEFORE_GIVING_UP
 
 
 def test_legacy_group_resources_hint_is_read_and_dropped(api):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from applyset import spec
-from applyset.errors import ParentError
+from applyset.errors import ApplySetError, ParentError
 
 from fakeapi import (ID, PARENT_PATH, FakeApi, Kind, DEFAULT_KINDS, actions, cm, deployed, load, make_engine,
                      member_writes, outcome, parent_annotations, run)
@@ -96,13 +96,30 @@ def test_a_legacy_entry_of_an_aggregated_api_that_is_down_stops_the_run(api):
 # ----- writing -------------------------------------------------------------------------------------
 
 
-def test_a_parent_created_by_someone_else_meanwhile_stops_the_run(api):
+def test_a_parent_created_by_someone_else_meanwhile_starts_the_run_over_on_it(api):
+    """Two first deploys: the other run's POST of the parent came first. This run's 409 is a
+    race lost before anything was written: it reads the parent again and deploys on it."""
     def someone_else_creates_it(_request):
         existing_parent(api, **{spec.ANNOTATION_GROUP_KINDS: ""})
 
     api.before("POST", PARENT_PATH.rpartition("/")[0], someone_else_creates_it)
     report, error = run(api, "apply", load(cm("a")))
-    assert isinstance(error, ParentError) and "created by someone else" in str(error)
+    assert error is None
+    assert actions(report) == {"ConfigMap shop/a": "created"}
+    assert parent_annotations(api)[spec.ANNOTATION_GROUP_KINDS] == "ConfigMap"
+
+
+def test_a_parent_created_and_claimed_by_another_run_meanwhile_is_waited_for(api):
+    """The other run created the parent and holds its claim: this run waits for it (here
+    ``claim_wait: 0``), and says so, instead of reporting a conflict; nothing is written."""
+    claim = json.dumps({"run": "elsewhere/1/abcd", "expires": 4102444800.0})
+
+    def another_run_creates_and_claims_it(_request):
+        existing_parent(api, **{spec.ANNOTATION_GROUP_KINDS: "", spec.ANNOTATION_CLAIM: claim})
+
+    api.before("POST", PARENT_PATH.rpartition("/")[0], another_run_creates_and_claims_it)
+    report, error = run(api, "apply", load(cm("a")), claim_wait=0)
+    assert isinstance(error, ApplySetError) and "another run (elsewhere/1/abcd)" in str(error)
     assert member_writes(api) == []
 
 

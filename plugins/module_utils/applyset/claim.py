@@ -6,6 +6,12 @@ with the widened hints under a resourceVersion precondition: of two runs that
 read the same parent, only one can write it. A heartbeat renews the claim while
 the run works; a run that dies leaves a claim that expires after ``ttl``
 seconds, so the next run waits at most that long instead of being blocked.
+
+Two runs that read the parent before either claimed it both try to write the claim; the one whose
+write is refused (a stale resourceVersion, or, on a first deploy, a parent created meanwhile) has
+written nothing of the set under a claim, so it has lost the race, not met a conflict: it starts
+over (``RaceLost``), waits for the winner's claim (``claim_wait``) and decides again on what the
+winner left. Once a run holds the claim, a refused write of the parent is a true conflict.
 """
 
 from __future__ import annotations
@@ -18,12 +24,29 @@ import time
 
 from . import history_steps, members
 from . import parent as parents
-from .errors import ApplySetError
+from .errors import ApplySetError, ParentChanged
+
+# How many times one run starts over after losing the race for the claim. Each loss means another
+# writer got to the parent first, and each start over first waits for that writer's claim; a
+# parent still written under the run's feet after that many tries is written by something that
+# takes no claim, and the run fails with the conflict.
+RACES_BEFORE_GIVING_UP = 5
 
 
 def new_run_id() -> str:
     """A new run id, ``HOST/PID/RANDOM``: who holds a claim, readable by a person."""
     return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(4)}"
+
+
+class RaceLost(Exception):
+    """Another writer got to the parent between this run's read of it and its claim: the claim
+    was not written and nothing of the set was written under it. The run starts over (the engine
+    reads the parent again, waits for the other run's claim and decides again); ``error`` is the
+    ``ParentChanged`` to fail with once that happened ``RACES_BEFORE_GIVING_UP`` times."""
+
+    def __init__(self, error: ParentChanged):
+        super().__init__(str(error))
+        self.error = error
 
 
 class Claim:
@@ -57,11 +80,19 @@ class Claim:
 
         :param group_kinds: the kinds to record (the union of the old and the new hint).
         :param namespaces: the namespaces to record (likewise).
-        :raises ParentError: if another run wrote the parent since it was read; nothing is claimed.
+        :raises RaceLost: if another run wrote (or created) the parent since it was read; nothing
+            is claimed.
+        :raises ParentError: if the write fails otherwise.
         """
         self._hints = (set(group_kinds), set(namespaces))
+        claim = self._claim_value()
         with self._writing:
-            parents.write(self.client, self.parent, *self._hints, claim=self._claim_value())
+            try:
+                parents.write(self.client, self.parent, *self._hints, claim=claim)
+            except ParentChanged as err:
+                if self.parent.claim != claim:  # refused before the claim landed (not a later legacy patch)
+                    raise RaceLost(err) from None
+                raise
         self._heartbeat = threading.Thread(target=self._renew_until_stopped, name="applyset-claim", daemon=True)
         self._heartbeat.start()
 

@@ -10,7 +10,9 @@ own route, with every request a server-side dry run and no write at all (not eve
 
 A run whose only writes would be in-place updates of members goes without the claim
 (without_claim.py); when it cannot finish that way it starts over on the claim's route, and
-what it updated is carried into the new attempt explicitly.
+what it updated is carried into the new attempt explicitly. A run that loses the race for the
+claim to a run started at the same moment (claim.RaceLost) starts over too: it waits for the
+winner (``claim_wait``) and decides again on the state the winner left.
 
 Options, Report and ObjectResult are defined in options.py and report.py and re-exported here.
 """
@@ -18,7 +20,7 @@ Options, Report and ObjectResult are defined in options.py and report.py and re-
 from __future__ import annotations
 
 from . import early, redact, runner, steps
-from .claim import new_run_id
+from .claim import RACES_BEFORE_GIVING_UP, RaceLost, new_run_id
 from .errors import ApplySetError
 from .kube import KubeClient
 from .manifests import Manifest
@@ -125,8 +127,7 @@ class Engine:
             WaitTimeout: with ``Options.wait``, members not gone in time (the parent is gone).
             ParentError, ApiError: as for ``apply``.
         """
-        self._ctx.manifests = manifests
-        return self._run(self._teardown, steps.UNINSTALL)
+        return self._run(self._teardown, steps.UNINSTALL, manifests)
 
     def disband(self) -> Report:
         """Leave every member in place without our part-of label, then delete the parent.
@@ -163,27 +164,31 @@ class Engine:
         return self.report
 
     def _apply(self, manifests: list[Manifest]) -> None:
-        """The reading steps, then the route they choose; once more on the claim's route when the
-        update-only route cannot finish (what it updated is carried over)."""
-        may_skip_claim = self.opts.reapply == "changed" and not self.opts.dry_run
-        carried = {}
+        self._attempts(steps.APPLY, manifests, may_skip_claim=self.opts.reapply == "changed" and not self.opts.dry_run)
+
+    def _teardown(self, entry: str, manifests: list[Manifest] | None = None) -> None:
+        self._attempts(entry, manifests, may_skip_claim=False)
+
+    def _attempts(self, entry: str, manifests, may_skip_claim: bool) -> None:
+        """The reading steps of ``entry``, then the route they choose; once more on the claim's
+        route when the update-only route cannot finish (what it updated is carried over), and once
+        more on whatever route the new state chooses when another run took the claim between this
+        attempt's read of the parent and its own claim (the next read waits for that run)."""
+        carried, races = {}, 0
         while True:
             self._ctx = self._attempt(manifests, carried)
             try:
-                runner.run(steps.reading(steps.APPLY, self.opts), self._ctx)
+                runner.run(steps.reading(entry, self.opts), self._ctx)
             finally:
                 early.drop(self.client)  # what the run read early and did not take is out of date now
             try:
-                runner.run(steps.choose(steps.APPLY, self._ctx, may_skip_claim).rest, self._ctx)
+                runner.run(steps.choose(entry, self._ctx, may_skip_claim).rest, self._ctx)
                 return
             except StartOver as again:
                 # The parent changed while this run read or updated the set (another run,
                 # kubectl), or an update was refused: what was listed may be out of date.
                 carried, may_skip_claim = again.carried, False
-
-    def _teardown(self, entry: str) -> None:
-        try:
-            runner.run(steps.reading(entry, self.opts), self._ctx)
-        finally:
-            early.drop(self.client)
-        runner.run(steps.choose(entry, self._ctx, False).rest, self._ctx)
+            except RaceLost as lost:
+                races += 1
+                if races >= RACES_BEFORE_GIVING_UP:
+                    raise lost.error from None

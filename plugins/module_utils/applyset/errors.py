@@ -91,6 +91,13 @@ class ParentError(ApplySetError):
     """The parent is invalid, not permitted, owned by another tool, or has a mismatched ID."""
 
 
+class ParentChanged(ParentError):
+    """A write of the parent was refused because someone wrote it since this run read it (its
+    resourceVersion is stale), or created it while this run meant to create it. Before the run
+    holds its claim, that is a race for the claim (claim.RaceLost); while it holds it, a true
+    conflict."""
+
+
 class ApiError(ApplySetError):
     """The API server answered with an HTTP error.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from . import members, spec
-from .errors import ApiError, ParentError, missing_namespace
+from .errors import ApiError, ParentChanged, ParentError, missing_namespace
 from .kube import KubeClient
 from .parent_model import Parent
 
@@ -67,8 +67,9 @@ def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, claim:
     :param namespaces: the namespaces to record.
     :param claim: the run's claim to write with the hints, or None to write it away.
     :param dry_run: send the writes as server-side dry runs; ``parent`` is left unchanged.
-    :raises ParentError: when the parent changed since it was read (resourceVersion stale), was
-        created by someone else meanwhile, or the write fails (the message names the cause).
+    :raises ParentChanged: when the parent changed since it was read (resourceVersion stale), or
+        was created by someone else meanwhile.
+    :raises ParentError: when the write fails otherwise (the message names the cause).
     """
     if not parent.exists:
         # Created without the claim: a field set by a create is owned through an
@@ -79,7 +80,7 @@ def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, claim:
                                     dry_run=dry_run).body
         except ApiError as err:
             if err.status == 409:
-                raise ParentError(
+                raise ParentChanged(
                     f"{parent.ref} was created by someone else while this run was starting",
                     obj=f"parent {parent.ref}",
                     fix="another run is probably deploying the same set; wait for it and run again",
@@ -205,8 +206,8 @@ def records(parent: Parent, live: dict, group_kinds, namespaces) -> bool:
             and spec.ANNOTATION_GROUP_RESOURCES not in annotations)
 
 
-def _stale_error(parent: Parent) -> ParentError:
-    return ParentError(
+def _stale_error(parent: Parent) -> ParentChanged:
+    return ParentChanged(
         f"{parent.ref} was changed by someone else during this run (resourceVersion "
         f"{parent.resource_version} is stale)",
         obj=f"parent {parent.ref}",
