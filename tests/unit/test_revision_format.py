@@ -13,7 +13,7 @@ from applyset.options import Options
 from applyset.runner import names
 
 PARENT = SimpleNamespace(id="applyset-abc-v1", name="shop", namespace="shop", uid="u-1",
-                         resource=SimpleNamespace(api_version="v1", kind="Secret"))
+                         resource=SimpleNamespace(api_version="v1", group="", kind="Secret"))
 
 
 def test_a_revision_round_trips_through_gzip_and_is_cut_under_the_secret_limit():
