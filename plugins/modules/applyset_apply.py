@@ -559,7 +559,7 @@ objects:
       C(fields) and C(subresource).
     - C(drift_left_to_others) is C(true) when every field in C(changed_by) is one O(ignore_fields) leaves to its owner.
     - Values are compared in the form the API server stores them (C(stringData) as C(data), quantities such as
-      C(1000m) as C(1), zero values the server drops): they are no drift.
+      C(1000m) as C(1), zero values the server drops), so they are no drift.
     - C(ignored_fields) lists what each O(ignore_fields) pointer did - C(pointer), C(action) (C(left to others),
       C(kept live value) or C(left out)) and C(owners).
     - In check mode, a member whose apply conflicts with another field manager is previewed as a forced dry run and

@@ -100,7 +100,7 @@ options:
     description:
       - Also list each set's release history (see O(applyset.kubernetes.applyset_apply#module:history_max)), each
         revision with its number, time, result (C(deployed), C(superseded), C(failed), C(rolled back), C(damaged)), member count and
-        provenance, as RV(applysets[].revisions). Read from the history Secrets' metadata only, never a Secret value: a revision whose
+        provenance, as RV(applysets[].revisions). Read from the history Secrets' metadata only, never a Secret value; a revision whose
         summary annotation or chunk Secrets cannot be read is listed C(damaged) (M(applyset.kubernetes.applyset_verify) reads each
         revision whole).
     type: bool
