@@ -65,8 +65,12 @@ class RunContext:
     rollback_of: int | None = None  # load-revision: the revision a rollback applies again
     set_managers: frozenset = frozenset()  # load-revision: every field manager the set's kept revisions used
     failure: Any = None  # a step's ApplySetError for objects that failed; raised after the release
-    stopped: bool = False  # the runner: a step raised, the later ones are passed over
     stopped_at: str | None = None  # the runner: the name of the step that raised
+
+    @property
+    def stopped(self) -> bool:
+        """A step raised: the later ones are passed over (but those that always run)."""
+        return self.stopped_at is not None
 
     @property
     def failing(self) -> bool:
@@ -106,7 +110,7 @@ def run(steps: list[Step], ctx: RunContext) -> None:
         except BaseException as err:  # noqa: B036 - the release must run on any way out
             if error is None:
                 error = err
-                ctx.stopped, ctx.stopped_at = True, step.name
+                ctx.stopped_at = step.name
     if error is not None:
         raise error
     if ctx.failure is not None:
