@@ -70,6 +70,13 @@ class Resource:
         return base
 
 
+# The definitions of custom resources and aggregated APIs, read where discovery alone cannot tell.
+CRD_RESOURCE = Resource(group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition",
+                        plural="customresourcedefinitions", namespaced=False)
+APISERVICE_RESOURCE = Resource(group="apiregistration.k8s.io", version="v1", kind="APIService",
+                               plural="apiservices", namespaced=False)
+
+
 class Discovery:
     """What the server serves, from one discovery pass per run.
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import parent as parents
-from . import redact, retention, spec
+from . import redact, spec
 from .errors import ApiError, ApplySetError
+from .discovery import CRD_RESOURCE
 from .kube import Discovery, KubeClient, Resource
 from .listerrors import ListFailure, explain_error
 from .versions import VersionFallback
@@ -182,9 +183,9 @@ def parent_resources(client: KubeClient, discovery: Discovery, listing: SetListi
     found = [res for res in (discovery.for_group_kind(gk) for gk in (spec.SECRET_KIND, spec.CONFIGMAP_KIND))
              if res is not None]
     try:
-        crds = list(client.list(retention.CRD_RESOURCE, label_selector=spec.LABEL_PARENT_TYPE))
+        crds = list(client.list(CRD_RESOURCE, label_selector=spec.LABEL_PARENT_TYPE))
     except ApiError as err:
-        listing.unlisted.append(unlisted_from(err, retention.CRD_RESOURCE))
+        listing.unlisted.append(unlisted_from(err, CRD_RESOURCE))
         listing.warnings.append(
             "custom resource parents were not looked for: listing CustomResourceDefinitions labelled "
             f"{spec.LABEL_PARENT_TYPE} failed ({err.message})")

@@ -8,8 +8,9 @@ ConfigMap, or a custom resource whose CRD carries the ``is-parent-type`` label.
 
 from __future__ import annotations
 
-from . import retention, spec
+from . import spec
 from .errors import ApiError, InputError, ParentError
+from .discovery import CRD_RESOURCE
 from .kube import Discovery, KubeClient, Resource
 from .spec import GroupKind
 
@@ -120,7 +121,7 @@ def check_kind_allowed(client: KubeClient, res: Resource) -> None:
     if not res.group:
         raise builtin
     try:
-        crd = client.get(retention.CRD_RESOURCE, f"{res.plural}.{res.group}")
+        crd = client.get(CRD_RESOURCE, f"{res.plural}.{res.group}")
     except ApiError as err:
         raise ParentError(
             f"identifying allowed custom resource parent types: {err.message}",

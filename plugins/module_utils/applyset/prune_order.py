@@ -16,7 +16,7 @@ deleted in reverse rank order as before.
 
 from __future__ import annotations
 
-from . import ordering, settling, spec
+from . import ordering, spec
 
 
 def is_early(meta: dict) -> bool:
@@ -66,15 +66,3 @@ def stages(decisions: list) -> list[list]:
         grouped.setdefault((-_wave(d.meta), level(key_of[id(d)])), []).append(d)
     return [grouped[k] for k in sorted(grouped)]
 
-
-def wait_stage_gone(ctx, pruned: list) -> None:
-    """Wait until the objects pruned by a stage are gone (not in check mode).
-
-    Args:
-        pruned: the decisions whose DELETE went through.
-    """
-    if ctx.opts.dry_run or not pruned:
-        return
-    settling.wait_gone(ctx.client, [settling.Gone(d.resource, d.meta.get("namespace"), d.meta["name"],
-                                                  d.meta.get("uid")) for d in pruned],
-                       timeout=ctx.opts.wait_timeout)

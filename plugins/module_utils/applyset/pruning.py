@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import plan as plans
 from . import prune as prunes
-from . import prune_order, spec
+from . import prune_order, settling, spec
 from .errors import ApiError, ApplySetError
 from .report import Change, live_result
 
@@ -71,7 +71,7 @@ def carry_out(ctx, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
         if index and not ok:
             break  # what a failed delete depended on stays, and the parent keeps covering it
         if index:  # dependents (and higher waves) gone, finalizers included, before what they need
-            prune_order.wait_stage_gone(ctx, [d for d in stages[index - 1] if d.meta.get("uid") in gone_uids])
+            _wait_stage_gone(ctx, [d for d in stages[index - 1] if d.meta.get("uid") in gone_uids])
         gone_uids, ok = _delete_stage(ctx, stage, live, adopted_uids, ok)
     return ok
 
@@ -125,3 +125,16 @@ def _delete_one(ctx, decision: prunes.Decision):
             return live_result(res, meta, "skipped", "replaced by a new object with the same name")
         return live_result(res, meta, "failed", f"pruning failed: {err.message}", error=err)
     return live_result(res, meta, "pruned")
+
+
+def _wait_stage_gone(ctx, pruned: list) -> None:
+    """Wait until the objects pruned by a stage are gone (not in check mode).
+
+    Args:
+        pruned: the decisions whose DELETE went through.
+    """
+    if ctx.opts.dry_run or not pruned:
+        return
+    settling.wait_gone(ctx.client, [settling.Gone(d.resource, d.meta.get("namespace"), d.meta["name"],
+                                                  d.meta.get("uid")) for d in pruned],
+                       timeout=ctx.opts.wait_timeout)

@@ -20,13 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ApiError
-from .kube import Discovery, KubeClient, Resource
+from .discovery import APISERVICE_RESOURCE, CRD_RESOURCE, Discovery, Resource
+from .kube import KubeClient
 from .spec import GroupKind
 
-CRD_RESOURCE = Resource(group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition",
-                        plural="customresourcedefinitions", namespaced=False)
-APISERVICE_RESOURCE = Resource(group="apiregistration.k8s.io", version="v1", kind="APIService",
-                               plural="apiservices", namespaced=False)
 # kube-apiserver's autoregister controller labels the APIServices it makes: "onstart" for the
 # server's own groups, "true" for the groups of CRDs (those are judged by the CRDs themselves).
 AUTOMANAGED_LABEL = "kube-aggregator.kubernetes.io/automanaged"

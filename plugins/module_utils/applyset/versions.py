@@ -16,7 +16,7 @@ import threading
 from .errors import ApiError
 from .kube import Resource
 from .listerrors import explain_error
-from .retention import CRD_RESOURCE
+from .discovery import CRD_RESOURCE
 
 
 def may_help(err: ApiError) -> bool:
