@@ -44,7 +44,10 @@ sys.path.insert(0, str(ROOT / "plugins" / "module_utils"))
 
 import latency  # noqa: E402
 import workload  # noqa: E402
-from applyset import kube, spec  # noqa: E402
+from applyset.kube import client as kube  # noqa: E402
+from applyset import errors
+from applyset.kube import http_requests as httprequests
+from applyset import spec  # noqa: E402
 from summary import ALL_TOOLS, SCENARIOS, summarize, tool_order  # noqa: E402
 
 VARIANT_FOR = {"initial": "base", "noop": "base", "change": "changed", "preview": "pruned", "prune": "pruned"}
@@ -123,7 +126,7 @@ class Admin:
                   "ApplySet": "applysets"}[obj["kind"]]
         path = f"/apis/{api}/{plural}/{obj['metadata']['name']}" if "/" in api else f"/api/{api}/{plural}/{obj['metadata']['name']}"
         self.req("PATCH", path, query={"fieldManager": "bench-harness", "force": "true"}, body=obj,
-                 content_type=kube.APPLY_PATCH)
+                 content_type=httprequests.APPLY_PATCH)
 
     def wait_crd(self, name: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -148,7 +151,7 @@ class Admin:
                     try:
                         self.req("GET", path)
                         break
-                    except kube.ApiError:
+                    except errors.ApiError:
                         time.sleep(0.1)
         time.sleep(0.5)
 
@@ -157,14 +160,14 @@ class Admin:
         for ns in names:
             try:
                 self.req("DELETE", f"/api/v1/namespaces/{ns}")
-            except kube.ApiError as err:
+            except errors.ApiError as err:
                 if err.status != 404:
                     raise
         for ns in names if wait else ():
             while time.monotonic() - started < timeout:
                 try:
                     self.req("GET", f"/api/v1/namespaces/{ns}")
-                except kube.ApiError as err:
+                except errors.ApiError as err:
                     if err.status == 404:
                         break
                     raise
@@ -187,7 +190,7 @@ class Admin:
                     query["labelSelector"] = selector
                 try:
                     self.req("DELETE", f"{base}/namespaces/{ns}/{plural}", query=query)
-                except kube.ApiError as err:
+                except errors.ApiError as err:
                     if err.status != 404:
                         raise
         for ns in names:  # wait until nothing of the workload is left (no finalizers, so it is quick)
@@ -198,7 +201,7 @@ class Admin:
     def delete_path(self, path: str) -> None:
         try:
             self.req("DELETE", path)
-        except kube.ApiError as err:
+        except errors.ApiError as err:
             if err.status != 404:
                 raise
 
@@ -216,7 +219,7 @@ class Admin:
     def metrics(self) -> dict:
         try:
             text = self.req("GET", "/metrics", accept="text/plain").body
-        except kube.ApiError as err:  # e.g. a cluster where we may not read /metrics: no request counts
+        except errors.ApiError as err:  # e.g. a cluster where we may not read /metrics: no request counts
             if not getattr(self, "_metrics_warned", False):
                 log(f"cannot read /metrics ({err.message}); request counts will be empty")
                 self._metrics_warned = True
@@ -240,7 +243,7 @@ class Admin:
 
 @dataclass(frozen=True)
 class _Res:
-    """Just enough of kube.Resource for KubeClient.list with a ready path."""
+    """Just enough of discovery.Resource for KubeClient.list with a ready path."""
 
     base: str
 

@@ -12,6 +12,7 @@ the report's summary, the client's request count and every request classified by
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -21,9 +22,19 @@ import os
 ROOT = Path(os.environ.get("BENCH_TREE") or Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(ROOT / "plugins" / "module_utils"))
 
-from applyset import engine, kube, manifests  # noqa: E402
+from applyset import engine  # noqa: E402
 from applyset.errors import ApplySetError  # noqa: E402
-from applyset.kube import METADATA_LIST  # noqa: E402
+
+try:  # the core in packages (issue 37)
+    from applyset.inputs import manifest_checks, manifests
+    from applyset.kube import client as kube
+    from applyset.kube import http_requests as httprequests
+    from applyset.run.options import Options
+except ImportError:  # a tree from before: one folder, the same names
+    from applyset import httprequests, kube, manifests
+    from applyset import manifests as manifest_checks
+    from applyset.engine import Options
+METADATA_LIST = httprequests.METADATA_LIST
 
 
 def classify(method: str, path: str, query: dict | None, accept: str, content_type: str | None) -> str:
@@ -31,7 +42,7 @@ def classify(method: str, path: str, query: dict | None, accept: str, content_ty
         return "GET discovery"
     if method == "GET" and query and "limit" in query:
         return "LIST metadata" if accept == METADATA_LIST else "LIST full"
-    if method == "PATCH" and content_type == kube.APPLY_PATCH:
+    if method == "PATCH" and content_type == httprequests.APPLY_PATCH:
         return "PATCH apply"
     return f"{method} other"
 
@@ -90,11 +101,13 @@ def main(argv=None) -> int:
         profiler.start()
 
     loaded = manifests.load_sources([args.manifests])
-    manifests.validate(loaded)
+    manifest_checks.validate(loaded)
     # Not set: None, which follows the round trip (flow.py, issue 30); a tree from before it takes
     # no None, and gets its own default.
     try:
-        from applyset import flow  # noqa: F401  pylint: disable=unused-import
+        if importlib.util.find_spec("applyset.kube.flow" if hasattr(kube, "KubeClient") and kube.__name__.endswith(
+                ".client") else "applyset.flow") is None:
+            raise ImportError("no flow module")
         extra_client = {"parallelism": args.parallelism}
     except ImportError:
         extra_client = {} if args.parallelism is None else {"parallelism": args.parallelism}
@@ -102,7 +115,7 @@ def main(argv=None) -> int:
     log: list = []
     instrument(client, log)
     extra = {"reapply": args.reapply} if args.reapply else {}
-    opts = engine.Options(prune=not args.no_prune, dry_run=args.dry_run, max_prune_percent=50, **extra)
+    opts = Options(prune=not args.no_prune, dry_run=args.dry_run, max_prune_percent=50, **extra)
     run = engine.Engine(client, json.loads(args.parent), args.namespace, opts)
     try:
         report, error = run.apply(loaded), None

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""The shape of the code: file, class and function sizes, and import cycles.
+"""The shape of the code: file, class and function sizes, import cycles, and the core's layers.
 
     python3 hack/code_shape.py [--limits] [DIR ...]
 
 Prints the largest file, class and function of each directory given (the core library,
-plugins/module_utils/applyset, by default) and every import cycle among the Python files of
-the tree. With --limits it exits 1 when the core breaks a target of docs/architecture.md: a
-file over 600 lines, a class over 300 lines, a function over 50 lines of code (blank lines,
-comments and docstrings not counted), or any import cycle. tests/unit/test_code_shape.py
-runs the same checks.
+plugins/module_utils/applyset, by default), every import cycle among the Python files of the
+tree, and every import of the core that breaks its layers. With --limits it exits 1 when the
+core breaks a target of docs/architecture.md: a file over 600 lines, a class over 300 lines, a
+function over 50 lines of code (blank lines, comments and docstrings not counted), any import
+cycle, an import that goes up the core's layers (``LAYERS``), or a name imported from a module
+that only imports it itself (a re-export). tests/unit/test_code_shape.py runs the same checks.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ MAX_CLASS_LINES = 300
 MAX_FUNCTION_CODE_LINES = 50
 # Where import cycles are looked for: every directory of Python files that import each other.
 CYCLE_ROOTS = ("plugins", "benchmarks", "tests", "hack")
+# The core's layers, lowest first: each a package of the core or a module of its root. A module
+# may import its own package's modules and anything of a layer before its own, nothing after.
+LAYERS = ("errors", "spec", "kubeyaml", "inputs", "kube", "parent", "rules", "wait", "history", "verify",
+          "run", "apply", "steps", "routes", "engine")
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,92 @@ def _imports(path: Path, siblings: set) -> set:
     return found & siblings - {path.stem}
 
 
+def _layer_of(path: Path, core: Path) -> str:
+    """The layer a core file belongs to: its package, or its own name at the root."""
+    parts = path.relative_to(core).parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def _relative_targets(path: Path, core: Path):
+    """``(line, target file or package dir, imported names or None)`` for each relative import of a core file."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom) or node.level == 0:
+            continue
+        base = path.parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        if node.module:
+            target = base.joinpath(*node.module.split("."))
+            yield node.lineno, target, [a.name for a in node.names]
+        else:
+            for a in node.names:
+                yield node.lineno, base / a.name, None
+
+
+def _exists(target: Path) -> Path | None:
+    if target.with_suffix(".py").is_file():
+        return target.with_suffix(".py")
+    return target if target.is_dir() else None
+
+
+def layer_breaks(core: Path = CORE, layers=LAYERS) -> list[str]:
+    """Every import of the core that goes up its layers, or into a layer not declared."""
+    breaks = []
+    for path in sorted(core.rglob("*.py")):
+        own = _layer_of(path, core)
+        for line, target, _names in _relative_targets(path, core):
+            found = _exists(target)
+            if found is None or core not in found.parents and found != core:
+                continue
+            if found == core:
+                continue
+            theirs = _layer_of(found if found.is_file() else found / "__init__.py", core)
+            where = f"{path.relative_to(ROOT).as_posix()}:{line}"
+            if own not in layers or theirs not in layers:
+                breaks.append(f"{where}: {own} or {theirs} is not in LAYERS")
+            elif layers.index(theirs) > layers.index(own):
+                breaks.append(f"{where}: {own} imports {theirs}, a layer above it")
+    return breaks
+
+
+def _defined(path: Path) -> set:
+    """The names a module binds at its top level other than by importing them from the core."""
+    names = set()
+    body = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            body += node.body + node.orelse + getattr(node, "finalbody", [])
+            body += [n for h in getattr(node, "handlers", []) for n in h.body]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Import) or isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def re_exports(core: Path = CORE) -> list[str]:
+    """Names a core module imports from a module that does not define them, and non-empty ``__init__`` files."""
+    found = [f"{p.relative_to(ROOT).as_posix()}: not empty" for p in sorted(core.rglob("__init__.py"))
+             if p.read_text(encoding="utf-8").strip()]
+    defined: dict = {}
+    for path in sorted(core.rglob("*.py")):
+        for line, target, names in _relative_targets(path, core):
+            module = target.with_suffix(".py")
+            if names is None or not module.is_file():
+                continue
+            if module not in defined:
+                defined[module] = _defined(module)
+            for name in names:
+                if name not in defined[module] and not _exists(target / name):
+                    found.append(f"{path.relative_to(ROOT).as_posix()}:{line}: {name} is not defined in "
+                                 f"{module.relative_to(core).as_posix()}; import it from its own module")
+    return found
+
+
 def import_cycles(roots=CYCLE_ROOTS) -> list[list[str]]:
     """Every import cycle among the modules of one directory (each cycle once, as file paths)."""
     cycles = []
@@ -143,10 +234,12 @@ def main(argv: list[str]) -> int:
             print(f"  largest {kind}s: " + ", ".join(f"{s.where.split('/')[-1]} {s.lines}" for s in top))
     cycles = import_cycles()
     print("import cycles: " + ("; ".join(" <-> ".join(c) for c in cycles) if cycles else "none"))
+    layering = layer_breaks() + re_exports()
+    print("layers (" + " < ".join(LAYERS) + "): " + ("; ".join(layering) if layering else "kept"))
     broken = over_limits() if check else []
     for s in broken:
         print(f"over the limit: {s.kind} {s.where} has {s.lines} lines")
-    return 1 if check and (broken or cycles) else 0
+    return 1 if check and (broken or cycles or layering) else 0
 
 
 if __name__ == "__main__":

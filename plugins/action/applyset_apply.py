@@ -90,7 +90,7 @@ class ApplySetAction(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         # Imported here so that the path resolution below can be tested without a collection tree.
-        from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
+        from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import redact
         from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import InputError
         from ansible_collections.applyset.kubernetes.plugins.plugin_utils.ansiballz_cache import TaskCache
 

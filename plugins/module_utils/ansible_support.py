@@ -28,7 +28,7 @@ import copy
 from ansible.module_utils.common.parameters import env_fallback
 
 # Standard library only: importing it keeps this file importable on its own.
-from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import redact
 
 
 # Environment variables read for each option, in order of preference. Where

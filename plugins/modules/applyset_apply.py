@@ -653,7 +653,9 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 
 # What the run needs to start reading the cluster. The rest of the engine is imported in main(),
 # after the early reads went out (early.py): they travel while Python compiles it.
-from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import early, kube, names  # noqa: E402
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run import early  # noqa: E402
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.kube import client as kube  # noqa: E402
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import names  # noqa: E402
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError  # noqa: E402
 
 
@@ -724,21 +726,22 @@ def argument_spec():
 def load_manifests(params, definition, src_contents=None):
     """Load and validate the input (before any write); ``src_contents``: the vaulted ``src``
     files, decrypted by the action plugin (see ``manifests.load_sources``)."""
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import manifests
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifests
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifest_checks
 
     loaded = []
     if params["src"]:
         loaded += manifests.load_sources(params["src"], contents=src_contents)
     if definition is not None:
         loaded += manifests.load_definition(definition)
-    manifests.validate(loaded)
+    manifest_checks.validate(loaded)
     return loaded
 
 
 def legacy_options(params):
     if not params:
         return None
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import legacy
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.rules import legacy
 
     return legacy.Options(selector=params["selector"], kinds=tuple(params["kinds"] or legacy.DEFAULT_KINDS),
                           allow_helm=params["allow_helm"])
@@ -757,13 +760,14 @@ def main():
         names.check_options(params["parent"], params["namespace"])
         client, connect_error = connect_and_read_early(module, kubeconfig)
         try:
-            from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import (
-                engine, manifests, rollback)
+            from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine
+            from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifests
+            from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.steps import rollback
         except ImportError as err:  # PyYAML missing
             module.fail_json(msg=f"a required Python library is missing: {err}")
         if manifests.YAML_IMPORT_ERROR is not None:
             module.fail_json(msg=f"a required Python library is missing: {manifests.YAML_IMPORT_ERROR}")
-        options = engine_options(module, engine)
+        options = engine_options(module)
         desired = None
         if params["state"] == "present":
             if params["rollback_to"] is not None:
@@ -834,10 +838,12 @@ def connect_and_read_early(module, kubeconfig):
     return client, None
 
 
-def engine_options(module, engine):
-    """The run's ``engine.Options`` from the module's parameters."""
+def engine_options(module):
+    """The run's ``Options`` from the module's parameters."""
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import Options
+
     params = module.params
-    return engine.Options(
+    return Options(
         field_manager=params["field_manager"],
         force_conflicts=params["force_conflicts"],
         field_validation=params["field_validation"],
@@ -871,7 +877,9 @@ def engine_options(module, engine):
 
 def history_settings(module):
     """The history options as ``history.Settings`` (rollback_to was checked by ``check_options``)."""
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import history, provenance
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.history import (
+        revisions as history, provenance,
+    )
 
     params = module.params
     target = params["rollback_to"]
@@ -884,7 +892,7 @@ def history_settings(module):
 
 def _revisions(runs, err=None):
     """``revision`` (what the last run recorded) and ``rolled_back_to`` for the result."""
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import rollback
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.steps import rollback
 
     shown = {}
     recorded = runs[-1].recorded_revision if runs else None
@@ -901,7 +909,7 @@ def _shape(result, module, failed=False):
     if failed and module.check_mode:
         result["changed"] = False  # a preview that fails changed nothing, and its objects say what it found
     # The engine returns no Secret data; this makes sure of it for every path, by structure.
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import redact
 
     return redact.hide_secret_data(result)
 

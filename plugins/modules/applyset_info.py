@@ -317,8 +317,12 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import (
-        health, history, inventory, kube, names, redact, spec)
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.wait import readiness
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.history import revisions as history
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.verify import inventory
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.kube import client as kube
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import names, redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import spec
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -377,7 +381,7 @@ def main():
             members=members,
             member_count=params["member_count"],
             full_objects=params["full_objects"],
-            readiness=health.is_ready if params["readiness"] else None,
+            readiness=readiness.is_ready if params["readiness"] else None,
         )
         result = report.to_dict()
         if params["revisions"]:

@@ -376,7 +376,9 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 try:
     import yaml
 
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import fsck, kube, names, redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.verify import fsck
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.kube import client as kube
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import names, redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing

@@ -31,7 +31,8 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible.parsing.vault import AnsibleVaultFormatError
 
-from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import kubeyaml, manifests
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.kubeyaml import stream as kubeyaml
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifests
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import InputError
 
 PASSWORD_OPTIONS = "--ask-vault-pass, --vault-password-file FILE or --vault-id LABEL@SOURCE"

@@ -11,7 +11,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
-from applyset import engine, history, kube, manifests  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset.history import revisions as history  # noqa: E402
+from applyset.kube import client as kube  # noqa: E402
+from applyset.inputs import manifests  # noqa: E402
 from applyset.errors import ApplySetError  # noqa: E402
 
 
@@ -21,7 +25,7 @@ def main() -> int:
     options = dict(job.get("options", {}))
     if "history" in job:  # history.Settings keywords: the run keeps the set's history
         options["history"] = history.Settings(**job["history"])
-    run = engine.Engine(client, job["parent"], job.get("namespace"), engine.Options(**options))
+    run = engine.Engine(client, job["parent"], job.get("namespace"), Options(**options))
     # finished_at: when this run let go of the set, so that a test can tell which of two
     # concurrent runs wrote last (the order in which it reads their output says nothing).
     try:

@@ -26,7 +26,10 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
-from applyset import engine, manifests  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset.inputs import manifests  # noqa: E402
+from applyset.inputs import manifest_checks
 from applyset.errors import ApplySetError  # noqa: E402
 
 
@@ -176,8 +179,8 @@ def our_dry_run(client, namespace: str, paths: list, parent: str) -> Outcome:
     """Check mode of the core library on ``paths``."""
     try:
         loaded = manifests.load_sources([str(p) for p in paths])
-        manifests.validate(loaded)
-        run = engine.Engine(client, parent, namespace, engine.Options(dry_run=True, diff=True))
+        manifest_checks.validate(loaded)
+        run = engine.Engine(client, parent, namespace, Options(dry_run=True, diff=True))
         report = run.apply(loaded)
     except ApplySetError as err:
         failed = err.report.failed_objects if err.report is not None else []

@@ -94,7 +94,7 @@ def test_the_payload_is_built_once_reused_by_the_next_run_and_rebuilt_when_modul
     output, second = run(cluster, tmp_path)
     assert not built(output) and outcome(second) == outcome(first) and "payload_edit" not in second
 
-    with open(collection / "plugins" / "module_utils" / "applyset" / "redact.py", "a") as redact:
+    with open(collection / "plugins" / "module_utils" / "applyset" / "inputs" / "redact.py", "a") as redact:
         redact.write(EDIT)
     output, edited = run(cluster, tmp_path)
     assert built(output) and edited["payload_edit"] == "seen" and outcome(edited) == outcome(first)

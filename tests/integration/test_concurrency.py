@@ -16,8 +16,10 @@ from test_faults import PLURALS, labelled, obj
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
-from applyset import engine, manifests  # noqa: E402
-from applyset import kube as core_kube  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset.inputs import manifests  # noqa: E402
+from applyset.kube import client as core_kube  # noqa: E402
 
 DRIVER = Path(__file__).resolve().parent / "engine_driver.py"
 
@@ -214,9 +216,9 @@ def test_two_playbook_runs_of_one_set_started_together_both_succeed(cluster, kub
     for round_no in range(ROUNDS):
         before, left, right = route_sets(route, round_no)
         if before is None:
-            engine.Engine(admin, parent, namespace, engine.Options()).uninstall()
+            engine.Engine(admin, parent, namespace, Options()).uninstall()
         else:
-            engine.Engine(admin, parent, namespace, engine.Options()).apply(manifests.load_definition(before))
+            engine.Engine(admin, parent, namespace, Options()).apply(manifests.load_definition(before))
         results, outputs = two_at_once(cluster, tmp_path, namespace, parent, left, right)
         problem = inconsistency(kube, namespace, parent, results, left, right)
         if problem:

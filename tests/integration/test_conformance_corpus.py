@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 from kubectl_parity import KUBECTL, compared, context_kubeconfig, differences, kubectl_dry_run, our_dry_run
 
-from applyset import kube as core_kube  # noqa: E402  (kubectl_parity puts it on the path)
+from applyset.kube import client as core_kube  # noqa: E402  (kubectl_parity puts it on the path)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCS = REPO_ROOT / "docs" / "kubectl-compatibility.md"

@@ -25,8 +25,8 @@ from kubectl_parity import KUBECTL
 from local_cluster.pki import PKI
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
-from applyset import kube as core  # noqa: E402
-from applyset import names  # noqa: E402
+from applyset.kube import client as core  # noqa: E402
+from applyset.inputs import names  # noqa: E402
 from applyset.errors import ApiError, ConnectionFailed  # noqa: E402
 
 

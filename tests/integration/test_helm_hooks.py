@@ -23,8 +23,10 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "plugins" / "module_utils"))
 
-from applyset import engine, manifests  # noqa: E402
-from applyset import kube as core_kube  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset.inputs import manifests  # noqa: E402
+from applyset.kube import client as core_kube  # noqa: E402
 
 CHARTS = Path(__file__).resolve().parent / "data" / "charts"
 RENDERED_NAMESPACE = "helm-hooks-ns"  # the --namespace each chart was rendered with, replaced by the test's
@@ -90,7 +92,7 @@ class Recorder:
 def run(cluster, namespace: str, objects: list, *, state: str = "present"):
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     recorder = Recorder(client, {o["metadata"]["name"] for o in objects})
-    runner = engine.Engine(client, "secrets/release", namespace, engine.Options(wait_timeout=60))
+    runner = engine.Engine(client, "secrets/release", namespace, Options(wait_timeout=60))
     definition = manifests.load_definition(objects)
     report = runner.uninstall(definition) if state == "absent" else runner.apply(definition)
     return report, recorder.log

@@ -22,7 +22,12 @@ import yaml
 from ansible_cli import ansible_env, run_playbook
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
-from applyset import engine, history, kube as core_kube, manifests, rollback, spec  # noqa: E402
+from applyset import engine, spec  # noqa: E402
+from applyset.run.options import Options
+from applyset.history import revisions as history  # noqa: E402
+from applyset.kube import client as core_kube  # noqa: E402
+from applyset.inputs import manifests  # noqa: E402
+from applyset.steps import rollback  # noqa: E402
 from applyset.errors import ApplySetError, InputError  # noqa: E402
 
 SUMMARY = history.ANNOTATION_SUMMARY
@@ -38,7 +43,7 @@ def run_engine(cluster, namespace, definition=(), **settings):
     returns the engine (its ``report``, its ``recorded_revision``)."""
     dry_run = settings.pop("dry_run", False)
     admin = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    opts = engine.Options(dry_run=dry_run, history=history.Settings(**settings))
+    opts = Options(dry_run=dry_run, history=history.Settings(**settings))
     run = engine.Engine(admin, PARENT, namespace, opts)
     run.apply(manifests.load_definition(list(definition)))
     return run
@@ -210,7 +215,7 @@ def test_a_failed_rollback_onto_a_damaged_revision_tells_both_failures(cluster, 
                                    "spec": {"nodeSelector": {"applyset-test/no-such-node": "true"},
                                             "containers": [{"name": "web", "image": "registry.invalid/web:2"}]}}}}
     admin = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    opts = engine.Options(wait=True, wait_timeout=3,
+    opts = Options(wait=True, wait_timeout=3,
                           history=history.Settings(on_failure="rollback", rollback_timeout=30))
     with pytest.raises(ApplySetError) as raised:
         rollback.apply_or_roll_back(lambda o: engine.Engine(admin, PARENT, namespace, o), opts,

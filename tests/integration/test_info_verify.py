@@ -24,7 +24,10 @@ from ansible_cli import ansible_env, run_module, run_playbook
 from kubeapi import wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
-from applyset import fsck, inventory, kube as core_kube, spec  # noqa: E402
+from applyset.verify import fsck, inventory  # noqa: E402
+from applyset.verify import scan as fsck_scan
+from applyset.kube import client as core_kube  # noqa: E402
+from applyset import spec  # noqa: E402
 
 KUBECTL_1_28 = "/usr/lib/google-cloud-sdk/bin/kubectl.1.28"
 MERGE_PATCH = "application/merge-patch+json"
@@ -534,7 +537,7 @@ def test_a_crd_deleted_during_the_scan_leaves_the_scan_complete(cluster, kube, c
 
         core_for_scan = core_kube.connect({"kubeconfig": cluster.kubeconfig})
         core_for_scan.list = list_after_deleting_the_crd
-        found = fsck.scan(core_for_scan, discovery)
+        found = fsck_scan.scan(core_for_scan, discovery)
         assert found.unlisted == [], found.unlisted
         assert spec.GroupKind(group, "Widget") in found.listed
     finally:

@@ -20,7 +20,7 @@ import pytest
 from kubectl_parity import (KUBECTL_READS_JSON_THEN_YAML, Outcome, compared, context_kubeconfig, differences,
                             kubectl_dry_run, our_dry_run)
 
-from applyset import kube as core_kube  # noqa: E402  (kubectl_parity puts it on the path)
+from applyset.kube import client as core_kube  # noqa: E402  (kubectl_parity puts it on the path)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCS = REPO_ROOT / "docs" / "kubectl-compatibility.md"

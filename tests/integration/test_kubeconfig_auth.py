@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
-from applyset import kube as core_kube  # noqa: E402
+from applyset.kube import client as core_kube  # noqa: E402
 from applyset.errors import AuthenticationFailed  # noqa: E402
 
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
@@ -58,7 +58,7 @@ def kubeconfig_with(admin_config: dict, tmp_path: Path, user: dict, *, ca_as_fil
 
 def test_the_test_kubeconfig_is_read_without_the_package_as_the_same_user(cluster, kube):
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    assert type(client.cfg).__module__ == "applyset.kubeconfig"
+    assert type(client.cfg).__module__ == "applyset.kube.kubeconfig"
     # The independent test client loads the same kubeconfig with the kubernetes package.
     review = kube.create(WHOAMI, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
     assert whoami(client) == review["status"]["userInfo"]["username"]

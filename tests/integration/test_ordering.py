@@ -18,7 +18,11 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "plugins" / "module_utils"))
 
-from applyset import engine, kube as core_kube, manifests  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset import errors
+from applyset.kube import client as core_kube  # noqa: E402
+from applyset.inputs import manifests  # noqa: E402
 from applyset.errors import InputError, WaitTimeout  # noqa: E402
 
 DEPENDS_ON = "config.kubernetes.io/depends-on"
@@ -60,7 +64,7 @@ def configmap(name, annotations=None, finalizers=None):
 
 def run(client, namespace, objects, **options):
     options.setdefault("wait_timeout", 90)
-    eng = engine.Engine(core_kube.connect({"kubeconfig": client}), "configmaps/order-set", namespace, engine.Options(**options))
+    eng = engine.Engine(core_kube.connect({"kubeconfig": client}), "configmaps/order-set", namespace, Options(**options))
     return eng.apply(manifests.load_definition(objects))
 
 
@@ -230,7 +234,7 @@ def test_members_not_tried_after_a_failure_in_an_ordered_set_are_listed_in_plan_
     # Issue 36, item 7: what waits for a failed member is never tried, and says so, in its place.
     refused = {**configmap("first"), "bogus": 1}
     waiting = configmap("second", {DEPENDS_ON: f"/namespaces/{namespace}/ConfigMap/first"})
-    with pytest.raises(engine.ApplySetError) as caught:
+    with pytest.raises(errors.ApplySetError) as caught:
         run(client, namespace, [refused, waiting, configmap("third")])
     listed = [(o.name, o.action) for o in caught.value.report.objects]
     assert listed == [("first", "failed"), ("second", "skipped"), ("third", "created")], listed
@@ -286,12 +290,12 @@ def test_the_cost_of_a_gate(kube, namespace, client):
         objects = [deployment(f"web-{suffix}", annotations), job(f"migrate-{suffix}")]
         started = time.monotonic()
         eng = engine.Engine(core_kube.connect({"kubeconfig": client}), f"configmaps/cost-{suffix}", namespace,
-                            engine.Options(wait_timeout=90))
+                            Options(wait_timeout=90))
         report = eng.apply(manifests.load_definition(objects))
         figures[gated] = (time.monotonic() - started, report.requests["sent"], report.requests["writes"])
         started = time.monotonic()
         eng = engine.Engine(core_kube.connect({"kubeconfig": client}), f"configmaps/cost-{suffix}", namespace,
-                            engine.Options(wait_timeout=90))
+                            Options(wait_timeout=90))
         again = eng.apply(manifests.load_definition(objects))
         figures[(gated, "no-op")] = (time.monotonic() - started, again.requests["sent"], again.requests["writes"])
     for name, (seconds, sent, writes) in figures.items():

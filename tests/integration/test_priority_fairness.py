@@ -21,7 +21,10 @@ import pytest
 from kubeapi import wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
-from applyset import engine, kube, manifests  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset.kube import client as kube  # noqa: E402
+from applyset.inputs import manifests  # noqa: E402
 
 APF = "/apis/flowcontrol.apiserver.k8s.io/v1"
 
@@ -85,7 +88,7 @@ def configmaps(namespace, count):
 
 def apply(client, namespace, count, **options):
     loaded = manifests.load_definition(configmaps(namespace, count))
-    return engine.Engine(client, "apf-set", namespace, engine.Options(**options)).apply(loaded)
+    return engine.Engine(client, "apf-set", namespace, Options(**options)).apply(loaded)
 
 
 def test_a_rejecting_server_halves_the_requests_in_flight_waits_out_retry_after_and_loses_nothing(

@@ -15,7 +15,10 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "plugins" / "module_utils"))
 
-from applyset import health, kube as core_kube  # noqa: E402
+from applyset.wait import readiness
+from applyset.wait import waiting
+from applyset.kube import client as core_kube  # noqa: E402
+from applyset.kube import discovery
 from applyset.errors import WaitTimeout  # noqa: E402
 from applyset.spec import GroupKind  # noqa: E402
 
@@ -61,7 +64,7 @@ def test_deployment_and_its_configmap_become_ready(kube, namespace, client, reso
         (resources("", "Namespace"), None, namespace),
     ]
     started = time.monotonic()
-    assert health.wait_ready(client, targets, timeout=90, interval=0.5) == []
+    assert waiting.wait_ready(client, targets, timeout=90, interval=0.5) == []
     assert time.monotonic() - started < 90
     live = kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
     assert live["status"]["availableReplicas"] == 2
@@ -72,7 +75,7 @@ def test_unschedulable_deployment_times_out_with_the_reason(kube, namespace, cli
     kube.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", impossible)
     started = time.monotonic()
     with pytest.raises(WaitTimeout) as caught:
-        health.wait_ready(client, [(resources("apps", "Deployment"), namespace, "stuck")], timeout=8, interval=0.5)
+        waiting.wait_ready(client, [(resources("apps", "Deployment"), namespace, "stuck")], timeout=8, interval=0.5)
     elapsed = time.monotonic() - started
     assert 8 <= elapsed < 15, "the wait is bounded by its timeout"
     assert f"Deployment {namespace}/stuck: 0/3 replicas available" in str(caught.value)
@@ -98,18 +101,18 @@ def test_fail_closed_custom_resource_without_status_times_out(kube, namespace, c
     kube.create(crds, crd)
     try:
         crd_res = client.discover().for_group_kind(GroupKind("apiextensions.k8s.io", "CustomResourceDefinition"))
-        assert health.wait_ready(client, [(crd_res, None, f"gadgets.{group}")], timeout=30, interval=0.2) == []
-        gadgets = core_kube.Resource(group, "v1", "Gadget", "gadgets", True)
+        assert waiting.wait_ready(client, [(crd_res, None, f"gadgets.{group}")], timeout=30, interval=0.2) == []
+        gadgets = discovery.Resource(group, "v1", "Gadget", "gadgets", True)
         path = f"/apis/{group}/v1/namespaces/{namespace}/gadgets"
         deadline = time.monotonic() + 30
         while kube.request("GET", path)[0] != 200 and time.monotonic() < deadline:
             time.sleep(0.2)
         kube.create(path, {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g"}})
         target = [(gadgets, namespace, "g")]
-        assert health.wait_ready(client, target, timeout=0) == []
+        assert waiting.wait_ready(client, target, timeout=0) == []
         with pytest.raises(WaitTimeout, match=f"Gadget {namespace}/g: no status reported yet"):
-            health.wait_ready(client, target, timeout=1, interval=0.2, fail_closed=True)
-        assert health.wait_ready(client, target, timeout=0, overrides={"Gadget": "metadata.name == 'g'"}) == []
+            waiting.wait_ready(client, target, timeout=1, interval=0.2, fail_closed=True)
+        assert waiting.wait_ready(client, target, timeout=0, overrides={"Gadget": "metadata.name == 'g'"}) == []
     finally:
         kube.delete(f"{crds}/gadgets.{group}")
 
@@ -126,18 +129,20 @@ def test_wait_gone_after_delete(kube, namespace, client, resources):
     kube.delete(f"/api/v1/namespaces/{namespace}/configmaps/plain")
     # The finalizer holds one object back: the timeout names it and says why.
     with pytest.raises(WaitTimeout) as caught:
-        health.wait_gone(client, targets, timeout=1, interval=0.2)
+        waiting.wait_gone(client, targets, timeout=1, interval=0.2)
     message = str(caught.value)
     assert f"1 of 2 objects not gone after 1s: ConfigMap {namespace}/held: being deleted; " \
            "finalizers: applyset.example.com/hold" in message
     kube.request("PATCH", f"/api/v1/namespaces/{namespace}/configmaps/held",
                  {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
-    assert health.wait_gone(client, targets, timeout=30, interval=0.2) == []
+    assert waiting.wait_gone(client, targets, timeout=30, interval=0.2) == []
 
 
 # ----- objects that go away: Jobs removed by their TTL, objects deleted under the wait -----------
 
-from applyset import engine, manifests  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset.inputs import manifests  # noqa: E402
 
 
 def job(name, *, ttl=None, never_scheduled=False, deadline=None):
@@ -169,7 +174,7 @@ def test_jobs_with_ttl_zero_complete_and_the_wait_succeeds(cluster, kube, namesp
     # the Job complete (even while the TTL controller is deleting it) or finds it gone and
     # reads its final event; both are success, and neither waits out the timeout.
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    run = engine.Engine(client, "jobs", namespace, engine.Options(wait=True, wait_timeout=120))
+    run = engine.Engine(client, "jobs", namespace, Options(wait=True, wait_timeout=120))
     started = time.monotonic()
     run.apply(manifests.load_definition([job(f"migrate-{i}", ttl=0) for i in range(3)]))  # raises on failure
     elapsed = time.monotonic() - started
@@ -183,7 +188,7 @@ def test_a_ttl_job_already_gone_is_judged_by_its_final_event(kube, namespace, cl
     wait_until_gone(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs/done")
     target = (resources("batch", "Job"), namespace, "done")
     started = time.monotonic()
-    assert health.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live}) == []
+    assert waiting.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live}) == []
     assert time.monotonic() - started < 60
 
 
@@ -193,7 +198,7 @@ def test_a_ttl_job_that_failed_and_is_gone_is_reported_failed(kube, namespace, c
     wait_until_gone(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs/late")
     target = (resources("batch", "Job"), namespace, "late")
     with pytest.raises(WaitTimeout) as caught:
-        health.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
+        waiting.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
     message = str(caught.value)
     assert "cannot become ready" in message
     assert f"Job {namespace}/late: failed: DeadlineExceeded" in message
@@ -206,13 +211,13 @@ def test_a_job_deleted_while_waiting_is_reported_as_deleted(kube, namespace, cli
     kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/stuck")
     wait_until_gone(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs/stuck")
     with pytest.raises(WaitTimeout) as caught:
-        health.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
+        waiting.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
     assert f"Job {namespace}/stuck: deleted while waiting: the object applied (uid {live['metadata']['uid']}) " \
            "is gone" in str(caught.value)
     # Recreated under the same name: still not the object that was applied.
     created(kube, namespace, job("stuck", never_scheduled=True))
     with pytest.raises(WaitTimeout, match="a new object with uid .* took its name"):
-        health.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
+        waiting.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live})
 
 
 def test_a_suspended_job_has_nothing_to_wait_for(kube, namespace, client, resources):
@@ -221,6 +226,6 @@ def test_a_suspended_job_has_nothing_to_wait_for(kube, namespace, client, resour
     suspended["spec"]["suspend"] = True
     live = created(kube, namespace, suspended)
     target = (resources("batch", "Job"), namespace, "queued")
-    assert health.wait_ready(client, [target], timeout=30, interval=0.5, applied={target: live}) == []
-    ready, reason = health.is_ready(kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/queued"))
+    assert waiting.wait_ready(client, [target], timeout=30, interval=0.5, applied={target: live}) == []
+    ready, reason = readiness.is_ready(kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/queued"))
     assert ready and reason.startswith("suspended")

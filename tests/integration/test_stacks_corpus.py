@@ -36,7 +36,7 @@ from test_roles import write
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "plugins" / "module_utils"))
 
-from applyset import kube as core_kube  # noqa: E402
+from applyset.kube import client as core_kube  # noqa: E402
 from applyset.spec import GroupKind  # noqa: E402
 
 # Kinds that route live API traffic to the stack's own Pods (see the module docstring).

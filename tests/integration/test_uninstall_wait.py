@@ -19,7 +19,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "plugins" / "module_utils"))
 
 from ansible_cli import run_playbook  # noqa: E402
-from applyset import engine, kube as core_kube, manifests  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset.kube import client as core_kube  # noqa: E402
+from applyset.inputs import manifests  # noqa: E402
 from applyset.errors import ApplySetError  # noqa: E402
 from kubeapi import wait_for  # noqa: E402
 
@@ -97,7 +100,7 @@ def cleanup(kube, group, namespace):
 def run(cluster, namespace, **options):
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     options.setdefault("allow_prune_kinds", frozenset({"CustomResourceDefinition"}))
-    return engine.Engine(client, "stack", namespace, engine.Options(**options))
+    return engine.Engine(client, "stack", namespace, Options(**options))
 
 
 def test_uninstall_waits_for_finalizers_and_crds_then_reinstall_works(cluster, kube, namespace):

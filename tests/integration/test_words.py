@@ -16,8 +16,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
-from applyset import engine, history, manifests  # noqa: E402
-from applyset import kube as core_kube  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset.history import revisions as history  # noqa: E402
+from applyset.inputs import manifests  # noqa: E402
+from applyset.kube import client as core_kube  # noqa: E402
 from applyset.errors import ApplySetError, InputError  # noqa: E402
 
 DIGEST = "applyset.kubernetes.ansible/applied-digest"
@@ -30,7 +33,7 @@ def cm(name, **data):
 
 def apply(cluster, namespace, objects, parent="words", **options):
     run = engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), parent, namespace,
-                        engine.Options(**options))
+                        Options(**options))
     return run.apply(manifests.load_definition(objects))
 
 

@@ -32,7 +32,11 @@ from kubectl_parity import KUBECTL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "plugins" / "module_utils"))
-from applyset import engine, kube as core_kube, manifests  # noqa: E402
+from applyset import engine  # noqa: E402
+from applyset.run.options import Options
+from applyset.kube import client as core_kube  # noqa: E402
+from applyset.inputs import manifests  # noqa: E402
+from applyset.inputs import manifest_checks
 from applyset.errors import ApplySetError  # noqa: E402
 
 DOCS = REPO_ROOT / "docs" / "kubectl-compatibility.md"
@@ -137,7 +141,7 @@ def our_results(cluster, kube, namespace, files: dict[str, Path]) -> dict[str, o
     for name, path in files.items():
         try:
             found = manifests.load_sources([str(path)])
-            manifests.validate(found)
+            manifest_checks.validate(found)
         except ApplySetError:
             continue
         loaded[name] = found
@@ -146,7 +150,7 @@ def our_results(cluster, kube, namespace, files: dict[str, Path]) -> dict[str, o
     # One set per kind: a failed apply holds back the later ranks of its run (ConfigMaps go
     # before custom resources), while all objects of one rank are attempted.
     for kind, suffix in (("ConfigMap", "-cm.yaml"), ("Scalar", ("-value.yaml", "-key.yaml"))):
-        run = engine.Engine(client, f"scalars-{kind.lower()}", namespace, engine.Options(max_prune_percent=100))
+        run = engine.Engine(client, f"scalars-{kind.lower()}", namespace, Options(max_prune_percent=100))
         try:
             report = run.apply([m for name, found in loaded.items() if name.endswith(suffix) for m in found])
         except ApplySetError as err:  # values the server refuses fail their object, not the comparison

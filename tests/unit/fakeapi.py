@@ -28,9 +28,13 @@ from types import SimpleNamespace
 
 import urllib3
 from applyset import engine as engines
-from applyset import kube, spec
+from applyset.run.options import Options
+from applyset.run import report
+from applyset.kube import client as kube
+from applyset.kube import http_requests as httprequests
+from applyset import spec
 from applyset.errors import ApplySetError
-from applyset.manifests import load_definition
+from applyset.inputs.manifests import load_definition
 
 HOST = "https://fake.k8s.test:6443"
 WRITE_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
@@ -281,7 +285,7 @@ class FakeApi:
             return (200, self._get(kind, namespace, name)) if name else (200, self._list(kind, namespace, req))
         if name is None and req.method != "POST":
             raise HttpError(405, "MethodNotAllowed", f"{req.method} on a collection is not served by the fake")
-        if req.method == "PATCH" and req.content_type == kube.APPLY_PATCH:
+        if req.method == "PATCH" and req.content_type == httprequests.APPLY_PATCH:
             return self._apply(kind, namespace, name, req)
         if req.method == "PATCH" and req.content_type == "application/merge-patch+json":
             return self._merge_patch(kind, namespace, name, req)
@@ -641,10 +645,10 @@ def client(api: FakeApi, parallelism: int = 1, **kwargs) -> kube.KubeClient:
 
 def make_engine(api: FakeApi, parent="configmaps/shop", namespace="shop", parallelism=1,
                 **options) -> engines.Engine:
-    return engines.Engine(client(api, parallelism), parent, namespace, engines.Options(**options))
+    return engines.Engine(client(api, parallelism), parent, namespace, Options(**options))
 
 
-def outcome(engine: engines.Engine, action: str, *args) -> tuple[engines.Report, ApplySetError | None]:
+def outcome(engine: engines.Engine, action: str, *args) -> tuple[report.Report, ApplySetError | None]:
     """Run ``engine.<action>(*args)`` and return ``(report, error)``.
 
     The engine has one error channel: a run that succeeds returns its report, a run that fails
@@ -657,7 +661,7 @@ def outcome(engine: engines.Engine, action: str, *args) -> tuple[engines.Report,
         return (err.report if err.report is not None else engine.report), err
 
 
-def actions(report: engines.Report) -> dict:
+def actions(report: report.Report) -> dict:
     """``{"Kind namespace/name": action}`` of a report."""
     return {o.ref: o.action for o in report.objects}
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from applyset import runner, steps
-from applyset.legacy import Options as LegacyOptions
-from applyset.options import Options
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
+
+import code_shape  # noqa: E402
+from applyset import routes  # noqa: E402
+from applyset.rules.legacy import Options as LegacyOptions  # noqa: E402
+from applyset.run import runner  # noqa: E402
+from applyset.run.options import Options  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "plugins" / "module_utils" / "applyset"
@@ -35,14 +40,16 @@ def names(cell: str) -> list[str]:
 
 
 def resolve(name: str):
-    """The object a ``module.attr`` or ``Class.attr`` name of the core stands for (AttributeError if none)."""
-    head, _dot, attr = name.partition(".")
-    if (CORE / f"{head}.py").exists():
-        return getattr(importlib.import_module(f"applyset.{head}"), attr)
-    for path in sorted(CORE.glob("*.py")):
-        module = importlib.import_module(f"applyset.{path.stem}")
-        if isinstance(getattr(module, head, None), type):
-            return getattr(getattr(module, head), attr)
+    """The object a ``package.module.attr`` name of the core stands for (AttributeError if none)."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            found = importlib.import_module("applyset." + ".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            found = getattr(found, attr)
+        return found
     raise AttributeError(name)
 
 
@@ -70,10 +77,17 @@ def test_every_test_file_the_safety_table_cites_exists():
 def test_the_apply_table_lists_the_apply_route_in_order():
     documented = [row[0] for row in table("**apply** (a real run")]
     full = Options(wait=True, adopt_legacy=LegacyOptions(selector="app=x"))
-    assert documented == runner.names(steps.for_apply(full).steps)
+    assert documented == runner.names(routes.for_apply(full).steps)
 
 
-def test_every_core_file_has_a_row_in_the_file_table():
-    rows = {names(row[0])[0] for row in table("## What each file owns")}
-    files = {p.name for p in CORE.glob("*.py") if p.name != "__init__.py"}
-    assert files <= rows, sorted(files - rows)
+def test_the_package_table_has_one_row_per_layer_in_the_order_code_shape_declares():
+    rows = [names(row[0])[0].removesuffix("/").removesuffix(".py") for row in table("## The packages")]
+    assert rows == list(code_shape.LAYERS)
+
+
+def test_every_module_of_a_package_is_named_in_its_row():
+    for row in table("## The packages"):
+        package = CORE / names(row[0])[0].rstrip("/")
+        if package.is_dir():
+            modules = {p.stem for p in package.glob("*.py") if p.name != "__init__.py"}
+            assert modules <= set(names(row[1])), (package.name, sorted(modules - set(names(row[1]))))

@@ -19,7 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from applyset import manifests
+from applyset.inputs import manifests
+from applyset.inputs import manifest_checks
 from applyset.errors import InputError, InputErrors
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ def load_text(text, tmp_path, name="input.yaml"):
     path = tmp_path / name
     path.write_text(text)
     loaded = manifests.load_sources([str(path)])
-    manifests.validate(loaded)
+    manifest_checks.validate(loaded)
     return loaded
 
 
@@ -110,7 +111,7 @@ def test_configmap_over_1mib_is_refused_before_any_request():
     big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
            "data": {"a": "x" * (MIB // 2), "b": "y" * (MIB // 2 + 1)}}
     with pytest.raises(InputErrors) as raised:
-        manifests.validate([manifests.Manifest(big, "big.yaml, document 1")])
+        manifest_checks.validate([manifests.Manifest(big, "big.yaml, document 1")])
     assert "big.yaml, document 1 (ConfigMap big)" in messages(raised) and "1048576" in messages(raised)
 
 
@@ -118,7 +119,7 @@ def test_secret_over_1mib_is_refused_before_any_request():
     value = base64.b64encode(b"z" * (MIB + 1)).decode()
     big = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "big"}, "data": {"blob": value}}
     with pytest.raises(InputErrors) as raised:
-        manifests.validate([manifests.Manifest(big, "definition item 1")])
+        manifest_checks.validate([manifests.Manifest(big, "definition item 1")])
     assert "definition item 1 (Secret big)" in messages(raised) and "1048576" in messages(raised)
 
 
@@ -144,9 +145,9 @@ EXACTLY_1MIB, ONE_BYTE_MORE = content_of(MIB), content_of(MIB + 1)
 
 @pytest.mark.parametrize("case", EXACTLY_1MIB)
 def test_content_of_exactly_1mib_is_accepted_and_one_byte_more_refused_as_the_server_does(case):
-    assert manifests.validate([manifests.Manifest(EXACTLY_1MIB[case], "edge.yaml, document 1")]) is None
+    assert manifest_checks.validate([manifests.Manifest(EXACTLY_1MIB[case], "edge.yaml, document 1")]) is None
     with pytest.raises(InputErrors) as raised:
-        manifests.validate([manifests.Manifest(ONE_BYTE_MORE[case], "edge.yaml, document 1")])
+        manifest_checks.validate([manifests.Manifest(ONE_BYTE_MORE[case], "edge.yaml, document 1")])
     assert "edge.yaml, document 1" in messages(raised) and "1048576" in messages(raised)
 
 

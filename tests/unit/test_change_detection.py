@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from applyset.member_apply import apply_changed_nothing as _apply_changed_nothing
+from applyset.apply.member_apply import apply_changed_nothing as _apply_changed_nothing
 
 OURS = "applyset.kubernetes"
 

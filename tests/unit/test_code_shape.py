@@ -1,5 +1,6 @@
 """The shape targets of the core library (issue 25), kept: no file over 600 lines, no class over 300,
-no function over 50 lines of code, no import cycle anywhere in the tree (hack/code_shape.py)."""
+no function over 50 lines of code, no import cycle anywhere in the tree (hack/code_shape.py); and
+the core's layers (issue 37): no import goes up ``LAYERS``, no module re-exports another's names."""
 
 from __future__ import annotations
 
@@ -29,3 +30,45 @@ def test_the_measure_counts_code_lines_not_docstrings_or_comments(tmp_path, monk
 
 def test_a_cycle_through_a_lazy_import_is_found():
     assert code_shape._cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_of_the_core_goes_up_its_layers():
+    assert code_shape.layer_breaks() == []
+
+
+def test_no_core_module_re_exports_a_name_and_every_package_init_is_empty():
+    assert code_shape.re_exports() == []
+
+
+def test_every_package_and_root_module_of_the_core_is_a_declared_layer():
+    core = code_shape.CORE
+    declared = {p.name for p in core.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    declared |= {p.stem for p in core.glob("*.py") if p.name != "__init__.py"}
+    assert declared == set(code_shape.LAYERS)
+
+
+def _tree(tmp_path, monkeypatch, files: dict):
+    core = tmp_path / "core"
+    for name, text in files.items():
+        (core / name).parent.mkdir(parents=True, exist_ok=True)
+        (core / name).write_text(text)
+    monkeypatch.setattr(code_shape, "ROOT", tmp_path)
+    return core
+
+
+def test_an_import_up_the_layers_is_refused_and_one_down_is_not(tmp_path, monkeypatch):
+    core = _tree(tmp_path, monkeypatch, {
+        "__init__.py": "", "errors.py": "X = 1\n", "engine.py": "from .low import rule\n",
+        "low/__init__.py": "", "low/rule.py": "from .. import errors\nfrom ..high.step import run\n",
+        "high/__init__.py": "", "high/step.py": "from ..low import rule\nrun = 1\n"})
+    assert code_shape.layer_breaks(core, ("errors", "low", "high", "engine")) == [
+        "core/low/rule.py:2: low imports high, a layer above it"]
+
+
+def test_a_name_imported_through_a_module_that_only_imports_it_is_a_re_export(tmp_path, monkeypatch):
+    core = _tree(tmp_path, monkeypatch, {
+        "__init__.py": "", "a.py": "from .b import VALUE\nfrom .c import VALUE as OTHER\n",
+        "b.py": "VALUE = 1\n", "c.py": "from .b import VALUE\n", "p/__init__.py": "import os\n"})
+    assert code_shape.re_exports(core) == [
+        "core/p/__init__.py: not empty",
+        "core/a.py:2: VALUE is not defined in c.py; import it from its own module"]

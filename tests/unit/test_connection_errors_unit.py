@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 import urllib3
 import yaml
-from applyset import connection, kube
+from applyset.kube import connection, client as kube
 from applyset.errors import ApiError, AuthenticationFailed, ConfigError, ConnectionFailed, InputError
 
 import tls_material
@@ -52,7 +52,7 @@ def _no_connection_settings_from_outside(clean_connection_environment):
 def test_missing_kubeconfig_file_says_no_such_file_and_names_the_path(tmp_path):
     missing = str(tmp_path / "nope" / "config")
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({"kubeconfig": missing})
+        connection.load_connection({"kubeconfig": missing})
     text = str(info.value)
     assert f"kubeconfig {missing} (from the kubeconfig option): no such file: {missing}" in text
     assert "Invalid kube-config" not in text
@@ -63,20 +63,20 @@ def test_missing_kubeconfig_from_the_environment_names_the_variable(tmp_path, mo
     missing = str(tmp_path / "gone")
     monkeypatch.setenv("K8S_AUTH_KUBECONFIG", missing)
     with pytest.raises(ConfigError, match="from the K8S_AUTH_KUBECONFIG environment variable"):
-        kube.load_connection({"kubeconfig": missing})
+        connection.load_connection({"kubeconfig": missing})
     monkeypatch.setenv("KUBECONFIG", missing)
     with pytest.raises(ConfigError, match=f"from the KUBECONFIG environment variable.*no such file: {missing}"):
-        kube.load_connection({})
+        connection.load_connection({})
 
 
 def test_a_directory_is_not_a_kubeconfig(tmp_path):
     with pytest.raises(ConfigError, match="is a directory, not a kubeconfig file"):
-        kube.load_connection({"kubeconfig": str(tmp_path)})
+        connection.load_connection({"kubeconfig": str(tmp_path)})
 
 
 def test_no_configuration_at_all_says_what_was_looked_for():
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({})
+        connection.load_connection({})
     assert str(info.value).startswith("no Kubernetes configuration found: ")
     assert ("/.kube/config does not exist, KUBECONFIG is not set, and this is not a pod with a service account"
             in str(info.value))
@@ -88,14 +88,14 @@ def test_no_configuration_at_all_says_what_was_looked_for():
 def test_empty_kubeconfig_is_called_empty(tmp_path, content):
     path = write(tmp_path, content)
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({"kubeconfig": path})
+        connection.load_connection({"kubeconfig": path})
     assert f"kubeconfig {path}: the kubeconfig is empty: it defines no contexts" in str(info.value)
 
 
 def test_unknown_context_lists_the_contexts_that_exist(tmp_path):
     path = write(tmp_path, kubeconfig_doc())
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({"kubeconfig": path, "context": "staging"})
+        connection.load_connection({"kubeconfig": path, "context": "staging"})
     assert 'context "staging" does not exist; the contexts there are "dev", "prod"' in str(info.value)
     assert info.value.details == {"contexts": ["dev", "prod"]}
     assert "set context" in info.value.fix
@@ -104,16 +104,16 @@ def test_unknown_context_lists_the_contexts_that_exist(tmp_path):
 def test_no_current_context_lists_the_contexts(tmp_path):
     path = write(tmp_path, kubeconfig_doc(current=None))
     with pytest.raises(ConfigError, match='the kubeconfig has no current-context; its contexts are "dev", "prod"'):
-        kube.load_connection({"kubeconfig": path})
+        connection.load_connection({"kubeconfig": path})
     path = write(tmp_path, kubeconfig_doc(current="gone"))
     with pytest.raises(ConfigError, match='current-context "gone" does not exist'):
-        kube.load_connection({"kubeconfig": path})
+        connection.load_connection({"kubeconfig": path})
 
 
 def test_not_yaml_is_refused_with_the_path(tmp_path):
     path = write(tmp_path, "clusters: [\n")
     with pytest.raises(ConfigError, match="not a valid kubeconfig"):
-        kube.load_connection({"kubeconfig": path})
+        connection.load_connection({"kubeconfig": path})
 
 
 def test_config_errors_are_input_errors():
@@ -124,7 +124,7 @@ def test_config_errors_are_input_errors():
 
 def test_source_names_kubeconfig_context_user_and_ca(tmp_path):
     path = write(tmp_path, kubeconfig_doc())
-    cfg, source = kube.load_connection({"kubeconfig": path, "context": "prod"})
+    cfg, source = connection.load_connection({"kubeconfig": path, "context": "prod"})
     assert cfg.host == "https://k8s.test:6443"
     where = f'kubeconfig {path}, context "prod"'
     assert source.credential == f'the token of user "alice" in {where}'
@@ -143,7 +143,7 @@ def test_source_names_kubeconfig_context_user_and_ca(tmp_path):
 def test_source_describes_each_credential_kind(tmp_path, user, described, kind):
     doc = kubeconfig_doc(user=user)
     path = write(tmp_path, doc)
-    _, source = kube.load_connection({"kubeconfig": path})
+    _, source = connection.load_connection({"kubeconfig": path})
     assert source.credential.startswith(described)
     assert source.credential_kind == kind
 
@@ -152,21 +152,21 @@ def test_options_override_the_kubeconfig_and_say_so(tmp_path, monkeypatch):
     path = write(tmp_path, kubeconfig_doc())
     ca = write(tmp_path, "not read here", name="ca.crt")
     monkeypatch.setenv("K8S_AUTH_API_KEY", "from-env")
-    _, source = kube.load_connection({"kubeconfig": path, "api_key": "from-env", "ca_cert": ca})
+    _, source = connection.load_connection({"kubeconfig": path, "api_key": "from-env", "ca_cert": ca})
     assert source.credential == "the bearer token from the K8S_AUTH_API_KEY environment variable"
     assert source.credential_kind == "api_key"
     assert source.ca == f"the CA file {ca} from the ca_cert option"
-    _, source = kube.load_connection({"host": "https://h:6443", "api_key": "given", "validate_certs": False})
+    _, source = connection.load_connection({"host": "https://h:6443", "api_key": "given", "validate_certs": False})
     assert source.credential == "the bearer token from the api_key option"
     assert source.server == "the host option"
     assert source.ca == "none: validate_certs is false"
 
 
 def test_kubeconfig_given_as_a_mapping(tmp_path):
-    _, source = kube.load_connection({"kubeconfig": kubeconfig_doc()})
+    _, source = connection.load_connection({"kubeconfig": kubeconfig_doc()})
     assert source.credential == 'the token of user "alice" in the kubeconfig option (a mapping), context "dev"'
     with pytest.raises(ConfigError, match='context "x" does not exist'):
-        kube.load_connection({"kubeconfig": kubeconfig_doc(), "context": "x"})
+        connection.load_connection({"kubeconfig": kubeconfig_doc(), "context": "x"})
 
 
 @pytest.mark.parametrize("given_as", ["file", "mapping"])
@@ -175,7 +175,7 @@ def test_a_kubeconfig_the_kubernetes_package_refuses_names_the_kubeconfig(tmp_pa
     kubeconfig = write(tmp_path, doc) if given_as == "file" else doc
     label = f"kubeconfig {kubeconfig}" if given_as == "file" else "the kubeconfig option (a mapping)"
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({"kubeconfig": kubeconfig})
+        connection.load_connection({"kubeconfig": kubeconfig})
     assert str(info.value).startswith(
         f"{label}: could not load Kubernetes configuration: File does not exist: /nonexistent/ca.crt.")
     assert info.value.fix.startswith("check it with kubectl config view")
@@ -189,27 +189,27 @@ def test_in_a_pod_without_a_kubeconfig_the_in_cluster_configuration_is_used(monk
     monkeypatch.setattr(connection, "IN_CLUSTER_CA", str(ca))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    cfg, source = kube.load_connection({})
+    cfg, source = connection.load_connection({})
     assert (cfg.host, cfg.ssl_ca_cert, cfg.verify_ssl) == ("https://10.0.0.1:443", str(ca), True)
     assert kube.KubeClient(cfg)._headers("application/json", None)["Authorization"] == "Bearer pod-token"
     assert source.credential_kind == "in-cluster" and source.ca == str(ca)
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
-    assert kube.load_connection({})[0].host == "https://[fd00::1]:443"
+    assert connection.load_connection({})[0].host == "https://[fd00::1]:443"
 
     # The kubernetes package's checks and words (kubernetes.config.load_incluster_config).
     ca.write_text("")
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({})
+        connection.load_connection({})
     assert str(info.value).startswith("could not load Kubernetes configuration: Cert file exists but empty.")
     assert info.value.obj is None
     monkeypatch.delenv("KUBERNETES_SERVICE_PORT")
     with pytest.raises(ConfigError, match="Service host/port is not set"):
-        kube.load_connection({})
+        connection.load_connection({})
 
 
 def test_explicit_options_set_the_configuration(tmp_path):
     path = write(tmp_path, kubeconfig_doc())
-    cfg, source = kube.load_connection({
+    cfg, source = connection.load_connection({
         "kubeconfig": path, "host": "https://other:6443", "api_key": "Bearer abc", "ca_cert": "/ca.crt",
         "client_cert": "/c.crt", "client_key": "/c.key", "validate_certs": False, "proxy": "http://proxy:3128",
         "no_proxy": "internal", "context": ""})
@@ -219,7 +219,7 @@ def test_explicit_options_set_the_configuration(tmp_path):
     # The bearer token wins over the client certificate as the credential named in errors.
     assert (source.server, source.credential_kind, source.ca) == (
         "the host option", "api_key", "none: validate_certs is false")
-    _, source = kube.load_connection({"host": "https://h:6443", "client_cert": "/c.crt", "client_key": "/c.key"})
+    _, source = connection.load_connection({"host": "https://h:6443", "client_cert": "/c.crt", "client_key": "/c.key"})
     assert source.credential == "the client certificate /c.crt from the client_cert option"
 
 
@@ -255,10 +255,10 @@ UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "mess
 
 
 @pytest.mark.parametrize("source, named, fix", [
-    (kube.ConnectionSource(credential="the bearer token from the K8S_AUTH_API_KEY environment variable",
+    (connection.ConnectionSource(credential="the bearer token from the K8S_AUTH_API_KEY environment variable",
                            credential_kind="api_key"),
      "the bearer token from the K8S_AUTH_API_KEY environment variable", "AWX"),
-    (kube.ConnectionSource(credential='the token of user "alice" in kubeconfig /k, context "dev"',
+    (connection.ConnectionSource(credential='the token of user "alice" in kubeconfig /k, context "dev"',
                            credential_kind="token", kubeconfig="kubeconfig /k"),
      'the token of user "alice" in kubeconfig /k, context "dev"', "renew the token in kubeconfig /k"),
 ])
@@ -278,7 +278,7 @@ def test_401_names_server_and_credential_source_and_gives_a_fix(source, named, f
 def test_403_on_discovery_for_anonymous_says_no_credentials_were_accepted():
     forbidden = {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
                  "message": 'forbidden: User "system:anonymous" cannot get path "/api"'}
-    source = kube.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)')
+    source = connection.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)')
     with pytest.raises(AuthenticationFailed) as info:
         client(Canned(403, forbidden), source).discover()
     assert "discovery refused (403 Forbidden) to no credentials" in str(info.value)
@@ -289,7 +289,7 @@ def test_403_on_discovery_for_anonymous_says_no_credentials_were_accepted():
 def test_403_on_discovery_for_a_known_user_points_at_the_discovery_role():
     forbidden = {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
                  "message": 'forbidden: User "bob" cannot get path "/apis"'}
-    source = kube.ConnectionSource(credential="the bearer token from the api_key option", credential_kind="api_key")
+    source = connection.ConnectionSource(credential="the bearer token from the api_key option", credential_kind="api_key")
     with pytest.raises(AuthenticationFailed) as info:
         client(Canned(403, forbidden), source).discover()
     assert "discovery refused (403 Forbidden) to the bearer token from the api_key option" in str(info.value)
@@ -297,7 +297,7 @@ def test_403_on_discovery_for_a_known_user_points_at_the_discovery_role():
 
 
 def test_401_without_credentials_says_none_were_sent():
-    source = kube.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)',
+    source = connection.ConnectionSource(credential='no credentials (user "u" in kubeconfig /k has none)',
                                    credential_kind="none")
     with pytest.raises(AuthenticationFailed) as info:
         client(Canned(401, UNAUTHORIZED), source).discover()
@@ -309,7 +309,7 @@ def test_connection_refused_names_the_server_and_its_source():
     refused = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.NewConnectionError(
         None, "Failed to establish a new connection: [Errno 111] Connection refused"))
     refused.reason.__cause__ = ConnectionRefusedError(111, "Connection refused")
-    source = kube.ConnectionSource(server='the server of cluster "c1" in kubeconfig /k')
+    source = connection.ConnectionSource(server='the server of cluster "c1" in kubeconfig /k')
     with pytest.raises(ConnectionFailed) as info:
         client(Canned(raises=refused), source).discover()
     assert str(info.value).startswith("API server https://k8s.test:6443: cannot connect (connection refused, ")
@@ -323,7 +323,7 @@ def test_tls_verification_failure_names_the_ca_source_and_is_not_retried():
     verify = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
                                              "unable to get local issuer certificate")
     failure = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.SSLError(verify))
-    source = kube.ConnectionSource(ca='the certificate-authority-data of cluster "c1" in kubeconfig /k')
+    source = connection.ConnectionSource(ca='the certificate-authority-data of cluster "c1" in kubeconfig /k')
     pool = Canned(raises=failure)
     with pytest.raises(ConnectionFailed) as info:
         client(pool, source).discover()
@@ -336,7 +336,7 @@ def test_tls_verification_failure_names_the_ca_source_and_is_not_retried():
 def test_unknown_host_name_says_it_does_not_resolve():
     failure = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.NameResolutionError(
         "k8s.test", None, socket.gaierror(-2, "Name or service not known")))
-    source = kube.ConnectionSource(server="the K8S_AUTH_HOST environment variable")
+    source = connection.ConnectionSource(server="the K8S_AUTH_HOST environment variable")
     with pytest.raises(ConnectionFailed) as info:
         client(Canned(raises=failure), source).discover()
     message = "cannot connect (the host name does not resolve"
@@ -370,7 +370,7 @@ def test_every_troubleshooting_message_is_asserted_by_a_test():
 
 def test_names_of_core_events_and_pod_disruption_budgets_are_only_path_segments():
     # As the API server checks them (proven for every served kind in the integration test).
-    from applyset import names
+    from applyset.inputs import names
 
     assert names.name_problem("", "Event", "Web_1.abc") is None
     assert names.name_problem("policy", "PodDisruptionBudget", "Web_PDB") is None
@@ -381,7 +381,7 @@ def test_names_of_core_events_and_pod_disruption_budgets_are_only_path_segments(
 def test_kubeconfig_content_given_as_a_path_is_refused_without_echoing_it():
     content = yaml.safe_dump(kubeconfig_doc(user={"token": "secret-token-value"}))
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({"kubeconfig": content})
+        connection.load_connection({"kubeconfig": content})
     assert str(info.value).startswith(
         "kubeconfig (from the kubeconfig option): the kubeconfig option holds a kubeconfig's content, not a path")
     assert "secret-token-value" not in str(info.value) and "secret-token-value" not in repr(info.value.to_dict())
@@ -402,7 +402,7 @@ def test_a_server_that_never_answered_is_retried_a_few_seconds_not_the_full_wait
     monkeypatch.setattr(kube, "time", clock)
     refused = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.NewConnectionError(
         None, "Failed to establish a new connection: [Errno 111] Connection refused"))
-    c = client(Canned(raises=refused), kube.ConnectionSource())
+    c = client(Canned(raises=refused), connection.ConnectionSource())
     c.retry_seconds = 60.0
     with pytest.raises(ConnectionFailed):
         c.discover()

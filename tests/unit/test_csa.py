@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from applyset import csa
+from applyset.rules import csa
 
 OURS = "applyset.kubernetes"
 LAST_APPLIED = {"f:kubectl.kubernetes.io/last-applied-configuration": {}}

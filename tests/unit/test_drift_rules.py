@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from plugins.module_utils.applyset import drift, field_policy, nochange, wait_reasons
+from plugins.module_utils.applyset.rules import drift, field_policy, nochange
+from plugins.module_utils.applyset.wait import reasons as wait_reasons
 
 MANAGER = "applyset.kubernetes"
 
@@ -112,7 +113,8 @@ def test_a_container_waiting_reason_is_the_cause():
 
 
 def test_the_parent_records_its_members_as_short_digests():
-    from plugins.module_utils.applyset import members, spec  # pylint: disable=import-outside-toplevel
+    from plugins.module_utils.applyset import spec
+    from plugins.module_utils.applyset.parent import members  # pylint: disable=import-outside-toplevel
     key = spec.ObjectId("", "ConfigMap", "shop", "a")
     other = spec.ObjectId("", "ConfigMap", "shop", "b")
     record = members.format_record({members.digest(key), members.digest(other)})
@@ -129,7 +131,8 @@ def test_a_set_too_large_for_the_annotation_limit_keeps_no_member_record():
     """All annotations of one object share 256 KiB: a record for 25,000 members (275 KB) would make
     every parent write fail, so a set above members.MAX_RECORDED records none."""
     from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
-    from plugins.module_utils.applyset import members, spec  # pylint: disable=import-outside-toplevel
+    from plugins.module_utils.applyset import spec
+    from plugins.module_utils.applyset.parent import members  # pylint: disable=import-outside-toplevel
 
     def plan_of(n):
         return SimpleNamespace(members=[SimpleNamespace(key=spec.ObjectId("", "ConfigMap", "big", f"cm-{i}"))
@@ -148,7 +151,8 @@ def test_a_set_too_large_for_the_annotation_limit_keeps_no_member_record():
 def test_a_failed_run_records_the_old_members_and_those_it_applied_only():
     """A member the server refused was never created: recording it would show it missing, not new."""
     from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
-    from plugins.module_utils.applyset import members, spec  # pylint: disable=import-outside-toplevel
+    from plugins.module_utils.applyset import spec
+    from plugins.module_utils.applyset.parent import members  # pylint: disable=import-outside-toplevel
     old, applied, refused = (spec.ObjectId("", "ConfigMap", "ns", name) for name in ("old", "applied", "refused"))
     parent = SimpleNamespace(member_record=frozenset({members.digest(old)}), record_members=None)
     plan = SimpleNamespace(members=[SimpleNamespace(key=k) for k in (applied, refused)])

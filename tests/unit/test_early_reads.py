@@ -7,7 +7,7 @@ module through ansible-playbook is tests/integration/test_fast_path.py.
 
 import time
 
-from applyset import early
+from applyset.run import early
 import json
 
 from applyset import spec

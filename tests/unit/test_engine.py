@@ -8,7 +8,8 @@ server; these tests pin the logic down in milliseconds, failures included.
 import json
 
 import pytest
-from applyset import engine, spec
+from applyset import spec
+from applyset.run.options import DEFAULT_FIELD_MANAGER
 from applyset.errors import GuardError, InputError, InputErrors, NamespaceMissingError, ParentError
 
 from fakeapi import (ID, PARENT_PATH, FakeApi, actions, cm, deploy, deployed, first_index, is_parent_write, load,
@@ -356,7 +357,7 @@ def test_a_parent_written_by_someone_else_before_the_claim_starts_the_run_over(a
 def test_a_parent_written_under_the_run_at_every_claim_stops_it_after_a_bounded_number_of_tries(api):
     """A parent written before each of the run's claims (something that takes no claim): the run
     starts over ``RACES_BEFORE_GIVING_UP`` times at most, then fails with the conflict, no member written."""
-    from applyset.claim import RACES_BEFORE_GIVING_UP
+    from applyset.steps.claim import RACES_BEFORE_GIVING_UP
 
     deployed(api, cm("a"))
 
@@ -592,7 +593,7 @@ def test_an_expired_claim_is_taken_over(api):
 
 
 def test_the_run_waits_until_the_other_claim_is_released(api, monkeypatch):
-    from applyset import claim
+    from applyset.steps import claim
     claimed_parent(api, expires=4102444800)
     sleeps = []
     monkeypatch.setattr(claim.time, "sleep", sleeps.append)
@@ -762,7 +763,7 @@ def immutable_refusal(api, path):
              reason="Invalid", causes=[{"reason": "FieldValueInvalid", "field": "spec.template",
                                         "message": "Invalid value: {}: field is immutable"}],
              times=None,
-             when=lambda r: (not r.dry_run and r.query.get("fieldManager") == engine.DEFAULT_FIELD_MANAGER
+             when=lambda r: (not r.dry_run and r.query.get("fieldManager") == DEFAULT_FIELD_MANAGER
                              and api.object(api_version, kind, name, "shop") is not None))
 
 
@@ -900,7 +901,7 @@ def test_fields_of_a_client_side_apply_become_ours_and_what_the_manifest_left_ou
     (json_patch,) = [r for r in api.requests if r.content_type == "application/json-patch+json"]
     assert json_patch.body[1]["path"] == "/metadata/resourceVersion"
     managers = [e["manager"] for e in api.object("v1", "ConfigMap", "a", "shop")["metadata"]["managedFields"]]
-    assert managers == [engine.DEFAULT_FIELD_MANAGER]
+    assert managers == [DEFAULT_FIELD_MANAGER]
     # The applies after the take-over own "old" too, and leave it out: it is gone.
     assert api.object("v1", "ConfigMap", "a", "shop")["data"] == {"k": "a"}
 
@@ -943,7 +944,7 @@ def legacy_member(name, applied=True, **labels):
 
 
 def test_adopt_legacy_takes_the_old_set_in_and_prunes_what_left_it(api):
-    from applyset import legacy
+    from applyset.rules import legacy
     api.add(legacy_member("a"))
     api.add(legacy_member("old"))
     api.add(legacy_member("by-hand", applied=False))
@@ -965,7 +966,7 @@ def test_adopt_legacy_takes_the_old_set_in_and_prunes_what_left_it(api):
 
 
 def test_adopt_legacy_that_cannot_label_changes_nothing_else(api):
-    from applyset import legacy
+    from applyset.rules import legacy
     api.add(legacy_member("old"))
     api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/old", 403, "forbidden", reason="Forbidden")
     report, error = run(api, "apply", load(cm("a")), adopt_legacy=legacy.Options(selector="app=shop"),

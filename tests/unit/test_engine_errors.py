@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from applyset import engine
+from applyset.run.options import Options
+from applyset.run import report
 from applyset.errors import ApiError, ApplySetError, GuardError
 
 
@@ -16,7 +18,7 @@ class DiscoveryFails:
 
 
 def test_an_error_of_the_run_carries_the_report_of_what_it_did():
-    run = engine.Engine(DiscoveryFails(), "shop", "shop", engine.Options())
+    run = engine.Engine(DiscoveryFails(), "shop", "shop", Options())
     with pytest.raises(ApiError) as caught:
         run.uninstall()
     assert caught.value.report is run.report
@@ -24,7 +26,7 @@ def test_an_error_of_the_run_carries_the_report_of_what_it_did():
 
 
 def test_a_typed_error_keeps_its_type_and_gets_the_report():
-    run = engine.Engine(DiscoveryFails(), "shop", "shop", engine.Options())
+    run = engine.Engine(DiscoveryFails(), "shop", "shop", Options())
 
     def refuse():
         run.report.warnings.append("seen before the refusal")
@@ -36,10 +38,10 @@ def test_a_typed_error_keeps_its_type_and_gets_the_report():
 
 
 def test_failed_objects_without_an_error_of_the_run_still_raise():
-    run = engine.Engine(DiscoveryFails(), "shop", "shop", engine.Options(dry_run=True))
+    run = engine.Engine(DiscoveryFails(), "shop", "shop", Options(dry_run=True))
 
     def one_object_fails():
-        run.report.objects.append(engine.ObjectResult("v1", "Namespace", None, "shop", "failed", reason="forbidden"))
+        run.report.objects.append(report.ObjectResult("v1", "Namespace", None, "shop", "failed", reason="forbidden"))
 
     with pytest.raises(ApplySetError) as caught:
         run._run(one_object_fails)
@@ -49,11 +51,11 @@ def test_failed_objects_without_an_error_of_the_run_still_raise():
 
 
 def test_a_run_that_succeeded_returns_its_report():
-    run = engine.Engine(DiscoveryFails(), "shop", "shop", engine.Options())
+    run = engine.Engine(DiscoveryFails(), "shop", "shop", Options())
     assert run._run(lambda: None) is run.report
 
 
 def test_errors_outside_a_run_have_no_report():
     with pytest.raises(ApplySetError) as caught:
-        engine.Engine(DiscoveryFails(), "shop", "shop", engine.Options(max_prune_percent=101))
+        engine.Engine(DiscoveryFails(), "shop", "shop", Options(max_prune_percent=101))
     assert caught.value.report is None

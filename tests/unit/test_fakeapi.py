@@ -9,12 +9,12 @@ naming a resourceVersion that creates a missing object but one naming a uid that
 """
 
 import pytest
-from applyset import kube
+from applyset.kube import discovery
 from applyset.errors import ApiError, ConflictError
 
 from fakeapi import FakeApi, client, parse_selector
 
-CONFIGMAPS = kube.Resource("", "v1", "ConfigMap", "configmaps", True)
+CONFIGMAPS = discovery.Resource("", "v1", "ConfigMap", "configmaps", True)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import threading
 import time
 from types import SimpleNamespace
 
-from applyset import flow, kube
+from applyset.kube import flow, client as kube
 
 
 def answer(limit: flow.AdaptiveLimit, latencies):

@@ -9,9 +9,13 @@ import pytest
 from test_inventory import (APPLYSET_CR, CONFIGMAP, CRD, DEPLOYMENT, NAMESPACE, SECRET, SERVICE, STANDARD,
                             TOKEN_REVIEW, WIDGET, StubClient, crd_marking)
 
-from applyset import fsck, inventory, spec
-from applyset import parent as parents
-from applyset.kube import Discovery
+from applyset.verify import fsck
+from applyset.verify import repair as fsck_repair
+from applyset.verify import checks as fsck_checks
+from applyset.verify import scan as fsck_scan
+from applyset import spec
+from applyset.parent import model as parent_model
+from applyset.kube.discovery import Discovery
 from applyset.spec import GroupKind
 
 KINDS = spec.ANNOTATION_GROUP_KINDS
@@ -38,7 +42,7 @@ def problem(report, code):
 def test_listable_resources_take_one_preferred_version_per_kind_and_skip_unlistable_ones():
     old_deployment = DEPLOYMENT.__class__(**{**DEPLOYMENT.__dict__, "version": "v1beta1"})
     discovery = Discovery([*STANDARD, old_deployment])
-    listed = fsck.listable_resources(discovery)
+    listed = fsck_scan.listable_resources(discovery)
     assert TOKEN_REVIEW not in listed
     assert [r.version for r in listed if r.kind == "Deployment"] == ["v1"]
     assert len({r.group_kind for r in listed}) == len(listed)
@@ -48,9 +52,9 @@ def test_scan_lists_each_kind_once_across_all_namespaces():
     client = StubClient(forbidden={SERVICE.group_kind})
     client.member(CONFIGMAP, "a", "x", "applyset-one-v1")
     client.member(CONFIGMAP, "b", "y", "applyset-two-v1")
-    found = fsck.scan(client, client.discovery)
+    found = fsck_scan.scan(client, client.discovery)
     assert {(gk.kind, ns, selector) for gk, ns, selector, _ in client.lists} == {
-        (r.kind, None, spec.LABEL_PART_OF) for r in fsck.listable_resources(client.discovery)}
+        (r.kind, None, spec.LABEL_PART_OF) for r in fsck_scan.listable_resources(client.discovery)}
     assert all(metadata_only for *_rest, metadata_only in client.lists)
     assert sorted(found.by_id()) == ["applyset-one-v1", "applyset-two-v1"]
     assert SERVICE.group_kind not in found.listed and CONFIGMAP.group_kind in found.listed
@@ -59,7 +63,7 @@ def test_scan_lists_each_kind_once_across_all_namespaces():
 
 def test_scan_for_one_set_selects_its_id():
     client = StubClient()
-    fsck.scan(client, client.discovery, "applyset-one-v1")
+    fsck_scan.scan(client, client.discovery, "applyset-one-v1")
     assert {selector for _gk, _ns, selector, _ in client.lists} == {f"{spec.LABEL_PART_OF}=applyset-one-v1"}
 
 
@@ -155,8 +159,8 @@ def test_unserved_group_kind_suggests_the_kind_of_a_resource_name():
 def test_hint_annotations_must_be_sorted_and_minimal(kinds, namespaces, canonical):
     client = StubClient()
     client.parent(SECRET, "shop", "shop", kinds=kinds, namespaces=namespaces)
-    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
-    problems = fsck.check_hint_annotations(info, client.discovery)
+    info = parent_model.inspect(SECRET, client.objects[0][1], client.discovery)
+    problems = fsck_checks.check_hint_annotations(info, client.discovery)
     assert ("hint_not_canonical" in codes(problems)) is canonical
 
 
@@ -405,21 +409,21 @@ def test_plan_fix_is_none_when_the_hints_are_right():
     client = StubClient()
     applyset_id = client.parent(SECRET, "shop", "shop", kinds="ConfigMap", namespaces=None)
     client.member(CONFIGMAP, "settings", "shop", applyset_id)
-    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
-    found = fsck.scan(client, client.discovery, applyset_id)
-    assert fsck.plan_fix(info, found.members, found, client.discovery) is None
+    info = parent_model.inspect(SECRET, client.objects[0][1], client.discovery)
+    found = fsck_scan.scan(client, client.discovery, applyset_id)
+    assert fsck_repair.plan_fix(info, found.members, found, client.discovery) is None
 
 
 def test_fix_body_reuses_the_parent_body_of_the_engine():
     client = StubClient()
     client.parent(WIDGET, "w", "shop", tooling="other.example/tool/v2")
-    info = parents.inspect(WIDGET, client.objects[0][1], client.discovery)
-    fix = fsck.HintFix(info, {GroupKind("", "ConfigMap")}, {"shop", "b"})
-    body = fsck.fix_body(fix)
+    info = parent_model.inspect(WIDGET, client.objects[0][1], client.discovery)
+    fix = fsck_repair.HintFix(info, {GroupKind("", "ConfigMap")}, {"shop", "b"})
+    body = fsck_repair.fix_body(fix)
     assert body["apiVersion"] == "example.com/v1" and body["kind"] == "Widget"
     assert body["metadata"]["namespace"] == "shop"
     assert body["metadata"]["annotations"][NAMESPACES] == "b"
-    assert fsck.field_manager_for(info) == "other.example/tool-applyset"
+    assert fsck_repair.field_manager_for(info) == "other.example/tool-applyset"
 
 
 @pytest.mark.parametrize("expires_in, refused", [(60, True), (-60, False)])
@@ -539,12 +543,12 @@ class VanishingClient(StubClient):
 
 def test_a_kind_deleted_during_the_scan_leaves_the_scan_complete():
     client = VanishingClient(still_served=False)
-    found = fsck.scan(client, client.discover())
+    found = fsck_scan.scan(client, client.discover())
     assert found.unlisted == [] and WIDGET.group_kind in found.listed
     assert client.discoveries == 2
 
 
 def test_a_404_of_a_kind_still_served_is_reported_as_unlisted():
     client = VanishingClient(still_served=True)
-    found = fsck.scan(client, client.discover())
+    found = fsck_scan.scan(client, client.discover())
     assert [u.group_kind for u in found.unlisted] == [WIDGET.group_kind]

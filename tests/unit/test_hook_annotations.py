@@ -1,10 +1,10 @@
 """hooks.py: which input objects are hooks, of which phase, weight and delete policy; refusals."""
 
 import pytest
-from applyset import hooks
+from applyset.rules import hooks
 from applyset.errors import InputErrors
-from applyset.kube import Discovery, Resource
-from applyset.manifests import load_definition
+from applyset.kube.discovery import Discovery, Resource
+from applyset.inputs.manifests import load_definition
 
 RESOURCES = [Resource("", "v1", "ConfigMap", "configmaps", True), Resource("batch", "v1", "Job", "jobs", True),
              Resource("", "v1", "ServiceAccount", "serviceaccounts", True)]

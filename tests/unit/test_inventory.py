@@ -11,10 +11,12 @@ import copy
 
 import pytest
 
-from applyset import inventory, spec
-from applyset import parent as parents
+from applyset.verify import inventory
+from applyset import spec
+from applyset.parent import model as parent_model
 from applyset.errors import ApiError, ConflictError, InputError
-from applyset.kube import Discovery, Resource, Response
+from applyset.kube.discovery import Discovery, Resource
+from applyset.kube.client import Response
 from applyset.spec import GroupKind, GroupResource
 
 ALL_VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete"})
@@ -148,7 +150,7 @@ def test_inspect_reads_a_kubectl_parent_without_judging_it():
     client = StubClient()
     applyset_id = client.parent(CONFIGMAP, "web", "shop", tooling="kubectl/v1.33.0", kinds="Deployment.apps,Service",
                                 namespaces="extra")
-    info = parents.inspect(CONFIGMAP, client.objects[0][1], client.discovery)
+    info = parent_model.inspect(CONFIGMAP, client.objects[0][1], client.discovery)
     assert info.expected_id == applyset_id and info.id_matches
     assert info.tool == "kubectl" and not info.is_ours
     assert info.group_kinds == {GroupKind("apps", "Deployment"), GroupKind("", "Service")}
@@ -160,7 +162,7 @@ def test_inspect_reads_a_kubectl_parent_without_judging_it():
 def test_inspect_keeps_a_forged_id_and_a_missing_tooling():
     client = StubClient()
     client.parent(SECRET, "copy", "shop", tooling=None, live_id="applyset-someone-else-v1")
-    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
+    info = parent_model.inspect(SECRET, client.objects[0][1], client.discovery)
     assert info.live_id == "applyset-someone-else-v1" and not info.id_matches
     assert info.tooling is None and info.tool is None
 
@@ -169,7 +171,7 @@ def test_inspect_maps_the_legacy_group_resources_through_discovery():
     client = StubClient()
     client.parent(SECRET, "old", "shop", tooling="kubectl/v1.28.15", kinds=None,
                   contains_group_resources="configmaps,deployments.apps,gone.example.com")
-    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
+    info = parent_model.inspect(SECRET, client.objects[0][1], client.discovery)
     assert info.legacy_hint
     assert info.group_kinds == {GroupKind("", "ConfigMap"), GroupKind("apps", "Deployment")}
     assert info.unmapped_resources == {GroupResource("example.com", "gone")}
@@ -178,7 +180,7 @@ def test_inspect_maps_the_legacy_group_resources_through_discovery():
 def test_inspect_reads_both_hint_annotations_when_both_are_present_a_wider_scope_than_kubectl():
     client = StubClient()
     client.parent(SECRET, "both", "shop", kinds="Service", contains_group_resources="configmaps,services")
-    info = parents.inspect(SECRET, client.objects[0][1], client.discovery)
+    info = parent_model.inspect(SECRET, client.objects[0][1], client.discovery)
     assert info.group_kinds == {GroupKind("", "Service"), GroupKind("", "ConfigMap")}
     assert info.hint_source == spec.ANNOTATION_GROUP_KINDS and not info.legacy_hint and info.legacy_annotation
     assert info.legacy_only_group_kinds == {GroupKind("", "ConfigMap")}
@@ -188,7 +190,7 @@ def test_inspect_reads_both_hint_annotations_when_both_are_present_a_wider_scope
 def test_a_cluster_scoped_parent_has_only_its_additional_namespaces():
     client = StubClient()
     client.parent(APPLYSET_CR, "platform", kinds="ConfigMap", namespaces="a,b")
-    info = parents.inspect(APPLYSET_CR, client.objects[0][1], client.discovery)
+    info = parent_model.inspect(APPLYSET_CR, client.objects[0][1], client.discovery)
     assert info.namespaces == {"a", "b"} and info.namespace == ""
     assert info.display == "ApplySet.example.com platform"
 
@@ -264,7 +266,7 @@ def test_get_set_refuses_a_kind_that_cannot_be_a_parent():
 def _set(client, res, name, namespace=""):
     for held, obj in client.objects:
         if held == res and obj["metadata"]["name"] == name:
-            return parents.inspect(res, obj, client.discovery)
+            return parent_model.inspect(res, obj, client.discovery)
     raise AssertionError(name)
 
 

@@ -8,7 +8,8 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from applyset import kube
+from applyset.kube import client as kube
+from applyset.kube import discovery
 from applyset.errors import ApiError, ConflictError
 
 
@@ -38,8 +39,8 @@ def client(responses, **kwargs):
     return c
 
 
-DEPLOYMENTS = kube.Resource(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True)
-NAMESPACES = kube.Resource(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
+DEPLOYMENTS = discovery.Resource(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True)
+NAMESPACES = discovery.Resource(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
 
 
 def test_apply_is_one_server_side_apply_patch():

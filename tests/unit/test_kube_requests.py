@@ -10,10 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 import urllib3
-from applyset import httprequests as wire
-from applyset.discovery import Resource
+from applyset.kube import http_requests as wire
+from applyset.kube.discovery import Resource
 from applyset.errors import ApiError, AuthenticationFailed, ConflictError
-from applyset.kube import ConnectionSource, read_response
+from applyset.kube.connection import ConnectionSource
+from applyset.kube.client import read_response
 
 DEPLOYMENTS = Resource(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True)
 NAMESPACES = Resource(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from applyset import kube
-from applyset import kubeconfig as plain
+from applyset.kube import client as kube
+from applyset.kube import connection
+from applyset.kube import kubeconfig as plain
 from applyset.errors import ConfigError
 
 import tls_material
@@ -71,8 +72,8 @@ def run_python(code: str, *args) -> str:
 
 IMPORTS_KUBERNETES = """
 import sys
-from applyset import kube
-cfg, source = kube.load_connection({"kubeconfig": sys.argv[1]})
+from applyset.kube import connection
+cfg, source = connection.load_connection({"kubeconfig": sys.argv[1]})
 print(type(cfg).__module__, "kubernetes" in sys.modules, cfg.cert_file)
 """
 
@@ -86,7 +87,7 @@ print(type(cfg).__module__, "kubernetes" in sys.modules, cfg.cert_file)
 def test_a_plain_kubeconfig_never_imports_the_kubernetes_package(tmp_path, user):
     path = write(tmp_path / "config", kubeconfig_doc(user=user))
     module, imported, _ = run_python(IMPORTS_KUBERNETES, path).split()
-    assert (module, imported) == ("applyset.kubeconfig", "False")
+    assert (module, imported) == ("applyset.kube.kubeconfig", "False")
 
 
 @pytest.mark.parametrize("user", [
@@ -105,7 +106,7 @@ def test_an_exec_user_is_loaded_by_the_package_with_the_context_chosen_here(tmp_
     second = write(tmp_path / "b" / "config", kubeconfig_doc(
         context="second", cluster_name="c2", user_name="bob",
         cluster={"server": "https://second.test:6443", "insecure-skip-tls-verify": True}))
-    cfg, source = kube.load_connection({"kubeconfig": os.pathsep.join([first, second])})
+    cfg, source = connection.load_connection({"kubeconfig": os.pathsep.join([first, second])})
     assert type(cfg).__module__.startswith("kubernetes.")
     assert (cfg.host, source.context, source.credential_kind) == ("https://k8s.test:6443", "first", "exec")
 
@@ -122,11 +123,11 @@ def test_several_files_merge_first_wins_per_name_and_for_the_current_context(tmp
         "contexts": [{"name": "a", "context": {"cluster": "x", "user": "y"}},
                      {"name": "b", "context": {"cluster": "c1", "user": "alice"}}]})
     monkeypatch.setenv("KUBECONFIG", os.pathsep.join([first, second]))
-    cfg, source = kube.load_connection({})
+    cfg, source = connection.load_connection({})
     assert (source.context, cfg.host, cfg.verify_ssl) == ("a", "https://first.test:6443", False)
     assert authorization(cfg) == "Bearer secret-token"
     # Context "b" of the second file names cluster c1 and user alice: the first file's.
-    cfg, _ = kube.load_connection({"context": "b"})
+    cfg, _ = connection.load_connection({"context": "b"})
     assert (cfg.host, authorization(cfg)) == ("https://first.test:6443", "Bearer secret-token")
 
 
@@ -145,19 +146,19 @@ def test_relative_paths_are_read_from_the_directory_of_the_file_that_holds_the_e
     users = write(tmp_path / "users" / "config", {"users": [
         {"name": "alice", "user": {"client-certificate": "certs/me.crt", "client-key": "certs/me.key"}},
         {"name": "tokened", "user": {"tokenFile": "token"}}]})
-    cfg, source = kube.load_connection({"kubeconfig": os.pathsep.join([clusters, users])})
+    cfg, source = connection.load_connection({"kubeconfig": os.pathsep.join([clusters, users])})
     assert (cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file) == (
         str(tmp_path / "clusters" / "ca.crt"), str(tmp_path / "users" / "certs" / "me.crt"),
         str(tmp_path / "users" / "certs" / "me.key"))
     assert source.credential_kind == "client certificate" and authorization(cfg) is None
-    cfg, _ = kube.load_connection({"kubeconfig": os.pathsep.join([clusters, users]), "context": "tok"})
+    cfg, _ = connection.load_connection({"kubeconfig": os.pathsep.join([clusters, users]), "context": "tok"})
     assert authorization(cfg) == "Bearer filed-token"
 
 
 def test_relative_paths_of_a_kubeconfig_mapping_are_read_from_the_current_directory(tmp_path, monkeypatch):
     (tmp_path / "ca.crt").write_bytes(CA_PEM)
     monkeypatch.chdir(tmp_path)
-    cfg, _ = kube.load_connection({"kubeconfig": kubeconfig_doc(
+    cfg, _ = connection.load_connection({"kubeconfig": kubeconfig_doc(
         cluster={"server": "https://k8s.test:6443", "certificate-authority": "ca.crt"})})
     assert cfg.ssl_ca_cert == str(tmp_path / "ca.crt")
 
@@ -168,11 +169,11 @@ def test_relative_paths_of_a_kubeconfig_mapping_are_read_from_the_current_direct
 def test_certificate_data_goes_to_private_files_that_are_removed_at_exit(tmp_path):
     path = write(tmp_path / "config", kubeconfig_doc(
         user={"client-certificate-data": b64(CERT_PEM), "client-key-data": b64(KEY_PEM)}))
-    cfg, _ = kube.load_connection({"kubeconfig": path})
+    cfg, _ = connection.load_connection({"kubeconfig": path})
     for name, content in ((cfg.ssl_ca_cert, CA_PEM), (cfg.cert_file, CERT_PEM), (cfg.key_file, KEY_PEM)):
         assert Path(name).read_bytes() == content
         assert stat.S_IMODE(os.stat(name).st_mode) == 0o600
-    again, _ = kube.load_connection({"kubeconfig": path})
+    again, _ = connection.load_connection({"kubeconfig": path})
     assert (again.ssl_ca_cert, again.cert_file, again.key_file) == (cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file)
 
     written = run_python(IMPORTS_KUBERNETES, path).split()[2]
@@ -183,7 +184,7 @@ def test_data_wins_over_the_file_it_stands_for(tmp_path):
     path = write(tmp_path / "config", kubeconfig_doc(cluster={
         "server": "https://k8s.test:6443", "certificate-authority": "/nonexistent/ca.crt",
         "certificate-authority-data": b64(CA_PEM)}))
-    cfg, _ = kube.load_connection({"kubeconfig": path})
+    cfg, _ = connection.load_connection({"kubeconfig": path})
     assert Path(cfg.ssl_ca_cert).read_bytes() == CA_PEM
 
 
@@ -191,7 +192,7 @@ def test_a_client_key_file_that_does_not_exist_is_refused_with_its_path(tmp_path
     path = write(tmp_path / "config", kubeconfig_doc(user={"client-certificate-data": b64(CERT_PEM),
                                                            "client-key": "missing.key"}))
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({"kubeconfig": path})
+        connection.load_connection({"kubeconfig": path})
     assert (info.value.obj, info.value.message) == (
         f"kubeconfig {path}", f"could not load Kubernetes configuration: File does not exist: {tmp_path / 'missing.key'}")
 
@@ -200,13 +201,13 @@ def test_data_that_is_not_base64_is_refused(tmp_path):
     path = write(tmp_path / "config", kubeconfig_doc(user={"client-certificate-data": "abc",
                                                            "client-key-data": b64(KEY_PEM)}))
     with pytest.raises(ConfigError, match="client-certificate-data is not base64"):
-        kube.load_connection({"kubeconfig": path})
+        connection.load_connection({"kubeconfig": path})
 
 
 def test_an_http_server_loads_no_tls_files(tmp_path):
     path = write(tmp_path / "config", kubeconfig_doc(cluster={
         "server": "http://127.0.0.1:8080/", "certificate-authority": "/nonexistent/ca.crt"}))
-    cfg, _ = kube.load_connection({"kubeconfig": path})
+    cfg, _ = connection.load_connection({"kubeconfig": path})
     assert (cfg.host, cfg.ssl_ca_cert) == ("http://127.0.0.1:8080", None)
 
 
@@ -214,22 +215,22 @@ def test_cluster_tls_and_proxy_settings_and_the_options_that_override_them(tmp_p
     path = write(tmp_path / "config", kubeconfig_doc(cluster={
         "server": "https://10.0.0.1:6443", "insecure-skip-tls-verify": True, "tls-server-name": "api.k8s.test",
         "proxy-url": "http://proxy.test:3128"}))
-    cfg, source = kube.load_connection({"kubeconfig": path})
+    cfg, source = connection.load_connection({"kubeconfig": path})
     assert (cfg.verify_ssl, cfg.tls_server_name, cfg.proxy, cfg.ssl_ca_cert) == (
         False, "api.k8s.test", "http://proxy.test:3128", None)
     assert source.ca.startswith("none: insecure-skip-tls-verify is set")
-    cfg, _ = kube.load_connection({"kubeconfig": path, "validate_certs": True, "proxy": "http://other:3128"})
+    cfg, _ = connection.load_connection({"kubeconfig": path, "validate_certs": True, "proxy": "http://other:3128"})
     assert (cfg.verify_ssl, cfg.proxy) == (True, "http://other:3128")
 
 
 def test_a_cluster_without_a_server_needs_the_host_option(tmp_path):
     path = write(tmp_path / "config", kubeconfig_doc(cluster={"insecure-skip-tls-verify": True}))
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({"kubeconfig": path})
+        connection.load_connection({"kubeconfig": path})
     assert (info.value.obj, info.value.message) == (
         f"kubeconfig {path}", f'no API server address: the server of cluster "c1" in kubeconfig {path} names none')
     assert "host" in info.value.fix
-    cfg, _ = kube.load_connection({"kubeconfig": path, "host": "https://h:6443"})
+    cfg, _ = connection.load_connection({"kubeconfig": path, "host": "https://h:6443"})
     assert cfg.host == "https://h:6443"
 
 
@@ -238,7 +239,7 @@ def test_a_context_whose_cluster_is_not_defined_is_refused(tmp_path):
     doc["contexts"][0]["context"]["cluster"] = "gone"
     path = write(tmp_path / "config", doc)
     with pytest.raises(ConfigError, match='could not load Kubernetes configuration: .*cluster of context "dev"'):
-        kube.load_connection({"kubeconfig": path})
+        connection.load_connection({"kubeconfig": path})
 
 
 # ----- credentials --------------------------------------------------------------------------------
@@ -246,9 +247,9 @@ def test_a_context_whose_cluster_is_not_defined_is_refused(tmp_path):
 
 def test_token_wins_over_token_file_and_basic_auth_is_sent_as_kubectl_sends_it(tmp_path):
     path = write(tmp_path / "config", kubeconfig_doc(user={"token": "t0k", "tokenFile": "/nonexistent"}))
-    assert authorization(kube.load_connection({"kubeconfig": path})[0]) == "Bearer t0k"
+    assert authorization(connection.load_connection({"kubeconfig": path})[0]) == "Bearer t0k"
     path = write(tmp_path / "config", kubeconfig_doc(user={"username": "admin", "password": "pässword"}))
-    cfg, source = kube.load_connection({"kubeconfig": path})
+    cfg, source = connection.load_connection({"kubeconfig": path})
     assert authorization(cfg) == "Basic " + b64("admin:pässword".encode())
     assert source.credential_kind == "basic"
 
@@ -257,7 +258,7 @@ def test_a_token_file_is_read_again_when_it_changes(tmp_path):
     token = tmp_path / "token"
     token.write_text("first\n")
     path = write(tmp_path / "config", kubeconfig_doc(user={"tokenFile": str(token)}))
-    cfg, source = kube.load_connection({"kubeconfig": path})
+    cfg, source = connection.load_connection({"kubeconfig": path})
     assert source.credential == f'the token file {token} of user "alice" in kubeconfig {path}, context "dev"'
     client = kube.KubeClient(cfg)
     assert client._headers("application/json", None)["Authorization"] == "Bearer first"
@@ -270,7 +271,7 @@ def test_a_token_file_is_read_again_when_it_changes(tmp_path):
 def test_a_token_file_that_cannot_be_read_is_refused_with_its_path(tmp_path):
     path = write(tmp_path / "config", kubeconfig_doc(user={"tokenFile": "missing-token"}))
     with pytest.raises(ConfigError) as info:
-        kube.load_connection({"kubeconfig": path})
+        connection.load_connection({"kubeconfig": path})
     assert (info.value.obj, info.value.message) == (
         f"kubeconfig {path}", "could not load Kubernetes configuration: cannot read the tokenFile "
                               f"{tmp_path / 'missing-token'}: No such file or directory")
@@ -280,7 +281,7 @@ def test_a_token_file_that_cannot_be_read_is_refused_with_its_path(tmp_path):
 def test_the_api_key_option_replaces_the_kubeconfig_token(tmp_path, user):
     (tmp_path / "token").write_text("from-kubeconfig")
     path = write(tmp_path / "config", kubeconfig_doc(user=user))
-    cfg, source = kube.load_connection({"kubeconfig": path, "api_key": "from-option"})
+    cfg, source = connection.load_connection({"kubeconfig": path, "api_key": "from-option"})
     assert authorization(cfg) == "Bearer from-option"
     assert source.credential_kind == "api_key"
 
@@ -302,7 +303,7 @@ def test_the_same_settings_as_the_kubernetes_package(tmp_path, user, cluster):
 
     (tmp_path / "token").write_text("filed")
     path = write(tmp_path / "config", kubeconfig_doc(user=user, cluster=cluster))
-    ours, _ = kube.load_connection({"kubeconfig": path})
+    ours, _ = connection.load_connection({"kubeconfig": path})
     theirs = client.Configuration()
     config.load_kube_config(config_file=path, client_configuration=theirs, persist_config=False)
 

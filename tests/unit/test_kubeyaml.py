@@ -12,8 +12,11 @@ import math
 import pytest
 import yaml
 
-from applyset import kubeyaml
-from applyset.kubeyaml import YamlError, read_stream
+from applyset.kubeyaml import stream as kubeyaml
+from applyset.kubeyaml import go_json as kubeyaml_json
+from applyset.kubeyaml import scalars as kubeyaml_scalars
+from applyset.kubeyaml.scalars import YamlError
+from applyset.kubeyaml.stream import read_stream
 
 # (scalar as written, value kubectl sends, key kubectl sends); generated from go-yaml v2 + sigs.k8s.io/yaml
 GO_YAML_V2_TABLE = [
@@ -243,55 +246,55 @@ def test_the_table_covers_what_the_brief_names():
 
 class TestResolve:
     def test_explicit_tags(self):
-        assert kubeyaml.resolve(kubeyaml.FLOAT_TAG, "1") == (kubeyaml.FLOAT_TAG, 1.0)
-        assert kubeyaml.resolve(kubeyaml.STR_TAG, "1") == (kubeyaml.STR_TAG, "1")
-        assert kubeyaml.resolve("!custom", "1") == ("!custom", "1")
+        assert kubeyaml_scalars.resolve(kubeyaml_scalars.FLOAT_TAG, "1") == (kubeyaml_scalars.FLOAT_TAG, 1.0)
+        assert kubeyaml_scalars.resolve(kubeyaml_scalars.STR_TAG, "1") == (kubeyaml_scalars.STR_TAG, "1")
+        assert kubeyaml_scalars.resolve("!custom", "1") == ("!custom", "1")
         with pytest.raises(YamlError, match=r"cannot decode !!str \(3 characters, not shown\) as a !!int"):
-            kubeyaml.resolve(kubeyaml.INT_TAG, "abc")
+            kubeyaml_scalars.resolve(kubeyaml_scalars.INT_TAG, "abc")
 
     def test_go_parse_int_and_uint(self):
-        assert kubeyaml.go_parse_int("0x1F") == 31
-        assert kubeyaml.go_parse_int("-0o17") == -15
-        assert kubeyaml.go_parse_int("017") == 15
-        assert kubeyaml.go_parse_int("08") is None
-        assert kubeyaml.go_parse_int("9223372036854775808") is None
-        assert kubeyaml.go_parse_uint("18446744073709551615") == 2 ** 64 - 1
-        assert kubeyaml.go_parse_uint("18446744073709551616") is None
-        assert kubeyaml.go_parse_uint("") is None
-        assert kubeyaml.go_parse_int("-1", 2) == -1
+        assert kubeyaml_scalars.go_parse_int("0x1F") == 31
+        assert kubeyaml_scalars.go_parse_int("-0o17") == -15
+        assert kubeyaml_scalars.go_parse_int("017") == 15
+        assert kubeyaml_scalars.go_parse_int("08") is None
+        assert kubeyaml_scalars.go_parse_int("9223372036854775808") is None
+        assert kubeyaml_scalars.go_parse_uint("18446744073709551615") == 2 ** 64 - 1
+        assert kubeyaml_scalars.go_parse_uint("18446744073709551616") is None
+        assert kubeyaml_scalars.go_parse_uint("") is None
+        assert kubeyaml_scalars.go_parse_int("-1", 2) == -1
 
     def test_timestamps(self):
-        assert kubeyaml.is_timestamp("2024-02-29")
-        assert not kubeyaml.is_timestamp("2023-02-29")
-        assert kubeyaml.is_timestamp("2001-12-14T21:59:43.10-05:00")
-        assert kubeyaml.is_timestamp("2001-12-14 21:59:43.10")
-        assert not kubeyaml.is_timestamp("2001-12-14 25:00:00")
-        assert not kubeyaml.is_timestamp("2001-12-14 21:59:43.10 -5")  # Go cannot parse this one
+        assert kubeyaml_scalars.is_timestamp("2024-02-29")
+        assert not kubeyaml_scalars.is_timestamp("2023-02-29")
+        assert kubeyaml_scalars.is_timestamp("2001-12-14T21:59:43.10-05:00")
+        assert kubeyaml_scalars.is_timestamp("2001-12-14 21:59:43.10")
+        assert not kubeyaml_scalars.is_timestamp("2001-12-14 25:00:00")
+        assert not kubeyaml_scalars.is_timestamp("2001-12-14 21:59:43.10 -5")  # Go cannot parse this one
 
     def test_float32_key_formatting(self):
         cases = [(1e6, "1e+06"), (123456.0, "123456"), (0.0001, "0.0001"), (0.00001, "1e-05"),
                  (3.14159265358979, "3.1415927"), (1e39, ".inf"), (-1e39, "-.inf"), (-0.0, "-0"), (0.0, "0"),
                  (1.5, "1.5"), (1e21, "1e+21"), (100.0, "100"), (math.nan, ".nan"), (1.25e-7, "1.25e-07")]
         for value, text in cases:
-            assert kubeyaml.format_float32_g(value) == text, value
+            assert kubeyaml_json.format_float32_g(value) == text, value
 
     def test_json_number(self):
-        assert kubeyaml.json_number(1000.0) == 1000 and isinstance(kubeyaml.json_number(1000.0), int)
-        assert kubeyaml.json_number(9.2e18) == 9200000000000000000
-        assert isinstance(kubeyaml.json_number(-9.223372036854775808e18), float)  # Go writes ...776000
-        assert isinstance(kubeyaml.json_number(2 ** 63), float)
-        assert kubeyaml.json_number(0.5) == 0.5
+        assert kubeyaml_json.json_number(1000.0) == 1000 and isinstance(kubeyaml_json.json_number(1000.0), int)
+        assert kubeyaml_json.json_number(9.2e18) == 9200000000000000000
+        assert isinstance(kubeyaml_json.json_number(-9.223372036854775808e18), float)  # Go writes ...776000
+        assert isinstance(kubeyaml_json.json_number(2 ** 63), float)
+        assert kubeyaml_json.json_number(0.5) == 0.5
         with pytest.raises(YamlError, match="NaN"):
-            kubeyaml.json_number(math.nan)
+            kubeyaml_json.json_number(math.nan)
         with pytest.raises(YamlError, match=r"\+Inf"):
-            kubeyaml.json_number(math.inf)
+            kubeyaml_json.json_number(math.inf)
 
     def test_binary(self):
-        assert kubeyaml.decode_binary("aGVs\nbG8=\n") == "hello"
-        assert kubeyaml.decode_binary("/w==") == "\ufffd"
-        assert kubeyaml.decode_binary("4oJB") == "\ufffd\ufffdA"  # each invalid byte on its own, as Go
+        assert kubeyaml_scalars.decode_binary("aGVs\nbG8=\n") == "hello"
+        assert kubeyaml_scalars.decode_binary("/w==") == "\ufffd"
+        assert kubeyaml_scalars.decode_binary("4oJB") == "\ufffd\ufffdA"  # each invalid byte on its own, as Go
         with pytest.raises(YamlError, match="invalid base64"):
-            kubeyaml.decode_binary("aGVs bG8=")
+            kubeyaml_scalars.decode_binary("aGVs bG8=")
 
 
 class TestTaggedScalarsThatDoNotFit:
@@ -334,7 +337,7 @@ class TestTaggedScalarsThatDoNotFit:
         assert "base64" in error.fix and error.line == 1
 
     def test_the_input_error_names_the_source_line_tag_and_fix(self):
-        from applyset import manifests
+        from applyset.inputs import manifests
         from applyset.errors import InputErrors
 
         text = f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  p: !!int {self.SECRET}\n"
@@ -503,19 +506,19 @@ class TestJsonStreams:
 class TestToJsonValue:
     def test_keys_and_numbers(self):
         value = {2: [1.0, 0.5, 2 ** 64], True: None, 1.5: "x", "s": (1, 2)}
-        assert kubeyaml.to_json_value(value) == {"2": [1, 0.5, float(2 ** 64)], "true": None, "1.5": "x", "s": [1, 2]}
+        assert kubeyaml_json.to_json_value(value) == {"2": [1, 0.5, float(2 ** 64)], "true": None, "1.5": "x", "s": [1, 2]}
 
     def test_unchanged_values_are_returned_as_they_are(self):
         value = {"a": [1, {"b": "c"}], "d": 0.5}
-        assert kubeyaml.to_json_value(value) is value
+        assert kubeyaml_json.to_json_value(value) is value
 
     def test_refused_values_name_their_path(self):
         with pytest.raises(YamlError, match=r"^value.a\[1\]: json: unsupported value: \+Inf$"):
-            kubeyaml.to_json_value({"a": [1, math.inf]})
+            kubeyaml_json.to_json_value({"a": [1, math.inf]})
         with pytest.raises(YamlError, match="a set cannot be sent as JSON"):
-            kubeyaml.to_json_value({"a": {1, 2}})
+            kubeyaml_json.to_json_value({"a": {1, 2}})
         with pytest.raises(YamlError, match="both the JSON key '1'"):
-            kubeyaml.to_json_value({"1": "a", 1: "b"})
+            kubeyaml_json.to_json_value({"1": "a", 1: "b"})
 
 
 def test_pure_python_reader_gives_the_same_values(monkeypatch):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from applyset import legacy, spec
+from applyset.rules import legacy
+from applyset import spec
 from applyset.errors import InputError
-from applyset.kube import Resource
+from applyset.kube.discovery import Resource
 
 CONFIGMAP = Resource(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)
 ID = "applyset-ours-v1"

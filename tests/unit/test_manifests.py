@@ -7,10 +7,11 @@ import time
 import pytest
 import yaml
 
-from applyset import manifests, spec
-from applyset.errors import (ApiError, ApplySetError, ConflictError, InputError, InputErrors,
-                             ParentError)
-from applyset.manifests import Manifest
+from applyset.inputs import manifests
+from applyset.inputs import manifest_checks
+from applyset import spec
+from applyset.errors import ApiError, ApplySetError, ConflictError, InputError, InputErrors, ParentError
+from applyset.inputs.manifests import Manifest
 
 CONFIGMAP = """\
 apiVersion: v1
@@ -40,7 +41,7 @@ def problems_of(documents):
     """Validate and return the list of InputError raised (empty when valid)."""
     loaded = [Manifest(document, f"item {number}") for number, document in enumerate(documents, 1)]
     try:
-        manifests.validate(loaded)
+        manifest_checks.validate(loaded)
     except InputErrors as raised:
         return raised.errors
     return []
@@ -403,7 +404,7 @@ class TestLoadDefinition:
         loaded = manifests.load_definition([42, ["x"]])
         assert [m.obj for m in loaded] == [42, ["x"]]
         with pytest.raises(InputErrors) as raised:
-            manifests.validate(loaded)
+            manifest_checks.validate(loaded)
         assert [e.message for e in raised.value.errors] == [
             "the document is not a mapping but a number", "the document is not a mapping but a list"]
 
@@ -525,7 +526,7 @@ class TestValidate:
             "text",
         ]
         with pytest.raises(InputErrors) as raised:
-            manifests.validate([Manifest(d, f"item {n}") for n, d in enumerate(documents, 1)])
+            manifest_checks.validate([Manifest(d, f"item {n}") for n, d in enumerate(documents, 1)])
         lines = str(raised.value).splitlines()
         assert lines[0] == "4 problems in the input:"
         assert lines[1].startswith("- item 1 (ConfigMap a): apiVersion is missing. Fix: ")
@@ -538,7 +539,7 @@ class TestValidate:
         write(tmp_path / "app.yaml", CONFIGMAP.format(name="a") + "---\n" + CONFIGMAP.format(name="a"))
         loaded = manifests.load_sources("app.yaml", base_dir=str(tmp_path))
         with pytest.raises(InputErrors) as raised:
-            manifests.validate(loaded)
+            manifest_checks.validate(loaded)
         assert str(raised.value.errors[0]) == (
             "app.yaml, document 2 (ConfigMap shop/a): the same object is also defined in "
             "app.yaml, document 1. Fix: keep one of the two definitions")
@@ -549,7 +550,7 @@ class TestValidate:
         write(tmp_path / "many.yaml", text)
         started = time.perf_counter()
         loaded = manifests.load_sources(str(tmp_path / "many.yaml"))
-        manifests.validate(loaded)
+        manifest_checks.validate(loaded)
         assert len(loaded) == 5000
         assert time.perf_counter() - started < 5
 

@@ -4,7 +4,8 @@ tests/integration/test_connection_errors.py compares each verdict here with the 
 """
 
 import pytest
-from applyset import manifests, names
+from applyset.inputs import manifests, names
+from applyset.inputs import manifest_checks
 from applyset.errors import InputErrors
 
 VALID_KEYS = ["app", "app.kubernetes.io/name", "a_b-c.d", "A1", "example.com/X_y", "x" * 63,
@@ -50,7 +51,7 @@ def test_manifests_report_label_problems_with_the_object_and_a_fix():
                        "annotations": {"Bad Key": "x"}}}
     loaded = manifests.load_definition([cm])
     with pytest.raises(InputErrors) as info:
-        manifests.validate(loaded)
+        manifest_checks.validate(loaded)
     text = str(info.value)
     assert "3 problems in the input" in text
     assert 'metadata.labels["app"] value "has space" is not a valid label value' in text

@@ -2,9 +2,10 @@
 
 import pytest
 
-from applyset import names
+from applyset.inputs import names
 from applyset.errors import InputErrors
-from applyset.manifests import Manifest, validate
+from applyset.inputs.manifests import Manifest
+from applyset.inputs.manifest_checks import validate
 
 
 class TestRules:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from applyset import nochange, spec
+from applyset.rules import nochange
+from applyset import spec
 
 MANAGER = "applyset.kubernetes"
 DIGEST = spec.ANNOTATION_APPLIED_DIGEST

@@ -6,8 +6,9 @@ import pytest
 
 import fakeapi
 from applyset import engine
+from applyset.run.options import Options
 from applyset.errors import InputError
-from applyset.manifests import load_definition
+from applyset.inputs.manifests import load_definition
 
 
 class NoRequests:
@@ -29,7 +30,7 @@ class NoRequests:
 ])
 def test_bad_options_fail_before_any_request(options, message):
     with pytest.raises(InputError) as caught:
-        engine.Engine(NoRequests(), "shop", "shop", engine.Options(**options))
+        engine.Engine(NoRequests(), "shop", "shop", Options(**options))
     assert message in str(caught.value)
 
 

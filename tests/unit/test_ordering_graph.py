@@ -1,11 +1,11 @@
 """ordering.py and prune_order.py: depends-on and sync-wave parsing, the graph, cycles, prune stages."""
 
 import pytest
-from applyset import ordering, plan, prune_order
+from applyset.rules import ordering, plan, prune_order
 from applyset.errors import InputErrors
-from applyset.kube import Discovery, Resource
-from applyset.manifests import load_definition
-from applyset.prune import Decision
+from applyset.kube.discovery import Discovery, Resource
+from applyset.inputs.manifests import load_definition
+from applyset.rules.prune import Decision
 from applyset.spec import ObjectId
 
 RESOURCES = [

@@ -10,10 +10,13 @@ import pytest
 from test_inventory import SECRET as LISTED_SECRET  # a Secret resource as discovery serves it
 from test_inventory import StubClient
 
-from applyset import parent as parents
+from applyset.parent import read as parents
+from applyset.parent import write as parent_write
+from applyset.parent import model as parent_model
 from applyset import spec
 from applyset.errors import ApiError, ConflictError, ParentError
-from applyset.kube import Resource, Response
+from applyset.kube.discovery import Resource
+from applyset.kube.client import Response
 
 SECRET = Resource(group="", version="v1", kind="Secret", plural="secrets", namespaced=True)
 
@@ -47,7 +50,7 @@ class LostResponseClient:
 
 
 def parent(claim=None):
-    p = parents.Parent(resource=SECRET, name="shop", namespace="shop", id="applyset-x-v1", exists=True,
+    p = parent_model.Parent(resource=SECRET, name="shop", namespace="shop", id="applyset-x-v1", exists=True,
                        uid="u", resource_version="5", tooling=spec.tooling_value(), claim=claim)
     return p
 
@@ -61,14 +64,14 @@ def test_a_claim_write_whose_answer_was_lost_is_recognised_as_ours():
     client = LostResponseClient(live_parent())
     p = parent()
     claim = {"run": "host/1/abcd", "expires": 1234.5}
-    parents.write(client, p, {spec.GroupKind("", "ConfigMap")}, {"shop"}, claim=claim)
+    parent_write.write(client, p, {spec.GroupKind("", "ConfigMap")}, {"shop"}, claim=claim)
     assert p.resource_version == "6" and p.claim == claim and client.gets == 1
 
 
 def test_a_release_write_whose_answer_was_lost_is_recognised_as_ours():
     client = LostResponseClient(live_parent())
     p = parent(claim={"run": "host/1/abcd", "expires": 1234.5})
-    parents.write(client, p, {spec.GroupKind("", "ConfigMap")}, {"shop"}, claim=None)
+    parent_write.write(client, p, {spec.GroupKind("", "ConfigMap")}, {"shop"}, claim=None)
     assert p.resource_version == "6" and p.claim is None
 
 
@@ -81,14 +84,14 @@ def test_a_parent_another_run_changed_is_still_a_conflict():
             raise ConflictError("the object has been modified", status=409, reason="Conflict")
 
     with pytest.raises(ParentError, match="changed by someone else"):
-        parents.write(SomeoneElse(live), parent(), {spec.GroupKind("", "ConfigMap")}, {"shop"},
+        parent_write.write(SomeoneElse(live), parent(), {spec.GroupKind("", "ConfigMap")}, {"shop"},
                       claim={"run": "host/1/abcd", "expires": 1234.5})
 
 
 def test_no_answer_at_all_is_reported_as_a_connection_problem():
     client = LostResponseClient(live_parent(), error=ApiError("PATCH /api/v1/... failed: Connection refused"))
     with pytest.raises(ParentError) as caught:
-        parents.write(client, parent(), set(), {"shop"}, claim=None)
+        parent_write.write(client, parent(), set(), {"shop"}, claim=None)
     assert "a connection problem, not a conflict" in caught.value.fix
     assert "RBAC" not in caught.value.fix
 
@@ -109,7 +112,7 @@ NOW = 1000.0
     ({"run": "a/1/x", "expires": NOW + 5}, "b/2/y", True),
 ])
 def test_claim_holds(claim, other_than, holds):
-    assert parents.claim_holds(claim, NOW, other_than=other_than) is holds
+    assert parent_model.claim_holds(claim, NOW, other_than=other_than) is holds
 
 
 def _stub_parent(**kwargs):
@@ -123,7 +126,7 @@ def test_read_and_inspect_say_the_same_of_one_parent():
     client = _stub_parent(kinds="Service", namespaces="extra", contains_group_resources="configmaps")
     obj = client.objects[0][1]
     obj["metadata"]["annotations"][spec.ANNOTATION_CLAIM] = '{"expires":1060.0,"run":"other/2/ffff"}'
-    live = parents.inspect(LISTED_SECRET, obj, client.discovery)
+    live = parent_model.inspect(LISTED_SECRET, obj, client.discovery)
     parent, warnings = parents.read(client, client.discovery, LISTED_SECRET, "shop", "shop")
     assert warnings == []
     assert live.claim == parent.claim == claim
@@ -140,7 +143,7 @@ def test_read_and_inspect_say_the_same_of_one_parent():
 
 def test_read_refuses_a_forged_id_that_inspect_only_reports():
     client = _stub_parent(kinds="ConfigMap", live_id="applyset-someone-else-v1")
-    live = parents.inspect(LISTED_SECRET, client.objects[0][1], client.discovery)
+    live = parent_model.inspect(LISTED_SECRET, client.objects[0][1], client.discovery)
     assert not live.id_matches
     with pytest.raises(ParentError, match="incorrect value for label"):
         parents.read(client, client.discovery, LISTED_SECRET, "shop", "shop", takeover=True)
@@ -156,7 +159,7 @@ def test_read_refuses_another_tools_set_unless_taken_over():
 
 def test_read_refuses_a_parent_without_a_hint_unless_taken_over():
     client = _stub_parent(kinds=None)
-    assert parents.inspect(LISTED_SECRET, client.objects[0][1], client.discovery).hint_source is None
+    assert parent_model.inspect(LISTED_SECRET, client.objects[0][1], client.discovery).hint_source is None
     with pytest.raises(ParentError, match="must be set on all ApplySet parent objects"):
         parents.read(client, client.discovery, LISTED_SECRET, "shop", "shop")
     parent, _warnings = parents.read(client, client.discovery, LISTED_SECRET, "shop", "shop", takeover=True)

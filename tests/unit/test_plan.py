@@ -1,10 +1,10 @@
 """plan.py: resolution, namespace defaulting, ordering and the problems found before any write."""
 
 import pytest
-from applyset import plan
+from applyset.rules import plan
 from applyset.errors import InputErrors
-from applyset.kube import Discovery, Resource
-from applyset.manifests import load_definition
+from applyset.kube.discovery import Discovery, Resource
+from applyset.inputs.manifests import load_definition
 
 RESOURCES = [
     Resource("", "v1", "ConfigMap", "configmaps", True),

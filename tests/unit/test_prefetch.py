@@ -6,7 +6,7 @@ at once, as a run does by default.
 
 import time
 
-from applyset import prefetch
+from applyset.parent import prefetch
 from fakeapi import PARENT_PATH, cm, deployed, load, run, slow_shop
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from applyset import prune, spec
-from applyset.kube import Resource
+from applyset.rules import prune
+from applyset import spec
+from applyset.kube.discovery import Resource
 from applyset.spec import GroupKind
 
 ID = "applyset-abc-v1"

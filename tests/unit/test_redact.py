@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from applyset import redact
+from applyset.inputs import redact
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,11 +5,14 @@ whole objects; the integration tests in test_namespaces_and_replace.py check the
 """
 
 import pytest
-from applyset import engine, plan
-from applyset import recreate as recreate_strategy
+from applyset import engine
+from applyset.run.options import Options
+from applyset.rules import plan
+from applyset.apply import recreate as recreate_strategy
 from applyset.errors import ApiError, ConflictError, immutable_refusal, missing_namespace
-from applyset.kube import Discovery, Resource, Response
-from applyset.manifests import load_definition
+from applyset.kube.discovery import Discovery, Resource
+from applyset.kube.client import Response
+from applyset.inputs.manifests import load_definition
 
 JOB_TEMPLATE_DUMP = '{"labels":{"job-name":"mig"},"Spec":{"Containers":[{"Name":"m","Image":"busybox:2"}]}}'
 
@@ -155,7 +158,7 @@ class StubClient:
 
 
 def recreate(client, dry_run=False, recreate_timeout=5.0):
-    run = engine.Engine(client, "set", "default", engine.Options(dry_run=dry_run, recreate_timeout=recreate_timeout))
+    run = engine.Engine(client, "set", "default", Options(dry_run=dry_run, recreate_timeout=recreate_timeout))
     [member] = members(job())
     before = {"metadata": {"name": "mig", "namespace": "default", "uid": "old-uid"}}
     return recreate_strategy.recreate(run._ctx, member, before, "spec.template: field is immutable").result

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from applyset import drift, ordering, rollback, spec
+from applyset.rules import drift, ordering
+from applyset.steps import rollback
+from applyset import spec
 from applyset.errors import ApplySetError
-from applyset.discovery import Resource
-from applyset.parent_model import set_name
-from applyset.redact import SecretDigester
-from applyset.report import NOT_TRIED_STOPPED, ObjectResult, Recorder, Report, for_diff
+from applyset.kube.discovery import Resource
+from applyset.parent.model import set_name
+from applyset.inputs.redact import SecretDigester
+from applyset.run.report import NOT_TRIED_STOPPED, ObjectResult, Recorder, Report, for_diff
 
 SECRETS = Resource(group="", version="v1", kind="Secret", plural="secrets", namespaced=True)
 CONFIGMAPS = Resource(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from applyset import retention
+from applyset.parent import retention
 from applyset.errors import ApiError
 from applyset.spec import GroupKind
 

@@ -7,10 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from applyset import history, provenance, rollback, steps
+from applyset.history import revisions as history, provenance
+from applyset.steps import rollback
+from applyset import routes
 from applyset.errors import InputError
-from applyset.options import Options
-from applyset.runner import names
+from applyset.run.options import Options
+from applyset.run.runner import names
 
 PARENT = SimpleNamespace(id="applyset-abc-v1", name="shop", namespace="shop", uid="u-1",
                          resource=SimpleNamespace(api_version="v1", group="", kind="Secret"))
@@ -65,18 +67,18 @@ def test_bad_history_settings_are_refused_before_any_request(settings, bad):
 
 def test_the_routes_record_before_the_release_and_trim_after_it():
     opts = Options(history=history.Settings())
-    apply_names = names(list(steps.for_apply(opts).steps))
+    apply_names = names(list(routes.for_apply(opts).steps))
     assert apply_names[-6:] == ["prune", "post-apply-hooks", "on-failure-hooks", "record-revision", "release",
                                 "trim-history"]
-    waited = names(list(steps.for_apply(Options(wait=True, history=history.Settings())).steps))
+    waited = names(list(routes.for_apply(Options(wait=True, history=history.Settings())).steps))
     assert waited[-5:] == ["on-failure-hooks", "record-revision", "release", "trim-history", "wait-gone"]
-    assert names(list(steps.for_update_only(opts).steps))[-1] == "record-revision"
-    assert names(list(steps.for_uninstall(opts).steps))[-1] == "delete-history"
-    assert "record-revision" not in names(list(steps.for_preview(Options(dry_run=True, history=history.Settings()))
+    assert names(list(routes.for_update_only(opts).steps))[-1] == "record-revision"
+    assert names(list(routes.for_uninstall(opts).steps))[-1] == "delete-history"
+    assert "record-revision" not in names(list(routes.for_preview(Options(dry_run=True, history=history.Settings()))
                                                 .steps))
-    assert names(list(steps.reading(steps.APPLY, Options(history=history.Settings(rollback_to=2)))))[:2] == [
+    assert names(list(routes.reading(routes.APPLY, Options(history=history.Settings(rollback_to=2)))))[:2] == [
         "read-parent", "load-revision"]
-    assert "record-revision" not in names(list(steps.for_apply(Options(history=history.Settings(max=0))).steps))
+    assert "record-revision" not in names(list(routes.for_apply(Options(history=history.Settings(max=0))).steps))
 
 
 class Discovery:
@@ -294,7 +296,7 @@ class _ListingClient:
 
 
 def test_verify_reports_a_damaged_current_revision_and_its_fix_leaves_the_pointer_reported(monkeypatch):
-    from applyset import fsck_history
+    from applyset.verify import history_check as fsck_history
     made = _stored(REVISION, monkeypatch)
     first = min(made, key=len)
     made[first]["metadata"]["annotations"][history.ANNOTATION_SUMMARY] = "{"

@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from plugins.module_utils.applyset import nochange, server_form
+from plugins.module_utils.applyset.rules import nochange, server_form
 
 
 @pytest.mark.parametrize("given, stored", [

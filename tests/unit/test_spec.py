@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 import fakeapi
-from applyset import parent as parents
+from applyset.parent import resolve as parent_resolve
 from applyset import spec
 from applyset.errors import InputError
-from applyset.manifests import load_definition
+from applyset.inputs.manifests import load_definition
 from applyset.spec import GroupKind, GroupResource
 
 GALAXY_YML = Path(__file__).resolve().parents[2] / "galaxy.yml"
@@ -75,7 +75,7 @@ def test_the_keep_annotation_and_the_parent_type_label_are_read_by_their_names()
              "spec": {"group": "example.com", "names": {"plural": "sets", "kind": "Set"}, "scope": "Cluster",
                       "versions": [{"name": "v1"}]}})
     res = fakeapi.client(api).discover().for_resource("example.com", "sets")
-    assert parents.check_kind_allowed(fakeapi.client(api), res) is None
+    assert parent_resolve.check_kind_allowed(fakeapi.client(api), res) is None
 
 
 def test_tooling_and_field_manager():

@@ -10,7 +10,8 @@ from __future__ import annotations
 from test_inventory import (CONFIGMAP, CRD, DEPLOYMENT, NAMESPACE, SECRET, SERVICE, STANDARD, WIDGET, StubClient,
                             resource)
 
-from applyset import fsck, inventory, spec
+from applyset.verify import fsck, inventory
+from applyset import spec
 from applyset.errors import ApiError
 
 KINDS = spec.ANNOTATION_GROUP_KINDS

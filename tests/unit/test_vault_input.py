@@ -22,7 +22,8 @@ def collection(monkeypatch):
     if not (COLLECTIONS / "ansible_collections" / "applyset" / "kubernetes").exists():
         pytest.skip("the collection link is missing: run make deps")
     monkeypatch.syspath_prepend(str(COLLECTIONS))
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import errors, manifests, redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import errors
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifests, redact
     from ansible_collections.applyset.kubernetes.plugins.plugin_utils import vault_input
 
     return SimpleNamespace(errors=errors, manifests=manifests, redact=redact, vault_input=vault_input)

@@ -8,9 +8,9 @@ the conversion webhook is down, so every LIST at v2 fails with the 500 a real se
 from __future__ import annotations
 
 import pytest
-from applyset import listerrors, versions
+from applyset.kube import list_errors as listerrors, versions
 from applyset.errors import ApiError, ApplySetError
-from applyset.kube import Discovery, Resource
+from applyset.kube.discovery import Discovery, Resource
 from fakeapi import DEFAULT_KINDS, FakeApi, Kind, actions, cm, load, run
 
 CONVERSION_FAILED = ('conversion webhook for example.com/v1, Kind=Widget failed: Post '

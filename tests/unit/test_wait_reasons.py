@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from applyset import wait_reasons
+from applyset.wait import reasons as wait_reasons
 from applyset.errors import WaitTimeout
 
 UID = "0f0e-job"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from applyset import waiting
+from applyset.wait import waiting
 from applyset.errors import ApplySetError
-from applyset.kube import Resource
+from applyset.kube.discovery import Resource
 
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 OBJ = "ApplySet ns/shop"

@@ -1,7 +1,7 @@
 """An ApplySet run: ``Engine(client, parent, namespace, Options)`` and its three entry points,
 ``apply()``, ``uninstall()`` and ``disband()``, with one error channel.
 
-The order of each route is data (steps.py): the reading steps read and decide and write
+The order of each route is data (routes.py): the reading steps read and decide and write
 nothing; what they found chooses the route; every route that writes takes the claim with the
 union hint before any member is touched and releases it last, with the exact hint when
 everything went through and the union otherwise, so a run stopped anywhere leaves a parent that
@@ -19,17 +19,16 @@ Options, Report and ObjectResult are defined in options.py and report.py and re-
 
 from __future__ import annotations
 
-from . import early, redact, runner, steps
-from .claim import RACES_BEFORE_GIVING_UP, RaceLost, new_run_id
+from .run import early, runner
+from .inputs import redact
+from . import routes
+from .steps.claim import RACES_BEFORE_GIVING_UP, RaceLost, new_run_id
 from .errors import ApplySetError
-from .kube import KubeClient
-from .manifests import Manifest
-from .options import DEFAULT_FIELD_MANAGER, REAPPLY_CHOICES, Options
-from .report import CHANGING_ACTIONS, ObjectResult, Recorder, Report
-from .without_claim import StartOver
-
-# The public API: Options, Report and ObjectResult live in options.py and report.py.
-__all__ = ["CHANGING_ACTIONS", "DEFAULT_FIELD_MANAGER", "REAPPLY_CHOICES", "Engine", "ObjectResult", "Options", "Report"]
+from .kube.client import KubeClient
+from .inputs.manifests import Manifest
+from .run.options import Options
+from .run.report import Recorder, Report
+from .steps.without_claim import StartOver
 
 
 class Engine:
@@ -127,7 +126,7 @@ class Engine:
             WaitTimeout: with ``Options.wait``, members not gone in time (the parent is gone).
             ParentError, ApiError: as for ``apply``.
         """
-        return self._run(self._teardown, steps.UNINSTALL, manifests)
+        return self._run(self._teardown, routes.UNINSTALL, manifests)
 
     def disband(self) -> Report:
         """Leave every member in place without our part-of label, then delete the parent.
@@ -139,7 +138,7 @@ class Engine:
             ApplySetError: some members could not be listed or kept the label (the parent is kept).
             ParentError, ApiError: as for ``apply``.
         """
-        return self._run(self._teardown, steps.DISBAND)
+        return self._run(self._teardown, routes.DISBAND)
 
     def _run(self, run, *args) -> Report:
         """Run ``run``; the one place where a failed run gets its partial report attached.
@@ -164,7 +163,7 @@ class Engine:
         return self.report
 
     def _apply(self, manifests: list[Manifest]) -> None:
-        self._attempts(steps.APPLY, manifests, may_skip_claim=self.opts.reapply == "changed" and not self.opts.dry_run)
+        self._attempts(routes.APPLY, manifests, may_skip_claim=self.opts.reapply == "changed" and not self.opts.dry_run)
 
     def _teardown(self, entry: str, manifests: list[Manifest] | None = None) -> None:
         self._attempts(entry, manifests, may_skip_claim=False)
@@ -178,11 +177,11 @@ class Engine:
         while True:
             self._ctx = self._attempt(manifests, carried)
             try:
-                runner.run(steps.reading(entry, self.opts), self._ctx)
+                runner.run(routes.reading(entry, self.opts), self._ctx)
             finally:
                 early.drop(self.client)  # what the run read early and did not take is out of date now
             try:
-                runner.run(steps.choose(entry, self._ctx, may_skip_claim).rest, self._ctx)
+                runner.run(routes.choose(entry, self._ctx, may_skip_claim).rest, self._ctx)
                 return
             except StartOver as again:
                 # The parent changed while this run read or updated the set (another run,

@@ -1,0 +1,94 @@
+"""Taking a legacy ``kubectl apply --prune -l`` set into this set (``adopt_legacy``).
+
+``select`` decides (LISTs only) which objects are taken in; ``label`` writes this set's part-of
+label on those that are not desired, right after the claim and before any member is applied
+(desired ones are labelled by their apply). Which objects qualify is legacy.py's rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..rules import legacy as legacies
+from .. import spec
+from ..errors import ApiError, ApplySetError
+from ..kube.listing import LiveObject, list_pairs, live_objects
+from ..run.report import live_result
+
+
+@dataclass(frozen=True)
+class Adoption:
+    """The legacy objects a run takes in: ``adopted`` (not desired, as ``LiveObject`` whose labels
+    already carry this set's id) and ``desired_count`` (taken in, and desired: their apply labels
+    them)."""
+
+    adopted: tuple = ()
+    desired_count: int = 0
+
+
+NONE = Adoption()
+
+
+def select(ctx, plan) -> Adoption:
+    """The objects of the legacy prune set that this run takes in (LISTs, no write); records the
+    references in ``applyset.adopted`` and warnings about what was left alone."""
+    options, parent = ctx.opts.adopt_legacy, ctx.parent
+    served, missing = legacies.scope_kinds(options, ctx.discovery)
+    namespaces = sorted({m.namespace for m in plan.members if m.resource.namespaced and m.namespace})
+    pairs = [(res, ns) for res in served if res.namespaced for ns in namespaces]
+    pairs += [(res, None) for res in served if not res.namespaced]
+    listed = list_pairs(ctx.client, pairs, selector_for=lambda pair: options.selector, obj=ctx.set_ref)
+    found = [(o.resource, o.meta) for o in live_objects(listed)]
+    selection = legacies.select(found, parent.id, options, parent.set_ref)
+    desired_keys = plan.keys()
+    adopted, refs, desired_count = [], [], 0
+    for res, meta in selection.adopted:
+        refs.append(legacies.ref(res, meta))
+        if spec.ObjectId.from_metadata(res, meta) in desired_keys:
+            desired_count += 1
+            continue  # applying it labels it
+        labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: parent.id}
+        adopted.append(LiveObject(res, {"metadata": {**meta, "labels": labels}}))
+    ctx.report.applyset["adopted"] = refs
+    ctx.record.warn(*_warnings(options, refs, selection, missing))
+    return Adoption(tuple(adopted), desired_count)
+
+
+def _warnings(options, refs, selection, missing) -> list[str]:
+    warnings = []
+    if refs:
+        warnings.append(
+            f"adopt_legacy: {len(refs)} object(s) matching {options.selector} taken into the set: "
+            + ", ".join(refs[:10]) + (f" and {len(refs) - 10} more" if len(refs) > 10 else ""))
+    if selection.not_applied:
+        warnings.append(
+            f"adopt_legacy: {len(selection.not_applied)} object(s) match {options.selector} but were not made by "
+            "kubectl apply (no last-applied-configuration annotation), so they are left alone, as kubectl's "
+            "prune leaves them")
+    for res, meta, other in selection.elsewhere:
+        warnings.append(f"adopt_legacy: {legacies.ref(res, meta)} belongs to the ApplySet {other} already; left alone")
+    if missing:
+        warnings.append("adopt_legacy: the server does not serve "
+                        + ", ".join(sorted(map(str, missing))) + "; nothing of those is adopted")
+    return warnings
+
+
+def label(ctx) -> None:
+    """Step label-adopted: write this set's label on the adopted objects, each guarded by the
+    resourceVersion listed; a failure stops the run before any member is applied."""
+    ok = True
+    for adopted in ctx.decisions.adopted:
+        meta = adopted.meta
+        patch = {"metadata": {"labels": {spec.LABEL_PART_OF: ctx.parent.id},
+                              "resourceVersion": meta.get("resourceVersion")}}
+        try:
+            ctx.client.merge_patch(adopted.resource, meta["name"], meta.get("namespace"), patch,
+                                   field_manager=ctx.opts.field_manager)
+        except ApiError as err:
+            ok = False
+            ctx.record.result(live_result(adopted.resource, meta, "failed",
+                                          f"could not take it into the set: {err.message}", error=err))
+    if not ok:
+        ctx.failure = ApplySetError(
+            "some objects of the legacy prune set could not be taken into the set; nothing was applied or "
+            "pruned:\n" + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")

@@ -1,0 +1,91 @@
+"""The applies of a run, coordinated: phase by phase, all members of a phase at once, outcomes
+recorded in plan order; and the namespaces that must exist before the parent is written.
+
+Workers (``member_apply.apply_member``) return outcomes; only this loop records them, so the
+objects, diffs and warnings of a run come out in rank order, then input order, on every run.
+A failed member stops the later phases (they may need it), never its own.
+"""
+
+from __future__ import annotations
+
+from . import gates, namespaces
+from .. import spec
+from ..wait import waiting
+from ..errors import ApplySetError
+from .member_apply import apply_member
+from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, result_for
+
+
+def make_namespaces(ctx) -> None:
+    """Step make-namespaces: before the claim, since the parent cannot be written in a namespace
+    that does not exist. create_namespace's namespace (no member), then the set's own Namespace
+    of a parent about to be created (a member: the parent written next records its kind)."""
+    decisions = ctx.decisions
+    name = decisions.namespace_to_create
+    if name:
+        result = ctx.record.outcome(namespaces.create(ctx.client, ctx.discovery, ctx.opts, name))
+        if result.action == "failed":
+            raise ApplySetError(f"could not create namespace {name}: {result.reason}", obj=ctx.set_ref,
+                                fix=namespaces.refusal_fix(result))
+    member = decisions.parent_namespace_first
+    if member is not None:
+        result = ctx.record.outcome(apply_member(ctx, member, frozenset()))
+        if result.action == "failed":
+            # The server's own words, as kubectl prints them: the webhook or policy and its message.
+            raise ApplySetError(f"could not create namespace {ctx.parent.namespace} for the parent: {result.reason}",
+                                obj=ctx.set_ref, fix=namespaces.refusal_fix(result))
+
+
+def apply_phases(ctx) -> None:
+    """Step apply: the members phase by phase (``plan.phases``), the claim checked before each;
+    CRDs waited for until Established before the next phase. A failed member records the run's
+    failure (raised once the claim is released) and stops the later phases. A set with an order
+    of its own (depends-on, sync waves) is applied by ``gates.apply_in_order`` (check mode: the
+    dry runs go phase by phase, and the result's ``order`` shows what the real run waits for)."""
+    if ctx.decisions.order is not None and not ctx.opts.dry_run:
+        gates.apply_in_order(ctx)
+        return
+    try:
+        _each_phase(ctx)
+    except ApplySetError:
+        ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_STOPPED)  # a CRD not Established, a lost claim
+        raise
+    if ctx.failure is not None:
+        ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_AFTER_FAILURE)
+
+
+def _each_phase(ctx) -> None:
+    first = ctx.decisions.parent_namespace_first
+    done_before = {first.key} if first is not None else set()
+    created_namespaces = set()
+    for phase_members in ctx.plan.phases:
+        if ctx.claim:
+            ctx.claim.check()
+        members = [m for m in phase_members if m.key not in done_before]
+        seen = frozenset(created_namespaces)
+        outcomes = ctx.client.map(lambda m: apply_member(ctx, m, seen), members)
+        ok = True
+        for member, outcome in zip(members, outcomes):
+            result = ctx.record.outcome(_as_outcome(member, outcome))
+            ok = ok and result.action != "failed"
+            if member.resource.group_kind == spec.NAMESPACE_KIND and result.action == "created":
+                created_namespaces.add(member.name)
+        if not ok:
+            failures = ctx.record.failures()
+            ctx.failure = ApplySetError(
+                "some objects could not be applied; nothing was pruned and the parent keeps covering every "
+                "object that may exist:\n" + failures, what_failed="some objects could not be applied:\n" + failures,
+                obj=ctx.set_ref, fix="fix the errors listed per object and run again")
+            return  # later phases depend on this one
+        crds = [m for m in members if m.resource.group_kind == spec.CRD_KIND]
+        if crds and not ctx.opts.dry_run:
+            waiting.wait_for_crds(ctx.client, crds[0].resource, [m.name for m in crds], ctx.opts.crd_timeout,
+                                  ctx.set_ref)
+
+
+def _as_outcome(member, outcome) -> MemberOutcome:
+    """A worker's answer as an outcome: an exception it raised becomes the member's failure."""
+    if isinstance(outcome, Exception):
+        err = outcome if isinstance(outcome, ApplySetError) else ApplySetError(str(outcome))
+        return MemberOutcome(result_for(member, "failed", reason=str(err), error=err))
+    return outcome

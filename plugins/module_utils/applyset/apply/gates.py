@@ -1,0 +1,179 @@
+"""The apply of a set with an order (ordering.py): members sent as soon as what they wait for is
+applied or ready, the rest polled for readiness, each gate bounded by ``wait_timeout``.
+
+A round sends every member whose edges are all satisfied (``client.map``, as a phase is sent
+today); when none is, one readiness round lists what the waiting members need (one LIST per
+resource and namespace, waiting.wait_ready with no timeout of its own), then sleeps
+``_INTERVAL``. A member left ``unchanged`` by the decide step is sent nothing and waits for
+nothing. A gate that times out, or an object that can never become ready (a failed Job), stops
+the run: nothing after it is applied, and the claim's release keeps the parent as the union.
+Outcomes are recorded once, in plan order (the order ``applying.apply_phases`` records in), so
+the report does not depend on which object became ready first.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..rules import ordering
+from ..wait import reasons as wait_reasons, waiting
+from ..errors import ApplySetError, WaitTimeout
+from .member_apply import apply_member
+from ..wait.readiness import Final
+from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, result_for
+
+_INTERVAL = 1.0
+_APPLIED = ("created", "configured", "replaced", "unchanged")
+
+
+class _State:
+    """What the gates know: uids of the applied members (and of the external objects, None),
+    the nodes seen ready, and since when each node has been waited for."""
+
+    def __init__(self, order: ordering.Order, done_before: dict):
+        self.order = order
+        self.applied = dict(done_before)
+        self.applied.update({key: None for key in order.external})
+        self.ready: set = set()
+        self.since: dict = {}
+        self.bodies: dict = {}  # member key -> the body sent
+
+    def satisfied(self, node, need, memo: dict) -> bool:
+        if isinstance(node, ordering.Gate):
+            if node not in memo:
+                memo[node] = all(self.satisfied(src, n, memo) for src, n, _w in self.order.needs[node])
+            return memo[node]
+        if need == ordering.APPLIED:
+            return node in self.applied
+        return node in self.ready
+
+    def can_go(self, key, memo: dict) -> bool:
+        return all(self.satisfied(src, need, memo) for src, need, _w in self.order.needs.get(key, ()))
+
+    def blocking(self, pending: list) -> dict:
+        """``{node: (waiting member, why)}``: applied nodes not yet seen ready that a pending
+        member (or a gate it needs) waits for."""
+        found: dict = {}
+        seen: set = set()
+
+        def visit(node, waiter):
+            for src, need, why in self.order.needs.get(node, ()):
+                if isinstance(src, ordering.Gate):
+                    if src not in seen:
+                        seen.add(src)
+                        visit(src, waiter)
+                elif need == ordering.READY and src in self.applied and src not in self.ready:
+                    found.setdefault(src, (waiter, why))
+
+        for member in pending:
+            visit(member.key, member.key)
+        return found
+
+
+def apply_in_order(ctx) -> None:
+    """Step apply of a set with an order: see the module docstring. A failed member records the
+    run's failure, as ``applying.apply_phases`` does; a gate that cannot open raises."""
+    order = ctx.decisions.order
+    first = ctx.decisions.parent_namespace_first
+    done_before = {}
+    if first is not None:
+        done_before[first.key] = next((o.uid for o in ctx.report.objects if o.id == first.key), None)
+    state = _State(order, done_before)
+    state.bodies = {m.key: m.body for m in ctx.plan.members}
+    outcomes: dict = {}
+    pending = [m for m in ctx.plan.members if m.key not in done_before]
+    try:
+        while pending:
+            if ctx.claim:
+                ctx.claim.check()
+            memo: dict = {}
+            batch = [m for m in pending if m.key in ctx.decisions.unchanged or state.can_go(m.key, memo)]
+            if not batch:
+                _wait_round(ctx, state, pending)
+                continue
+            for member, outcome in zip(batch, ctx.client.map(lambda m: apply_member(ctx, m, frozenset()), batch)):
+                outcomes[member.key] = outcome = _as_outcome(member, outcome)
+                if outcome.result.action in _APPLIED:
+                    state.applied[member.key] = outcome.result.uid
+            pending = [m for m in pending if m.key not in outcomes]
+            if any(o.result.action == "failed" for o in outcomes.values()):
+                ctx.failure = ApplySetError(
+                    "some objects could not be applied; what waits for them was not applied, nothing was pruned "
+                    "and the parent keeps covering every object that may exist:\n" + _failures(outcomes),
+                    what_failed="some objects could not be applied:\n" + _failures(outcomes),
+                    obj=ctx.set_ref, fix="fix the errors listed per object and run again")
+                return
+    finally:
+        # In plan order, those not tried (the run stopped before them) in their place.
+        why = NOT_TRIED_AFTER_FAILURE if ctx.failure is not None else NOT_TRIED_STOPPED
+        for member in ctx.plan.in_apply_order:
+            if member.key in outcomes:
+                ctx.record.outcome(outcomes[member.key])
+            else:
+                ctx.record.untried([member], why)
+
+
+def _wait_round(ctx, state: _State, pending: list) -> None:
+    """One readiness round over what the pending members wait for; raises when a gate times out
+    or cannot open."""
+    blocking = state.blocking(pending)
+    if not blocking:
+        raise ApplySetError("internal error: objects wait for nothing that can become ready: "
+                            + ", ".join(m.ref for m in pending), obj=ctx.set_ref)
+    now = time.monotonic()
+    for node in blocking:
+        state.since.setdefault(node, now)
+    targets = {_target(ctx, node): node for node in blocking}
+    # The objects as applied, with their UIDs: the wait then knows a Job its TTL removed.
+    applied = {t: {**state.bodies[n], "metadata": {**state.bodies[n]["metadata"], "uid": state.applied[n]}}
+               for t, n in targets.items() if state.applied.get(n) and n in state.bodies}
+    unready = waiting.wait_ready(ctx.client, list(targets), timeout=0, interval=0, raise_on_timeout=False,
+                                 applied=applied, **ctx.opts.wait_rules)
+    reasons = {(e["kind"], e["namespace"] or "", e["name"]): e["reason"] for e in unready}
+    timeout = ctx.opts.wait_timeout
+    for target, node in targets.items():
+        reason = reasons.get((node.kind, node.namespace, node.name))
+        if reason is None:
+            state.ready.add(node)
+        elif isinstance(reason, Final) or now - state.since[node] >= timeout:
+            # Say why, as the members' wait does: events and pods of the gate (a Job whose pods
+            # cannot be created names the cause).
+            bodies = {(res.kind, ns, name): body for (res, ns, name), body in applied.items()}
+            raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], reason), bodies)
+    if any(node not in state.ready for node in blocking.keys()):
+        time.sleep(_INTERVAL)
+
+
+def _gate_closed(ctx, node, blocked: tuple, reason) -> WaitTimeout:
+    """The error of a gate that timed out or cannot open: what waits, for what, and why."""
+    waiter, why = blocked
+    cannot = isinstance(reason, Final)
+    timeout = ctx.opts.wait_timeout
+    what_failed = (f"{ordering.ref_of(waiter)} waits for {ordering.ref_of(node)} ({why}), which "
+                   + ("cannot become ready" if cannot else f"is not ready after {timeout:g}s") + f": {reason}")
+    return WaitTimeout(
+        what_failed + "; what waits for it was not applied, nothing was pruned and the parent keeps covering "
+        "every object", what_failed=what_failed,
+        obj=ctx.set_ref,
+        fix=("look at the object and its events (kubectl describe), fix it and run again"
+             + ("" if cannot else "; raise wait_timeout if it is only slow")),
+        details={"unready": [{"kind": node.kind, "namespace": node.namespace or None, "name": node.name,
+                              "reason": str(reason), "waited_for_by": ordering.ref_of(waiter)}]})
+
+
+def _target(ctx, node) -> tuple:
+    """The (resource, namespace, name) to read for ``node``."""
+    order = ctx.decisions.order
+    res = order.external[node] if node in order.external else order.resources[node]
+    return res, node.namespace or None, node.name
+
+
+def _as_outcome(member, outcome) -> MemberOutcome:
+    if isinstance(outcome, Exception):
+        err = outcome if isinstance(outcome, ApplySetError) else ApplySetError(str(outcome))
+        return MemberOutcome(result_for(member, "failed", reason=str(err), error=err))
+    return outcome
+
+
+def _failures(outcomes: dict) -> str:
+    return "\n".join(f"- {o.result.ref}: {o.result.reason}" for o in outcomes.values() if o.result.action == "failed")

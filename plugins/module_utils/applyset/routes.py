@@ -1,0 +1,204 @@
+"""The order of every route of a run, as data: lists of named steps built before anything is sent.
+
+An entry point (apply, uninstall, disband) first runs its reading steps (``reading``): they read
+and decide, and write nothing. What they found chooses the route (``choose``); the route's
+remaining steps then run. Every route that writes takes the claim with the same ``claim`` step
+and ends with the same ``release`` step, which runs whatever stopped the run. Check mode is
+decided when the route is built: a preview takes no claim and sends dry runs only.
+
+    apply         read-parent, split-hooks, plan, list-live, decide, make-namespaces, claim,
+                  pre-apply-hooks, [label-adopted], apply, [prune], post-apply-hooks,
+                  on-failure-hooks, release, [wait]
+                  with wait and prune: ..., apply, prune-early, wait-ready, prune,
+                  post-apply-hooks, on-failure-hooks, release, wait-gone
+    preview       read-parent, split-hooks, plan, list-live, decide, show-final-hint,
+                  preview-namespace, apply, [prune], preview-hooks
+    update-only   read-parent, split-hooks, plan, list-live, decide, update-in-place,
+                  confirm-parent-unchanged, record, [wait]     (never when hooks are due)
+    uninstall     read-parent, list-members, decide-removal, find-hooks, claim, pre-delete-hooks,
+                  delete-members, post-delete-hooks, delete-parent, release, [wait-gone]
+                                              (check mode: no claim, no release, no wait)
+    disband       read-parent, list-members, claim, unlabel-members, delete-parent, release
+                                              (check mode: no claim, no release)
+    a teardown whose parent does not exist: read-parent, warn-missing-parent
+
+With a history (``history_steps.keeps_history``): apply adds record-revision before the release
+and trim-history after it, update-only ends with record-revision, uninstall and disband with
+delete-history; ``rollback_to`` adds load-revision after read-parent.
+
+``docs/architecture.md`` shows the same tables; ``tests/unit/test_steps.py`` checks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .apply import adoption, applying, namespaces
+from .steps import claim, decide, history_steps, hook_run, pruning, rollback
+from .rules import hooks
+from .steps import settling, teardown, without_claim
+from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
+
+APPLY, PREVIEW, UPDATE_ONLY = "apply", "preview", "update-only"
+UNINSTALL, DISBAND, NOTHING_TO_REMOVE = "uninstall", "disband", "nothing-to-remove"
+
+READ_PARENT = Step("read-parent", decide.read_parent, READ)
+CLAIM_STEP = Step("claim", claim.take, CLAIM)
+RELEASE_STEP = Step("release", claim.release, RELEASE, always=True)
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route: its ``name`` and every step in order; the first ``reading`` of them are the entry
+    point's reading steps, which ran before the route was chosen."""
+
+    name: str
+    steps: tuple
+    reading: int
+
+    @property
+    def rest(self) -> list:
+        """The steps after the reading ones."""
+        return list(self.steps[self.reading:])
+
+
+def reading(entry: str, opts) -> list[Step]:
+    """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
+    if entry == APPLY:
+        first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
+        return [*first, Step("split-hooks", hooks.split_step, DECIDE), Step("plan", decide.make_plan, DECIDE),
+                Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ)]
+    return [READ_PARENT]
+
+
+# After the apply (and the prune), before the release: the post-apply hooks, and the on-failure
+# hooks, which run whatever stopped the run.
+_HOOKS_AFTER_APPLY = (Step("post-apply-hooks", hook_run.post_apply, WRITE),
+                      Step("on-failure-hooks", hook_run.on_failure, WRITE, always=True))
+
+
+def for_apply(opts) -> Route:
+    """The route of a real apply: the claim before any member write (but the namespaces the parent
+    needs), the release last and always, the wait after it."""
+    tail = [Step("make-namespaces", applying.make_namespaces, WRITE), CLAIM_STEP,
+            Step(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
+    if opts.adopt_legacy is not None and opts.prune:
+        tail.append(Step("label-adopted", adoption.label, WRITE))
+    tail.append(Step("apply", applying.apply_phases, WRITE))
+    if opts.prune and opts.wait:
+        # Prune after ready (prune_order.py): a wait that fails prunes nothing; the parent stays the union.
+        tail += [Step("prune-early", pruning.prune_early_step, WRITE),
+                 Step("wait-ready", settling.wait_ready_before_prune, WAIT),
+                 Step("prune", pruning.prune_step, WRITE), *_release(opts),
+                 Step("wait-gone", settling.wait_pruned_gone, WAIT)]
+        return _route(APPLY, APPLY, opts, tail)
+    if opts.prune:
+        tail.append(Step("prune", pruning.prune_step, WRITE))
+    tail += _release(opts)
+    if opts.wait:
+        tail.append(Step("wait", settling.wait_until_settled, WAIT))
+    return _route(APPLY, APPLY, opts, tail)
+
+
+def _release(opts) -> list:
+    """The end of an apply: the hooks after it, the revision (history.py) written just before the
+    release that points at it, and the trim of old revisions after it."""
+    if not history_steps.keeps_history(opts):
+        return [*_HOOKS_AFTER_APPLY, RELEASE_STEP]
+    return [*_HOOKS_AFTER_APPLY, history_steps.RECORD, RELEASE_STEP, history_steps.TRIM]
+
+
+def for_preview(opts) -> Route:
+    """The route of check mode: dry runs only, no claim, no release, no wait."""
+    tail = [Step("show-final-hint", decide.show_final_hint, DECIDE),
+            Step("preview-namespace", namespaces.preview_create, DRY_RUN),
+            Step("apply", applying.apply_phases, DRY_RUN)]
+    if opts.prune:
+        tail.append(Step("prune", pruning.prune_step, DRY_RUN))
+    tail.append(Step("preview-hooks", hook_run.preview, DRY_RUN))
+    return _route(PREVIEW, APPLY, opts, tail)
+
+
+def for_update_only(opts) -> Route:
+    """The route of a run whose only writes are in-place updates (without_claim.py): each
+    conditional on the listed object, no claim, no parent write; a refusal or a parent written
+    meanwhile starts the run over on the apply route."""
+    history = history_steps.keeps_history(opts)
+    if history:
+        # The revision is created alongside the updates, and the pointer's conditional write stands
+        # in for the confirmation's GET (history_steps.py).
+        update, confirm = history_steps.UPDATE_IN_PLACE, history_steps.CONFIRM_PARENT_UNCHANGED
+    else:
+        update = Step("update-in-place", without_claim.update_in_place, WRITE)
+        confirm = Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ)
+    tail = [update, confirm, Step("record", without_claim.record_in_plan_order, DECIDE)]
+    if history:
+        tail.append(history_steps.RECORD_IN_PLACE)
+    if opts.wait:
+        tail.append(Step("wait", settling.wait_until_settled, WAIT))
+    return _route(UPDATE_ONLY, APPLY, opts, tail)
+
+
+def for_uninstall(opts) -> Route:
+    """The route of ``state: absent``: members deleted under the prune rules, then the parent."""
+    effect = DRY_RUN if opts.dry_run else WRITE
+    tail = [Step("list-members", teardown.list_members("remove"), READ),
+            Step("decide-removal", teardown.decide_removal, DECIDE),
+            Step("find-hooks", hooks.find_delete_hooks, DECIDE)]
+    tail += _claimed(opts, [Step("pre-delete-hooks", hook_run.pre_delete, effect),
+                            Step("delete-members", teardown.delete_members, effect),
+                            Step("post-delete-hooks", hook_run.post_delete, effect),
+                            Step("delete-parent", teardown.delete_parent(show_diff=True), effect)])
+    if history_steps.keeps_history(opts) and not opts.dry_run:
+        tail.append(history_steps.DELETE_ALL)
+    if opts.wait and not opts.dry_run:
+        tail.append(Step("wait-gone", settling.wait_members_gone, WAIT))
+    return _route(UNINSTALL, UNINSTALL, opts, tail)
+
+
+def for_disband(opts) -> Route:
+    """The route of ``state: disbanded``: members left in place without the label, then the parent."""
+    effect = DRY_RUN if opts.dry_run else WRITE
+    tail = [Step("list-members", teardown.list_members("disband"), READ)]
+    tail += _claimed(opts, [Step("unlabel-members", teardown.unlabel_members, effect),
+                            Step("delete-parent", teardown.delete_parent(show_diff=False), effect)])
+    if history_steps.keeps_history(opts) and not opts.dry_run:
+        tail.append(history_steps.DELETE_ALL)
+    return _route(DISBAND, DISBAND, opts, tail)
+
+
+def _claimed(opts, writes: list) -> list:
+    """``writes`` between the claim and its release; in check mode, neither."""
+    return list(writes) if opts.dry_run else [CLAIM_STEP, *writes, RELEASE_STEP]
+
+
+def for_missing_parent(entry: str, opts) -> Route:
+    """The route of an uninstall or disband whose parent does not exist: a warning."""
+    action = "remove" if entry == UNINSTALL else "disband"
+    return _route(NOTHING_TO_REMOVE, entry, opts,
+                  [Step("warn-missing-parent", teardown.warn_missing_parent(action), DECIDE)])
+
+
+def _route(name: str, entry: str, opts, tail: list) -> Route:
+    first = reading(entry, opts)
+    return Route(name, tuple(first + tail), len(first))
+
+
+def choose(entry: str, ctx, may_skip_claim: bool) -> Route:
+    """The route to take once the reading steps of ``entry`` have run over ``ctx``.
+
+    Args:
+        may_skip_claim: whether this attempt may take the update-only route (``reapply: changed``,
+            not check mode, and not an attempt that already started over).
+    """
+    opts = ctx.opts
+    if entry == APPLY:
+        if opts.dry_run:
+            return for_preview(opts)
+        # A run with hooks to run takes the claim: two runs never run one set's hooks at once.
+        if may_skip_claim and not hook_run.due(ctx) and without_claim.blocker(ctx) is None:
+            return for_update_only(opts)
+        return for_apply(opts)
+    if not ctx.parent.exists:
+        return for_missing_parent(entry, opts)
+    return for_uninstall(opts) if entry == UNINSTALL else for_disband(opts)

@@ -1,0 +1,92 @@
+"""How a run behaves: the ``Options`` every caller of the engine builds, checked before any request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..rules import field_policy
+from ..wait import readiness
+from ..rules import legacy as legacies
+from ..rules import prune as prunes
+from ..errors import InputError
+
+DEFAULT_FIELD_MANAGER = "applyset.kubernetes"
+REAPPLY_CHOICES = ("changed", "always")
+
+
+@dataclass
+class Options:
+    """How a run behaves; the modules build it from their options, other callers directly.
+
+    Call ``validate()`` (the engine does) before any request. The fields follow the module's
+    options: ``field_manager``, ``force_conflicts`` and ``field_validation`` go to every apply;
+    ``prune``, ``propagation_policy`` and the guard settings (``allow_empty``,
+    ``max_prune_percent``, ``allow_prune_kinds``) rule the prune; ``dry_run`` is check mode and
+    ``diff`` asks for before/after documents; the timeouts are in seconds.
+    """
+
+    field_manager: str = DEFAULT_FIELD_MANAGER
+    force_conflicts: bool = False
+    field_validation: str = "Strict"
+    prune: bool = True
+    dry_run: bool = False
+    diff: bool = False
+    propagation_policy: str = "Background"
+    takeover: bool = False  # manage a set whose parent another tool made
+    adopt: bool = False  # take live objects that belong to another set
+    allow_empty: bool = False
+    max_prune_percent: int = 50
+    allow_prune_kinds: frozenset = frozenset()  # protected kinds the user allows to prune, by Kind or Kind.group
+    crd_timeout: float = 60.0
+    claim_ttl: float = 60.0  # how long a crashed run's claim on the set blocks others
+    claim_wait: float = 120.0  # how long to wait for another run's claim to go away
+    wait: bool = False  # after a successful run: applied objects ready, pruned ones gone
+    wait_timeout: float = 300.0
+    wait_rules: dict = field(default_factory=dict)  # readiness.is_ready keywords
+    adopt_legacy: legacies.Options | None = None  # take over a `kubectl apply --prune -l` set
+    create_namespace: bool = False  # create the parent's namespace when missing (not a member)
+    recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
+    recreate_timeout: float = 120.0  # how long a recreated object may take to be gone
+    # "changed": members whose live object already is what the apply would make are not sent
+    # (nochange.py), and a run with nothing to change writes nothing, the parent included;
+    # "always": every member is applied on every run.
+    reapply: str = "changed"
+    # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
+    ignore_fields: tuple = ()
+    history: Any = None  # history.Settings: revisions kept, rollback; None keeps no history
+
+    @property
+    def guard_limits(self) -> prunes.GuardLimits:
+        """The blast-radius guard's settings among these options."""
+        return prunes.GuardLimits(allow_empty=self.allow_empty, max_prune_percent=self.max_prune_percent,
+                                  allow_prune_kinds=frozenset(self.allow_prune_kinds))
+
+    def validate(self) -> None:
+        """Check every option before the first request, whoever builds them (the modules, the
+        benchmark, a test driver): a bad one must never surface after writes.
+
+        Raises:
+            InputError: naming each bad option (wait rule overrides included).
+        """
+        problems = []
+        if self.field_validation not in ("Strict", "Warn", "Ignore"):
+            problems.append(("field_validation", "must be Strict, Warn or Ignore"))
+        if self.propagation_policy not in ("Background", "Foreground", "Orphan"):
+            problems.append(("propagation_policy", "must be Background, Foreground or Orphan"))
+        if self.reapply not in REAPPLY_CHOICES:
+            problems.append(("reapply", "must be changed or always"))
+        if not 0 <= self.max_prune_percent <= 100:
+            problems.append(("guard.max_prune_percent", "must be between 0 and 100"))
+        for name in ("crd_timeout", "claim_ttl", "claim_wait", "wait_timeout", "recreate_timeout"):
+            if getattr(self, name) < 0:
+                problems.append((name, "must be 0 seconds or more"))
+        unknown = set(self.wait_rules or {}) - readiness.RULE_OPTIONS
+        if unknown:
+            problems.append(("wait_rules", f"unknown rule options {', '.join(sorted(unknown))}"))
+        problems += self.history.problems() if self.history is not None else []
+        if problems:
+            raise InputError("; ".join(f"{name} {why}" for name, why in problems), obj="options",
+                             fix="correct the options named; nothing was changed")
+        readiness.check_overrides((self.wait_rules or {}).get("overrides"))
+        field_policy.parse_rules(self.ignore_fields)

@@ -1,0 +1,257 @@
+"""What a run did: one ``ObjectResult`` per object, the ``Report`` of the run, and the
+``Recorder`` through which the coordinating loop (never a worker thread) writes it.
+
+Steps that run in worker threads return a ``MemberOutcome`` (the object's result, its diff
+changes and its warnings); the coordinator records outcomes in plan order, so the objects,
+diffs and warnings of a run come out in the same order on every run, whatever order the
+requests finished in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+try:
+    import yaml
+except ImportError:
+    yaml = None  # a requirement: without PyYAML the modules stop first, with manifests.YAML_IMPORT_ERROR
+
+from .. import spec
+from ..errors import ApplySetError
+
+# Metadata the server owns; left out of diffs and of "did it change" comparisons.
+SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+
+@dataclass
+class ObjectResult:
+    """What a run did to one object: one entry of the module result's ``objects``.
+
+    ``action`` is one of created, configured, replaced, unchanged, pruned, kept, skipped,
+    failed, deleted or disbanded; ``reason`` says why when it is not obvious, ``uid`` is the
+    object's UID when known and ``error`` the ``ApplySetError.to_dict()`` of a failure.
+    """
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    action: str  # created, configured, replaced, unchanged, pruned, kept, skipped, failed, deleted, disbanded
+    reason: str | None = None
+    uid: str | None = None
+    error: dict | None = None
+    drift: str | None = None  # drift.KINDS: why a member differs from what was last applied
+    changed_by: list | None = None  # drift.taken_fields: who changed it on the cluster
+    drift_left_to_others: bool | None = None  # drift.Drift: every change is in fields ignore_fields leaves
+    ignored_fields: list | None = None  # field_policy.py: what each ignore_fields pointer did
+
+    @property
+    def ref(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` when cluster-scoped), as messages name objects."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+    @property
+    def id(self) -> spec.ObjectId:
+        """The object's identity (group from ``api_version``, kind, namespace, name)."""
+        return spec.ObjectId(self.api_version.rpartition("/")[0], self.kind, self.namespace or "", self.name)
+
+    def to_dict(self) -> dict:
+        """The entry as plain data for the module result; empty reason, uid, error, drift and
+        changed_by are left out."""
+        data = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
+                "name": self.name, "action": self.action}
+        data.update((key, getattr(self, key)) for key in _OPTIONAL_KEYS if getattr(self, key))
+        return data
+
+
+# ObjectResult's keys that the module result shows only when set, in this order.
+_OPTIONAL_KEYS = ("reason", "uid", "error", "drift", "changed_by", "drift_left_to_others", "ignored_fields")
+
+# Why a member of the plan was not tried (action ``skipped``): a run that stops lists every member.
+NOT_TRIED_AFTER_FAILURE = "not tried: an earlier member failed, and what comes later may depend on it"
+NOT_TRIED_STOPPED = "not tried: the run stopped before it (see the error)"
+NOT_TRIED_HOOK = "not tried: a pre-apply hook failed"
+
+CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
+HOOK_CHANGING_ACTIONS = frozenset({"completed", "failed", "would run"})  # a hook object created (or would be)
+
+
+@dataclass
+class Report:
+    """What a run did: returned by a run that succeeded, attached as ``err.report`` to the
+    ``ApplySetError`` of one that failed (what it did until it stopped).
+
+    ``applyset`` describes the parent and its hint, ``objects`` holds one ``ObjectResult`` per
+    object in the order they were handled, ``diff`` the before/after documents (``Options.diff``),
+    ``warnings`` what the user should know, ``parent_changed`` whether the parent was (or, in
+    check mode, would be) written, ``requests`` how many requests the client sent in all and how
+    many of them were writes (POST, PUT, PATCH, DELETE; dry runs included).
+    """
+
+    applyset: dict = field(default_factory=dict)
+    objects: list[ObjectResult] = field(default_factory=list)
+    diff: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    parent_changed: bool = False
+    dry_run: bool = False
+    requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
+    hooks: list = field(default_factory=list)  # one dict per hook run or previewed (hook_run.py), in order
+    order: list = field(default_factory=list)  # ordering.describe: waves and gates, when the set has them
+
+    @property
+    def changed(self) -> bool:
+        """Whether the run changed (or, in check mode, would change) anything on the cluster."""
+        return (bool(self.parent_changed) or any(o.action in CHANGING_ACTIONS for o in self.objects)
+                or any(h.get("action") in HOOK_CHANGING_ACTIONS for h in self.hooks))
+
+    @property
+    def failed_objects(self) -> list[ObjectResult]:
+        """The objects whose action is ``failed``."""
+        return [o for o in self.objects if o.action == "failed"]
+
+    def summary(self) -> dict:
+        """How many objects had each action; the common ones are always present, maybe 0."""
+        counts = {a: 0 for a in ("created", "configured", "unchanged", "pruned", "kept", "skipped", "failed")}
+        for o in self.objects:
+            counts[o.action] = counts.get(o.action, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict:
+        """The report as the module result's keys: changed, applyset, summary, objects, diff, requests,
+        and order when the set has an order of its own (depends-on, sync waves)."""
+        data = {
+            "changed": self.changed,
+            "applyset": self.applyset,
+            "summary": self.summary(),
+            "objects": [o.to_dict() for o in self.objects],
+            "diff": self.diff,
+            "requests": dict(self.requests),
+            **({"hooks": [dict(h) for h in self.hooks]} if self.hooks else {}),
+        }
+        if self.order:
+            data["order"] = list(self.order)
+        return data
+
+
+def normalize(obj: dict | None) -> dict | None:
+    """The object as a user wrote it: no server bookkeeping, no status."""
+    if obj is None:
+        return None
+    out = {k: v for k, v in obj.items() if k != "status"}
+    out["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
+    return out
+
+
+def for_diff(obj: dict | None) -> dict | None:
+    """The object as a diff shows it (``normalize``d): without the annotations the collection keeps
+    for itself (``spec.BOOKKEEPING_ANNOTATIONS``), which change on every apply the user makes."""
+    out = normalize(obj)
+    if out is None or not isinstance(out["metadata"].get("annotations"), dict):
+        return out
+    kept = {k: v for k, v in out["metadata"]["annotations"].items() if k not in spec.BOOKKEEPING_ANNOTATIONS}
+    out["metadata"] = {k: v for k, v in out["metadata"].items() if k != "annotations"}
+    if kept:
+        out["metadata"]["annotations"] = kept
+    return out
+
+
+def _dump(obj: dict | None) -> str:
+    return "" if obj is None else yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)
+
+
+def result_for(member, action: str, reason: str | None = None, uid: str | None = None,
+               error: ApplySetError | None = None) -> ObjectResult:
+    """The result of a desired object (``plan.DesiredObject``)."""
+    return ObjectResult(api_version=member.resource.api_version, kind=member.resource.kind,
+                        namespace=member.namespace, name=member.name, action=action, reason=reason, uid=uid,
+                        error=error.to_dict() if error else None)
+
+
+def live_result(res, meta: dict, action: str, reason: str | None = None,
+                error: ApplySetError | None = None) -> ObjectResult:
+    """The result of a live object listed under ``res`` (a ``kube.Resource``) with metadata ``meta``."""
+    return ObjectResult(api_version=res.api_version, kind=res.kind, namespace=meta.get("namespace"),
+                        name=meta["name"], action=action, reason=reason, uid=meta.get("uid"),
+                        error=error.to_dict() if error else None)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One diff entry before it is rendered: an object's reference, and the object before and
+    after (None for absent)."""
+
+    ref: str
+    before: dict | None
+    after: dict | None
+
+
+@dataclass
+class MemberOutcome:
+    """What one step did to one object, as a worker returns it: the result, the diff changes
+    and the warnings (already prefixed with the object's reference)."""
+
+    result: ObjectResult
+    changes: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+
+class Recorder:
+    """Writes a run's ``Report``: the only writer, called from the coordinating loop.
+
+    :param report: the report of the current attempt.
+    :param masker: ``redact.SecretDigester`` of the run (Secret values in diffs become digests).
+    :param diff: whether the run renders diffs (``Options.diff``).
+    """
+
+    def __init__(self, report: Report, masker, diff: bool):
+        self.report = report
+        self._masker = masker
+        self._diff = diff
+
+    def outcome(self, outcome: MemberOutcome) -> ObjectResult:
+        """Record one object's outcome: its warnings, its diff changes, then its result."""
+        self.report.warnings += outcome.warnings
+        for change in outcome.changes:
+            self.change(change)
+        self.report.objects.append(outcome.result)
+        return outcome.result
+
+    def result(self, result: ObjectResult) -> ObjectResult:
+        """Record one object's result."""
+        self.report.objects.append(result)
+        return result
+
+    def untried(self, members, reason: str) -> None:
+        """Record ``members`` (``plan.DesiredObject``, in plan order) that have no result yet as
+        ``skipped`` with ``reason``: a run that stops lists every member of its plan, so the
+        summary's counts add up to the plan's size."""
+        recorded = {o.id for o in self.report.objects}
+        self.report.objects += [result_for(m, "skipped", reason=reason) for m in members if m.key not in recorded]
+
+    def hook(self, entry: dict) -> None:
+        """Record what a hook did (or would do), in the order the hooks run (hook_run.py)."""
+        self.report.hooks.append(entry)
+
+    def warn(self, *warnings: str) -> None:
+        """Record warnings, in the order given."""
+        self.report.warnings.extend(warnings)
+
+    def change(self, change: Change) -> None:
+        """Record one diff entry (only when the run renders diffs)."""
+        if not self._diff:
+            return
+        self.report.diff.append({
+            "before_header": change.ref if change.before is not None else "(absent)",
+            "after_header": change.ref if change.after is not None else "(absent)",
+            "before": _dump(self._masker.mask(for_diff(change.before))),
+            "after": _dump(self._masker.mask(for_diff(change.after))),
+        })
+
+    def failures(self, limit: int = 10) -> str:
+        """The failed objects as lines ``- Kind ns/name: reason``, at most ``limit`` of them."""
+        failed = self.report.failed_objects
+        lines = [f"- {o.ref}: {o.reason}" for o in failed[:limit]]
+        if len(failed) > limit:
+            lines.append(f"- ... and {len(failed) - limit} more (see objects)")
+        return "\n".join(lines)

@@ -1,0 +1,320 @@
+"""Everything an apply decides before its first write, as one typed value: ``Decisions``.
+
+The steps here send reads at most (discovery, the parent, LISTs, namespace GETs): the parent
+is read and judged, the plan built, the live state listed, and then ``decide`` computes what
+the writing steps act on: which members are unchanged (not sent), the prune candidates and
+their first decisions (the guard applied), the hints the parent records while the run writes
+and after it, the legacy objects adopted, the namespaces to create. Every input problem the
+server can show is refused here, before anything is written.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..apply import adoption, namespaces
+from ..run import early
+from ..rules import field_policy, nochange, ordering
+from ..parent import members
+from ..parent import read as parents
+from ..parent import resolve as parent_resolve
+from ..rules import plan as plans
+from ..rules import prune as prunes
+from .. import spec
+from .claim import wait_until_free
+from ..errors import ApplySetError, GuardError, InputError, InputErrors
+from ..kube.listing import LiveObject, list_pairs, live_objects, recorded_scope
+from ..parent.prefetch import discover_and_read
+from ..kube.versions import VersionFallback
+
+
+@dataclass(frozen=True)
+class Hints:
+    """The parent's hint during a run as ``(group_kinds, namespaces)`` pairs: ``superset`` while the
+    run writes (the union of old and new, for crash safety), ``final`` once everything went
+    through; and whether each differs from what the parent records now."""
+
+    superset: tuple
+    final: tuple
+    superset_changes: bool
+    final_changes: bool
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What the LISTs of an apply saw: ``objects`` by identity, and the recorded kinds whose
+    members could not be listed (``not_listed``: they stay in the hint)."""
+
+    objects: dict
+    not_listed: frozenset = frozenset()
+
+    def get(self, key: spec.ObjectId) -> LiveObject | None:
+        """The live object with identity ``key``, if listed."""
+        return self.objects.get(key)
+
+    def __contains__(self, key) -> bool:
+        return key in self.objects
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What an apply decided before its first write.
+
+    ``unchanged``: ``{ObjectId: uid}`` of members whose apply would change nothing (not sent);
+    ``candidates``: listed members of the set that are not desired (adopted ones included), as
+    ``LiveObject``; ``about_to_apply``: UIDs of the live objects the desired set names;
+    ``prune``: the candidates' first ``prune.Decisions`` (guard applied; none when prune is off);
+    ``hints``: the parent's hints; ``adopted``: legacy prune objects taken in that are not
+    desired (their labels already set to this set); ``namespace_to_create``: the namespace
+    ``create_namespace`` makes; ``parent_namespace_first``: the set's own Namespace member that
+    is applied before the parent can be created in it.
+    """
+
+    unchanged: dict
+    candidates: tuple
+    about_to_apply: frozenset
+    prune: prunes.Decisions
+    hints: Hints
+    adopted: tuple = ()
+    namespace_to_create: str | None = None
+    parent_namespace_first: plans.DesiredObject | None = None
+    not_listed: frozenset = field(default_factory=frozenset)
+    order: ordering.Order | None = None  # depends-on and sync waves; None when no member has them
+    policies: field_policy.Policies = field(default_factory=field_policy.Policies)  # members and fields left alone
+
+    def prune_context(self, parent, applied_uids=frozenset()) -> prunes.Context:
+        """What the prune rules know: the recorded scope (widened by adopted objects) and the
+        UIDs this run applied or is about to apply."""
+        return prune_context(parent, self.adopted, applied_uids)
+
+
+def prune_context(parent, adopted, applied_uids=frozenset()) -> prunes.Context:
+    """The prune rules' ``Context`` for a set whose parent is ``parent``: its recorded scope,
+    widened by the ``adopted`` legacy objects (``LiveObject``), and the UIDs not to prune."""
+    return prunes.Context(
+        applyset_id=parent.id, parent_uid=parent.uid,
+        scope=prunes.scope_of(parent.recorded_group_kinds | {o.resource.group_kind for o in adopted},
+                              parent.namespaces | {o.meta["namespace"] for o in adopted if o.meta.get("namespace")}),
+        applied_uids=frozenset(applied_uids))
+
+
+# ----- the reading steps -------------------------------------------------------------------------
+
+
+def read_parent(ctx) -> None:
+    """Step read-parent: discovery, then the parent read and judged; waits (bounded) while another
+    run holds a claim on the set (a preview only warns)."""
+    # The reads sent before the run asked for them are answered from there (early.py); a Secret or
+    # ConfigMap parent is read together with discovery (prefetch.py): one round trip.
+    early.finish(ctx.client)
+    ctx.discovery, reader = discover_and_read(ctx.client, ctx.parent_spec, ctx.namespace)
+    discovery = ctx.discovery
+    res, name, ns, definition = parent_resolve.resolve(discovery, ctx.parent_spec, ctx.namespace)
+
+    def read():
+        return parents.read(reader, discovery, res, name, ns, takeover=ctx.opts.takeover, definition=definition)
+
+    parent, warnings = read()
+    if parent.claimed_by_other(ctx.run_id, time.time()):
+        if ctx.opts.dry_run:
+            warnings.append(f"another run ({parent.claim.get('run')}) is changing this set right now; "
+                            "the preview may be out of date when it finishes")
+        else:
+            early.drop(ctx.client)  # what was read early may be from the middle of that run
+            parent = wait_until_free(lambda: read()[0], ctx.run_id, ctx.opts.claim_wait, parent)
+    ctx.record.warn(*warnings)
+    ctx.parent = parent
+    ctx.describe_hint(parent.recorded_group_kinds, parent.namespaces)
+
+
+def make_plan(ctx) -> None:
+    """Step plan: the desired objects resolved against discovery (plan.build); refuses every input
+    problem, and a parent that is one of its own members."""
+    parent = ctx.parent
+    plan = plans.build(ctx.manifests, ctx.discovery, parent.id, ctx.namespace or parent.namespace or None)
+    ctx.record.warn(*plan.warnings)
+    _refuse_parent_as_member(parent, plan)
+    for member in plan.members:
+        # Every apply records the digest of its own body, whatever reapply says: a later
+        # run with reapply: changed then knows what was applied last (nochange.py).
+        member.body = nochange.with_digest(member.body)
+    ctx.plan = plan
+
+
+def _refuse_parent_as_member(parent, plan: plans.Plan) -> None:
+    """A parent that is also one of its own members would be labelled part-of its own set, and
+    each member apply would race the run's claim on it; refuse it before anything is written."""
+    member = next((m for m in plan.members
+                   if m.key == spec.ObjectId.of(parent.resource, parent.namespace, parent.name)), None)
+    if member is not None:
+        raise InputError(
+            f"the set's parent {member.ref} is also one of the objects to apply; an ApplySet's parent records "
+            "the set and cannot be a member of it",
+            obj=f"{member.manifest.source} ({member.ref})",
+            fix=f"give the parent another name (for example parent: {{kind: {parent.resource.kind}, name: "
+            f"{parent.name}-set}}), or leave that object out of src/definition")
+
+
+def list_live(ctx) -> None:
+    """Step list-live: LIST what the run needs to see, before any write.
+
+    Desired kinds are listed whole (to see live state and other sets' labels); the rest of the
+    prune scope, the hint as recorded before this run (kubectl's rule), only through our
+    selector. Desired kinds and namespaces new in this run are not searched for leftovers.
+    """
+    opts, parent = ctx.opts, ctx.parent
+    desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)
+                     for m in ctx.plan.members if not m.crd_in_set}
+    not_listed, scope_pairs = frozenset(), set()
+    if opts.prune:
+        scope = recorded_scope(parent, ctx.discovery)
+        ctx.record.warn(*scope.warnings)
+        not_listed, scope_pairs = scope.not_listed, set(scope.pairs)
+    # A kind listed whole for the desired objects needs no second, selected list
+    # (it may be under another version there).
+    listed_whole = {(res.group_kind, ns) for res, ns in desired_pairs}
+    scope_pairs = {(res, ns) for res, ns in scope_pairs if (res.group_kind, ns) not in listed_whole}
+    selector = f"{spec.LABEL_PART_OF}={parent.id}"
+    # Desired kinds keep their manifest's version; the recorded scope may be listed at another.
+    fallback = VersionFallback(ctx.client, ctx.discovery, only=scope_pairs)
+    listed = list_pairs(
+        ctx.client, sorted(desired_pairs | scope_pairs, key=lambda p: (p[0].group, p[0].kind, p[1] or "")),
+        selector_for=lambda pair: None if pair in desired_pairs else selector, obj=ctx.set_ref,
+        # Full objects where the run compares them: diffs, check mode, and reapply: changed.
+        # ignore_fields rules read live values.
+        full_for=desired_pairs if opts.diff or opts.dry_run or opts.reapply == "changed" or opts.ignore_fields
+        else frozenset(),
+        fallback=fallback)
+    ctx.record.warn(*fallback.notes)
+    ctx.live = LiveState({o.key: o for o in live_objects(listed)}, not_listed)
+
+
+# ----- the decisions -----------------------------------------------------------------------------
+
+
+def decide(ctx) -> None:
+    """Step decide: ``ctx.decisions``, or the error that refuses the run before any write.
+
+    In this order: objects of another set (unless adopt), the legacy objects adopted, the prune
+    candidates and the guard, the hints, the unchanged members, then the input problems only
+    the server can show (recreate settings, missing namespaces: one GET each).
+    """
+    opts, parent, plan, live = ctx.opts, ctx.parent, ctx.plan, ctx.live
+    refusal = prunes.overlap(plan.members, {k: (o.resource, o.obj) for k, o in live.objects.items()},
+                             parent.id, adopt=opts.adopt)
+    if refusal is not None:
+        raise ApplySetError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
+    taken = adoption.NONE
+    if opts.adopt_legacy is not None and opts.prune:
+        taken = adoption.select(ctx, plan)
+    candidates, about_to_apply, first = _first_prune_decisions(ctx, taken)
+    hints = _hints(ctx, taken.adopted)
+    policies = field_policy.resolve(ctx)  # before the unchanged are found: rules change bodies
+    unchanged = {**find_unchanged(plan, live, opts, ctx.set_managers), **policies.skipped}
+    problems = plans.recreate_problems(plan.members, opts.recreate_on_immutable)
+    if problems:
+        raise InputErrors(problems)
+    order = ordering.decide_order(ctx, frozenset(spec.ObjectId.from_metadata(d.resource, d.meta)
+                                                 for d in first.with_verdict(prunes.PRUNE)))
+    if order is not None:
+        ctx.report.order = ordering.describe(order, plan.members, opts)
+    ctx.record.warn(*ordering.unread(plan.members))
+    members.while_writing(parent, plan)
+    ctx.decisions = Decisions(
+        unchanged=unchanged, candidates=candidates, about_to_apply=about_to_apply, prune=first, hints=hints,
+        adopted=taken.adopted, not_listed=live.not_listed, order=order, policies=policies,
+        namespace_to_create=namespaces.check(ctx, unchanged),
+        parent_namespace_first=None if opts.dry_run else _parent_namespace_first(parent, plan, live))
+
+
+def _first_prune_decisions(ctx, taken) -> tuple:
+    """The prune candidates, the UIDs about to be applied, and the candidates' first decisions with
+    the guard applied. The candidates are kept: after the applies they are decided again with
+    the applied UIDs."""
+    parent, plan, opts = ctx.parent, ctx.plan, ctx.opts
+    desired_keys = plan.keys()
+    in_set = [o for o in ctx.live.objects.values() if (o.meta.get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
+    in_set += taken.adopted
+    candidates = tuple(o for o in in_set if o.key not in desired_keys)
+    # UIDs of the live objects this run is about to apply: the same object listed under
+    # another group (Event and Event.events.k8s.io) is never a prune candidate.
+    about_to_apply = frozenset(ctx.live.get(key).uid for key in desired_keys if key in ctx.live) - {None}
+    if not opts.prune:
+        if not plan.members:
+            raise InputError("no objects passed to apply", obj=ctx.set_ref,
+                             fix="give src or definition, or use state: absent")
+        return candidates, about_to_apply, prunes.Decisions([])
+    first = prunes.decide_all([(o.resource, o.meta) for o in candidates],
+                              prune_context(parent, taken.adopted, about_to_apply))
+    refusal = prunes.guard(first.delete, len(in_set) + taken.desired_count, not plan.members, opts.guard_limits)
+    if refusal is not None:
+        raise GuardError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
+    return candidates, about_to_apply, first
+
+
+def _hints(ctx, adopted: tuple) -> Hints:
+    """What the parent records while the run writes (the union of old and new, for crash safety)
+    and once everything went through (exactly this run's set, and what must stay recorded)."""
+    parent, plan = ctx.parent, ctx.plan
+    superset = (parent.recorded_group_kinds | plan.group_kinds | {o.resource.group_kind for o in adopted},
+                parent.namespaces | plan.namespaces | {o.meta["namespace"] for o in adopted if o.meta.get("namespace")})
+    final = superset
+    if ctx.opts.prune:
+        final = retained_hint(ctx, ctx.live.not_listed, plan.group_kinds,
+                              plan.namespaces | ({parent.namespace} if parent.namespace else set()))
+    return Hints(superset, final, superset_changes=not parent.exists or hint_differs(parent, *superset),
+                 final_changes=not parent.exists or hint_differs(parent, *final))
+
+
+def retained_hint(ctx, not_listed, group_kinds, namespaces) -> tuple[set, set]:
+    """A final hint plus what must stay recorded: kinds whose members could not be listed
+    (and, while any of them may be namespaced, every recorded namespace)."""
+    if not not_listed:
+        return set(group_kinds), set(namespaces)
+    namespaced_or_unknown = any(
+        (ctx.discovery.for_group_kind(gk) is None or ctx.discovery.for_group_kind(gk).namespaced)
+        for gk in not_listed)
+    return (set(group_kinds) | set(not_listed),
+            set(namespaces) | (ctx.parent.namespaces if namespaced_or_unknown else set()))
+
+
+def hint_differs(parent, group_kinds, namespaces) -> bool:
+    """Whether writing this hint would change the parent (or its tooling, or an old annotation)."""
+    return bool(parent.legacy_annotation or parent.dropped_group_kinds or parent.tooling != spec.tooling_value()
+                or set(group_kinds) != parent.recorded_group_kinds or set(namespaces) != parent.namespaces)
+
+
+def find_unchanged(plan: plans.Plan, live: LiveState, opts, set_managers=frozenset()) -> dict:
+    """``{ObjectId: uid}`` of the members whose apply would change nothing (nochange.why_apply;
+    ``set_managers``: a rollback's, from load-revision); empty with ``reapply: always``. Members
+    whose CRD this run applies are never listed."""
+    if opts.reapply != "changed":
+        return {}
+    unchanged = {}
+    for member in plan.members:
+        found = live.get(member.key)
+        if member.crd_in_set or found is None or found.resource.group_kind != member.resource.group_kind:
+            continue
+        if nochange.why_apply(member.body, found.obj, opts.field_manager, digested=True,
+                              set_managers=set_managers) is None:
+            unchanged[member.key] = found.uid
+    return unchanged
+
+
+def _parent_namespace_first(parent, plan: plans.Plan, live: LiveState) -> plans.DesiredObject | None:
+    """The set's Namespace object for a parent that does not exist yet in a namespace that does
+    not either: it is applied before the parent (which cannot be created before it)."""
+    if parent.exists:
+        return None
+    namespace_id = spec.ObjectId.of(spec.NAMESPACE_KIND, None, parent.namespace)
+    member = next((m for m in plan.members if m.key == namespace_id), None)
+    return None if member is None or namespace_id in live else member
+
+
+def show_final_hint(ctx) -> None:
+    """Step show-final-hint (check mode): the result shows the hint a real run would leave, and
+    whether it would write the parent."""
+    hints = ctx.decisions.hints
+    ctx.report.parent_changed = hints.final_changes
+    ctx.describe_hint(*hints.final)

@@ -1,0 +1,245 @@
+"""The steps that keep a set's history (history.py): record a revision, remove the history.
+
+On the claim's route, ``record`` runs after the last member write and before the release, also
+when the run fails (a failed release is recorded as ``failed``): it writes the revision's Secrets
+and sets the number on the parent the run holds, so the release, the one guarded write that ends
+the claim, records the pointer with the hint. A stop between the two leaves a revision nothing
+points to; the next run takes the same number and overwrites it.
+
+Revisions beyond ``history_max`` are deleted after the release (``trim``).
+
+On the update-only route (no claim) the revision's first Secret is created, never overwritten
+(another run may be at the same number), and the pointer is then written in one parent write
+conditional on the resourceVersion the run read; either refused, the run starts over on the
+claim's route. When the set differs from the one the current revision records, the run records
+a revision whatever its updates answer, so ``update_in_place`` creates the Secret while the
+members are updated, and the pointer's conditional write, which confirms that no run wrote the set
+meanwhile, stands in for the confirm-parent-unchanged GET: a changed set reaches a cluster a region
+away in two round trips fewer. A revision created for a run that then starts over or fails is one
+nothing points to, as after a stop: the claim's route takes its number and overwrites it. Else
+(the same set, members changed on the cluster) ``record_in_place`` creates the revision after the
+confirmation, only when an update changed something. A run that changed nothing records nothing
+and writes nothing.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from ..history import revisions as history
+from . import hook_run, without_claim
+from .. import spec
+from ..parent import write as parent_write
+from ..errors import ApiError, ApplySetError
+from ..run.report import CHANGING_ACTIONS
+from ..run.runner import READ, WRITE, Step
+from .without_claim import StartOver
+
+
+def _secrets(ctx):
+    return ctx.discovery.for_group_kind(spec.SECRET_KIND)
+
+
+def _changed(ctx) -> bool:
+    """Whether the run changed a member, or applies a set the current revision does not record
+    (a run stopped before its release changed members without recording them)."""
+    return any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or _set_differs(ctx)
+
+
+def _point_to(ctx, number: int, content: dict) -> None:
+    ctx.parent.revision = number
+    ctx.parent.revision_digest = history.set_digest(content["members"])
+
+
+def _failed(ctx, err) -> ApplySetError:
+    return ApplySetError(f"could not record revision {(ctx.parent.revision or 0) + 1} of the set: {err}",
+                         obj=ctx.set_ref, fix="grant create, patch, list and delete on Secrets in the history's "
+                                              "namespace, or set history_max: 0 to keep no history")
+
+
+def _not_permitted(ctx, err) -> bool:
+    """A revision refused for the credentials' rights (403) is a warning: the release goes on unrecorded."""
+    if isinstance(err, ApiError) and err.status == 403:
+        ctx.record.warn(f"this release is not recorded in the set's history: {err.message}. Grant create, patch, "
+                        "list and delete on Secrets in the history's namespace, or set history_max: 0")
+        return True
+    return False
+
+
+def record(ctx) -> None:
+    """Step record-revision (claim's route, always): the revision written, its number set on the
+    parent for the release, and revisions beyond ``history_max`` deleted."""
+    namespace = history.home(ctx.parent, ctx.opts.history)
+    if namespace is None or ctx.claim is None or ctx.plan is None:
+        return
+    # A step that raised may have written members it did not record, but not the pre-apply hooks:
+    # a release they stopped wrote no member, and there is nothing to record or to roll back.
+    stopped_after_writes = ctx.stopped and ctx.stopped_at != hook_run.PRE_APPLY_STEP
+    wrote = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or stopped_after_writes
+    if not (wrote if ctx.failing else _changed(ctx)):  # a failed release is recorded when it wrote
+        return
+    number = (ctx.parent.revision or 0) + 1
+    content = history.payload(ctx, number, history.FAILED if ctx.failing else history.DEPLOYED)
+    try:
+        history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=False)
+    except (ApiError, ApplySetError) as err:
+        if _not_permitted(ctx, err):
+            return
+        if not ctx.failing:
+            raise _failed(ctx, err) from None
+        ctx.record.warn(f"the failed release was not recorded in the history: {err}")
+        return
+    _point_to(ctx, number, content)
+    ctx.revision = number
+
+
+def update_in_place(ctx) -> None:
+    """Step update-in-place with a history: the members updated (without_claim.update_in_place)
+    and, when the set is not the one the current revision records (so the run records a revision
+    whatever the updates answer), the revision's first Secret created at the same time. The
+    pointer to it is written by ``record_in_place``."""
+    namespace = history.home(ctx.parent, ctx.opts.history)
+    if namespace is None or not _set_differs(ctx):
+        without_claim.update_in_place(ctx)
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # The payload too is made in the worker: the first updates go out without waiting for it.
+        written = pool.submit(_make_and_create_revision, ctx, namespace)
+        try:
+            without_claim.update_in_place(ctx)
+        finally:
+            content, outcome = written.result()  # nothing of this step goes on after it (a StartOver included)
+    if _created(ctx, outcome):
+        ctx.pending_revision = content  # else not recorded: confirm-parent-unchanged reads the parent
+
+
+def confirm_parent_unchanged(ctx) -> None:
+    """Step confirm-parent-unchanged with a history: without_claim's GET of the parent, not sent
+    when a revision waits for its pointer: the pointer's write is conditional on the resourceVersion
+    read, the same confirmation, a round trip later (docs/safety.md)."""
+    if ctx.pending_revision is None:
+        without_claim.confirm_parent_unchanged(ctx)
+
+
+def _set_differs(ctx) -> bool:
+    """Whether the set applied is not the one the current revision records."""
+    return history.set_digest([history.member_entry(m) for m in ctx.plan.members]) != ctx.parent.revision_digest
+
+
+def _make_and_create_revision(ctx, namespace: str):
+    """The next revision's payload, made and created without overwriting one (in a worker):
+    (content, outcome), the outcome None, ``history.NumberTaken`` (the class) when another run
+    holds the number, or the error that refused it."""
+    content = history.payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
+    try:
+        history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=True)
+    except history.NumberTaken:
+        return content, history.NumberTaken
+    except ApplySetError as err:
+        return content, err
+    return content, None
+
+
+def _created(ctx, outcome) -> bool:
+    """Whether ``_make_and_create_revision``'s ``outcome`` is a revision created. A number taken starts the
+    run over with the claim; a refusal for the credentials' rights is a warning (False); any other
+    error fails the run."""
+    if outcome is history.NumberTaken:
+        raise StartOver(ctx.in_place.carried)
+    if isinstance(outcome, ApplySetError):
+        if _not_permitted(ctx, outcome):
+            return False
+        raise _failed(ctx, outcome)
+    return True
+
+
+def record_in_place(ctx) -> None:
+    """Step record-revision (update-only route): the revision's first Secret created, unless
+    ``update_in_place`` did, then the pointer in one parent write conditional on the
+    resourceVersion read; a refusal of either starts the run over with the claim."""
+    namespace = history.home(ctx.parent, ctx.opts.history)
+    content = ctx.pending_revision
+    if content is None:
+        # None created by update_in_place: the set is the recorded one, recorded again only when an
+        # update changed something; or the set differs and its revision was refused (warned there).
+        updated = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects)
+        if namespace is None or not updated or _set_differs(ctx):
+            return
+        content, outcome = _make_and_create_revision(ctx, namespace)
+        if not _created(ctx, outcome):
+            return
+    _point_to(ctx, content["revision"], content)
+    try:
+        parent_write.write(ctx.client, ctx.parent, *ctx.decisions.hints.final, claim=None)
+    except ApplySetError:
+        raise StartOver(ctx.in_place.carried) from None  # the next attempt reads the parent again
+    ctx.revision = content["revision"]
+    trim(ctx)
+
+
+def trim(ctx) -> None:
+    """Step trim-history (after the release): revisions older than the ``history_max`` newest
+    deleted (one metadata LIST, only once there can be more than that); a failure is a warning,
+    the history only stays longer."""
+    keep, number = ctx.opts.history.max, ctx.revision
+    namespace = history.home(ctx.parent, ctx.opts.history)
+    if number is None or number <= keep or namespace is None:
+        return
+    try:
+        items = history.list_secrets(ctx.client, _secrets(ctx), namespace, ctx.parent.id)
+        history.delete(ctx.client, _secrets(ctx), namespace, history.beyond(items, number, keep))
+    except ApiError as err:
+        ctx.record.warn(f"old revisions of the set were not deleted (they are deleted by a later run): {err}")
+
+
+def drop_pointer(ctx) -> int | None:
+    """At the release of a run that keeps no history (``history.forgets``): the parent's pointer
+    dropped, so that the release's write leaves its annotations out (what this run deployed is no
+    revision). Returns the number it named, for ``forget``."""
+    if not history.forgets(ctx.parent, ctx.opts.history):
+        return None
+    number, ctx.parent.revision, ctx.parent.revision_digest = ctx.parent.revision, None, None
+    return number
+
+
+def forget(ctx, number: int | None) -> None:
+    """After the release that dropped the pointer to revision ``number``: every history Secret of
+    the set deleted, as ``history_max: 0`` keeps none, and so that no revision outlives the pointer
+    (a later run with a history numbers from 1 again). A failure is a warning."""
+    settings = ctx.opts.history
+    namespace = ctx.parent.namespace or (settings.namespace if settings is not None else None)
+    if number is not None and namespace:
+        _delete_history(ctx, namespace, f"the set's history (up to revision {number}) was not deleted, though this "
+                                        "run keeps none (history_max: 0); delete its Secrets, or they go with the parent")
+
+
+def delete_all(ctx) -> None:
+    """Step delete-history (uninstall and disband): every history Secret of the set deleted (the
+    garbage collector would delete them with the parent; this does not wait for it)."""
+    namespace = history.home(ctx.parent, ctx.opts.history)
+    if namespace is not None and not ctx.opts.dry_run:
+        _delete_history(ctx, namespace, "the set's history was not deleted (the garbage collector deletes it with the "
+                                        "parent)")
+
+
+def _delete_history(ctx, namespace: str, unless_deleted: str) -> None:
+    """Every history Secret of the set in ``namespace`` deleted; a failure is the warning
+    ``unless_deleted``, with the error."""
+    try:
+        items = history.list_secrets(ctx.client, _secrets(ctx), namespace, ctx.parent.id)
+        history.delete(ctx.client, _secrets(ctx), namespace, items)
+    except ApiError as err:
+        ctx.record.warn(f"{unless_deleted}: {err.message}")
+
+
+RECORD = Step("record-revision", record, WRITE, always=True)
+UPDATE_IN_PLACE = Step("update-in-place", update_in_place, WRITE)
+CONFIRM_PARENT_UNCHANGED = Step("confirm-parent-unchanged", confirm_parent_unchanged, READ)
+RECORD_IN_PLACE = Step("record-revision", record_in_place, WRITE)
+TRIM = Step("trim-history", trim, WRITE)
+DELETE_ALL = Step("delete-history", delete_all, WRITE)
+
+
+def keeps_history(opts) -> bool:
+    """Whether runs with ``opts`` keep a history (``history_max`` above 0)."""
+    return opts.history is not None and opts.history.max > 0

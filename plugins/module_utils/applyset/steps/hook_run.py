@@ -1,0 +1,286 @@
+"""Running the hooks of a run (hooks.py finds them): the steps of each phase and one hook's run.
+
+Hooks run only in runs that write members: a re-run that changes nothing stays a no-op
+(``changed=0``, no hook run), and a run with hooks to run takes the claim (never the update-only
+route), so two runs never run the hooks of one set at once. A hook is server-side applied under
+the run's field manager, then waited for under the readiness rules (a Job until it completes; a
+Job removed by its ``ttlSecondsAfterFinished`` once finished counts as done) within
+``wait_timeout``; the hooks of a phase go one after the other, in their tool's order
+(``hooks.Hook.order_key``). A hook that does not become ready says why, as the members' wait does
+(``wait_reasons``: a Job whose pods cannot be created shows its ``FailedCreate`` event, such as a
+ServiceAccount not found). ``before-hook-creation`` deletes the object first (a Job's template
+is immutable, so a Job runs again only that way). The other policies delete it in the background
+(its pods go too), when its tool does (Helm's ``pkg/action/hooks.go``, Argo CD's gitops-engine
+sync): Helm's ``hook-succeeded`` hooks (and ours) once every hook of the phase succeeded, last run
+first, each waited for until gone, so a Job's ServiceAccount hook is there for the Job's pods;
+Argo CD's once the run succeeded. Helm's ``hook-failed`` deletes the hook that failed; Argo CD's
+``HookFailed`` every hook of a failed run that has it.
+
+A failed hook fails the run, naming the hook: a pre-apply failure leaves every member as it
+was. on-failure hooks run when a step after the claim failed; the run still fails with the
+first error. In check mode each hook is a server-side dry run, never run, and the result lists
+what a real run would do. Every hook gets one entry in the result's ``hooks``, in the order run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..wait import reasons as wait_reasons
+from ..wait import waiting
+from . import settling
+from .. import spec
+from ..rules import hooks as hks
+from ..rules import prune as prunes
+from ..errors import ApiError, ApplySetError, WaitTimeout
+from ..run.report import NOT_TRIED_HOOK
+
+COMPLETED, FAILED, WOULD_RUN, WOULD_RUN_ON_FAILURE = "completed", "failed", "would run", "would run on failure"
+# The name of the step that runs the pre-apply hooks: a run stopped there wrote no member.
+PRE_APPLY_STEP = "pre-apply-hooks"
+
+
+def due(ctx) -> bool:
+    """Whether the hooks of this apply run: it has hooks and writes members (applies one that
+    is not unchanged, prunes, adopts or takes members out of the set)."""
+    hook_set, decisions = ctx.hooks, ctx.decisions
+    if hook_set is None or not hook_set.hooks or decisions is None:
+        return False
+    return bool(any(m.key not in decisions.unchanged for m in ctx.plan.members)
+                or decisions.prune.with_verdict(prunes.PRUNE) or decisions.prune.with_verdict(prunes.KEEP)
+                or decisions.adopted)
+
+
+# ----- the steps -------------------------------------------------------------------------------
+
+
+def pre_apply(ctx) -> None:
+    """Step pre-apply-hooks, right after the claim and before any member is written; when one
+    fails, every member is listed as not tried."""
+    if due(ctx):
+        ctx.hooks = dataclasses.replace(ctx.hooks, started=True)
+        try:
+            run_phase(ctx, hks.PRE_APPLY)
+        except ApplySetError:
+            ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_HOOK)
+            raise
+
+
+def post_apply(ctx) -> None:
+    """Step post-apply-hooks, once the members are applied (and, with ``wait``, ready: the wait
+    is done here when it has not been, so that a failed wait runs the on-failure hooks)."""
+    if not due(ctx):
+        return
+    installing = ctx.hooks.installing
+    later = ctx.hooks.of_phase(hks.POST_APPLY, installing) + ctx.hooks.of_phase(hks.ON_FAILURE, installing)
+    if ctx.opts.wait and later:
+        settling.wait_until_settled(ctx)
+    run_phase(ctx, hks.POST_APPLY)
+    finish_run(ctx)
+
+
+def on_failure(ctx) -> None:
+    """Step on-failure-hooks (always): when a step after the pre-apply hooks' start failed. The
+    run fails with its first error whatever these hooks do; a failed one is a warning too."""
+    if not (ctx.failing and ctx.hooks is not None and ctx.hooks.started):
+        return
+    delete_after_failed_run(ctx)
+    try:
+        run_phase(ctx, hks.ON_FAILURE)
+        finish_run(ctx, hks.ON_FAILURE)
+    except ApplySetError as err:
+        ctx.record.warn(f"an on-failure hook failed too: {err}")
+
+
+def pre_delete(ctx) -> None:
+    """Step pre-delete-hooks (uninstall), after the claim and before any member is deleted."""
+    _delete_phase(ctx, hks.PRE_DELETE)
+
+
+def post_delete(ctx) -> None:
+    """Step post-delete-hooks (uninstall), once the members are deleted (with ``wait``: gone),
+    before the parent: a failed one leaves the parent, so the next uninstall runs them again."""
+    if ctx.hooks is not None and ctx.hooks.of_phase(hks.POST_DELETE, False) and ctx.opts.wait and not ctx.opts.dry_run:
+        settling.wait_members_gone(ctx)
+    _delete_phase(ctx, hks.POST_DELETE)
+    finish_run(ctx)
+
+
+def preview(ctx) -> None:
+    """Step preview-hooks (check mode): what a real run would run, each hook a dry run."""
+    if due(ctx):
+        for phase in (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE):
+            run_phase(ctx, phase)
+
+
+def _delete_phase(ctx, phase: str) -> None:
+    if ctx.hooks is not None and ctx.hooks.hooks:
+        run_phase(ctx, phase)
+
+
+# ----- one phase, one hook ---------------------------------------------------------------------
+
+
+def run_phase(ctx, phase: str) -> None:
+    """The hooks of ``phase`` one after the other, each recorded; the first that fails stops the
+    phase and raises (in check mode all are tried, then the first refusal raises). Once all
+    succeeded, the hook-succeeded ones of Helm's scope are deleted, last run first (Helm's
+    execHook); Argo CD's wait for the end of the run (``finish_run``)."""
+    first_error, succeeded = None, []
+    for hook in ctx.hooks.of_phase(phase, ctx.hooks.installing):
+        obj = hook.desired
+        entry = {"phase": phase, "apiVersion": obj.body.get("apiVersion"), "kind": obj.resource.kind,
+                 "namespace": obj.namespace, "name": obj.name, "weight": hook.weight,
+                 "delete_policy": sorted(hook.delete_policies)}
+        if ctx.opts.dry_run:
+            first_error = first_error or _preview(ctx, hook, phase, entry)
+            ctx.record.hook(entry)
+            continue
+        entry["deleted"] = False
+        error = _run(ctx, hook, phase, entry)
+        ctx.record.hook(entry)
+        ctx.hooks = dataclasses.replace(ctx.hooks, ran=ctx.hooks.ran + ((hook, entry),))
+        if error is not None:
+            _delete_after_failure(ctx, hook, entry)
+            raise error
+        succeeded.append((hook, entry))
+    if first_error is not None:
+        raise first_error
+    _delete_succeeded(ctx, [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
+
+
+def finish_run(ctx, phase: str | None = None) -> None:
+    """The run (or, with ``phase``, its last phase: on-failure) succeeded: Argo CD's hook-succeeded
+    hooks are deleted now, last run first."""
+    if ctx.hooks is None or ctx.opts.dry_run:
+        return
+    _delete_succeeded(ctx, [(h, e) for h, e in ctx.hooks.ran if h.succeeded_scope == hks.AFTER_RUN
+                            and e.get("action") == COMPLETED and (phase is None or e["phase"] == phase)])
+
+
+def _delete_succeeded(ctx, ran: list) -> None:
+    for hook, entry in reversed(ran):
+        if hks.SUCCEEDED in hook.delete_policies and not entry["deleted"]:
+            entry["deleted"] = _delete(ctx, hook, entry)
+
+
+def _delete_after_failure(ctx, failed, failed_entry: dict) -> None:
+    """A hook failed, so the run fails: Helm deletes that hook if its policy says hook-failed; Argo
+    CD deletes every hook of the run whose policy says HookFailed (``delete_after_failed_run``)."""
+    if failed.succeeded_scope == hks.AFTER_PHASE and hks.FAILED in failed.delete_policies:
+        failed_entry["deleted"] = _delete(ctx, failed, failed_entry)
+    delete_after_failed_run(ctx)
+
+
+def delete_after_failed_run(ctx) -> None:
+    """The run failed: Argo CD's hooks run so far with HookFailed are deleted (its sync deletes
+    them whether each hook itself failed or succeeded)."""
+    if ctx.hooks is None or ctx.opts.dry_run:
+        return
+    for hook, entry in reversed(ctx.hooks.ran):
+        if hook.succeeded_scope == hks.AFTER_RUN and hks.FAILED in hook.delete_policies and not entry["deleted"]:
+            entry["deleted"] = _delete(ctx, hook, entry)
+
+
+def _failure(obj, phase: str, reason: str) -> ApplySetError:
+    return ApplySetError(f"the {phase} hook {obj.ref} failed: {reason}", obj=f"{obj.manifest.source} ({obj.ref})",
+                         fix="look at the hook object and its pods (kubectl describe, kubectl logs), fix it and "
+                         "run again")
+
+
+def _apply(ctx, obj, dry_run: bool):
+    opts = ctx.opts
+    return ctx.client.apply(obj.resource, obj.body, field_manager=opts.field_manager, force=opts.force_conflicts,
+                            dry_run=dry_run, field_validation=opts.field_validation)
+
+
+def _run(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
+    """Run one hook: delete it first (before-hook-creation), apply it, wait. Fills ``entry`` (its
+    ``uid`` too, for the deletion by policy); returns the hook's failure, or None."""
+    obj = hook.desired
+    try:
+        if hks.BEFORE_CREATION in hook.delete_policies:
+            entry["replaced"] = _delete_existing(ctx, obj)
+        uid = ((_apply(ctx, obj, dry_run=False).body or {}).get("metadata") or {}).get("uid")
+        entry["uid"] = uid
+        _wait(ctx, obj, uid)
+    except ApplySetError as err:
+        entry.update(action=FAILED, reason=err.message)
+        return _failure(obj, phase, err.message)
+    entry["action"] = COMPLETED
+    return None
+
+
+def _wait(ctx, obj, uid: str | None) -> None:
+    """Wait until the hook is ready (a Job: complete); a timeout says why, as the members' wait
+    does: the Job's and its pods' Warning events (a pod that cannot be created names its cause)."""
+    target = (obj.resource, obj.namespace, obj.name)
+    applied = {**obj.body, "metadata": {**obj.body["metadata"], "uid": uid}}
+    try:
+        waiting.wait_ready(ctx.client, [target], timeout=ctx.opts.wait_timeout, applied={target: applied},
+                          **ctx.opts.wait_rules)
+    except WaitTimeout as err:
+        raise wait_reasons.explain(ctx.client, err, {(obj.resource.kind, obj.namespace, obj.name): applied}) from None
+
+
+def _delete_existing(ctx, obj) -> bool:
+    """Delete a hook object left by an earlier run and wait (bounded) until it is gone; whether
+    there was one."""
+    live = ctx.client.get(obj.resource, obj.name, obj.namespace)
+    if live is None:
+        return False
+    uid = (live.get("metadata") or {}).get("uid")
+    try:
+        ctx.client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
+    except ApiError as err:
+        if err.status not in (404, 409):
+            raise
+    settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
+                       timeout=ctx.opts.wait_timeout)
+    return True
+
+
+def _delete(ctx, hook, entry: dict) -> bool:
+    """Delete the hook object this run created by its policy (in the background: a Job's pods go
+    too); Helm's scope then waits until it is gone, as Helm does, so that what runs next never
+    meets it. A failure is a warning, not the run's."""
+    obj, uid = hook.desired, entry.get("uid")
+    try:
+        ctx.client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
+        if hook.succeeded_scope == hks.AFTER_PHASE:
+            settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
+                               timeout=ctx.opts.wait_timeout)
+    except ApiError as err:
+        if err.status in (404, 409):
+            return True  # gone already (a Job's ttlSecondsAfterFinished), or replaced by someone else's
+        ctx.record.warn(f"hook {obj.ref}: could not delete it by its delete policy: {err.message}")
+        return False
+    except ApplySetError as err:
+        ctx.record.warn(f"hook {obj.ref}: deleted by its delete policy, but not gone: {err.message}")
+    return True
+
+
+def _preview(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
+    """Check mode: a server-side dry run of the hook's apply; never run, never waited for."""
+    obj = hook.desired
+    entry["action"] = WOULD_RUN_ON_FAILURE if phase == hks.ON_FAILURE else WOULD_RUN
+    try:
+        _apply(ctx, obj, dry_run=True)
+    except ApiError as err:
+        if hks.BEFORE_CREATION in hook.delete_policies and err.status in (409, 422):
+            entry["reason"] = "the object left by an earlier run would be deleted and created again"
+            return None
+        if err.status == 404 and "namespaces" in (err.message or "") and obj.namespace in _created_namespaces(ctx):
+            entry["reason"] = f"namespace {obj.namespace} would be created by this run"
+            return None
+        entry.update(action=FAILED, reason=err.message)
+        return _failure(obj, phase, f"its dry run was refused: {err.message}")
+    return None
+
+
+def _created_namespaces(ctx) -> set:
+    """The namespaces a real apply would create before its hooks run (check mode)."""
+    if ctx.plan is None or ctx.decisions is None:
+        return set()
+    made = {m.name for m in ctx.plan.members if m.resource.group_kind == spec.NAMESPACE_KIND and m.key not in ctx.live}
+    return made | ({ctx.decisions.namespace_to_create} if ctx.decisions.namespace_to_create else set())

@@ -1,0 +1,142 @@
+"""The effects of prune decisions: report the skipped, take the kept out of the set, delete the rest.
+
+What to delete is decided by prune.py's named rules, never here. Deletes go in reverse rank
+order, a rank at a time (``client.map``), each DELETE with the UID it was listed with as a
+precondition: a new object with the same name is never deleted. Workers return results; the
+coordinating loop records them in a fixed order.
+"""
+
+from __future__ import annotations
+
+from ..rules import plan as plans
+from ..rules import prune as prunes
+from ..rules import prune_order
+from . import settling
+from .. import spec
+from ..errors import ApiError, ApplySetError
+from ..run.report import Change, live_result
+
+# Actions of objects that this run applied (their UIDs are never pruned).
+_APPLIED = ("created", "configured", "replaced", "unchanged")
+
+
+def prune_step(ctx) -> None:
+    """Step prune: the candidates decided again with the UIDs the applies returned (kubectl's
+    visitedUids: whatever was listed before, nothing this run applied is deleted or taken out of
+    the set), then their effects; a failure keeps the parent covering them. After a wait
+    (``wait: true``), the candidates the prune-early step took are left out."""
+    late = ctx.opts.wait and not ctx.opts.dry_run
+    _prune(ctx, (lambda meta: not prune_order.is_early(meta)) if late else None)
+
+
+def prune_early_step(ctx) -> None:
+    """Step prune-early (``wait: true``): the candidates annotated ``prune-timing: early``,
+    pruned before the wait (prune_order.py)."""
+    _prune(ctx, prune_order.is_early)
+
+
+def _prune(ctx, which) -> None:
+    """Prune the candidates whose metadata ``which`` accepts (all when None)."""
+    if ctx.claim:
+        ctx.claim.check()
+    decisions = ctx.decisions
+    candidates = [o for o in decisions.candidates if which is None or which(o.meta)]
+    if not candidates:
+        return
+    applied = {o.uid for o in ctx.report.objects if o.uid and o.action in _APPLIED}
+    decided = prunes.decide_all([(o.resource, o.meta) for o in candidates],
+                                decisions.prune_context(ctx.parent, applied | decisions.about_to_apply))
+    if not carry_out(ctx, decided, ctx.live.objects, adopted=decisions.adopted):
+        ctx.failure = ApplySetError(
+            "some objects could not be pruned; the parent keeps covering them so the next run retries:\n"
+            + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
+
+
+def carry_out(ctx, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
+    """Record and carry out ``decided``: skipped ones reported, kept ones unlabelled, the rest deleted
+    (dry runs in check mode); False when any object of the run failed.
+
+    Args:
+        ctx: the run (``runner.RunContext``).
+        decided: the candidates' decisions (prune.decide_all).
+        live: ``{ObjectId: listing.LiveObject}``: the objects as listed, for the diff of a pruned one.
+        adopted: ``listing.LiveObject`` values taken in from a legacy prune set (their reason says so).
+    """
+    for d in decided.with_verdict(prunes.SKIP):
+        ctx.record.result(live_result(d.resource, d.meta, "skipped", d.reason))
+    for d in decided.with_verdict(prunes.KEEP):
+        ctx.record.result(_keep(ctx, d))
+    ok = all(o.action != "failed" for o in ctx.report.objects)
+    adopted_uids = {o.uid for o in adopted}
+    stages = prune_order.stages(decided.with_verdict(prunes.PRUNE))
+    for index, stage in enumerate(stages):
+        if index and not ok:
+            break  # what a failed delete depended on stays, and the parent keeps covering it
+        if index:  # dependents (and higher waves) gone, finalizers included, before what they need
+            _wait_stage_gone(ctx, [d for d in stages[index - 1] if d.meta.get("uid") in gone_uids])
+        gone_uids, ok = _delete_stage(ctx, stage, live, adopted_uids, ok)
+    return ok
+
+
+def _delete_stage(ctx, stage: list, live: dict, adopted_uids: set, ok: bool) -> tuple:
+    """Delete one stage in reverse rank order; the UIDs deleted, and whether all went through."""
+    deleted = set()
+    by_rank: dict[int, list] = {}
+    for d in stage:
+        by_rank.setdefault(plans.rank_of(d.resource.group_kind, d.resource.namespaced), []).append(d)
+    for rank in sorted(by_rank, reverse=True):
+        batch = sorted(by_rank[rank], key=lambda d: (d.resource.kind, d.meta.get("namespace") or "", d.meta["name"]))
+        for d, result in zip(batch, ctx.client.map(lambda d: _delete_one(ctx, d), batch)):
+            if isinstance(result, Exception):
+                result = live_result(d.resource, d.meta, "failed", f"pruning failed: {result}")
+            ok = ok and result.action != "failed"
+            if result.action == "pruned" and d.meta.get("uid") in adopted_uids:
+                result.reason = (f"taken over from the legacy prune set ({ctx.opts.adopt_legacy.selector}) and "
+                                 "no longer in the manifests")
+            ctx.record.result(result)
+            if result.action == "pruned":
+                deleted.add(d.meta.get("uid"))
+                found = live.get(spec.ObjectId.from_metadata(d.resource, d.meta))
+                ctx.record.change(Change(result.ref, found.obj if found is not None else {"metadata": d.meta}, None))
+    return deleted, ok
+
+
+def _keep(ctx, decision: prunes.Decision):
+    """Take a kept candidate out of the set (its part-of label removed; nothing in check mode)."""
+    res, meta = decision.resource, decision.meta
+    if not ctx.opts.dry_run:
+        patch = {"metadata": {"labels": {spec.LABEL_PART_OF: None}}}
+        try:
+            ctx.client.merge_patch(res, meta["name"], meta.get("namespace"), patch, field_manager=ctx.opts.field_manager)
+        except ApiError as err:
+            return live_result(res, meta, "failed", f"could not remove it from the set: {err.message}", error=err)
+    return live_result(res, meta, "kept", f"{decision.reason}; removed from the set")
+
+
+def _delete_one(ctx, decision: prunes.Decision):
+    """DELETE one candidate with its UID as a precondition (a worker: returns its result)."""
+    res, meta = decision.resource, decision.meta
+    try:
+        ctx.client.delete(res, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
+                          propagation_policy=ctx.opts.propagation_policy, dry_run=ctx.opts.dry_run)
+    except ApiError as err:
+        if err.status == 404:
+            return live_result(res, meta, "pruned", "already gone")
+        if err.status == 409:
+            # UID precondition failed: a new object with this name is not ours to delete.
+            return live_result(res, meta, "skipped", "replaced by a new object with the same name")
+        return live_result(res, meta, "failed", f"pruning failed: {err.message}", error=err)
+    return live_result(res, meta, "pruned")
+
+
+def _wait_stage_gone(ctx, pruned: list) -> None:
+    """Wait until the objects pruned by a stage are gone (not in check mode).
+
+    Args:
+        pruned: the decisions whose DELETE went through.
+    """
+    if ctx.opts.dry_run or not pruned:
+        return
+    settling.wait_gone(ctx.client, [settling.Gone(d.resource, d.meta.get("namespace"), d.meta["name"],
+                                                  d.meta.get("uid")) for d in pruned],
+                       timeout=ctx.opts.wait_timeout)

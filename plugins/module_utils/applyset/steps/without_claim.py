@@ -1,0 +1,190 @@
+"""The update-only route: a run whose only writes are in-place updates of members goes without
+the claim and without writing the parent.
+
+The claim keeps two runs from writing one set at the same time. A run on this route changes no
+membership and no hint: it only updates members that carry this set's label, each apply
+conditional on the uid and resourceVersion it listed (nochange.conditional). So a member another
+run pruned meanwhile is refused (409), never created again; one that only moved on is read
+again and updated on what is there now; any other refusal means start over. What was listed
+must not be half of another run's work either: every run that writes a set writes its parent
+first (the claim) and last (the release), no claim was held when this run read the parent, and
+when the parent's resourceVersion is the same after this run's updates as when it was read,
+before the LISTs, no run wrote the set in between. A parent changed, or not exactly as a release
+would write it, means start over on the claim's route (``StartOver``), carrying what was updated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..rules import drift, nochange, ordering
+from ..history import revisions as history
+from ..parent import write as parent_write
+from ..rules import prune as prunes
+from .. import spec
+from ..errors import ApiError
+from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome
+from .pruning import carry_out
+from ..run.report import MemberOutcome, ObjectResult
+
+# Tries of an update whose object changed since it was listed (read again in between).
+IN_PLACE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class CarriedUpdate:
+    """What an attempt without the claim wrote to one member before the run started over:
+    its ``result`` (None when unknown: the answer may have been lost), the object ``before``,
+    ``after`` (None when unknown) and the ``warnings`` it got."""
+
+    result: ObjectResult | None
+    before: dict
+    after: dict | None = None
+    warnings: tuple = ()
+
+
+class StartOver(Exception):
+    """The update-only route cannot finish: the run starts over on the claim's route, with
+    ``carried`` (``{ObjectId: CarriedUpdate}``) so that the members updated are still reported."""
+
+    def __init__(self, carried: dict):
+        super().__init__("start over with the claim")
+        self.carried = carried
+
+
+def blocker(ctx) -> str | None:
+    """The first reason this run needs the claim, or None when its only writes would be in-place
+    updates of members (the update-only route may go).
+
+    Every member unchanged or updatable in place, nothing to delete or take out of the set (keep
+    rules strip the label), nothing to adopt, no namespace to create, and a parent that exists,
+    holds no claim (not even an expired one, which a normal run clears), has our tooling and
+    already records exactly this run's hint; and, when the run keeps no history but updates a
+    member, names no revision (the release drops that pointer: ``history.forgets``).
+    """
+    parent, decisions = ctx.parent, ctx.decisions
+    rules = (
+        (not parent.exists, "the parent does not exist yet"),
+        (parent.claim is not None, "the parent holds a claim"),
+        (parent.tooling != spec.tooling_value() or parent.legacy_annotation, "the parent's tooling or annotations change"),
+        (bool(decisions.prune.with_verdict(prunes.PRUNE) or decisions.prune.with_verdict(prunes.KEEP)),
+         "members leave the set"),
+        (bool(decisions.adopted), "legacy objects are adopted"),
+        (decisions.namespace_to_create is not None, "a namespace is created"),
+        (decisions.hints.superset_changes or decisions.hints.final_changes, "the hint changes"),
+        (ordering.gated_change(decisions, ctx.plan), "a changed member waits for another to be ready (depends-on, "
+                                                     "sync-wave): the apply route holds the gates"),
+        (parent.record_members != parent.member_record, "the parent's member record changes"),
+        (history.forgets(parent, ctx.opts.history) and any(m.key not in decisions.unchanged for m in ctx.plan.members),
+         "the parent's revision pointer is dropped (the run keeps no history)"),
+    )
+    reason = next((why for holds, why in rules if holds), None)
+    if reason is not None:
+        return reason
+    member = next((m for m in ctx.plan.members
+                   if m.key not in decisions.unchanged and not _updatable_in_place(ctx, m)), None)
+    return None if member is None else f"{member.ref} cannot be updated in place"
+
+
+def _updatable_in_place(ctx, member) -> bool:
+    """Whether ``member`` is a listed member of this set whose apply may be sent conditional on the
+    listed object (nochange.in_place_blocker). CRDs take the claim's route (their update is
+    waited for before custom resources)."""
+    found = ctx.live.get(member.key)
+    return (found is not None and not member.crd_in_set and member.resource.group_kind != spec.CRD_KIND
+            and found.resource.group_kind == member.resource.group_kind
+            and _in_place_blocker(ctx, found.obj) is None)
+
+
+def _in_place_blocker(ctx, live_obj) -> str | None:
+    return nochange.in_place_blocker(live_obj, ctx.opts.field_manager, ctx.parent.id, ctx.set_managers)
+
+
+@dataclass(frozen=True)
+class Updates:
+    """What the update-in-place step did: ``outcomes`` of the members updated and what to carry
+    into a start over (both ``{ObjectId: ...}``)."""
+
+    outcomes: dict
+    carried: dict
+
+
+@dataclass(frozen=True)
+class _InPlace:
+    """What one conditional update did: its outcome (None when refused) and what to carry."""
+
+    outcome: MemberOutcome | None
+    carried: CarriedUpdate
+
+
+def update_in_place(ctx) -> None:
+    """Step update-in-place: the members that are not unchanged, phase by phase, each apply
+    conditional on the listed object; a refusal stops the later phases and starts the run over."""
+    updated, carried = {}, {}
+    for phase_members in ctx.plan.phases:
+        members = [m for m in phase_members if m.key not in ctx.decisions.unchanged]
+        answers = ctx.client.map(lambda m: _update(ctx, m), members)
+        refused = False
+        for member, answer in zip(members, answers):
+            if isinstance(answer, _InPlace):
+                carried[member.key] = answer.carried
+                if answer.outcome is not None:
+                    updated[member.key] = answer.outcome
+                    continue
+            refused = True
+        if refused:
+            raise StartOver(carried)  # later phases wait for the claim's route
+    ctx.in_place = Updates(updated, carried)
+
+
+def _update(ctx, member) -> _InPlace:
+    """Apply ``member`` conditional on the listed object (nochange.conditional), in a worker.
+
+    An object that only changed since the LIST (a controller writing its status moves the
+    resourceVersion too) is read again, up to twice: still the same object (same uid), still
+    a member of this set that can be updated in place, the update is made conditional on what
+    is there now. Anything else (gone, created again, left the set) is a refusal.
+    """
+    opts = ctx.opts
+    before = ctx.live.get(member.key).obj
+    for attempt in range(IN_PLACE_ATTEMPTS):
+        try:
+            resp = ctx.client.apply(member.resource, nochange.conditional(member.body, before),
+                                    field_manager=opts.field_manager, force=opts.force_conflicts,
+                                    field_validation=opts.field_validation)
+            break
+        except ApiError as err:
+            fresh = None
+            if attempt + 1 < IN_PLACE_ATTEMPTS and err.status == 409 and not conflict_causes(err):
+                fresh = ctx.client.get(member.resource, member.name, member.namespace or None)
+            if (fresh is None or fresh["metadata"].get("uid") != before["metadata"].get("uid")
+                    or _in_place_blocker(ctx, fresh) is not None):
+                # Maybe written (an answer lost after a retry): a restart that finds it
+                # unchanged reports it configured, not unchanged.
+                return _InPlace(None, CarriedUpdate(None, before))
+            before = fresh
+    # the drift as listed before this write, kept in what is carried into a start over
+    outcome = drift.mark(ctx, member, applied_outcome(ctx, member, before, resp,
+                                                      [f"{member.ref}: {w}" for w in resp.warnings]))
+    return _InPlace(outcome, CarriedUpdate(outcome.result, before, resp.body, tuple(outcome.warnings)))
+
+
+def confirm_parent_unchanged(ctx) -> None:
+    """Step confirm-parent-unchanged: one GET of the parent; the same resourceVersion, and exactly
+    what a release would write, means no other run wrote the set meanwhile. Else start over."""
+    parent = ctx.parent
+    now = ctx.client.get(parent.resource, parent.name, parent.namespace or None)
+    if (now is None or (now.get("metadata") or {}).get("resourceVersion") != parent.resource_version
+            or not parent_write.records(parent, now, *ctx.decisions.hints.final)):
+        raise StartOver(ctx.in_place.carried)
+
+
+def record_in_plan_order(ctx) -> None:
+    """Step record: every member's outcome in rank order (updated or unchanged), then the prune
+    candidates that are skipped (controlled by another object), as the claim's route reports them."""
+    for rank_members in ctx.plan.ranks:
+        for member in rank_members:
+            outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(ctx, member)
+            ctx.record.outcome(drift.mark(ctx, member, outcome))
+    carry_out(ctx, prunes.Decisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
+    ctx.report.applyset["tooling"] = ctx.parent.tooling

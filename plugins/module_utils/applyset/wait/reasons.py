@@ -1,0 +1,158 @@
+"""Why a wait failed: for each object that did not become ready, its latest Warning events and
+its pods' states (container waiting reasons such as ``ImagePullBackOff`` or ``CrashLoopBackOff``,
+a pod the scheduler could not place; a Job whose pods cannot be created has its controller's
+``FailedCreate`` event, such as a ServiceAccount not found), so that an operator without kubectl reads the cause in
+the result.
+
+Bounded: at most ``MAX_OBJECTS`` unready objects are explained, with one LIST of Warning events
+per namespace and one LIST of pods per workload (by its selector); every read that fails is left
+out (a hint, never a second error). Texts are cut to ``MAX_TEXT`` characters; the module's
+result masking applies to them as to the rest of the result.
+"""
+
+from __future__ import annotations
+
+from ..errors import ApplySetError, WaitTimeout
+from ..kube.discovery import Resource
+
+MAX_OBJECTS = 5
+MAX_EVENTS = 3
+MAX_PODS = 3
+MAX_TEXT = 300
+_POD = Resource(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
+_JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # set by the Job controller on its pods (Kubernetes 1.27+)
+
+
+def explain(client, err: WaitTimeout, bodies: dict) -> WaitTimeout:
+    """``err`` with each unready object's events and pods added to ``details.unready`` and a
+    short cause per object appended to the message.
+
+    Args:
+        bodies: ``{(kind, namespace, name): object as applied}`` (for the pod selector and uid).
+    """
+    unready = list((err.details or {}).get("unready") or [])
+    events_by_ns: dict = {}
+    causes = []
+    for entry in unready[:MAX_OBJECTS]:
+        namespace = entry.get("namespace")
+        if namespace and namespace not in events_by_ns:
+            events_by_ns[namespace] = _warning_events(client, namespace)
+        events = events_by_ns.get(namespace) or []
+        body = bodies.get((entry["kind"], namespace, entry["name"])) or {}
+        uid = (body.get("metadata") or {}).get("uid")
+        entry["events"] = _latest(e for e in events if _about(e, entry["kind"], entry["name"], uid))
+        pods = _pods(client, namespace, body) if namespace else []
+        if pods:
+            entry["pods"] = [_pod_state(p, events) for p in pods]
+        cause = _cause(entry)
+        if cause:
+            causes.append(f"{entry['kind']} {namespace + '/' if namespace else ''}{entry['name']}: {cause}")
+    why = "; why: " + "; ".join(causes) if causes else ""
+    return WaitTimeout(err.message + why, obj=err.obj, fix=err.fix, what_failed=err.what_failed + why,
+                       details={**(err.details or {}), "unready": unready})
+
+
+def _cut(text) -> str:
+    text = str(text or "")
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 3] + "..."
+
+
+def _warning_events(client, namespace: str) -> list:
+    try:
+        body = client.request("GET", f"/api/v1/namespaces/{namespace}/events",
+                              query={"fieldSelector": "type=Warning", "limit": "500"}).body
+    except ApplySetError:
+        return []
+    return [e for e in (body or {}).get("items") or [] if isinstance(e, dict)]
+
+
+def _about(event: dict, kind: str, name: str, uid: str | None) -> bool:
+    involved = event.get("involvedObject") or {}
+    if uid and involved.get("uid"):
+        return involved["uid"] == uid
+    return involved.get("kind") == kind and involved.get("name") == name
+
+
+def _when(event: dict) -> str:
+    return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")
+
+
+def _latest(events) -> list:
+    """The newest ``MAX_EVENTS`` events as ``{reason, message, count, time}``, newest first."""
+    chosen = sorted(events, key=_when, reverse=True)[:MAX_EVENTS]
+    return [{"reason": e.get("reason"), "message": _cut(e.get("message")), "count": e.get("count") or 1,
+             "time": _when(e)} for e in chosen]
+
+
+def _pods(client, namespace: str, body: dict) -> list:
+    """The pods of a workload (by its selector's matchLabels; a Job's by its uid), unready ones
+    first, at most ``MAX_PODS``."""
+    if body.get("kind") == "Pod":
+        labels = None
+    else:
+        labels = _pod_labels(body)
+        if not labels:
+            return []
+    try:
+        if labels is None:
+            found = client.get(_POD, body["metadata"]["name"], namespace)
+            items = [found] if found else []
+        else:
+            selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+            items = list(client.list(_POD, namespace, label_selector=selector, metadata_only=False))
+    except (ApplySetError, KeyError):
+        return []
+    return sorted(items, key=lambda p: (_is_ready(p), (p.get("metadata") or {}).get("name", "")))[:MAX_PODS]
+
+
+def _pod_labels(body: dict) -> dict:
+    """The labels that select a workload's pods: its selector's matchLabels; for a Job, whose
+    selector the server generates (so the object as applied has none), the label the Job
+    controller puts on every pod it creates, its uid."""
+    uid = (body.get("metadata") or {}).get("uid")
+    if body.get("kind") == "Job" and uid:
+        return {_JOB_UID_LABEL: uid}
+    labels = ((body.get("spec") or {}).get("selector") or {}).get("matchLabels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def _is_ready(pod: dict) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _pod_state(pod: dict, events: list) -> dict:
+    """A pod's phase, why it is not scheduled, its containers' waiting reasons, its latest Warning events."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    state = {"name": meta.get("name"), "phase": status.get("phase")}
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            state["unschedulable"] = {"reason": cond.get("reason"), "message": _cut(cond.get("message"))}
+    waiting = []
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        current = (cs.get("state") or {}).get("waiting") or (cs.get("state") or {}).get("terminated")
+        if current and current.get("reason") not in (None, "Completed"):
+            waiting.append({"container": cs.get("name"), "reason": current.get("reason"),
+                            "message": _cut(current.get("message")), "restarts": cs.get("restartCount", 0)})
+    if waiting:
+        state["containers"] = waiting
+    pod_events = _latest(e for e in events if _about(e, "Pod", meta.get("name"), meta.get("uid")))
+    if pod_events:
+        state["events"] = pod_events
+    return state
+
+
+def _cause(entry: dict) -> str:
+    """The first cause found, in a few words: a container reason, unschedulable, or an event."""
+    for pod in entry.get("pods") or []:
+        for container in pod.get("containers") or []:
+            return f"pod {pod['name']} container {container['container']}: {container['reason']}" + (
+                f" ({container['message']})" if container.get("message") else "")
+        if pod.get("unschedulable"):
+            sched = pod["unschedulable"]
+            return f"pod {pod['name']} cannot be scheduled: {sched['reason']} ({sched['message']})"
+        if pod.get("events"):
+            return f"pod {pod['name']}: {pod['events'][0]['reason']}: {pod['events'][0]['message']}"
+    if entry.get("events"):
+        return f"{entry['events'][0]['reason']}: {entry['events'][0]['message']}"
+    return ""

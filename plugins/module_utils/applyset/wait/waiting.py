@@ -1,0 +1,317 @@
+"""Waiting: until a set of objects is ready, until it is gone, until CRDs are Established; with timeouts.
+
+Whether one object is ready is ``readiness``'s pure rules; this module sends the
+requests and sleeps between rounds. Waiting polls with one LIST per (resource,
+namespace) and round, not one GET per object, and drops objects from the rounds as
+soon as they are ready. A timeout (or an object that can never become ready, such as
+a failed Job) raises ``WaitTimeout`` naming every object still waited for and why,
+for example ``Deployment shop/web: 1/3 replicas available``. ``wait_for_crds`` GETs
+the CustomResourceDefinitions a run applied until they are Established.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..errors import ApiError, ApplySetError, WaitTimeout
+from .. import spec
+from .readiness import (
+    RULE_OPTIONS, Final, check_overrides, crd_ready, job_outcome_from_events, needs_reading, ttl_after_finished,
+    verdict,
+)
+
+_MAX_LISTED_IN_MESSAGE = 20
+_RULE_OPTIONS = RULE_OPTIONS
+
+
+def _ref(res, namespace: str | None, name: str) -> str:
+    return f"{res.kind} {namespace}/{name}" if res.namespaced and namespace else f"{res.kind} {name}"
+
+
+def _entry(target, reason: str) -> dict:
+    res, namespace, name = target
+    return {"apiVersion": res.api_version, "kind": res.kind,
+            "namespace": namespace if res.namespaced else None, "name": name,
+            # A Final reason stays one (a plain string to everyone else): callers that poll
+            # round by round (gates.py) stop at once on it, as _poll does.
+            "reason": reason if isinstance(reason, Final) else str(reason)}
+
+
+def _normalise(targets) -> list:
+    """Distinct (resource, namespace, name) targets, namespace None for cluster-scoped kinds."""
+    seen, result = set(), []
+    for res, namespace, name in targets:
+        target = (res, namespace if res.namespaced else None, name)
+        if target not in seen:
+            seen.add(target)
+            result.append(target)
+    return result
+
+
+def _list_by_name(client, res, namespace, metadata_only: bool) -> dict:
+    items = {}
+    for item in client.list(res, namespace, metadata_only=metadata_only):
+        # LIST items carry no apiVersion/kind of their own; the rules need them.
+        item.setdefault("apiVersion", res.api_version)
+        item.setdefault("kind", res.kind)
+        items.setdefault((item.get("metadata") or {}).get("name"), item)
+    return items
+
+
+def _poll(client, targets, *, timeout: float, interval: float, judge, metadata_only: bool,
+          waiting_for: str, raise_on_timeout: bool) -> list[dict]:
+    """Poll until ``judge(target, item or None)`` says done for every target.
+
+    ``judge`` returns ``(done, reason)``; a ``Final`` reason stops the wait early.
+    """
+    total = len(targets)
+    pending = {target: "not checked yet" for target in targets}
+    deadline = time.monotonic() + max(0.0, float(timeout))
+    while pending:
+        groups: dict = {}
+        for target in pending:
+            groups.setdefault(target[:2], []).append(target)
+        keys = list(groups)
+        listed = client.map(lambda key: _list_by_name(client, key[0], key[1], metadata_only), keys)
+        final = False
+        for key, items in zip(keys, listed):
+            for target in groups[key]:
+                done, reason = _judge_listed(target, items, judge)
+                if done:
+                    del pending[target]
+                else:
+                    pending[target] = reason
+                    final = final or isinstance(reason, Final)
+        now = time.monotonic()
+        if not pending:
+            break
+        if final or now >= deadline:
+            return _give_up(pending, total, timeout, waiting_for, final, raise_on_timeout)
+        time.sleep(max(0.0, min(interval, deadline - now)))
+    return []
+
+
+def _judge_listed(target, items, judge) -> tuple[bool, str]:
+    res, namespace, name = target
+    if isinstance(items, ApiError) and items.status == 404:
+        return judge(target, None)  # the kind is not served (any more): nothing of it exists
+    if isinstance(items, ApiError) and items.status in (401, 403):
+        where = f" in namespace {namespace}" if namespace else ""
+        raise ApplySetError(
+            f"cannot list {res.kind} objects{where} to wait for them: {items.message}",
+            obj=_ref(res, namespace, name),
+            fix=f"the credentials need list on {res.plural}{'.' + res.group if res.group else ''}, "
+                "or turn waiting off",
+        )
+    if isinstance(items, Exception):
+        return False, f"could not be read: {items}"
+    return judge(target, items.get(name))
+
+
+def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final: bool,
+             raise_on_timeout: bool) -> list[dict]:
+    unready = [_entry(target, reason) for target, reason in pending.items()]
+    if not raise_on_timeout:
+        return unready
+    lines = [f"{_ref(*target)}: {reason}" for target, reason in pending.items()]
+    if len(lines) > _MAX_LISTED_IN_MESSAGE:
+        lines = lines[:_MAX_LISTED_IN_MESSAGE] + [f"and {len(lines) - _MAX_LISTED_IN_MESSAGE} more"]
+    if final:
+        head = f"stopped waiting: {len(pending)} of {total} objects cannot become {waiting_for}"
+        fix = "look at the failed objects and their events (kubectl describe), fix them and run again"
+    elif waiting_for == "gone":
+        head = f"{len(pending)} of {total} objects not {waiting_for} after {timeout:g}s"
+        fix = ("each finalizer named is removed by the controller that set it once its cleanup is done: check that "
+               "it runs (kubectl describe, its logs), or raise wait_timeout if it is only slow; removing a "
+               "finalizer by hand skips that cleanup")
+    else:
+        head = f"{len(pending)} of {total} objects not {waiting_for} after {timeout:g}s"
+        fix = "look at the objects and their events (kubectl describe); raise wait_timeout if they are only slow"
+    raise WaitTimeout(f"{head}: {'; '.join(lines)}", fix=fix, details={"unready": unready})
+
+
+def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
+               applied: dict | None = None, **rule_options) -> list[dict]:
+    """Wait until every target is ready; ``targets`` are ``(Resource, namespace or None, name)``.
+
+    ``client`` is the ``KubeClient`` that lists them, once per (resource, namespace) every
+    ``interval`` seconds; objects of kinds with nothing to wait for are not read at all.
+
+    ``rule_options`` are ``is_ready``'s keywords (``fail_closed``, ``overrides``,
+    ``wait_for_load_balancers``). ``applied`` maps targets to the objects as this run
+    applied them, ``metadata.uid`` included: it tells the object we applied from one that
+    replaced it, and an object that went away by design (a finished Job removed by its
+    ``ttlSecondsAfterFinished``) from one deleted by someone (see ``_gone_verdict``).
+    Returns ``[]`` once all are ready. Otherwise, after ``timeout`` seconds or as soon as
+    one object can never become ready (a failed Job, an applied object deleted), raises
+    ``WaitTimeout`` listing each unready object and why, with
+    ``details={"unready": [{apiVersion, kind, namespace, name, reason}, ...]}``; with
+    ``raise_on_timeout=False`` that list is returned instead.
+
+    Raises:
+        WaitTimeout: as said above.
+        InputError: malformed ``overrides`` (see ``check_overrides``), before any request.
+        ApiError: a LIST that fails (``ConnectionFailed`` without an answer).
+        TypeError: an unknown keyword in ``rule_options`` (a programming error).
+    """
+    unknown = set(rule_options) - _RULE_OPTIONS
+    if unknown:
+        raise TypeError(f"wait_ready() got unexpected rule options: {', '.join(sorted(unknown))}")
+    check_overrides(rule_options.get("overrides"))
+    overrides = rule_options.get("overrides")
+    load_balancers = bool(rule_options.get("wait_for_load_balancers"))
+    to_read = [t for t in _normalise(targets) if needs_reading(t[0].group_kind, overrides, load_balancers)]
+    known = {(res, ns if res.namespaced else None, name): obj for (res, ns, name), obj in (applied or {}).items()}
+    tracker = _GoneTracker(client)
+
+    def judge(target, item):
+        mine = known.get(target)
+        our_uid = _uid(mine)
+        if item is not None and our_uid and _uid(item) and _uid(item) != our_uid:
+            return tracker.verdict(target, mine, replaced_by=item)
+        if item is None:
+            if not our_uid:
+                return False, "not found"
+            return tracker.verdict(target, mine)
+        tracker.seen[target] = item
+        return verdict(item, **rule_options)
+
+    return _poll(client, to_read, timeout=timeout, interval=interval, judge=judge, metadata_only=False,
+                 waiting_for="ready", raise_on_timeout=raise_on_timeout)
+
+
+# ----- objects that go away -------------------------------------------------------------------
+#
+# What kstatus (sigs.k8s.io/cli-utils/pkg/kstatus/status) does with objects that go away or
+# stop on purpose, and what we take from it:
+# - deletionTimestamp set: Terminating, not Current. Kept, except for a finished Job, which the
+#   TTL controller deletes in the foreground: its final condition still holds (see readiness.verdict).
+# - Not found: NotFound; kstatus alone cannot tell "not created yet" from "deleted". We know
+#   the UID each object had when we applied it, so a UID that disappeared means the object was
+#   deleted after our apply, and waiting cannot bring it back: final, unless deleting it is what
+#   the object's own spec asks for.
+# - Jobs: Complete is Current, Failed is Failed; a running Job is Current to kstatus, which we
+#   do not follow (waiting for a Job means waiting for it to finish, as Flux and Helm do). A
+#   suspended Job is Current to Flux's Job reader: nothing runs until it is resumed; mirrored.
+# - The only built-in object that deletes itself soon after it is applied is a Job with
+#   ttlSecondsAfterFinished (the TTL controller). Finished Pods are garbage-collected only past
+#   a cluster-wide threshold (12,500 by default) and Events expire after an hour: neither is
+#   "soon after apply". Pods and ReplicaSets owned by a controller are not applied by us.
+
+# Rounds to look for the Job's final event before going by its TTL alone: the Job
+# controller records the event asynchronously, so it may land just after the deletion.
+_EVENT_ROUNDS = 3
+
+
+def _uid(obj: dict | None) -> str | None:
+    return ((obj or {}).get("metadata") or {}).get("uid") or None
+
+
+def job_outcome_events(client, namespace: str, uid: str) -> list[dict]:
+    """The Events recorded in ``namespace`` on the object whose UID is ``uid``, oldest first.
+
+    ``client`` is the ``KubeClient`` to read them with. Events are a hint: when they cannot be
+    read (forbidden, expired), the result is ``[]``; this never raises.
+    """
+    try:
+        body = client.request("GET", f"/api/v1/namespaces/{namespace}/events",
+                              query={"fieldSelector": f"involvedObject.uid={uid}"}).body
+    except ApplySetError:  # events are a hint: unreadable (forbidden, expired, no answer) means no hint
+        return []
+    items = [e for e in (body or {}).get("items") or [] if isinstance(e, dict)]
+    return sorted(items, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+
+
+class _GoneTracker:
+    """Judges targets whose applied object (by UID) is no longer there."""
+
+    def __init__(self, client):
+        self.client = client
+        self.seen: dict = {}  # target -> the object as last read, for its spec
+        self.looked: dict = {}  # target -> rounds spent looking for a Job's final event
+
+    def verdict(self, target, mine: dict, replaced_by: dict | None = None) -> tuple[bool, str]:
+        res, namespace, _name = target
+        replaced = f" (a new object with uid {_uid(replaced_by)} took its name)" if replaced_by else ""
+        ttl = ttl_after_finished(self.seen.get(target), mine) if res.group_kind == spec.JOB_KIND else None
+        if ttl is None:
+            return False, Final(f"deleted while waiting{replaced}: the object applied (uid {_uid(mine)}) is gone")
+        # The TTL controller deletes a Job only once it has a Complete or Failed condition,
+        # so a Job with ttlSecondsAfterFinished that vanished has finished, unless a person
+        # or a tool deleted it first. The Job controller's final Event on that UID says which
+        # way it finished; without one we go by the TTL, as the Job asked to be removed.
+        ours = f"removed by its ttlSecondsAfterFinished ({ttl}s) after it finished{replaced}"
+        outcome = job_outcome_from_events(job_outcome_events(self.client, namespace, _uid(mine)), ours)
+        if outcome is not None:
+            return outcome
+        rounds = self.looked[target] = self.looked.get(target, 0) + 1
+        if rounds < _EVENT_ROUNDS:
+            return False, f"gone; looking for the event that says how it finished ({ours})"
+        return True, f"finished and {ours} (no event recorded whether it succeeded)"
+
+
+def _still_there(item) -> tuple[bool, str]:
+    if item is None:
+        return True, "gone"
+    meta = item.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        finalizers = meta.get("finalizers") or []
+        waiting_on = f"; finalizers: {', '.join(finalizers)}" if finalizers else ""
+        return False, f"being deleted{waiting_on}"
+    return False, "still exists"
+
+
+def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
+              uids: dict | None = None) -> list[dict]:
+    """Wait until no target exists any more (deleted objects whose finalizers are done).
+
+    Same ``client``, targets, ``interval``, result, ``raise_on_timeout`` and ``WaitTimeout`` after
+    ``timeout`` seconds as ``wait_ready``; reads metadata only. ``uids`` maps targets to the UID
+    of the object deleted: a new object under the same name (a reinstall already under way) does
+    not keep the wait going. Raises ``WaitTimeout``, or ``ApiError`` for a LIST that fails.
+    """
+    known = {(res, ns if res.namespaced else None, name): uid for (res, ns, name), uid in (uids or {}).items()}
+
+    def judge(target, item):
+        if item is not None and known.get(target) and _uid(item) and _uid(item) != known[target]:
+            return True, "gone (a new object took its name)"
+        return _still_there(item)
+
+    return _poll(client, _normalise(targets), timeout=timeout, interval=interval, judge=judge,
+                 metadata_only=True, waiting_for="gone", raise_on_timeout=raise_on_timeout)
+
+
+# ----- CustomResourceDefinitions before their custom resources -----------------------------------
+
+
+def wait_for_crds(client, crd_resource, names, timeout: float, obj: str) -> None:
+    """Wait until every CustomResourceDefinition named in ``names`` is Established.
+
+    ``client`` GETs each pending one (``crd_resource``, cluster-scoped) per round, in name
+    order, with 0.25 s between rounds, for up to ``timeout`` seconds. ``obj`` names what the
+    error is about (the engine passes ``ApplySet REF``).
+
+    Raises:
+        ApplySetError: a CRD that can never become Established (its names not accepted),
+            or CRDs still not Established after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    pending = set(names)
+    while pending:
+        for name in sorted(pending):
+            # The one CRD readiness rule (readiness.crd_ready): Established, or a final refusal
+            # such as NamesAccepted=False, which no amount of waiting changes.
+            ready, reason = crd_ready(client.get(crd_resource, name) or {})
+            if ready:
+                pending.discard(name)
+            elif isinstance(reason, Final):
+                raise ApplySetError(
+                    f"CustomResourceDefinition {name} will not become Established: {reason}", obj=obj,
+                    fix=f"fix the CRD (kubectl describe crd {name}); its custom resources were not applied")
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise ApplySetError(
+                f"CustomResourceDefinitions not Established after {timeout:.0f}s: " + ", ".join(sorted(pending)),
+                obj=obj, fix="check the CRDs' status conditions (kubectl describe crd NAME)")
+        time.sleep(0.25)

@@ -1,0 +1,198 @@
+"""The order of every route, as data (routes.py), checked without a server; and the runner."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from applyset.run import runner
+from applyset import routes
+from applyset.errors import ApplySetError
+from applyset.rules.legacy import Options as LegacyOptions
+from applyset.run.options import Options
+
+READING = ["read-parent", "split-hooks", "plan", "list-live", "decide"]
+PRE, POST = ["pre-apply-hooks"], ["post-apply-hooks", "on-failure-hooks"]
+
+# (route builder, options, the expected step names in order)
+ROUTES = {
+    "apply": (routes.for_apply, Options(),
+              READING + ["make-namespaces", "claim", *PRE, "apply", "prune", *POST, "release"]),
+    "apply, wait": (routes.for_apply, Options(wait=True),
+                    READING + ["make-namespaces", "claim", *PRE, "apply", "prune-early", "wait-ready", "prune", *POST,
+                               "release", "wait-gone"]),
+    "apply, wait, no prune": (routes.for_apply, Options(wait=True, prune=False),
+                              READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release", "wait"]),
+    "apply, no prune": (routes.for_apply, Options(prune=False),
+                        READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
+    "apply, adopt_legacy": (routes.for_apply, Options(adopt_legacy=LegacyOptions(selector="app=shop")),
+                            READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune", *POST,
+                                       "release"]),
+    "apply, adopt_legacy without prune": (
+        routes.for_apply, Options(prune=False, adopt_legacy=LegacyOptions(selector="app=shop")),
+        READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
+    "preview": (routes.for_preview, Options(dry_run=True, wait=True),
+                READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
+    "preview, no prune": (routes.for_preview, Options(dry_run=True, prune=False),
+                          READING + ["show-final-hint", "preview-namespace", "apply", "preview-hooks"]),
+    "update-only": (routes.for_update_only, Options(),
+                    READING + ["update-in-place", "confirm-parent-unchanged", "record"]),
+    "update-only, wait": (routes.for_update_only, Options(wait=True),
+                          READING + ["update-in-place", "confirm-parent-unchanged", "record", "wait"]),
+    "uninstall": (routes.for_uninstall, Options(),
+                  ["read-parent", "list-members", "decide-removal", "find-hooks", "claim", "pre-delete-hooks",
+                   "delete-members", "post-delete-hooks", "delete-parent", "release"]),
+    "uninstall, wait": (routes.for_uninstall, Options(wait=True),
+                        ["read-parent", "list-members", "decide-removal", "find-hooks", "claim", "pre-delete-hooks",
+                         "delete-members", "post-delete-hooks", "delete-parent", "release", "wait-gone"]),
+    "uninstall preview": (routes.for_uninstall, Options(dry_run=True, wait=True),
+                          ["read-parent", "list-members", "decide-removal", "find-hooks", "pre-delete-hooks",
+                           "delete-members", "post-delete-hooks", "delete-parent"]),
+    "disband": (routes.for_disband, Options(),
+                ["read-parent", "list-members", "claim", "unlabel-members", "delete-parent", "release"]),
+    "disband preview": (routes.for_disband, Options(dry_run=True),
+                        ["read-parent", "list-members", "unlabel-members", "delete-parent"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROUTES))
+def test_each_route_is_the_expected_list_of_steps(case):
+    build, opts, expected = ROUTES[case]
+    assert runner.names(build(opts).steps) == expected
+
+
+def _effects(route) -> list[str]:
+    return [s.effect for s in route.steps]
+
+
+@pytest.mark.parametrize("case", sorted(ROUTES))
+def test_nothing_is_written_before_the_claim_but_the_namespaces_the_parent_needs(case):
+    build, opts, _expected = ROUTES[case]
+    route = build(opts)
+    effects = _effects(route)
+    if runner.CLAIM not in effects:
+        return
+    before_claim = route.steps[:effects.index(runner.CLAIM)]
+    assert [s.name for s in before_claim if s.effect in (runner.WRITE, runner.RELEASE, runner.DRY_RUN)] in (
+        [], ["make-namespaces"])
+
+
+@pytest.mark.parametrize("case", sorted(ROUTES))
+def test_every_route_that_claims_releases_last_and_always_with_the_one_release_step(case):
+    build, opts, _expected = ROUTES[case]
+    route = build(opts)
+    claims = [s for s in route.steps if s.effect == runner.CLAIM]
+    releases = [s for s in route.steps if s.effect == runner.RELEASE]
+    assert len(claims) == len(releases) <= 1
+    if not claims:
+        return
+    assert claims[0] is routes.CLAIM_STEP and releases[0] is routes.RELEASE_STEP and releases[0].always
+    after_release = route.steps[route.steps.index(releases[0]) + 1:]
+    assert all(s.effect == runner.WAIT for s in after_release), "only waits follow the release"
+    # Besides the release, only the on-failure hooks run on the way out, inside the claim.
+    assert [s for s in route.steps if s.always and s.name != "on-failure-hooks"] == releases
+    assert all(s.effect != runner.RELEASE for s in route.steps if s.always and s is not releases[0])
+
+
+@pytest.mark.parametrize("case", [c for c in sorted(ROUTES) if ROUTES[c][1].dry_run])
+def test_a_preview_takes_no_claim_writes_nothing_and_waits_for_nothing(case):
+    build, opts, _expected = ROUTES[case]
+    assert set(_effects(build(opts))) <= {runner.READ, runner.DECIDE, runner.DRY_RUN}
+
+
+@pytest.mark.parametrize("case", ["update-only", "update-only, wait"])
+def test_the_update_only_route_never_claims_and_reads_the_parent_after_its_updates(case):
+    build, opts, _expected = ROUTES[case]
+    route = build(opts)
+    assert runner.CLAIM not in _effects(route) and runner.RELEASE not in _effects(route)
+    names = runner.names(route.steps)
+    assert names.index("update-in-place") < names.index("confirm-parent-unchanged") < names.index("record")
+
+
+@pytest.mark.parametrize("case", sorted(ROUTES))
+def test_the_reading_steps_read_and_decide_only(case):
+    build, opts, _expected = ROUTES[case]
+    route = build(opts)
+    assert route.steps[:route.reading] == tuple(routes.reading(routes.APPLY if route.reading > 1 else "x", opts))
+    assert {s.effect for s in route.steps[:route.reading]} <= {runner.READ, runner.DECIDE}
+    assert route.rest == list(route.steps[route.reading:])
+
+
+def test_check_mode_is_decided_when_the_route_is_built():
+    ctx = runner.RunContext(client=None, opts=Options(dry_run=True), run_id="r", parent_spec=None, namespace=None,
+                            manifests=None, record=None, carried={})
+    assert routes.choose(routes.APPLY, ctx, may_skip_claim=True).name == routes.PREVIEW
+
+
+class _Parent:
+    exists = False
+
+
+def test_a_teardown_without_a_parent_only_warns():
+    ctx = runner.RunContext(client=None, opts=Options(), run_id="r", parent_spec=None, namespace=None,
+                            manifests=None, record=None, carried={}, parent=_Parent())
+    for entry in (routes.UNINSTALL, routes.DISBAND):
+        route = routes.choose(entry, ctx, may_skip_claim=False)
+        assert runner.names(route.steps) == ["read-parent", "warn-missing-parent"]
+
+
+# ----- the runner -------------------------------------------------------------------------------
+
+
+def _context():
+    return runner.RunContext(client=None, opts=Options(), run_id="r", parent_spec=None, namespace=None,
+                             manifests=None, record=None, carried={})
+
+
+def _step(name, seen, effect=runner.WRITE, always=False, raises=None, fails=None):
+    def run(ctx):
+        seen.append((name, ctx.failing))
+        if fails is not None:
+            ctx.failure = fails
+        if raises is not None:
+            raise raises
+
+    return runner.Step(name, run, effect, always)
+
+
+def test_the_runner_runs_every_step_in_order():
+    seen = []
+    runner.run([_step("a", seen), _step("b", seen), _step("release", seen, always=True)], _context())
+    assert seen == [("a", False), ("b", False), ("release", False)]
+
+
+def test_after_an_error_only_the_always_steps_run_and_the_first_error_is_raised():
+    seen = []
+    first, second = ApplySetError("first"), ApplySetError("second")
+    route = [_step("a", seen, raises=first), _step("b", seen), _step("release", seen, always=True, raises=second),
+             _step("wait", seen)]
+    with pytest.raises(ApplySetError) as caught:
+        runner.run(route, _context())
+    assert caught.value is first
+    assert seen == [("a", False), ("release", True)]
+
+
+def test_a_failure_a_step_records_is_raised_once_the_always_steps_ran():
+    seen = []
+    failure = ApplySetError("some objects could not be applied")
+    ctx = _context()
+    with pytest.raises(ApplySetError) as caught:
+        runner.run([_step("apply", seen, fails=failure), _step("prune", seen), _step("release", seen, always=True)],
+                   ctx)
+    assert caught.value is failure
+    assert seen == [("apply", False), ("release", True)]
+    assert not ctx.stopped
+
+
+def test_an_interrupt_still_runs_the_release():
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        runner.run([_step("apply", seen, raises=KeyboardInterrupt()), _step("release", seen, always=True)],
+                   _context())
+    assert seen == [("apply", False), ("release", True)]
+
+
+def test_routes_do_not_share_mutable_state():
+    one, two = routes.for_apply(Options()), routes.for_apply(replace(Options(), wait=True))
+    assert one.steps != two.steps and isinstance(one.steps, tuple)
