@@ -73,7 +73,7 @@ chromium:
 
 # Unit tests under coverage.py: the core library must stay at least 90 % covered by them alone.
 unit: deps
-	$(PY) -m coverage run --source=plugins/module_utils/applyset -m pytest tests/unit -q
+	$(PY) -m coverage run --source=plugins/module_utils/applyset -m pytest tests/unit tests/hack tests/benchmarks -q
 	$(PY) -m coverage report --fail-under=90
 
 integration: $(TEST_CLUSTER)
@@ -82,7 +82,7 @@ integration: $(TEST_CLUSTER)
 # All tests. The integration session starts its own control plane (or uses
 # APPLYSET_TEST_KUBECONFIG) and stops it at the end.
 test: $(TEST_CLUSTER)
-	$(PY) -m pytest tests/unit tests/integration -q -ra
+	$(PY) -m pytest tests/unit tests/hack tests/benchmarks tests/integration -q -ra
 
 # The Python x ansible-core matrix (noxfile.py, docs/compatibility.md): unit tests and the
 # integration smoke test on every combination ansible-core supports on the controller, and

@@ -9,7 +9,7 @@ tree, and every import of the core that breaks its layers. With --limits it exit
 core breaks a target of docs/architecture.md: a file over 600 lines, a class over 300 lines, a
 function over 50 lines of code (blank lines, comments and docstrings not counted), any import
 cycle, an import that goes up the core's layers (``LAYERS``), or a name imported from a module
-that only imports it itself (a re-export). tests/unit/test_code_shape.py runs the same checks.
+that only imports it itself (a re-export). tests/hack/test_code_shape.py runs the same checks.
 """
 
 from __future__ import annotations

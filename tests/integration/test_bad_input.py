@@ -18,7 +18,7 @@ taken before and after the whole playbook: resourceVersions only grow and uids a
 reused, so a write by any case would still show at the end; each case also checks
 ``changed`` in its own result.
 
-tests/unit/test_bad_input_unit.py checks the same problems on the loader alone, case by
+tests/unit/inputs/test_bad_input_unit.py checks the same problems on the loader alone, case by
 case, without a cluster.
 """
 

@@ -6,7 +6,7 @@ Retry-After when its few seats are taken), and a FlowSchema that sends that user
 The run impersonates the user, who may do anything in the test's namespace. Both objects are
 deleted afterwards, so other tests on the same cluster never meet them.
 
-The controller's rules themselves are unit-tested at the HTTP boundary: tests/unit/test_flow_control.py.
+The controller's rules themselves are unit-tested at the HTTP boundary: tests/unit/kube/test_flow_control.py.
 """
 
 from __future__ import annotations

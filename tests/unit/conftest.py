@@ -1,4 +1,5 @@
-"""Make the core library importable as ``applyset`` without an ansible_collections tree."""
+"""Make the core library importable as ``applyset`` without an ansible_collections tree, and the shared
+fakes of the unit tests from each of their folders."""
 
 import sys
 from pathlib import Path
@@ -6,8 +7,11 @@ from pathlib import Path
 import pytest
 
 MODULE_UTILS = Path(__file__).resolve().parents[2] / "plugins" / "module_utils"
-if str(MODULE_UTILS) not in sys.path:
-    sys.path.insert(0, str(MODULE_UTILS))
+# The unit tests mirror the core's packages (tests/unit/<package>/); the shared fakes (fakeapi.py,
+# tls_material.py) stay here, importable from every folder.
+for path in (MODULE_UTILS, Path(__file__).resolve().parent):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 
 @pytest.fixture

@@ -634,7 +634,7 @@ def parse_selector(text: str):
 
 
 def client(api: FakeApi, parallelism: int = 1, **kwargs) -> kube.KubeClient:
-    """A KubeClient whose pool is ``api`` (constructed as tests/unit/test_kube.py does)."""
+    """A KubeClient whose pool is ``api`` (constructed as tests/unit/kube/test_kube.py does)."""
     cfg = SimpleNamespace(host=HOST + "/", verify_ssl=True, ssl_ca_cert=None, cert_file=None, key_file=None,
                           proxy=None, no_proxy=None, proxy_headers=None, tls_server_name=None,
                           refresh_api_key_hook=None, get_api_key_with_prefix=lambda *a, **k: "Bearer t0k3n")

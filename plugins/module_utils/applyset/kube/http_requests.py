@@ -7,7 +7,7 @@ per kind of request the client sends says its rules: a server-side apply PATCH
 (``apply_request``), a metadata-only LIST page (``list_request``), a DELETE with a UID
 precondition (``delete_request``) and the others. ``kube.KubeClient.send`` adds the server, the
 static headers and the credential, and sends it; nothing here opens a connection, so that these
-rules are tested without a pool (tests/unit/test_kube_requests.py).
+rules are tested without a pool (tests/unit/kube/test_kube_requests.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-COLLECTIONS = Path(__file__).resolve().parents[2] / ".state" / "collections"
+COLLECTIONS = Path(__file__).resolve().parents[3] / ".state" / "collections"
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from jinja2 import Environment, nodes
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CONDITION_KEYS = ("when", "failed_when", "changed_when", "until", "that")
 JINJA = Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
 

@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from test_inventory import (APPLYSET_CR, CONFIGMAP, CRD, DEPLOYMENT, NAMESPACE, SECRET, SERVICE, STANDARD,
+from stubclient import (APPLYSET_CR, CONFIGMAP, CRD, DEPLOYMENT, NAMESPACE, SECRET, SERVICE, STANDARD,
                             TOKEN_REVIEW, WIDGET, StubClient, crd_marking)
 
 from applyset.verify import fsck

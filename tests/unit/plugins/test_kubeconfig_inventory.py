@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from ansible.release import __version__ as ANSIBLE_CORE_VERSION
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 SECRETS = ("SUPERSECRETTOKEN", "S0VZREFUQQ==", "Q0VSVERBVEE=", "hunter2")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from test_inventory import SECRET as LISTED_SECRET  # a Secret resource as discovery serves it
-from test_inventory import StubClient
+from stubclient import SECRET as LISTED_SECRET  # a Secret resource as discovery serves it
+from stubclient import StubClient
 
 from applyset.parent import read as parents
 from applyset.parent import write as parent_write

@@ -7,7 +7,7 @@ Also: info and verify list a recorded kind at another version when the preferred
 
 from __future__ import annotations
 
-from test_inventory import (CONFIGMAP, CRD, DEPLOYMENT, NAMESPACE, SECRET, SERVICE, STANDARD, WIDGET, StubClient,
+from stubclient import (CONFIGMAP, CRD, DEPLOYMENT, NAMESPACE, SECRET, SERVICE, STANDARD, WIDGET, StubClient,
                             resource)
 
 from applyset.verify import fsck, inventory

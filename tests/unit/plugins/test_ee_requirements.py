@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 PROVIDED = {"__future__", "ansible", "ansible_collections"}
 
 

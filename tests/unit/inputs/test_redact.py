@@ -14,7 +14,7 @@ import pytest
 
 from applyset.inputs import redact
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 LONG_PASSWORD = "s3cr3t-Kq9vW2xLm7pZ"
 

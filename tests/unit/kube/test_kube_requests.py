@@ -1,7 +1,7 @@
 """httprequests.py: each request as it goes on the wire, built without a pool or a server.
 
 Exact paths and query strings, the headers a request sets and the bytes of its body; how they
-are sent (retries, credentials) is tests/unit/test_kube.py's.
+are sent (retries, credentials) is tests/unit/kube/test_kube.py's.
 """
 
 import dataclasses

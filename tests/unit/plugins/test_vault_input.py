@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 COLLECTIONS = REPO_ROOT / ".state" / "collections"
 PASSWORD = b"correct horse battery staple"
 SECRET_VALUE = "s3cr3t-Value-9f8e7d"

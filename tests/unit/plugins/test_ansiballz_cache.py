@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SPEC = importlib.util.spec_from_file_location("ansiballz_cache",
                                               REPO_ROOT / "plugins" / "plugin_utils" / "ansiballz_cache.py")
 cache = importlib.util.module_from_spec(SPEC)

@@ -21,7 +21,7 @@ from applyset.errors import ApiError, AuthenticationFailed, ConfigError, Connect
 
 import tls_material
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def kubeconfig_doc(user=None, cluster=None, contexts=("dev", "prod"), current="dev"):

@@ -22,7 +22,7 @@ from applyset.errors import ConfigError
 
 import tls_material
 
-MODULE_UTILS = Path(__file__).resolve().parents[2] / "plugins" / "module_utils"
+MODULE_UTILS = Path(__file__).resolve().parents[3] / "plugins" / "module_utils"
 # Real PEMs: the client parses them when it is built (tls.py).
 CA_PEM = CERT_PEM = tls_material.CERT_PEM
 KEY_PEM = tls_material.KEY_PEM

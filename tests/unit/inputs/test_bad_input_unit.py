@@ -23,7 +23,7 @@ from applyset.inputs import manifests
 from applyset.inputs import manifest_checks
 from applyset.errors import InputError, InputErrors
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 MIB = 1024 * 1024
 
 

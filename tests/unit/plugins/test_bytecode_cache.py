@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CACHE_MODULE = REPO / "plugins" / "module_utils" / "bytecode_cache.py"
 PKG = "ansible_collections/applyset/kubernetes/plugins/module_utils"
 
