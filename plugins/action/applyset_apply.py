@@ -46,7 +46,7 @@ class ApplySetAction(ActionBase):
     _supports_check_mode = True
     _supports_async = True
 
-    DEFAULT_MODULE = None  # set by each plugin
+    DEFAULT_MODULE: str | None = None  # set by each plugin
 
     def module_args(self, args):
         """The task's arguments as the module gets them (before the secrets are packed)."""

@@ -64,7 +64,9 @@ def cluster_entry(host: dict) -> dict:
         entry["error"] = {"message": "the host failed before the audit ran, so its cluster was not checked",
                           "fix": "see the host's earlier failure in the play output"}
     elif verify.get("failed") or "ok" not in verify:
-        error = verify.get("error") if isinstance(verify.get("error"), dict) else {}
+        error = verify.get("error")
+        if not isinstance(error, dict):
+            error = {}
         entry["error"] = {"message": error.get("message") or verify.get("msg") or "applyset_verify failed",
                           "fix": error.get("fix")}
     else:
@@ -111,7 +113,7 @@ def stale_reasons(applyset: dict, now: datetime, stale_days: int, members_known:
     claim = applyset.get("claim")
     if isinstance(claim, dict):
         try:
-            expires = float(claim.get("expires"))
+            expires = float(claim.get("expires"))  # type: ignore[arg-type]  # None and text: caught below
         except (TypeError, ValueError):
             expires = None
         if expires is not None and expires < now.timestamp():

@@ -119,7 +119,7 @@ def payload_key(inputs) -> str:
     module_utils and the configured module_utils directories. Raises ``OSError`` if a file
     cannot be read.
     """
-    digest = []
+    digest: list = []
     _feed(digest, FORMAT, inputs.ansible_version, inputs.ansible_dir, sys.version, sys.implementation.cache_tag,
           inputs.module_fqn, inputs.module_path, inputs.compression, repr(inputs.settings))
     with open(inputs.module_path, "rb") as handle:

@@ -157,9 +157,9 @@ class Engine:
                                     "writes": getattr(self.client, "writes_sent", 0),
                                     "round_trips": getattr(self.client, "round_trips", 0)}
         if self.report.failed_objects:
-            err = ApplySetError("some objects failed; see objects", fix="fix them and run again")
-            err.report = self.report
-            raise err
+            failed = ApplySetError("some objects failed; see objects", fix="fix them and run again")
+            failed.report = self.report
+            raise failed
         return self.report
 
     def _apply(self, manifests: list[Manifest]) -> None:
@@ -173,7 +173,8 @@ class Engine:
         route when the update-only route cannot finish (what it updated is carried over), and once
         more on whatever route the new state chooses when another run took the claim between this
         attempt's read of the parent and its own claim (the next read waits for that run)."""
-        carried, races = {}, 0
+        carried: dict = {}
+        races = 0
         while True:
             self._ctx = self._attempt(manifests, carried)
             try:

@@ -6,6 +6,8 @@ failed result with ``to_dict()``; the string form is meant to be read by a perso
     Deployment shop/web: metadata.generateName is not supported. Fix: set metadata.name
 """
 
+from typing import Any
+
 
 class ApplySetError(Exception):
     """Base class of all errors raised by the ApplySet library.
@@ -13,13 +15,14 @@ class ApplySetError(Exception):
     ``message`` says what is wrong, ``obj`` names the object or input it is about
     (``Deployment shop/web``, ``file app.yaml, document 3``), ``fix`` tells the user what
     to do about it and ``details`` holds machine-readable extras for the module result.
-    ``report`` is the partial ``engine.Report`` when a run failed (the engine attaches it).
+    ``report`` is the partial ``run.report.Report`` when a run failed (the engine attaches it).
     ``what_failed`` is the message without what the failed run left as it was ("nothing was
     pruned, and the parent keeps covering every object"): what a rollback, which changes that,
     quotes.
     """
 
-    report = None
+    # A run.report.Report; not imported, as errors are below every layer that could name it.
+    report: Any = None
 
     def __init__(self, message, *, obj=None, fix=None, details=None, what_failed=None):
         super().__init__(message)

@@ -49,7 +49,7 @@ def git_commit(path: str) -> str | None:
     """The commit checked out in the git work tree holding ``path``, or None (not in one, or unreadable)."""
     git_dir = _git_dir(path)
     head = _read(os.path.join(git_dir, "HEAD")) if git_dir else None
-    if not head:
+    if not git_dir or not head:
         return None
     if not head.startswith("ref:"):
         return head

@@ -21,8 +21,10 @@ import json
 import random
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection, tls_context
 from .discovery import Discovery, Resource, discover
@@ -61,7 +63,7 @@ class Response:
     when it is not JSON) and the ``warnings`` of its ``Warning`` headers as plain messages."""
 
     status: int
-    body: object
+    body: Any  # decoded JSON: the one value whose shape is the server's
     warnings: list[str]
 
 
@@ -152,6 +154,7 @@ class KubeClient:
             pool_args["server_hostname"] = cfg.tls_server_name
         if not cfg.verify_ssl:
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        self._pool: urllib3.PoolManager
         if cfg.proxy and not bypasses_proxy(self.host, cfg.no_proxy):
             self._pool = urllib3.ProxyManager(cfg.proxy, proxy_headers=cfg.proxy_headers, **pool_args)
         else:
@@ -382,7 +385,7 @@ class KubeClient:
         return self.send(merge_patch_request(res, name, namespace, patch, field_manager=field_manager,
                                              dry_run=dry_run))
 
-    def json_patch(self, res: Resource, name: str, namespace: str | None, operations: list, *,
+    def json_patch(self, res: Resource, name: str, namespace: str | None, operations: Sequence[dict], *,
                    field_manager: str) -> Response:
         """Send the RFC 6902 JSON patch ``operations`` for the object ``name`` of ``res`` in ``namespace``
         as ``field_manager``. Used to rewrite managedFields: guard it with a ``replace`` of the
@@ -447,6 +450,8 @@ def _backoff(attempt: int) -> float:
 
 def _seconds(value: str | None) -> float | None:
     """A ``Retry-After`` header's seconds (None: absent or not a number)."""
+    if value is None:
+        return None
     try:
         return max(0.0, float(value))
     except (TypeError, ValueError):
@@ -454,6 +459,8 @@ def _seconds(value: str | None) -> float | None:
 
 
 def _retry_after(value: str | None, attempt: int) -> float:
+    if value is None:
+        return _backoff(attempt)
     try:
         return min(10.0, max(0.0, float(value)))
     except (TypeError, ValueError):

@@ -154,7 +154,7 @@ def _choose_context(doc: dict, context: str | None, label: str) -> dict:
             raise ConfigError(f'context "{context}" does not exist; the contexts there are {listed}', obj=label,
                               fix="set context (or K8S_AUTH_CONTEXT) to one of them",
                               details={"contexts": names})
-        return _named(doc, "contexts", context)
+        return _named(doc, "contexts", context) or {}
     current = doc.get("current-context")
     if not current:
         raise ConfigError(f"the kubeconfig has no current-context; its contexts are {listed}", obj=label,
@@ -164,7 +164,7 @@ def _choose_context(doc: dict, context: str | None, label: str) -> dict:
         raise ConfigError(f'current-context "{current}" does not exist; the contexts there are {listed}',
                           obj=label, fix="set context (or K8S_AUTH_CONTEXT) to one of them, or run "
                                          "kubectl config use-context", details={"contexts": names})
-    return _named(doc, "contexts", current)
+    return _named(doc, "contexts", current) or {}
 
 
 def _describe_kubeconfig(doc: dict, context_entry: dict, label: str) -> ConnectionSource:

@@ -187,11 +187,11 @@ def discover(client) -> Discovery:
             except ApplySetError as err:
                 answers.append(err)
                 break
-    for err in answers:
-        if isinstance(err, ApiError) and err.status == 403:
-            raise forbidden_discovery(client.host, client.source, err) from None
-        if isinstance(err, ApplySetError):
-            raise err
+    for answer in answers:
+        if isinstance(answer, ApiError) and answer.status == 403:
+            raise forbidden_discovery(client.host, client.source, answer) from None
+        if isinstance(answer, ApplySetError):
+            raise answer
     core, groups = answers
     try:
         if (isinstance(core, dict) and core.get("kind") == "APIGroupDiscoveryList"

@@ -64,7 +64,7 @@ class AdaptiveLimit:
         self.limit = self.start
         self.peak = self.low = self.start
         self.pushbacks = 0
-        self.min_latency = None
+        self.min_latency: float | None = None
         self._clock = clock
         self._slow_start = self.start < self.ceiling
         self._answers = 0

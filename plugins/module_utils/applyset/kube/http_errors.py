@@ -113,7 +113,8 @@ def _unwrap(err: Exception) -> str:
 def _causes(err: BaseException):
     """The exception and everything it wraps: urllib3 nests the socket or TLS error in ``reason``,
     ``__cause__`` or ``args``."""
-    pending, seen = [err], set()
+    pending: list = [err]
+    seen: set = set()
     while pending:
         current = pending.pop(0)
         if not isinstance(current, BaseException) or id(current) in seen:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .discovery import Resource
@@ -121,7 +122,7 @@ def delete_request(res: Resource, name: str, namespace: str | None, *, uid: str 
     """The DELETE of the object ``name`` of ``res``, with ``DeleteOptions`` in the body:
     ``propagationPolicy``, the ``uid`` precondition and ``dryRun`` when given. Retried only with a
     UID: then a repeated DELETE can only hit the same object, or find it gone."""
-    body = {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy}
+    body: dict = {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy}
     if uid:
         body["preconditions"] = {"uid": uid}
     if dry_run:
@@ -136,7 +137,7 @@ def merge_patch_request(res: Resource, name: str, namespace: str | None, patch: 
                          body=patch, content_type=MERGE_PATCH)
 
 
-def json_patch_request(res: Resource, name: str, namespace: str | None, operations: list, *,
+def json_patch_request(res: Resource, name: str, namespace: str | None, operations: Sequence[dict], *,
                        field_manager: str) -> ApiRequest:
     """The RFC 6902 JSON patch ``operations`` of the object ``name`` of ``res``; not retried."""
     return build_request("PATCH", res.path(namespace, name), query={"fieldManager": field_manager},

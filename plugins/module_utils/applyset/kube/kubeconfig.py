@@ -160,7 +160,7 @@ class TokenFile:
 
     def __init__(self, path: str):
         self.path = path
-        self._stamp = None
+        self._stamp: tuple | None = None
         self._lock = threading.Lock()
 
     def install(self, cfg: ClientConfig) -> None:

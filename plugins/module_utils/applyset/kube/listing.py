@@ -116,7 +116,7 @@ def list_each(client, pairs, selector_for, full_for=frozenset(), fallback=None) 
     return found
 
 
-def failure_of(err: ApplySetError, pair, obj: str) -> ApplySetError:
+def failure_of(err: Exception, pair, obj: str) -> Exception:
     """The error that stops a run whose LIST of ``pair`` failed with ``err``: credential advice
     only for a 401 or 403, any other failure named as what it is (``listerrors.explain``)."""
     if not isinstance(err, ApiError):

@@ -8,6 +8,7 @@ is refused. ``build`` is the entry point; ``kubeyaml`` reads streams into docume
 
 from __future__ import annotations
 
+YAML_IMPORT_ERROR: ImportError | None
 try:
     import yaml
 except ImportError as error:
@@ -40,8 +41,8 @@ def build(node, source, anchors):
 _MAX_CACHED_SCALARS = 50_000
 # Manifests repeat the same plain scalars (keys above all) thousands of times; they are resolved
 # once. Values are stored ready to send, or as the YamlError to raise where they are used.
-_plain_values = {}
-_plain_keys = {}
+_plain_values: dict = {}
+_plain_keys: dict = {}
 
 
 def _plain_value(text):

@@ -30,7 +30,12 @@ import json
 import math
 import re
 
-from .document import build, yaml  # yaml: PyYAML, or None without it
+try:
+    import yaml
+except ImportError:  # the modules report it (document.YAML_IMPORT_ERROR)
+    yaml = None
+
+from .document import build
 from .go_json import json_number
 from .scalars import MAP_TAG, PLAIN_TAG, SEQ_TAG, STR_TAG, YamlError
 
@@ -63,7 +68,7 @@ class _RedefiningComposer:
 
 
 if yaml is not None:
-    class _NodeLoader(_NodeLoaderMixin, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    class _NodeLoader(_NodeLoaderMixin, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
         """libyaml's parser and composer when installed (fast), else PyYAML's."""
 
     class _RedefiningNodeLoader(_RedefiningComposer, _NodeLoaderMixin, yaml.SafeLoader):

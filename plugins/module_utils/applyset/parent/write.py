@@ -34,7 +34,7 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
     :returns: the body, with our tooling value and, when the parent was read, its
         resourceVersion as a precondition.
     """
-    meta = {
+    meta: dict = {
         "name": parent.name,
         "labels": {spec.LABEL_ID: parent.id},
         "annotations": {

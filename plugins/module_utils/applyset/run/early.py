@@ -64,7 +64,7 @@ class EarlyReads:
         with self._lock:
             if not self._recording:
                 return None
-            future = Future()
+            future: Future = Future()
             self._answers.setdefault(_key(req), future)
             self.sent += 1
             return future

@@ -363,8 +363,9 @@ def _stale_hints(set_info: LiveParent, members: list, found: Scan, discovery: Di
     problems = []
     kinds_with_members = {m.group_kind for m in members}
     served = {gk: discovery.for_group_kind(gk) for gk in set_info.group_kinds}
-    for gk in sorted(gk for gk, res in served.items() if res is not None):
-        if found.covers(gk, set_info.namespaces if served[gk].namespaced else ()) and gk not in kinds_with_members:
+    namespaced = {gk: res.namespaced for gk, res in served.items() if res is not None}
+    for gk in sorted(namespaced):
+        if found.covers(gk, set_info.namespaces if namespaced[gk] else ()) and gk not in kinds_with_members:
             problems.append(_set_problem(
                 set_info, STALE_GROUP_KIND, WARNING,
                 f"{spec.ANNOTATION_GROUP_KINDS} lists {gk}, but the set has no member of that kind",
@@ -435,7 +436,7 @@ def incomplete_scan_problem(unlisted: list) -> Problem:
     if any(u.refused or u.failure is None for u in unlisted):
         fixes.append("give the credentials list on every kind across all namespaces (e.g. the view ClusterRole plus "
                      "list on the kinds it leaves out)")
-    others = {}
+    others: dict = {}
     for u in unlisted:
         if u.failure is not None and not u.refused:
             others.setdefault((u.failure.what, u.failure.fix), []).append(str(u.group_kind))

@@ -252,7 +252,7 @@ def _refusal(set_info: LiveParent, allow_foreign: bool) -> str | None:
     if set_info.claimed():
         # The deploying run rewrites the hints itself when it ends, and our write would make it
         # lose its claim (its next heartbeat meets a stale resourceVersion) and stop before pruning.
-        return (f"a run of applyset_apply ({set_info.claim.get('run')}) is changing the set right now; run "
+        return (f"a run of applyset_apply ({(set_info.claim or {}).get('run')}) is changing the set right now; run "
                 "applyset_verify again when it has finished")
     return None
 

@@ -92,7 +92,7 @@ def plan_fix(set_info: LiveParent, members: list, found: Scan, discovery: Discov
                   | {m.namespace for m in members if m.namespace in set_info.additional_namespaces})
     kept = {gk for gk in set_info.group_kinds if gk in may_hold}
     group_kinds |= kept
-    if kept or any(discovery.for_group_kind(gk).namespaced for gk in unproven):
+    if kept or any(res.namespaced for gk, res in served.items() if gk in unproven and res is not None):
         namespaces |= set(set_info.additional_namespaces)
     fix = HintFix(set_info, group_kinds, namespaces)
     live = set_info.annotations

@@ -24,7 +24,7 @@ def listable_resources(discovery: Discovery) -> list[Resource]:
     :param discovery: the server's discovery.
     :returns: the resources, sorted by group and kind.
     """
-    chosen = {}
+    chosen: dict = {}
     for res in discovery.resources:
         preferred = discovery.for_group_kind(res.group_kind) or res
         # Discovery without verbs (some aggregated APIs) is given the benefit of the doubt.
@@ -111,7 +111,7 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
             else:
                 result.unlisted.append(unlisted_from(err, res))
     pairs = [(res, ns) for res in refused if res.namespaced for ns in sorted(namespaces or ())]
-    failed = []
+    failed: list = []
     for (res, ns), used, items in answered(client, fetch, pairs, failed):
         result.listed_in.setdefault(res.group_kind, set()).add(ns)
         result.members += [LiveMember.from_item(used, item) for item in items]

@@ -54,7 +54,7 @@ def _conditions(obj: dict) -> dict:
 
 
 def _is_true(condition: dict | None) -> bool:
-    return bool(condition) and condition.get("status") == "True"
+    return condition is not None and condition.get("status") == "True"
 
 
 def _explain(condition: dict) -> str:
@@ -280,8 +280,8 @@ def load_balancer_ready(obj: dict) -> tuple[bool, str]:
     if service_type != "LoadBalancer":
         return True, f"type {service_type}"
     ingress = ((_status(obj).get("loadBalancer") or {}).get("ingress")) or []
-    addresses = [entry.get("ip") or entry.get("hostname") for entry in ingress if isinstance(entry, dict)]
-    addresses = [address for address in addresses if address]
+    found = [entry.get("ip") or entry.get("hostname") for entry in ingress if isinstance(entry, dict)]
+    addresses: list[str] = [address for address in found if address]
     if addresses:
         return True, f"load balancer at {', '.join(addresses)}"
     return False, "waiting for a load balancer address"

@@ -66,7 +66,7 @@ def _warning_events(client, namespace: str) -> list:
     return [e for e in (body or {}).get("items") or [] if isinstance(e, dict)]
 
 
-def _about(event: dict, kind: str, name: str, uid: str | None) -> bool:
+def _about(event: dict, kind: str, name: str | None, uid: str | None) -> bool:
     involved = event.get("involvedObject") or {}
     if uid and involved.get("uid"):
         return involved["uid"] == uid

@@ -49,7 +49,7 @@ def _normalise(targets) -> list:
 
 
 def _list_by_name(client, res, namespace, metadata_only: bool) -> dict:
-    items = {}
+    items: dict = {}
     for item in client.list(res, namespace, metadata_only=metadata_only):
         # LIST items carry no apiVersion/kind of their own; the rules need them.
         item.setdefault("apiVersion", res.api_version)
@@ -207,7 +207,7 @@ def _uid(obj: dict | None) -> str | None:
     return ((obj or {}).get("metadata") or {}).get("uid") or None
 
 
-def job_outcome_events(client, namespace: str, uid: str) -> list[dict]:
+def job_outcome_events(client, namespace: str | None, uid: str | None) -> list[dict]:
     """The Events recorded in ``namespace`` on the object whose UID is ``uid``, oldest first.
 
     ``client`` is the ``KubeClient`` to read them with. Events are a hint: when they cannot be
