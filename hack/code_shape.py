@@ -8,8 +8,9 @@ plugins/module_utils/applyset, by default), every import cycle among the Python 
 tree, and every import of the core that breaks its layers. With --limits it exits 1 when the
 core breaks a target of docs/architecture.md: a file over 600 lines, a class over 300 lines, a
 function over 50 lines of code (blank lines, comments and docstrings not counted), any import
-cycle, an import that goes up the core's layers (``LAYERS``), or a name imported from a module
-that only imports it itself (a re-export). tests/hack/test_code_shape.py runs the same checks.
+cycle, an import that goes up the core's layers (``LAYERS``; an import under ``if TYPE_CHECKING:``
+names types for annotations only and is exempt), or a name imported from a module that only
+imports it itself (a re-export). tests/hack/test_code_shape.py runs the same checks.
 """
 
 from __future__ import annotations
@@ -101,10 +102,23 @@ def _layer_of(path: Path, core: Path) -> str:
     return parts[0] if len(parts) > 1 else path.stem
 
 
-def _relative_targets(path: Path, core: Path):
-    """``(line, target file or package dir, imported names or None)`` for each relative import of a core file."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if not isinstance(node, ast.ImportFrom) or node.level == 0:
+def _annotation_only(tree: ast.AST) -> set:
+    """The import nodes under ``if TYPE_CHECKING:``: they name types for annotations and mypy, and
+    Python never runs them, so they add no dependency between layers."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            found.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return found
+
+
+def _relative_targets(path: Path, core: Path, runtime_only: bool = False):
+    """``(line, target file or package dir, imported names or None)`` for each relative import of a
+    core file (with ``runtime_only``, leaving out those under ``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _annotation_only(tree) if runtime_only else set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or node.level == 0 or id(node) in skipped:
             continue
         base = path.parent
         for _ in range(node.level - 1):
@@ -124,11 +138,12 @@ def _exists(target: Path) -> Path | None:
 
 
 def layer_breaks(core: Path = CORE, layers=LAYERS) -> list[str]:
-    """Every import of the core that goes up its layers, or into a layer not declared."""
+    """Every import of the core that goes up its layers, or into a layer not declared (imports
+    under ``if TYPE_CHECKING:`` name types only, and may name those of any layer)."""
     breaks = []
     for path in sorted(core.rglob("*.py")):
         own = _layer_of(path, core)
-        for line, target, _names in _relative_targets(path, core):
+        for line, target, _names in _relative_targets(path, core, runtime_only=True):
             found = _exists(target)
             if found is None or core not in found.parents and found != core:
                 continue

@@ -65,6 +65,13 @@ def test_an_import_up_the_layers_is_refused_and_one_down_is_not(tmp_path, monkey
         "core/low/rule.py:2: low imports high, a layer above it"]
 
 
+def test_an_import_for_annotations_only_may_name_a_type_of_any_layer(tmp_path, monkeypatch):
+    core = _tree(tmp_path, monkeypatch, {
+        "__init__.py": "", "low/__init__.py": "", "high/__init__.py": "", "high/step.py": "class Step: ...\n",
+        "low/context.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..high.step import Step\n"})
+    assert code_shape.layer_breaks(core, ("low", "high")) == []
+
+
 def test_a_name_imported_through_a_module_that_only_imports_it_is_a_re_export(tmp_path, monkeypatch):
     core = _tree(tmp_path, monkeypatch, {
         "__init__.py": "", "a.py": "from .b import VALUE\nfrom .c import VALUE as OTHER\n",

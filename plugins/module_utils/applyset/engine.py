@@ -9,12 +9,12 @@ covers everything that may exist and the next run prunes what it must. Check mod
 own route, with every request a server-side dry run and no write at all (not even the parent).
 
 A run whose only writes would be in-place updates of members goes without the claim
-(without_claim.py); when it cannot finish that way it starts over on the claim's route, and
+(steps/without_claim.py); when it cannot finish that way it starts over on the claim's route, and
 what it updated is carried into the new attempt explicitly. A run that loses the race for the
 claim to a run started at the same moment (claim.RaceLost) starts over too: it waits for the
 winner (``claim_wait``) and decides again on the state the winner left.
 
-Options, Report and ObjectResult are defined in options.py and report.py and re-exported here.
+Callers build ``run.options.Options`` and read ``run.report.Report`` (its ``ObjectResult`` values).
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ class Engine:
         """Prepare a run; sends no request.
 
         Args:
-            client: the connection (``kube.connect``).
+            client: the connection (``kube.client.connect``).
             parent_spec: the parent option: ``[RESOURCE][.GROUP]/NAME``, a reference dict
-                (``kind``, ``name``, ...) or a whole object to create (see ``parent.resolve``).
+                (``kind``, ``name``, ...) or a whole object to create (see ``parent.resolve.resolve``).
             namespace: the parent's namespace when the reference names none, and the default
                 namespace of namespaced objects that name none; None for neither.
             options: how the run behaves; validated here.
@@ -68,7 +68,7 @@ class Engine:
 
     @property
     def parent(self):
-        """The parent as the run holds it (``parent.Parent``), once read; else None."""
+        """The parent as the run holds it (``parent.model.Parent``), once read; else None."""
         return self._ctx.parent
 
     @property
@@ -78,7 +78,7 @@ class Engine:
 
     @property
     def parent_discovery(self):
-        """What the server served when the run read the parent (``discovery.Discovery``), or None."""
+        """What the server served when the run read the parent (``kube.discovery.Discovery``), or None."""
         return self._ctx.discovery
 
     def _attempt(self, manifests, carried: dict) -> runner.RunContext:
@@ -115,7 +115,7 @@ class Engine:
 
         Args:
             manifests: objects given with the uninstall: only their pre-delete and post-delete
-                hooks are used (hooks.py); the members are what the cluster holds.
+                hooks are used (rules/hooks.py); the members are what the cluster holds.
 
         Returns:
             The report of the run; a set whose parent does not exist gives one with a warning.

@@ -41,9 +41,9 @@ ANNOTATION_KEEP = OWN_PREFIX + "prune"
 ANNOTATION_CLAIM = OWN_PREFIX + "lock"
 # On members: the digest of the server-side apply request that last wrote the object (its body
 # and the options that change the outcome), sent in that same request. A run skips a member
-# only when the digest of the body it would send is this one (nochange.py).
+# only when the digest of the body it would send is this one (rules/nochange.py).
 ANNOTATION_APPLIED_DIGEST = OWN_PREFIX + "applied-digest"
-# On the parent: the number of the set's current revision (history.py), written with the release.
+# On the parent: the number of the set's current revision (history/revisions.py), written with the release.
 ANNOTATION_REVISION = OWN_PREFIX + "revision"
 # ... and the digest of what that revision applied: a run whose desired set differs records one.
 ANNOTATION_REVISION_DIGEST = OWN_PREFIX + "revision-digest"

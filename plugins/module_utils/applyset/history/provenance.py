@@ -1,4 +1,4 @@
-"""Where a release came from, as its revision records it (history.py): the collection version,
+"""Where a release came from, as its revision records it (``revisions``): the collection version,
 what the action plugin passed from the play (the task, the AWX job and user), and the git commit
 of the ``src`` directory when it is in a git work tree.
 

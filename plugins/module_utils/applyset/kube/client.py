@@ -2,17 +2,16 @@
 
 Requests go out through one urllib3 pool, so that the engine controls exactly which requests
 are sent: one server-side apply PATCH per object, metadata-only paginated LISTs, DELETEs with
-preconditions, and nothing else. Each request is built first, without I/O (``httprequests``),
+preconditions, and nothing else. Each request is built first, without I/O (``http_requests``),
 then sent with this client's credential and retried with backoff where it may be
 (``KubeClient.send``), and its answer read (``read_response``). ``flow.AdaptiveLimit`` bounds the
 requests in flight and follows the round trip; ``flow.CriticalPath`` counts the round trips a run
 waited for (``round_trips``); ``KubeClient.map`` runs work in parallel.
 
 The neighbours own the rest: ``connection`` where the server and the credentials come from
-(``connect`` takes its ``load_connection``), ``discovery`` what the server serves, ``httperrors``
-how a failure becomes an error. ``kube`` re-exports the names its callers know it by
-(``kube.load_connection``, ``kube.ConnectionSource``, ``kube.Resource``, ``kube.Discovery``,
-``kube.APPLY_PATCH``, ``kube.METADATA_LIST``).
+(``connect`` takes its ``load_connection``), ``discovery`` what the server serves (``Resource``,
+``Discovery``), ``http_requests`` what a request looks like on the wire, ``http_errors`` how a
+failure becomes an error. Callers import each name from the module that defines it.
 """
 
 from __future__ import annotations
@@ -84,8 +83,8 @@ def read_response(req: ApiRequest, resp, host: str, source: ConnectionSource) ->
     ``headers``), from the server ``host`` that ``source`` describes.
 
     Raises:
-        AuthenticationFailed: HTTP 401, naming the credential (``httperrors.unauthorized``).
-        ConflictError, ApiError: any other status of 400 or above (``httperrors.api_error``).
+        AuthenticationFailed: HTTP 401, naming the credential (``http_errors.unauthorized``).
+        ConflictError, ApiError: any other status of 400 or above (``http_errors.api_error``).
     """
     warnings = _parse_warnings(resp.headers.getlist("Warning"))
     try:
@@ -182,7 +181,7 @@ class KubeClient:
     def request(self, method: str, path: str, *, query: dict | None = None, body=None,
                 content_type: str | None = None, accept: str = "application/json",
                 retry: bool | None = None) -> Response:
-        """Send one request to the API server and decode its answer: ``httprequests.build_request``
+        """Send one request to the API server and decode its answer: ``http_requests.build_request``
         builds it, ``send`` sends it.
 
         Args:
@@ -211,7 +210,7 @@ class KubeClient:
         (see the class), and decode the answer (``read_response``). Raises as ``request``.
 
         A read that ``early`` sent before the run asked for it is answered from there, once
-        (``early.py``); while the early reads go out, each answer is recorded there."""
+        (``run/early.py``); while the early reads go out, each answer is recorded there."""
         early = self.early
         if early is not None:
             taken = early.take(req)
@@ -319,7 +318,7 @@ class KubeClient:
         served. Raises as ``discovery.discover``."""
         return discover(self)
 
-    # -- object requests (built by httprequests) ---------------------------------------------
+    # -- object requests (built by http_requests) ---------------------------------------------
     def apply(self, res: Resource, obj: dict, *, field_manager: str, force: bool = False,
               dry_run: bool = False, field_validation: str = "Strict") -> Response:
         """Server-side apply ``obj`` to ``res`` (its namespace and name say where) as ``field_manager``.
@@ -389,7 +388,7 @@ class KubeClient:
                    field_manager: str) -> Response:
         """Send the RFC 6902 JSON patch ``operations`` for the object ``name`` of ``res`` in ``namespace``
         as ``field_manager``. Used to rewrite managedFields: guard it with a ``replace`` of the
-        resourceVersion (``csa.patch``), so that a stale one fails with ``ConflictError``. Not
+        resourceVersion (``rules.csa.patch``), so that a stale one fails with ``ConflictError``. Not
         retried. Raises as ``request``."""
         return self.send(json_patch_request(res, name, namespace, operations, field_manager=field_manager))
 

@@ -3,7 +3,7 @@
 ``discover`` asks for aggregated discovery (two requests) and falls back to one request per
 group version on a server without it; ``Discovery`` answers lookups by group, version and kind
 or by the names kubectl accepts. A ``Resource`` knows the URL path of its collection and of its
-objects. The requests go through the client given (``kube.KubeClient``): nothing here opens a
+objects. The requests go through the client given (``client.KubeClient``): nothing here opens a
 connection of its own.
 """
 
@@ -161,7 +161,7 @@ def _resources_from_legacy(group: str, version: str, doc: dict) -> list[Resource
 
 
 def discover(client) -> Discovery:
-    """One discovery pass through ``client`` (a ``kube.KubeClient``: its ``request`` and ``map``):
+    """One discovery pass through ``client`` (a ``client.KubeClient``: its ``request`` and ``map``):
     aggregated discovery (2 requests) where served, else one request per group version (an
     unavailable aggregated API is skipped).
 

@@ -5,7 +5,7 @@
 ``Content-Type`` headers, the body's bytes and whether a failure may be retried. One builder
 per kind of request the client sends says its rules: a server-side apply PATCH
 (``apply_request``), a metadata-only LIST page (``list_request``), a DELETE with a UID
-precondition (``delete_request``) and the others. ``kube.KubeClient.send`` adds the server, the
+precondition (``delete_request``) and the others. ``client.KubeClient.send`` adds the server, the
 static headers and the credential, and sends it; nothing here opens a connection, so that these
 rules are tested without a pool (tests/unit/kube/test_kube_requests.py).
 """

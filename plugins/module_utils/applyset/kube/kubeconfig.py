@@ -3,7 +3,7 @@
 Importing ``kubernetes.client`` costs a large part of a no-op run's fixed time, and a kubeconfig
 whose user has a token, a token file, a client certificate or a user name and password needs
 nothing from it: this module turns such a context into a ``ClientConfig``, the few settings
-``kube.KubeClient`` reads, under the attribute names of ``kubernetes.client.Configuration``.
+``client.KubeClient`` reads, under the attribute names of ``kubernetes.client.Configuration``.
 
 Users with an ``exec`` plugin or an ``auth-provider`` (OIDC, gcp ...) still go through the
 ``kubernetes`` package (``needs_kubernetes_package`` says which path a user takes);
@@ -39,7 +39,7 @@ class ConfigRefused(Exception):
 
 
 class ClientConfig:
-    """The connection settings ``kube.KubeClient`` uses, with the names and defaults of
+    """The connection settings ``client.KubeClient`` uses, with the names and defaults of
     ``kubernetes.client.Configuration``, so that either can be passed to it.
 
     ``api_key`` maps ``BearerToken`` (a kubeconfig's credential) or ``authorization`` (the

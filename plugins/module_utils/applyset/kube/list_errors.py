@@ -6,7 +6,7 @@ server's storage still (re)initializing (429), a kind that is no longer served (
 401 or a 403 is the credentials' fault, so only those get credential advice; the others are
 named as what they are, with the service a webhook tried to reach when the server's message
 names it. ``explain`` gives the cause, a short description and the fix; the engine
-(``listing``), ``applyset_info`` (``inventory``) and ``applyset_verify`` (``fsck_checks``) word
+(``listing``), ``applyset_info`` (``verify.inventory``) and ``applyset_verify`` (``verify.checks``) word
 their messages with it.
 """
 

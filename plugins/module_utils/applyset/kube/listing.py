@@ -52,7 +52,7 @@ def recorded_scope(parent, discovery) -> Scope:
     """The pairs where members of ``parent``'s set may live: its hint as recorded before this run.
 
     Args:
-        parent: the run's ``parent.Parent``.
+        parent: the run's ``parent.model.Parent``.
         discovery: what the server serves.
     """
     namespaces = sorted(parent.namespaces)
@@ -77,7 +77,7 @@ def list_each(client, pairs, selector_for, full_for=frozenset(), fallback=None) 
     """LIST each (resource, namespace) pair in parallel; a failure is returned in place of its items.
 
     Args:
-        client: the ``kube.KubeClient``.
+        client: the ``client.KubeClient``.
         pairs: the pairs to list, in the order the requests should go out.
         selector_for: ``pair -> label selector or None``.
         full_for: pairs listed as whole objects (each item gets the apiVersion and kind of the
@@ -118,7 +118,7 @@ def list_each(client, pairs, selector_for, full_for=frozenset(), fallback=None) 
 
 def failure_of(err: Exception, pair, obj: str) -> Exception:
     """The error that stops a run whose LIST of ``pair`` failed with ``err``: credential advice
-    only for a 401 or 403, any other failure named as what it is (``listerrors.explain``)."""
+    only for a 401 or 403, any other failure named as what it is (``list_errors.explain``)."""
     if not isinstance(err, ApiError):
         return err
     res, ns = pair
@@ -135,7 +135,7 @@ def list_pairs(client, pairs, selector_for, obj: str, full_for=frozenset(), fall
     """LIST each (resource, namespace) pair in parallel (``list_each``); any failure stops the run.
 
     Args:
-        client: the ``kube.KubeClient``.
+        client: the ``client.KubeClient``.
         pairs: the pairs to list, in the order the requests should go out.
         selector_for: ``pair -> label selector or None``.
         obj: what a failure names (``ApplySet <parent>``).

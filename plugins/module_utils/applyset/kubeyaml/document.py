@@ -1,8 +1,8 @@
 """One YAML document's value as go-yaml v2 decodes it, built on PyYAML's node graph.
 
-Scalars resolve by ``kubeyaml_scalars.resolve``; merge keys (``<<``) are applied in the order
+Scalars resolve by ``scalars.resolve``; merge keys (``<<``) are applied in the order
 they appear; tags on mappings and sequences are ignored; keys become JSON strings
-(``kubeyaml_json``); an anchor's value is built once and never inside itself; a key given twice
+(``go_json``); an anchor's value is built once and never inside itself; a key given twice
 is refused. ``build`` is the entry point; ``kubeyaml`` reads streams into documents.
 """
 

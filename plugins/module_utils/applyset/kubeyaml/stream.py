@@ -19,11 +19,11 @@ This module does the same on top of PyYAML's parser (libyaml; go-yaml v2 is a po
 so the objects we send are the objects kubectl sends. The rules are go-yaml v2's ``resolve.go``
 and ``decode.go`` and sigs.k8s.io/yaml's ``yaml.go``; the names follow them. This file owns the
 streams: JSON sniffing, cutting documents at ``---`` and PyYAML's loaders (``read_stream``).
-The rest lives beside it, and every name of it stays importable from here:
+The rest lives beside it in this package:
 
-* ``kubeyaml_scalars``: what a scalar is (``resolve``, Go's number parsing, ``!!binary``);
-* ``kubeyaml_json``: what the JSON round trip makes of values and keys (``to_json_value``);
-* ``kubeyaml_document``: one document's value from PyYAML's nodes (merge keys, anchors).
+* ``scalars``: what a scalar is (``resolve``, Go's number parsing, ``!!binary``);
+* ``go_json``: what the JSON round trip makes of values and keys (``to_json_value``);
+* ``document``: one document's value from PyYAML's nodes (merge keys, anchors).
 """
 
 import json

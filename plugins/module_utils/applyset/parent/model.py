@@ -4,7 +4,7 @@ The parent records the set: its ``id`` label, the ``tooling`` annotation and the
 (``contains-group-kinds``, ``additional-namespaces``) that tell a later run where members may
 live. What a live parent object says is parsed in one place, ``inspect``, into a ``LiveParent``
 that judges nothing; ``applyset_info`` and ``applyset_verify`` report it as it is. ``Parent`` is
-the engine's model of the parent during a run (``parent.read`` builds it, ``parent_write``
+the engine's model of the parent during a run (``parent.read.read`` builds it, ``write``
 updates it as it writes). ``claim_holds`` says whether a run's claim on the set is in force.
 """
 
@@ -74,7 +74,7 @@ class LiveParent:
     additional_namespaces: frozenset
     claim: dict | None = None  # applyset_apply's {"run", "expires"} while a run changes the set
     last_written: str | None = None  # newest managedFields time: when any tool last changed the parent
-    revision: int | None = None  # the current revision (history.py), None when no history was recorded
+    revision: int | None = None  # the current revision (history/revisions.py), None when no history was recorded
     revision_digest: str | None = None  # the digest of what the current revision applied
 
     def claimed(self, now: float | None = None) -> bool:
@@ -284,7 +284,7 @@ class Parent:
     claim: dict | None = None  # {"run", "expires"} while some run changes the set
     member_record: frozenset | None = None  # members.py: the member digests the parent records
     record_members: frozenset | None = None  # members.py: the digests the next parent write records
-    revision: int | None = None  # the current revision (history.py); the release writes the new one
+    revision: int | None = None  # the current revision (history/revisions.py); the release writes the new one
     revision_digest: str | None = None  # the digest of what the current revision applied
 
     @classmethod

@@ -42,7 +42,7 @@ class Prefetched:
         self._answer = answer
 
     def get(self, res, name: str, namespace: str | None = None):
-        """As ``kube.KubeClient.get``."""
+        """As ``kube.client.KubeClient.get``."""
         if self._answer is not _USED and res.path(namespace, name) == self._path:
             answer, self._answer = self._answer, _USED
             if isinstance(answer, Exception):
@@ -58,7 +58,7 @@ def discover_and_read(client, parent_spec, namespace: str | None):
     """``(discovery, reader)``: one discovery pass, and the client to read the parent with (the
     parent's GET sent together with discovery where its path is known beforehand).
 
-    Raises as ``kube.KubeClient.discover``; an error of the parent's GET is raised when it is read.
+    Raises as ``kube.client.KubeClient.discover``; an error of the parent's GET is raised when it is read.
     """
     path = parent_path(parent_spec, namespace)
     if path is None or getattr(client, "parallelism", 1) <= 1:

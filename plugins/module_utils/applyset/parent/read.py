@@ -1,17 +1,16 @@
-"""Read and judge the ApplySet parent before a run writes; the parent modules' names, in one place.
+"""Read and judge the ApplySet parent before a run writes.
 
 ``read`` GETs the parent and judges what ``inspect`` parsed from it: it refuses anything that
 could make us prune the wrong objects (a forged or mismatched id, another tool's set unless the
 user asks to take it over, a parent kind the specification does not allow), and sorts recorded
-kinds the server does not serve into kept and dropped ones. The rest lives beside it:
+kinds the server does not serve into kept and dropped ones. The rest of the parent lives beside
+it in this package:
 
-* ``parent_model``: ``LiveParent`` and ``inspect`` (what a live parent says), ``Parent`` (the
-  parent a run holds), ``claim_holds``;
-* ``parent_resolve``: ``resolve`` (the parent option) and ``check_kind_allowed``;
-* ``parent_write``: ``parent_body``, ``write``, ``drop_legacy_annotation``, ``records``,
-  ``delete`` (resourceVersion-guarded writes, a lost answer recognised).
-
-Every one of those names is importable from here too, as it always was.
+* ``model``: ``LiveParent`` and ``inspect`` (what a live parent says), ``Parent`` (the parent a
+  run holds), ``claim_holds``;
+* ``resolve``: ``resolve`` (the parent option) and ``check_kind_allowed``;
+* ``write``: ``parent_body``, ``write``, ``drop_legacy_annotation``, ``records``, ``delete``
+  (resourceVersion-guarded writes, a lost answer recognised).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Writes are server-side applies with a resourceVersion precondition, so two runs can never
 interleave their parent updates silently; a 409 whose write had in fact landed (the answer was
 lost and the retry met our own write) is recognised by reading the parent again. ``parent_body``
-is the one body of the parent's labels and annotations (``fsck_repair`` writes through it too);
+is the one body of the parent's labels and annotations (``verify.repair`` writes through it too);
 ``records`` says whether a release would change nothing.
 """
 
@@ -47,7 +47,7 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
         meta["annotations"][spec.ANNOTATION_CLAIM] = _claim_text(claim)
     if parent.record_members is not None:
         meta["annotations"][members.ANNOTATION_MEMBERS] = members.format_record(parent.record_members)
-    if parent.revision is not None:  # kept on every write; the release writes a new one (history.py)
+    if parent.revision is not None:  # kept on every write; the release writes a new one (history/revisions.py)
         meta["annotations"][spec.ANNOTATION_REVISION] = str(parent.revision)
         meta["annotations"][spec.ANNOTATION_REVISION_DIGEST] = parent.revision_digest or ""
     if parent.namespace:

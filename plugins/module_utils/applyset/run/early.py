@@ -6,7 +6,7 @@ again at the end); a region away each costs 30-150 ms, and the module spends as 
 importing and decoding YAML before its first request. ``start`` sends the reads that do not
 depend on the manifests from a thread of their own meanwhile:
 
-* discovery and the parent (``prefetch.discover_and_read``, as the read-parent step sends them);
+* discovery and the parent (``parent.prefetch.discover_and_read``, as the read-parent step sends them);
 * an existing parent's recorded kinds, LISTed in its recorded namespaces as the list-live step
   LISTs the kinds it applies (whole objects, no selector): on a re-run they are the same LISTs;
 * a missing parent's namespace, which the namespace check GETs before the parent is created.

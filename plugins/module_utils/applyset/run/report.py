@@ -43,7 +43,7 @@ class ObjectResult:
     drift: str | None = None  # drift.KINDS: why a member differs from what was last applied
     changed_by: list | None = None  # drift.taken_fields: who changed it on the cluster
     drift_left_to_others: bool | None = None  # drift.Drift: every change is in fields ignore_fields leaves
-    ignored_fields: list | None = None  # field_policy.py: what each ignore_fields pointer did
+    ignored_fields: list | None = None  # rules/field_policy.py: what each ignore_fields pointer did
 
     @property
     def ref(self) -> str:
@@ -96,7 +96,7 @@ class Report:
     parent_changed: bool = False
     dry_run: bool = False
     requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
-    hooks: list = field(default_factory=list)  # one dict per hook run or previewed (hook_run.py), in order
+    hooks: list = field(default_factory=list)  # one dict per hook run or previewed (steps/hook_run.py), in order
     order: list = field(default_factory=list)  # ordering.describe: waves and gates, when the set has them
 
     @property
@@ -162,7 +162,7 @@ def _dump(obj: dict | None) -> str:
 
 def result_for(member, action: str, reason: str | None = None, uid: str | None = None,
                error: ApplySetError | None = None) -> ObjectResult:
-    """The result of a desired object (``plan.DesiredObject``)."""
+    """The result of a desired object (``rules.plan.DesiredObject``)."""
     return ObjectResult(api_version=member.resource.api_version, kind=member.resource.kind,
                         namespace=member.namespace, name=member.name, action=action, reason=reason, uid=uid,
                         error=error.to_dict() if error else None)
@@ -170,7 +170,7 @@ def result_for(member, action: str, reason: str | None = None, uid: str | None =
 
 def live_result(res, meta: dict, action: str, reason: str | None = None,
                 error: ApplySetError | None = None) -> ObjectResult:
-    """The result of a live object listed under ``res`` (a ``kube.Resource``) with metadata ``meta``."""
+    """The result of a live object listed under ``res`` (a ``kube.discovery.Resource``) with metadata ``meta``."""
     return ObjectResult(api_version=res.api_version, kind=res.kind, namespace=meta.get("namespace"),
                         name=meta["name"], action=action, reason=reason, uid=meta.get("uid"),
                         error=error.to_dict() if error else None)
@@ -200,7 +200,7 @@ class Recorder:
     """Writes a run's ``Report``: the only writer, called from the coordinating loop.
 
     :param report: the report of the current attempt.
-    :param masker: ``redact.SecretDigester`` of the run (Secret values in diffs become digests).
+    :param masker: ``inputs.redact.SecretDigester`` of the run (Secret values in diffs become digests).
     :param diff: whether the run renders diffs (``Options.diff``).
     """
 
@@ -223,14 +223,14 @@ class Recorder:
         return result
 
     def untried(self, members, reason: str) -> None:
-        """Record ``members`` (``plan.DesiredObject``, in plan order) that have no result yet as
+        """Record ``members`` (``rules.plan.DesiredObject``, in plan order) that have no result yet as
         ``skipped`` with ``reason``: a run that stops lists every member of its plan, so the
         summary's counts add up to the plan's size."""
         recorded = {o.id for o in self.report.objects}
         self.report.objects += [result_for(m, "skipped", reason=reason) for m in members if m.key not in recorded]
 
     def hook(self, entry: dict) -> None:
-        """Record what a hook did (or would do), in the order the hooks run (hook_run.py)."""
+        """Record what a hook did (or would do), in the order the hooks run (steps/hook_run.py)."""
         self.report.hooks.append(entry)
 
     def warn(self, *warnings: str) -> None:

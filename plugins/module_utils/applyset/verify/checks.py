@@ -3,7 +3,7 @@
 A prune only looks where the parent's hints point: the recorded group-kinds in the recorded
 namespaces. A member outside them is never pruned (a leak); a hint entry without members
 costs LISTs on every run; a forged or missing id makes the set unusable. Each check here turns
-what the scan (``fsck_scan``) found and what the parent says (a ``LiveParent``) into
+what the scan (``scan``) found and what the parent says (a ``LiveParent``) into
 ``Problem``s; none of them writes anything. ``identity_intact`` decides which sets a repair may
 touch at all; ``classify_members`` which members the hints must cover.
 """
@@ -244,7 +244,7 @@ def _unlistable_problem(set_info: LiveParent, shown: str, reason: str) -> Proble
 
 
 def kinds_that_may_hold(client: KubeClient, discovery: Discovery, sets: list) -> dict:
-    """Unserved hint entries of these sets that may still hold objects -> why (retention.py).
+    """Unserved hint entries of these sets that may still hold objects -> why (parent/retention.py).
 
     Only reads the cluster's CRDs and APIServices when some set records an unserved entry.
 
@@ -427,7 +427,7 @@ def check_orphans(found: Scan, known_ids: set, namespace: str | None) -> list[Pr
 
 def incomplete_scan_problem(unlisted: list) -> Problem:
     """The ``incomplete_scan`` error for the LISTs that failed: credential advice only for those
-    refused (401, 403), the others named as what failed (``listerrors.explain``).
+    refused (401, 403), the others named as what failed (``kube.list_errors.explain``).
 
     :param unlisted: the ``Unlisted`` records (at least one).
     """

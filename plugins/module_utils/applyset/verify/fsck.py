@@ -1,8 +1,8 @@
 """Verify ApplySets against the specification and the live cluster, and repair their hints.
 
 ``verify`` is the run of applyset_verify: it finds the sets (one, or every set in scope, and
-then orphans too), scans their members (``fsck_scan``), checks each set (``fsck_checks``),
-plans the repair of its hints (``fsck_repair``) and, when asked, writes it, refusing another
+then orphans too), scans their members (``scan``), checks each set (``checks``),
+plans the repair of its hints (``repair``) and, when asked, writes it, refusing another
 tool's set (unless ``allow_foreign``) and a set a deploy is changing right now. The names of
 those three files are importable from here too, as they always were.
 """

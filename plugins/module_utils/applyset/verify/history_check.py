@@ -1,7 +1,7 @@
-"""applyset_verify's check of a set's release history (history.py).
+"""applyset_verify's check of a set's release history (history/revisions.py).
 
 Three problems are found, from one LIST of the history Secrets (their values included: every
-revision is read the one way a rollback reads it, ``history.decode_revision``):
+revision is read the one way a rollback reads it, ``history.revisions.decode_revision``):
 
 * ``history_pointer_missing``: the parent names a current revision that is not kept. Nothing can
   bring it back; the next run of applyset_apply records a new revision, and the kept ones can still
@@ -70,7 +70,7 @@ def check(client, discovery, set_info) -> tuple[list, list]:
 
 
 def _damaged(set_info, own: list) -> list:
-    """A ``history.DamagedRevision`` for each revision among ``own`` (this set's Secrets, values
+    """A ``history.revisions.DamagedRevision`` for each revision among ``own`` (this set's Secrets, values
     included) that cannot be read, oldest first."""
     by_name = {i["metadata"]["name"]: i for i in own}
     found = []

@@ -1,8 +1,8 @@
 """List ApplySets made by any tool, and the members of one or more sets (``applyset_info``).
 
-Everything here only reads. Parents are *inspected* (``parent.inspect``, the one parsing of
+Everything here only reads. Parents are *inspected* (``parent.model.inspect``, the one parsing of
 a parent object), never judged: a parent that another tool manages, or whose id label does
-not match it, is still listed as it is found. (``parent.read`` refuses such parents because
+not match it, is still listed as it is found. (``parent.read.read`` refuses such parents because
 it prepares a write; ``fsck`` turns what is inspected here into problems.)
 
 Requests stay few and small: every LIST is metadata-only and paginated, parents are found
@@ -38,7 +38,7 @@ IDS_PER_SELECTOR = 40
 @dataclass(frozen=True)
 class Unlisted:
     """A LIST that failed, so whatever it would have shown is unknown (RBAC, an API gone), and why
-    (``failure``: ``listerrors.explain``'s answer)."""
+    (``failure``: ``kube.list_errors.explain``'s answer)."""
 
     group_kind: GroupKind
     namespace: str | None  # None: across all namespaces (or a cluster-scoped kind)
@@ -247,7 +247,7 @@ def get_set(client: KubeClient, discovery: Discovery, parent_spec,
 
     :param client: the API client.
     :param discovery: the server's discovery.
-    :param parent_spec: the parent as a string, a reference or a definition (``parent.resolve``).
+    :param parent_spec: the parent as a string, a reference or a definition (``kubeyaml.scalars.resolve``).
     :param namespace: the namespace of a namespaced parent that names none.
     :returns: ``(set, resource, name, namespace)``; set is None when the parent does not exist.
     :raises InputError: for a reference that cannot name a parent.
@@ -389,7 +389,7 @@ def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = No
     :param members: add each set's member list.
     :param member_count: add just each set's member count.
     :param full_objects: add the whole objects to the member list (Secret data hidden).
-    :param readiness: a function ``obj -> (ready, reason)`` (``health.is_ready``) that adds
+    :param readiness: a function ``obj -> (ready, reason)`` (``wait.readiness.is_ready``) that adds
         ``ready`` and ``reason`` to each member; it implies the member list.
     :returns: the ``InfoReport``.
     :raises InputError: for a parent reference that cannot name a parent.

@@ -3,7 +3,7 @@
 The repair only ever rewrites the parent's hint annotations, and only drops an entry that the
 scan proved empty. It never deletes or relabels anything. It writes as the set's own tool
 (``field_manager_for``), keeps the live tooling value, and is guarded by the resourceVersion
-that was read; the body is ``parent_write.parent_body``'s.
+that was read; the body is ``parent.write.parent_body``'s.
 """
 
 from __future__ import annotations

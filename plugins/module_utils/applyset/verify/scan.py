@@ -2,7 +2,7 @@
 
 Finding leaks needs more than the hints, so verification scans *every* listable kind across
 all namespaces, with one metadata-only LIST each, selected by the ``part-of`` label. A kind that
-cannot be listed (RBAC, an unavailable API) makes the scan incomplete; ``fsck_checks`` reports
+cannot be listed (RBAC, an unavailable API) makes the scan incomplete; ``checks`` reports
 that, and an incomplete scan is never ok.
 """
 
@@ -64,7 +64,7 @@ def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = Non
 
     One request per kind (paginated), run in parallel: a LIST across all namespaces costs no
     more than one in a single namespace, and one per namespace would not scale. A kind whose
-    LIST fails at the preferred version is listed at another (``versions.VersionFallback``).
+    LIST fails at the preferred version is listed at another (``kube.versions.VersionFallback``).
 
     :param client: the API client.
     :param discovery: the server's discovery.

@@ -33,7 +33,7 @@ def _entry(target, reason: str) -> dict:
     return {"apiVersion": res.api_version, "kind": res.kind,
             "namespace": namespace if res.namespaced else None, "name": name,
             # A Final reason stays one (a plain string to everyone else): callers that poll
-            # round by round (gates.py) stop at once on it, as _poll does.
+            # round by round (apply/gates.py) stop at once on it, as _poll does.
             "reason": reason if isinstance(reason, Final) else str(reason)}
 
 
