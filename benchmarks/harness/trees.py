@@ -15,9 +15,9 @@ TREE = ROOT  # the collection tree under test (set by use_tree); the harness its
 
 def supports_reapply(tree: Path) -> bool:
     """Does this collection tree have the reapply option (issue 11)? Its Options say: in engine.py
-    until issue 25, in options.py since."""
+    until issue 25, in options.py until issue 37, in run/options.py since."""
     core = tree / "plugins" / "module_utils" / "applyset"
-    for name in ("options.py", "engine.py"):
+    for name in ("run/options.py", "options.py", "engine.py"):
         try:
             if "\n    reapply: str" in (core / name).read_text():
                 return True
