@@ -8,10 +8,10 @@ from summary import ALL_TOOLS, SCENARIOS
 
 # What `benchmarks/run` measures by default (N:namespace counts:tools[:repetitions[:scenarios]]),
 # most important first, so that a run cut short still has the issue-11 targets. Each block covers
-# targets of docs/performance.md; the estimates are from the per-run wall times in
-# benchmarks/results (bench-main.json, bench-extra.json: a loaded 2-core machine, before
-# `reapply: changed`; a no-op or 10%-changed chain of ours is now cheaper) plus ~25% for the
-# untimed cleanup between chains:
+# targets of docs/performance.md; the estimates are from the per-run wall times of
+# bench-main.json and bench-extra.json (`git show 7229bbe:benchmarks/results/NAME`: a loaded
+# 2-core machine, before `reapply: changed`; a no-op or 10%-changed chain of ours is now cheaper)
+# plus ~25% for the untimed cleanup between chains:
 DEFAULT_BLOCKS = (
     # ours against the ceiling, every scenario: the no-op, 10%-changed and initial-apply targets,
     # the request expectations, core vs ceiling. ~80 s per repetition: ~5.5 min.
