@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import workload  # noqa: E402
 from latency_report import is_loopback_default, latency_tables  # noqa: E402
-from summary import ALL_TOOLS, SCENARIOS, summarize  # noqa: E402
+from report_format import SCENARIO_TITLE, SHORT, fmt_s, index, short  # noqa: E402
+from report_plot import plot  # noqa: E402
+from report_tables import ansible_split, cpu_table, memory_table, request_tables, time_tables  # noqa: E402
+from summary import SCENARIOS, summarize  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 # The committed run of the default matrix, which the page's generated part comes from.
@@ -25,30 +28,6 @@ DEFAULT_MATRIX_RESULTS = "default-matrix.json"
 DOC = ROOT / "docs" / "performance.md"
 PLOT = ROOT / "docs" / "performance.png"
 BEGIN, END = "<!-- BEGIN GENERATED (benchmarks/run report --update-docs) -->", "<!-- END GENERATED -->"
-
-TOOLS = ALL_TOOLS
-SHORT = {"ansible": "ours: ansible-playbook", "core": "ours: core library", "kubectl": "kubectl --applyset",
-         "kubectl-nv": "kubectl --validate=false",
-         "kpt": "kpt live apply", "k8s": "kubernetes.core k8s", "ceiling": "ceiling client"}
-SCENARIO_TITLE = {"initial": "initial apply", "noop": "no-op re-run", "change": "10% changed",
-                  "preview": "check mode: prune preview", "prune": "30% removed (prune)"}
-STYLE = {"ansible": ("tab:blue", "o", "-"), "core": ("tab:cyan", "s", "-"), "kubectl": ("tab:red", "^", "-"),
-         "kubectl-nv": ("tab:orange", "<", "-"),
-         "kpt": ("tab:green", "v", "-"), "k8s": ("tab:purple", "D", "-"), "ceiling": ("black", "x", "--")}
-
-
-def tools_in(idx: dict) -> list[str]:
-    """Known tools first, in their order, then variants such as ceiling@8."""
-    found = {k[0] for k in idx}
-    extra = sorted(found - set(TOOLS), key=lambda t: (t.partition("@")[0], t.partition("@")[2].zfill(8)))
-    return [t for t in TOOLS if t in found] + extra
-
-
-def short(tool: str) -> str:
-    base, _, variant = tool.partition("@")
-    if not variant:
-        return SHORT.get(tool, tool)
-    return f"{SHORT.get(base, base)}, " + (f"parallelism {variant}" if variant.isdigit() else f"tree {variant}")
 
 
 def latest() -> Path:
@@ -60,125 +39,6 @@ def latest() -> Path:
     if (RESULTS / DEFAULT_MATRIX_RESULTS).exists():
         return RESULTS / DEFAULT_MATRIX_RESULTS
     raise SystemExit("no results in benchmarks/results; run benchmarks/run first")
-
-
-def index(summary: list[dict]) -> dict:
-    return {(r["tool"], r["n"], r["namespaces"], r["scenario"]): r for r in summary}
-
-
-def fmt_s(v) -> str:
-    if v is None:
-        return "–"
-    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
-
-
-def ratio(a, b) -> str:
-    return f"{a / b:.2f}×" if a and b else "–"
-
-
-def plot(data: dict, out: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot (pip install -r requirements-dev.txt)", file=sys.stderr)
-        return False
-    idx = index(data["summary"])
-    fig, grid = plt.subplots(2, 3, figsize=(15, 9.5), sharey=True)
-    axes = list(grid.flat[:len(SCENARIOS)])
-    legend_ax = grid.flat[len(SCENARIOS)]
-    for ax, scenario in zip(axes, SCENARIOS):
-        for tool in tools_in(idx):
-            for nsc, alpha, style_override in ((1, 1.0, None), (3, 0.55, ":")):
-                pts = sorted((n, r) for (t, n, ns, s), r in idx.items() if t == tool and ns == nsc and s == scenario)
-                if not pts:
-                    continue
-                color, marker, line = STYLE.get(tool, ("grey", "+", ":"))
-                xs = [n for n, _ in pts]
-                ys = [r["median_s"] for _, r in pts]
-                lo = [r["median_s"] - r["min_s"] for _, r in pts]
-                hi = [r["max_s"] - r["median_s"] for _, r in pts]
-                ax.errorbar(xs, ys, yerr=[lo, hi], color=color, marker=marker, linestyle=style_override or line,
-                            alpha=alpha, capsize=2, markersize=5, linewidth=1.4,
-                            label=f"{short(tool)}{'' if nsc == 1 else ' (3 ns)'}")
-        all_n = sorted({n for (_, n, _, _) in idx})
-        anchor = next((idx[k]["median_s"] for k in sorted(idx) if k[0] == "ceiling" and k[2] == 1 and k[3] == scenario
-                       and k[1] == all_n[0]), None)
-        if len(all_n) > 1 and anchor:  # a guide with slope 1 through the ceiling's first point: linear cost
-            x0, x1 = all_n[0], all_n[-1]
-            ax.plot([x0, x1], [anchor, anchor * x1 / x0], color="grey", linewidth=1, linestyle="-.", alpha=0.7,
-                    label="slope 1 = linear in N (through the ceiling's first point)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(SCENARIO_TITLE[scenario], fontsize=10)
-        ax.set_xlabel("objects (N)")
-        ax.grid(True, which="both", alpha=0.25)
-        ax.tick_params(labelleft=True)
-    for ax in (grid[0][0], grid[1][0]):
-        ax.set_ylabel("wall time, s (median; bars: min–max)")
-    seen = {}
-    for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(lab, h)
-    legend_ax.axis("off")
-    legend_ax.legend(list(seen.values()), list(seen.keys()), loc="center", fontsize=9, frameon=False)
-    m = data.get("machine", {})
-    fig.suptitle(f"ApplySet tools: wall time against N, log-log, round trip 0 ms (loopback) ({m.get('cores')} cores, "
-                 f"{m.get('cpu', '')}, shared "
-                 "with other work; solid: 1 namespace, dotted: 3 namespaces)", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def time_tables(data: dict) -> list[str]:
-    idx = index(data["summary"])
-    lines = []
-    configs = sorted({(n, ns) for (_, n, ns, _) in idx})
-    for n, nsc in configs:
-        lines += [f"#### N = {n:,}, {nsc} namespace{'s' if nsc > 1 else ''}, round trip 0 ms (loopback)", "",
-                  "Wall time in seconds: median of the runs (min–max spread in % of the median).", "",
-                  "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
-                  "|---|" + "---:|" * len(SCENARIOS)]
-        for tool in tools_in(idx):
-            cells = []
-            present = False
-            for s in SCENARIOS:
-                r = idx.get((tool, n, nsc, s))
-                if r is None:
-                    cells.append("–")
-                    continue
-                present = True
-                bad = "" if r["ok"] else " ✗"
-                cells.append(f"{fmt_s(r['median_s'])} ({r['spread_pct']:.0f}%){bad}")
-            if present:
-                runs = max(idx[k]["runs"] for k in idx if k[0] == tool and k[1] == n and k[2] == nsc)
-                lines.append(f"| {short(tool)} (×{runs}) | " + " | ".join(cells) + " |")
-        # ratios
-        ratio_rows = []
-        for num, den, label in (("ansible", "kubectl", "ansible-playbook / kubectl"),
-                                ("ansible", "kubectl-nv", "ansible-playbook / kubectl --validate=false"),
-                                ("core", "kubectl", "core / kubectl"),
-                                ("core", "ceiling", "core / ceiling"),
-                                ("ansible", "ceiling", "ansible-playbook / ceiling")):
-            cells = []
-            for s in SCENARIOS:
-                a, b = idx.get((num, n, nsc, s)), idx.get((den, n, nsc, s))
-                cells.append(ratio(a and a["median_s"], b and b["median_s"]))
-            if any(c != "–" for c in cells):
-                ratio_rows.append(f"| *{label}* | " + " | ".join(cells) + " |")
-        cells = []
-        for s_ in SCENARIOS:
-            a, b = idx.get(("core", n, nsc, s_)), idx.get(("ceiling", n, nsc, s_))
-            cells.append(ratio(a and a["min_s"], b and b["min_s"]))
-        if any(c != "–" for c in cells):
-            ratio_rows.append("| *core / ceiling, best runs (min / min)* | " + " | ".join(cells) + " |")
-        lines += ratio_rows + [""]
-    return lines
 
 
 # ----- what a run of ours must send -----------------------------------------------------------------
@@ -396,87 +256,6 @@ def writes_table(data: dict) -> list[str]:
     lines.append("")
     return lines
 
-
-def request_tables(data: dict, n: int) -> list[str]:
-    idx = index(data["summary"])
-    lines = [f"#### API requests at N = {n:,}, 1 namespace (server `/metrics` deltas, one run)", "",
-             "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
-             "|---|" + "---|" * len(SCENARIOS)]
-    for tool in tools_in(idx):
-        cells = []
-        for s in SCENARIOS:
-            r = idx.get((tool, n, 1, s))
-            if r is None:
-                cells.append("–")
-                continue
-            verbs = {k: v for k, v in r["requests"].items() if k not in ("total",)}
-            cells.append(f"**{r['requests'].get('total', 0)}**: " + ", ".join(f"{k} {v}" for k, v in sorted(verbs.items())))
-        if any(c != "–" for c in cells):
-            lines.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
-    lines.append("")
-    core_rows = [(s, idx.get(("core", n, 1, s))) for s in SCENARIOS]
-    if any(r and r.get("client_requests") for _, r in core_rows):
-        lines += [f"Our core library's own count of what it sent at N = {n:,} (client side, exact):", "",
-                  "| scenario | requests |", "|---|---|"]
-        for s, r in core_rows:
-            if r and r.get("client_requests"):
-                lines.append(f"| {SCENARIO_TITLE[s]} | " + ", ".join(f"{k} {v}" for k, v in r["client_requests"].items()) + " |")
-        lines.append("")
-    return lines
-
-
-def ansible_split(data: dict) -> list[str]:
-    idx = index(data["summary"])
-    rows = [(k, r) for k, r in sorted(idx.items(), key=lambda kv: (kv[0][1], kv[0][2], SCENARIOS.index(kv[0][3])))
-            if k[0] == "ansible" and r.get("module_median_s")]
-    if not rows:
-        return []
-    lines = ["#### Where ansible-playbook's time goes (medians, seconds)", "",
-             "| N / namespaces | scenario | ansible-playbook wall | of which the module process | core library wall | "
-             "ansible-playbook CPU (tree) | module CPU | core CPU |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for (t, n, nsc, s), r in rows:
-        c = idx.get(("core", n, nsc, s))
-        lines.append(f"| {n:,} / {nsc} | {SCENARIO_TITLE[s]} | {fmt_s(r['median_s'])} | {fmt_s(r['module_median_s'])} | "
-                     f"{fmt_s(c['median_s']) if c else '–'} | {r['cpu_s']:.1f} | {r['module_cpu_s']:.1f} | "
-                     f"{c['cpu_s']:.1f} |" if c else "")
-    lines.append("")
-    return [line for line in lines if line is not None]
-
-
-def memory_table(data: dict) -> list[str]:
-    idx = index(data["summary"])
-    configs = sorted({(n, ns) for (_, n, ns, _) in idx})
-    lines = ["#### Peak memory (MiB, largest over all runs and scenarios)", "",
-             "Module process for ansible-playbook and kubernetes.core (the interpreter that runs the module, under "
-             "`/usr/bin/time`); the process itself for the others.", "",
-             "| tool | " + " | ".join(f"N={n:,}/{ns}ns" for n, ns in configs) + " |",
-             "|---|" + "---:|" * len(configs)]
-    for tool in tools_in(idx):
-        cells = []
-        for n, ns in configs:
-            vals = [idx[(tool, n, ns, s)]["peak_rss_mib"] for s in SCENARIOS
-                    if (tool, n, ns, s) in idx and idx[(tool, n, ns, s)]["peak_rss_mib"]]
-            cells.append(f"{max(vals):.0f}" if vals else "–")
-        if any(c != "–" for c in cells):
-            lines.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
-    lines.append("")
-    return lines
-
-
-def cpu_table(data: dict, n: int) -> list[str]:
-    idx = index(data["summary"])
-    lines = [f"#### CPU seconds at N = {n:,}, 1 namespace (median): tool process tree / kube-apiserver + etcd", "",
-             "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
-             "|---|" + "---:|" * len(SCENARIOS)]
-    for tool in tools_in(idx):
-        cells = []
-        for s in SCENARIOS:
-            r = idx.get((tool, n, 1, s))
-            cells.append("–" if r is None else f"{r['cpu_s']:.1f} / {r['server_cpu_s'] if r['server_cpu_s'] is not None else '–'}")
-        if any(c != "–" for c in cells):
-            lines.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
-    lines.append("")
-    return lines
 
 
 def targets(data: dict) -> list[str]:
