@@ -27,32 +27,7 @@ def plot(data: dict, out: Path) -> bool:
     axes = list(grid.flat[:len(SCENARIOS)])
     legend_ax = grid.flat[len(SCENARIOS)]
     for ax, scenario in zip(axes, SCENARIOS):
-        for tool in tools_in(idx):
-            for nsc, alpha, style_override in ((1, 1.0, None), (3, 0.55, ":")):
-                pts = sorted((n, r) for (t, n, ns, s), r in idx.items() if t == tool and ns == nsc and s == scenario)
-                if not pts:
-                    continue
-                color, marker, line = STYLE.get(tool, ("grey", "+", ":"))
-                xs = [n for n, _ in pts]
-                ys = [r["median_s"] for _, r in pts]
-                lo = [r["median_s"] - r["min_s"] for _, r in pts]
-                hi = [r["max_s"] - r["median_s"] for _, r in pts]
-                ax.errorbar(xs, ys, yerr=[lo, hi], color=color, marker=marker, linestyle=style_override or line,
-                            alpha=alpha, capsize=2, markersize=5, linewidth=1.4,
-                            label=f"{short(tool)}{'' if nsc == 1 else ' (3 ns)'}")
-        all_n = sorted({n for (_, n, _, _) in idx})
-        anchor = next((idx[k]["median_s"] for k in sorted(idx) if k[0] == "ceiling" and k[2] == 1 and k[3] == scenario
-                       and k[1] == all_n[0]), None)
-        if len(all_n) > 1 and anchor:  # a guide with slope 1 through the ceiling's first point: linear cost
-            x0, x1 = all_n[0], all_n[-1]
-            ax.plot([x0, x1], [anchor, anchor * x1 / x0], color="grey", linewidth=1, linestyle="-.", alpha=0.7,
-                    label="slope 1 = linear in N (through the ceiling's first point)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(SCENARIO_TITLE[scenario], fontsize=10)
-        ax.set_xlabel("objects (N)")
-        ax.grid(True, which="both", alpha=0.25)
-        ax.tick_params(labelleft=True)
+        draw_scenario(ax, idx, scenario)
     for ax in (grid[0][0], grid[1][0]):
         ax.set_ylabel("wall time, s (median; bars: min–max)")
     seen = {}
@@ -71,3 +46,32 @@ def plot(data: dict, out: Path) -> bool:
     plt.close(fig)
     return True
 
+
+def draw_scenario(ax, idx: dict, scenario: str) -> None:
+    """One scenario's panel: a line per tool and namespace count, min–max bars, a slope-1 guide."""
+    for tool in tools_in(idx):
+        for nsc, alpha, style_override in ((1, 1.0, None), (3, 0.55, ":")):
+            pts = sorted((n, r) for (t, n, ns, s), r in idx.items() if t == tool and ns == nsc and s == scenario)
+            if not pts:
+                continue
+            color, marker, line = STYLE.get(tool, ("grey", "+", ":"))
+            xs = [n for n, _ in pts]
+            ys = [r["median_s"] for _, r in pts]
+            lo = [r["median_s"] - r["min_s"] for _, r in pts]
+            hi = [r["max_s"] - r["median_s"] for _, r in pts]
+            ax.errorbar(xs, ys, yerr=[lo, hi], color=color, marker=marker, linestyle=style_override or line,
+                        alpha=alpha, capsize=2, markersize=5, linewidth=1.4,
+                        label=f"{short(tool)}{'' if nsc == 1 else ' (3 ns)'}")
+    all_n = sorted({n for (_, n, _, _) in idx})
+    anchor = next((idx[k]["median_s"] for k in sorted(idx) if k[0] == "ceiling" and k[2] == 1 and k[3] == scenario
+                   and k[1] == all_n[0]), None)
+    if len(all_n) > 1 and anchor:  # a guide with slope 1 through the ceiling's first point: linear cost
+        x0, x1 = all_n[0], all_n[-1]
+        ax.plot([x0, x1], [anchor, anchor * x1 / x0], color="grey", linewidth=1, linestyle="-.", alpha=0.7,
+                label="slope 1 = linear in N (through the ceiling's first point)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_title(SCENARIO_TITLE[scenario], fontsize=10)
+    ax.set_xlabel("objects (N)")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.tick_params(labelleft=True)

@@ -52,24 +52,10 @@ def time_tables(data: dict) -> list[str]:
     return lines
 
 
-
 def request_tables(data: dict, n: int) -> list[str]:
     idx = index(data["summary"])
-    lines = [f"#### API requests at N = {n:,}, 1 namespace (server `/metrics` deltas, one run)", "",
-             "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
-             "|---|" + "---|" * len(SCENARIOS)]
-    for tool in tools_in(idx):
-        cells = []
-        for s in SCENARIOS:
-            r = idx.get((tool, n, 1, s))
-            if r is None:
-                cells.append("–")
-                continue
-            verbs = {k: v for k, v in r["requests"].items() if k not in ("total",)}
-            cells.append(f"**{r['requests'].get('total', 0)}**: " + ", ".join(f"{k} {v}" for k, v in sorted(verbs.items())))
-        if any(c != "–" for c in cells):
-            lines.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
-    lines.append("")
+    lines = scenario_table(idx, f"#### API requests at N = {n:,}, 1 namespace (server `/metrics` deltas, one run)",
+                           "---|", lambda tool, s: _requests_cell(idx.get((tool, n, 1, s))))
     core_rows = [(s, idx.get(("core", n, 1, s))) for s in SCENARIOS]
     if any(r and r.get("client_requests") for _, r in core_rows):
         lines += [f"Our core library's own count of what it sent at N = {n:,} (client side, exact):", "",
@@ -107,29 +93,45 @@ def memory_table(data: dict) -> list[str]:
              "`/usr/bin/time`); the process itself for the others.", "",
              "| tool | " + " | ".join(f"N={n:,}/{ns}ns" for n, ns in configs) + " |",
              "|---|" + "---:|" * len(configs)]
-    for tool in tools_in(idx):
-        cells = []
-        for n, ns in configs:
-            vals = [idx[(tool, n, ns, s)]["peak_rss_mib"] for s in SCENARIOS
-                    if (tool, n, ns, s) in idx and idx[(tool, n, ns, s)]["peak_rss_mib"]]
-            cells.append(f"{max(vals):.0f}" if vals else "–")
-        if any(c != "–" for c in cells):
-            lines.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
+    def peak(tool, config):
+        n, ns = config
+        vals = [idx[(tool, n, ns, s)]["peak_rss_mib"] for s in SCENARIOS
+                if (tool, n, ns, s) in idx and idx[(tool, n, ns, s)]["peak_rss_mib"]]
+        return f"{max(vals):.0f}" if vals else "–"
+
+    lines += tool_rows(idx, configs, peak)
     lines.append("")
     return lines
 
 
 def cpu_table(data: dict, n: int) -> list[str]:
     idx = index(data["summary"])
-    lines = [f"#### CPU seconds at N = {n:,}, 1 namespace (median): tool process tree / kube-apiserver + etcd", "",
-             "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
-             "|---|" + "---:|" * len(SCENARIOS)]
+    return scenario_table(idx, f"#### CPU seconds at N = {n:,}, 1 namespace (median): tool process tree / "
+                          "kube-apiserver + etcd", "---:|", lambda tool, s: _cpu_cell(idx.get((tool, n, 1, s))))
+
+
+def scenario_table(idx: dict, title: str, align: str, cell) -> list[str]:
+    """A row per tool, a column per scenario: ``cell(tool, scenario)``."""
+    return [title, "", "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
+            "|---|" + align * len(SCENARIOS), *tool_rows(idx, SCENARIOS, cell), ""]
+
+
+def tool_rows(idx: dict, columns, cell) -> list[str]:
+    """A row per tool with anything to show: ``cell(tool, column)`` for each column ("–": nothing)."""
+    rows = []
     for tool in tools_in(idx):
-        cells = []
-        for s in SCENARIOS:
-            r = idx.get((tool, n, 1, s))
-            cells.append("–" if r is None else f"{r['cpu_s']:.1f} / {r['server_cpu_s'] if r['server_cpu_s'] is not None else '–'}")
+        cells = [cell(tool, column) for column in columns]
         if any(c != "–" for c in cells):
-            lines.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
-    lines.append("")
-    return lines
+            rows.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def _requests_cell(r) -> str:
+    if r is None:
+        return "–"
+    verbs = {k: v for k, v in r["requests"].items() if k not in ("total",)}
+    return f"**{r['requests'].get('total', 0)}**: " + ", ".join(f"{k} {v}" for k, v in sorted(verbs.items()))
+
+
+def _cpu_cell(r) -> str:
+    return "–" if r is None else f"{r['cpu_s']:.1f} / {r['server_cpu_s'] if r['server_cpu_s'] is not None else '–'}"
