@@ -53,6 +53,7 @@ class Tool:
     label = ""
     scenarios = SCENARIOS
     rss_from_wrapper = False  # module process measured through the interpreter wrapper
+    program = ""  # the peer's binary, which must be on PATH
 
     def __init__(self, cfg: Config, name: str | None = None):
         self.cfg = cfg
@@ -65,7 +66,7 @@ class Tool:
     # -- hooks
     @classmethod
     def unavailable(cls) -> str | None:
-        return None
+        return None if not cls.program or shutil.which(cls.program) else f"{cls.program} is not on PATH"
 
     def variant_dir(self, variant: str) -> Path:
         return self.dir / variant
@@ -269,10 +270,7 @@ class PingTool(_AnsibleTool):
 class KubectlTool(Tool):
     name = "kubectl"
     label = "kubectl apply --server-side --prune --applyset"
-
-    @classmethod
-    def unavailable(cls):
-        return None if shutil.which("kubectl") else "kubectl is not on PATH"
+    program = "kubectl"
 
     def parent_name(self) -> str:
         return self.cfg.set_name(self.name)
@@ -329,10 +327,7 @@ class KubectlNoValidateTool(KubectlTool):
 class KptTool(Tool):
     name = "kpt"
     label = "kpt live apply --server-side"
-
-    @classmethod
-    def unavailable(cls):
-        return None if shutil.which("kpt") else "kpt is not on PATH"
+    program = "kpt"
 
     def write_args(self):
         inventory = {"apiVersion": "kpt.dev/v1alpha1", "kind": "ResourceGroup",
