@@ -79,7 +79,7 @@ def tally(log: list, parent_path: str | None) -> dict:
     return dict(sorted(counts.items()))
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("kubeconfig")
     ap.add_argument("manifests")
@@ -91,8 +91,23 @@ def main(argv=None) -> int:
     ap.add_argument("--reapply", choices=("changed", "always"),
                     help="the engine's reapply option (left out: the engine's default; older trees have none)")
     ap.add_argument("--profile", help="write a pyinstrument text profile here")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
+
+def client_options(parallelism) -> dict:
+    """Not set: None, which follows the round trip (flow.py, issue 30); a tree from before it takes
+    no None, and gets its own default."""
+    try:
+        if importlib.util.find_spec("applyset.kube.flow" if hasattr(kube, "KubeClient") and kube.__name__.endswith(
+                ".client") else "applyset.flow") is None:
+            raise ImportError("no flow module")
+        return {"parallelism": parallelism}
+    except ImportError:
+        return {} if parallelism is None else {"parallelism": parallelism}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     profiler = None
     if args.profile:
         from pyinstrument import Profiler
@@ -102,16 +117,7 @@ def main(argv=None) -> int:
 
     loaded = manifests.load_sources([args.manifests])
     manifest_checks.validate(loaded)
-    # Not set: None, which follows the round trip (flow.py, issue 30); a tree from before it takes
-    # no None, and gets its own default.
-    try:
-        if importlib.util.find_spec("applyset.kube.flow" if hasattr(kube, "KubeClient") and kube.__name__.endswith(
-                ".client") else "applyset.flow") is None:
-            raise ImportError("no flow module")
-        extra_client = {"parallelism": args.parallelism}
-    except ImportError:
-        extra_client = {} if args.parallelism is None else {"parallelism": args.parallelism}
-    client = kube.connect({"kubeconfig": args.kubeconfig}, **extra_client)
+    client = kube.connect({"kubeconfig": args.kubeconfig}, **client_options(args.parallelism))
     log: list = []
     instrument(client, log)
     extra = {"reapply": args.reapply} if args.reapply else {}

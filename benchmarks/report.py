@@ -1,7 +1,8 @@
 """Turn a results file into the plot and the tables of docs/performance.md.
 
 ``benchmarks/run report [RESULTS.json ...] [--update-docs]``: several files are merged (their runs
-pooled); without a file, the most recently written ``benchmarks/results/bench-*.json`` is used. Writes ``docs/performance.png`` and
+pooled); without a file, the most recently written ``benchmarks/results/bench-*.json`` (a run made here)
+is used, else the committed ``benchmarks/results/default-matrix.json``. Writes ``docs/performance.png`` and
 ``benchmarks/results/summary.md``; with ``--update-docs`` also replaces the part of
 ``docs/performance.md`` between the ``BEGIN GENERATED`` and ``END GENERATED`` markers.
 """
@@ -16,162 +17,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import workload  # noqa: E402
 from latency_report import is_loopback_default, latency_tables  # noqa: E402
-from summary import ALL_TOOLS, SCENARIOS, summarize  # noqa: E402
+from report_format import SCENARIO_TITLE, SHORT, fmt_s, index, short  # noqa: E402
+from report_plot import plot  # noqa: E402
+from report_tables import ansible_split, cpu_table, memory_table, request_tables, time_tables  # noqa: E402
+from summary import SCENARIOS, summarize  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
+# The committed run of the default matrix, which the page's generated part comes from.
+DEFAULT_MATRIX_RESULTS = "default-matrix.json"
 DOC = ROOT / "docs" / "performance.md"
 PLOT = ROOT / "docs" / "performance.png"
 BEGIN, END = "<!-- BEGIN GENERATED (benchmarks/run report --update-docs) -->", "<!-- END GENERATED -->"
 
-TOOLS = ALL_TOOLS
-SHORT = {"ansible": "ours: ansible-playbook", "core": "ours: core library", "kubectl": "kubectl --applyset",
-         "kubectl-nv": "kubectl --validate=false",
-         "kpt": "kpt live apply", "k8s": "kubernetes.core k8s", "ceiling": "ceiling client"}
-SCENARIO_TITLE = {"initial": "initial apply", "noop": "no-op re-run", "change": "10% changed",
-                  "preview": "check mode: prune preview", "prune": "30% removed (prune)"}
-STYLE = {"ansible": ("tab:blue", "o", "-"), "core": ("tab:cyan", "s", "-"), "kubectl": ("tab:red", "^", "-"),
-         "kubectl-nv": ("tab:orange", "<", "-"),
-         "kpt": ("tab:green", "v", "-"), "k8s": ("tab:purple", "D", "-"), "ceiling": ("black", "x", "--")}
-
-
-def tools_in(idx: dict) -> list[str]:
-    """Known tools first, in their order, then variants such as ceiling@8."""
-    found = {k[0] for k in idx}
-    extra = sorted(found - set(TOOLS), key=lambda t: (t.partition("@")[0], t.partition("@")[2].zfill(8)))
-    return [t for t in TOOLS if t in found] + extra
-
-
-def short(tool: str) -> str:
-    base, _, variant = tool.partition("@")
-    if not variant:
-        return SHORT.get(tool, tool)
-    return f"{SHORT.get(base, base)}, " + (f"parallelism {variant}" if variant.isdigit() else f"tree {variant}")
-
 
 def latest() -> Path:
+    """The newest run made here (``bench-<time>.json``, the harness's default ``--out``), else the
+    committed run of the default matrix."""
     files = sorted(RESULTS.glob("bench-*.json"), key=lambda p: p.stat().st_mtime)
-    if not files:
-        raise SystemExit("no results in benchmarks/results; run benchmarks/run first")
-    return files[-1]
-
-
-def index(summary: list[dict]) -> dict:
-    return {(r["tool"], r["n"], r["namespaces"], r["scenario"]): r for r in summary}
-
-
-def fmt_s(v) -> str:
-    if v is None:
-        return "–"
-    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
-
-
-def ratio(a, b) -> str:
-    return f"{a / b:.2f}×" if a and b else "–"
-
-
-def plot(data: dict, out: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot (pip install -r requirements-dev.txt)", file=sys.stderr)
-        return False
-    idx = index(data["summary"])
-    fig, grid = plt.subplots(2, 3, figsize=(15, 9.5), sharey=True)
-    axes = list(grid.flat[:len(SCENARIOS)])
-    legend_ax = grid.flat[len(SCENARIOS)]
-    for ax, scenario in zip(axes, SCENARIOS):
-        for tool in tools_in(idx):
-            for nsc, alpha, style_override in ((1, 1.0, None), (3, 0.55, ":")):
-                pts = sorted((n, r) for (t, n, ns, s), r in idx.items() if t == tool and ns == nsc and s == scenario)
-                if not pts:
-                    continue
-                color, marker, line = STYLE.get(tool, ("grey", "+", ":"))
-                xs = [n for n, _ in pts]
-                ys = [r["median_s"] for _, r in pts]
-                lo = [r["median_s"] - r["min_s"] for _, r in pts]
-                hi = [r["max_s"] - r["median_s"] for _, r in pts]
-                ax.errorbar(xs, ys, yerr=[lo, hi], color=color, marker=marker, linestyle=style_override or line,
-                            alpha=alpha, capsize=2, markersize=5, linewidth=1.4,
-                            label=f"{short(tool)}{'' if nsc == 1 else ' (3 ns)'}")
-        all_n = sorted({n for (_, n, _, _) in idx})
-        anchor = next((idx[k]["median_s"] for k in sorted(idx) if k[0] == "ceiling" and k[2] == 1 and k[3] == scenario
-                       and k[1] == all_n[0]), None)
-        if len(all_n) > 1 and anchor:  # a guide with slope 1 through the ceiling's first point: linear cost
-            x0, x1 = all_n[0], all_n[-1]
-            ax.plot([x0, x1], [anchor, anchor * x1 / x0], color="grey", linewidth=1, linestyle="-.", alpha=0.7,
-                    label="slope 1 = linear in N (through the ceiling's first point)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(SCENARIO_TITLE[scenario], fontsize=10)
-        ax.set_xlabel("objects (N)")
-        ax.grid(True, which="both", alpha=0.25)
-        ax.tick_params(labelleft=True)
-    for ax in (grid[0][0], grid[1][0]):
-        ax.set_ylabel("wall time, s (median; bars: min–max)")
-    seen = {}
-    for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(lab, h)
-    legend_ax.axis("off")
-    legend_ax.legend(list(seen.values()), list(seen.keys()), loc="center", fontsize=9, frameon=False)
-    m = data.get("machine", {})
-    fig.suptitle(f"ApplySet tools: wall time against N, log-log, round trip 0 ms (loopback) ({m.get('cores')} cores, "
-                 f"{m.get('cpu', '')}, shared "
-                 "with other work; solid: 1 namespace, dotted: 3 namespaces)", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def time_tables(data: dict) -> list[str]:
-    idx = index(data["summary"])
-    lines = []
-    configs = sorted({(n, ns) for (_, n, ns, _) in idx})
-    for n, nsc in configs:
-        lines += [f"#### N = {n:,}, {nsc} namespace{'s' if nsc > 1 else ''}, round trip 0 ms (loopback)", "",
-                  "Wall time in seconds: median of the runs (min–max spread in % of the median).", "",
-                  "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
-                  "|---|" + "---:|" * len(SCENARIOS)]
-        for tool in tools_in(idx):
-            cells = []
-            present = False
-            for s in SCENARIOS:
-                r = idx.get((tool, n, nsc, s))
-                if r is None:
-                    cells.append("–")
-                    continue
-                present = True
-                bad = "" if r["ok"] else " ✗"
-                cells.append(f"{fmt_s(r['median_s'])} ({r['spread_pct']:.0f}%){bad}")
-            if present:
-                runs = max(idx[k]["runs"] for k in idx if k[0] == tool and k[1] == n and k[2] == nsc)
-                lines.append(f"| {short(tool)} (×{runs}) | " + " | ".join(cells) + " |")
-        # ratios
-        ratio_rows = []
-        for num, den, label in (("ansible", "kubectl", "ansible-playbook / kubectl"),
-                                ("ansible", "kubectl-nv", "ansible-playbook / kubectl --validate=false"),
-                                ("core", "kubectl", "core / kubectl"),
-                                ("core", "ceiling", "core / ceiling"),
-                                ("ansible", "ceiling", "ansible-playbook / ceiling")):
-            cells = []
-            for s in SCENARIOS:
-                a, b = idx.get((num, n, nsc, s)), idx.get((den, n, nsc, s))
-                cells.append(ratio(a and a["median_s"], b and b["median_s"]))
-            if any(c != "–" for c in cells):
-                ratio_rows.append(f"| *{label}* | " + " | ".join(cells) + " |")
-        cells = []
-        for s_ in SCENARIOS:
-            a, b = idx.get(("core", n, nsc, s_)), idx.get(("ceiling", n, nsc, s_))
-            cells.append(ratio(a and a["min_s"], b and b["min_s"]))
-        if any(c != "–" for c in cells):
-            ratio_rows.append("| *core / ceiling, best runs (min / min)* | " + " | ".join(cells) + " |")
-        lines += ratio_rows + [""]
-    return lines
+    if files:
+        return files[-1]
+    if (RESULTS / DEFAULT_MATRIX_RESULTS).exists():
+        return RESULTS / DEFAULT_MATRIX_RESULTS
+    raise SystemExit("no results in benchmarks/results; run benchmarks/run first")
 
 
 # ----- what a run of ours must send -----------------------------------------------------------------
@@ -272,52 +139,76 @@ def check_writes(row: dict) -> dict:
     ansible-playbook the server's counts are used, per resource: what the parent's resource gets
     beyond its members is the parent's writes. Returns the figures, ``ok`` and ``why``."""
     n, nsc, scenario = row["n"], row["namespaces"], row["scenario"]
-    expect = member_writes(n, scenario, "changed", after_change(row))
-    preview = scenario == "preview"
+    want_writes, want_dry = _wanted(row)
+    client = row.get("client_requests") or {}
+    if client:
+        figures = _client_figures(client, scenario == "preview", want_writes, want_dry)
+    else:
+        figures = _server_figures(row, want_writes, want_dry)
+    writes, parent = figures["writes"], figures["parent"]
+    out = {"writes": writes, "members": writes - parent, "parent": parent, "dry": figures["dry"],
+           "requests": figures["requests"], "bound": len(workload.KINDS) * nsc + 4, "source": figures["source"],
+           "wrong": figures["wrong"], "hints_change": hints_change(n, nsc, scenario)}
+    why = _why_not(out, scenario)
+    out["ok"] = not why
+    out["why"] = "; ".join(why)
+    return out
+
+
+def _wanted(row: dict) -> tuple[dict, dict]:
+    """The member writes and the dry runs the run must send, by resource."""
+    preview = row["scenario"] == "preview"
     want_writes: dict[str, int] = {}
     want_dry: dict[str, int] = {}
-    for verb, per_res in expect.items():
+    for verb, per_res in member_writes(row["n"], row["scenario"], "changed", after_change(row)).items():
         target = want_dry if verb == "dry-run apply" or (verb == "delete" and preview) else want_writes
         for res, k in per_res.items():
             target[res] = target.get(res, 0) + k
-    client = row.get("client_requests") or {}
+    return want_writes, want_dry
+
+
+def _client_figures(client: dict, preview: bool, want_writes: dict, want_dry: dict) -> dict:
+    """What the core library counted it sent: members, parent and anything else, exactly."""
     wrong: dict[str, tuple] = {}
-    if client:
-        member_verbs = ("PATCH apply", "DELETE other")
-        parent = sum(v for k, v in client.items() if "parent" in k and k.split()[0] in WRITE_VERBS)
-        members = sum(client.get(k, 0) for k in member_verbs)
-        others = {k: v for k, v in client.items()
-                  if k.split()[0] in WRITE_VERBS and "parent" not in k and k not in member_verbs}
-        writes = parent + sum(others.values()) + (0 if preview else members)
-        dry = members if preview else 0
-        if (0 if preview else members) != sum(want_writes.values()):
-            wrong["members"] = (members, sum(want_writes.values()))
-        if dry != sum(want_dry.values()):
-            wrong["dry runs"] = (dry, sum(want_dry.values()))
-        wrong.update({k: (v, 0) for k, v in others.items()})
-        requests = sum(client.values())
-        source = "client"
-    else:
-        got = server_counts(row)
-        parent_res = parent_resource(nsc)
-        # fewer writes there than the members need is a shortfall of members, not negative parent writes
-        parent = max(0, got["writes"].get(parent_res, 0) - want_writes.get(parent_res, 0))
-        for have, want, label in ((got["writes"], want_writes, ""), (got["dry"], want_dry, " (dry runs)")):
-            for res in set(have) | set(want):
-                expected = want.get(res, 0) + (parent if not label and res == parent_res else 0)
-                if have.get(res, 0) != expected:
-                    wrong[res + label] = (have.get(res, 0), expected)
-        writes = sum(got["writes"].values())
-        dry = sum(got["dry"].values())
-        requests = got["requests"]
-        source = "server"
-    bound = len(workload.KINDS) * nsc + 4
-    out = {"writes": writes, "members": writes - parent, "parent": parent, "dry": dry, "requests": requests,
-           "bound": bound, "source": source, "wrong": wrong, "hints_change": hints_change(n, nsc, scenario)}
+    member_verbs = ("PATCH apply", "DELETE other")
+    parent = sum(v for k, v in client.items() if "parent" in k and k.split()[0] in WRITE_VERBS)
+    members = sum(client.get(k, 0) for k in member_verbs)
+    others = {k: v for k, v in client.items()
+              if k.split()[0] in WRITE_VERBS and "parent" not in k and k not in member_verbs}
+    writes = parent + sum(others.values()) + (0 if preview else members)
+    dry = members if preview else 0
+    if (0 if preview else members) != sum(want_writes.values()):
+        wrong["members"] = (members, sum(want_writes.values()))
+    if dry != sum(want_dry.values()):
+        wrong["dry runs"] = (dry, sum(want_dry.values()))
+    wrong.update({k: (v, 0) for k, v in others.items()})
+    return {"writes": writes, "parent": parent, "dry": dry, "requests": sum(client.values()), "source": "client",
+            "wrong": wrong}
+
+
+def _server_figures(row: dict, want_writes: dict, want_dry: dict) -> dict:
+    """The server's counts per resource; the parent's writes are what its resource got beyond members."""
+    wrong: dict[str, tuple] = {}
+    got = server_counts(row)
+    parent_res = parent_resource(row["namespaces"])
+    # fewer writes there than the members need is a shortfall of members, not negative parent writes
+    parent = max(0, got["writes"].get(parent_res, 0) - want_writes.get(parent_res, 0))
+    for have, want, label in ((got["writes"], want_writes, ""), (got["dry"], want_dry, " (dry runs)")):
+        for res in set(have) | set(want):
+            expected = want.get(res, 0) + (parent if not label and res == parent_res else 0)
+            if have.get(res, 0) != expected:
+                wrong[res + label] = (have.get(res, 0), expected)
+    return {"writes": sum(got["writes"].values()), "parent": parent, "dry": sum(got["dry"].values()),
+            "requests": got["requests"], "source": "server", "wrong": wrong}
+
+
+def _why_not(out: dict, scenario: str) -> list[str]:
+    """Why a run's figures are not what the scenario must send (empty: they are)."""
     why = []
-    if wrong:
+    writes, parent, requests, bound = out["writes"], out["parent"], out["requests"], out["bound"]
+    if out["wrong"]:
         why.append("differs from the expectation: " + ", ".join(
-            f"{what} {a} (expected {b})" for what, (a, b) in sorted(wrong.items())))
+            f"{what} {a} (expected {b})" for what, (a, b) in sorted(out["wrong"].items())))
     if scenario == "noop":
         if writes:
             why.append(f"{writes} writes on a no-op")
@@ -325,11 +216,9 @@ def check_writes(row: dict) -> dict:
             why.append(f"{requests} requests > kinds × namespaces + 4 = {bound}")
     elif scenario == "change" and parent and not out["hints_change"]:
         why.append(f"{parent} parent writes while the hints do not change (the run's claim)")
-    elif preview and parent:
+    elif scenario == "preview" and parent:
         why.append(f"{parent} parent writes in check mode")
-    out["ok"] = not why
-    out["why"] = "; ".join(why)
-    return out
+    return why
 
 
 def after_change(row: dict) -> bool:
@@ -390,95 +279,24 @@ def writes_table(data: dict) -> list[str]:
     return lines
 
 
-def request_tables(data: dict, n: int) -> list[str]:
-    idx = index(data["summary"])
-    lines = [f"#### API requests at N = {n:,}, 1 namespace (server `/metrics` deltas, one run)", "",
-             "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
-             "|---|" + "---|" * len(SCENARIOS)]
-    for tool in tools_in(idx):
-        cells = []
-        for s in SCENARIOS:
-            r = idx.get((tool, n, 1, s))
-            if r is None:
-                cells.append("–")
-                continue
-            verbs = {k: v for k, v in r["requests"].items() if k not in ("total",)}
-            cells.append(f"**{r['requests'].get('total', 0)}**: " + ", ".join(f"{k} {v}" for k, v in sorted(verbs.items())))
-        if any(c != "–" for c in cells):
-            lines.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
-    lines.append("")
-    core_rows = [(s, idx.get(("core", n, 1, s))) for s in SCENARIOS]
-    if any(r and r.get("client_requests") for _, r in core_rows):
-        lines += [f"Our core library's own count of what it sent at N = {n:,} (client side, exact):", "",
-                  "| scenario | requests |", "|---|---|"]
-        for s, r in core_rows:
-            if r and r.get("client_requests"):
-                lines.append(f"| {SCENARIO_TITLE[s]} | " + ", ".join(f"{k} {v}" for k, v in r["client_requests"].items()) + " |")
-        lines.append("")
-    return lines
 
-
-def ansible_split(data: dict) -> list[str]:
-    idx = index(data["summary"])
-    rows = [(k, r) for k, r in sorted(idx.items(), key=lambda kv: (kv[0][1], kv[0][2], SCENARIOS.index(kv[0][3])))
-            if k[0] == "ansible" and r.get("module_median_s")]
-    if not rows:
-        return []
-    lines = ["#### Where ansible-playbook's time goes (medians, seconds)", "",
-             "| N / namespaces | scenario | ansible-playbook wall | of which the module process | core library wall | "
-             "ansible-playbook CPU (tree) | module CPU | core CPU |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for (t, n, nsc, s), r in rows:
-        c = idx.get(("core", n, nsc, s))
-        lines.append(f"| {n:,} / {nsc} | {SCENARIO_TITLE[s]} | {fmt_s(r['median_s'])} | {fmt_s(r['module_median_s'])} | "
-                     f"{fmt_s(c['median_s']) if c else '–'} | {r['cpu_s']:.1f} | {r['module_cpu_s']:.1f} | "
-                     f"{c['cpu_s']:.1f} |" if c else "")
-    lines.append("")
-    return [line for line in lines if line is not None]
-
-
-def memory_table(data: dict) -> list[str]:
-    idx = index(data["summary"])
-    configs = sorted({(n, ns) for (_, n, ns, _) in idx})
-    lines = ["#### Peak memory (MiB, largest over all runs and scenarios)", "",
-             "Module process for ansible-playbook and kubernetes.core (the interpreter that runs the module, under "
-             "`/usr/bin/time`); the process itself for the others.", "",
-             "| tool | " + " | ".join(f"N={n:,}/{ns}ns" for n, ns in configs) + " |",
-             "|---|" + "---:|" * len(configs)]
-    for tool in tools_in(idx):
-        cells = []
-        for n, ns in configs:
-            vals = [idx[(tool, n, ns, s)]["peak_rss_mib"] for s in SCENARIOS
-                    if (tool, n, ns, s) in idx and idx[(tool, n, ns, s)]["peak_rss_mib"]]
-            cells.append(f"{max(vals):.0f}" if vals else "–")
-        if any(c != "–" for c in cells):
-            lines.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
-    lines.append("")
-    return lines
-
-
-def cpu_table(data: dict, n: int) -> list[str]:
-    idx = index(data["summary"])
-    lines = [f"#### CPU seconds at N = {n:,}, 1 namespace (median): tool process tree / kube-apiserver + etcd", "",
-             "| tool | " + " | ".join(SCENARIO_TITLE[s] for s in SCENARIOS) + " |",
-             "|---|" + "---:|" * len(SCENARIOS)]
-    for tool in tools_in(idx):
-        cells = []
-        for s in SCENARIOS:
-            r = idx.get((tool, n, 1, s))
-            cells.append("–" if r is None else f"{r['cpu_s']:.1f} / {r['server_cpu_s'] if r['server_cpu_s'] is not None else '–'}")
-        if any(c != "–" for c in cells):
-            lines.append(f"| {short(tool)} | " + " | ".join(cells) + " |")
+def target_table(title: str, rows) -> list[str]:
+    """A table of (target, measured, met) rows; met None: not measured."""
+    lines = [title, "", "| target | measured | met |", "|---|---|---|"]
+    for target, measured, ok in rows:
+        lines.append(f"| {target} | {measured} | {'yes' if ok else 'no' if ok is not None else 'not measured'} |")
     lines.append("")
     return lines
 
 
 def targets(data: dict) -> list[str]:
     idx = index(data["summary"])
-    lines = ["#### Targets, as computed from this run", "", "| target | measured | met |", "|---|---|---|"]
+    return target_table("#### Targets, as computed from this run",
+                        _peer_targets(idx) + _ceiling_targets(idx) + _request_targets(idx) + _growth_targets(idx))
 
-    def row(target, measured, ok):
-        lines.append(f"| {target} | {measured} | {'yes' if ok else 'no' if ok is not None else 'not measured'} |")
 
+def _peer_targets(idx: dict) -> list[tuple]:
+    rows = []
     for s in ("initial", "noop", "prune"):
         for nsc in (1, 3):
             a = idx.get(("ansible", 1000, nsc, s))
@@ -486,8 +304,13 @@ def targets(data: dict) -> list[str]:
                 k = idx.get((kt, 1000, nsc, s))
                 if a and k:
                     r = a["median_s"] / k["median_s"]
-                    row(f"ansible-playbook ≤ 0.5× {SHORT[kt]}, {SCENARIO_TITLE[s]}, N=1,000, {nsc} ns",
-                        f"{fmt_s(a['median_s'])} s vs {fmt_s(k['median_s'])} s = {r:.2f}×", r <= 0.5)
+                    rows.append((f"ansible-playbook ≤ 0.5× {SHORT[kt]}, {SCENARIO_TITLE[s]}, N=1,000, {nsc} ns",
+                                 f"{fmt_s(a['median_s'])} s vs {fmt_s(k['median_s'])} s = {r:.2f}×", r <= 0.5))
+    return rows
+
+
+def _ceiling_targets(idx: dict) -> list[tuple]:
+    rows = []
     for n in (1000, 5000):
         for nsc in (1, 3):
             for s in SCENARIOS:
@@ -495,12 +318,17 @@ def targets(data: dict) -> list[str]:
                 if c and z:
                     r = c["median_s"] / z["median_s"]
                     best = c["min_s"] / z["min_s"]
-                    row(f"core ≤ 1.3× ceiling, {SCENARIO_TITLE[s]}, N={n:,}, {nsc} ns",
-                        f"median {fmt_s(c['median_s'])} s vs {fmt_s(z['median_s'])} s = {r:.2f}×; "
-                        f"best {fmt_s(c['min_s'])} s vs {fmt_s(z['min_s'])} s = {best:.2f}×; "
-                        f"CPU {c['cpu_s']:.1f} s vs {z['cpu_s']:.1f} s", r <= 1.3)
-    # requests of results from before issue 11 (reapply: always): one write per applied object,
-    # metadata-only prune LISTs, discovery <= 3; later results are judged in the writes table
+                    rows.append((f"core ≤ 1.3× ceiling, {SCENARIO_TITLE[s]}, N={n:,}, {nsc} ns",
+                                 f"median {fmt_s(c['median_s'])} s vs {fmt_s(z['median_s'])} s = {r:.2f}×; "
+                                 f"best {fmt_s(c['min_s'])} s vs {fmt_s(z['min_s'])} s = {best:.2f}×; "
+                                 f"CPU {c['cpu_s']:.1f} s vs {z['cpu_s']:.1f} s", r <= 1.3))
+    return rows
+
+
+def _request_targets(idx: dict) -> list[tuple]:
+    """Requests of results from before issue 11 (reapply: always): one write per applied object,
+    metadata-only prune LISTs, discovery <= 3; later results are judged in the writes table."""
+    rows = []
     for (tool, n, nsc, s), r in sorted(idx.items()):
         if tool != "core" or not r.get("client_requests") or nsc != 1 or reapply_mode(r) != "always":
             continue
@@ -510,23 +338,28 @@ def targets(data: dict) -> list[str]:
         discovery = cr.get("GET discovery", 0)
         full = cr.get("LIST full", 0)
         ok = applies == expected and discovery <= 3 and (full == 0 or s == "preview")
-        row(f"requests, core, {SCENARIO_TITLE[s]}, N={n:,}",
-            f"{applies} member PATCHes for {expected} objects, parent writes "
-            f"{cr.get('PATCH parent', 0) + cr.get('POST parent (create)', 0)}, discovery {discovery}, "
-            f"LIST metadata {cr.get('LIST metadata', 0)}, LIST full {full}", ok)
+        rows.append((f"requests, core, {SCENARIO_TITLE[s]}, N={n:,}",
+                     f"{applies} member PATCHes for {expected} objects, parent writes "
+                     f"{cr.get('PATCH parent', 0) + cr.get('POST parent (create)', 0)}, discovery {discovery}, "
+                     f"LIST metadata {cr.get('LIST metadata', 0)}, LIST full {full}", ok))
+    return rows
+
+
+def _growth_targets(idx: dict) -> list[tuple]:
+    """The module's memory at N=5,000, and time growing linearly from 1,000 to 5,000."""
+    rows = []
     for n in (5000,):
         vals = [r["peak_rss_mib"] for (t, nn, _, _), r in idx.items() if t == "ansible" and nn == n and r["peak_rss_mib"]]
-        row(f"module process peak RSS ≤ 200 MB at N={n:,}", f"{max(vals):.0f} MiB" if vals else "–",
-            (max(vals) * 1.048576 <= 200) if vals else None)
+        rows.append((f"module process peak RSS ≤ 200 MB at N={n:,}", f"{max(vals):.0f} MiB" if vals else "–",
+                     (max(vals) * 1.048576 <= 200) if vals else None))
     for tool in ("core", "ansible", "ceiling", "kubectl"):
         for s in ("initial", "noop"):
             a, b = idx.get((tool, 1000, 1, s)), idx.get((tool, 5000, 1, s))
             if a and b:
                 growth = b["median_s"] / a["median_s"]
-                row(f"linear growth, {SHORT[tool]}, {SCENARIO_TITLE[s]}: time(5,000)/time(1,000) ≈ 5",
-                    f"{growth:.2f}", growth <= 6.0)
-    lines.append("")
-    return lines
+                rows.append((f"linear growth, {SHORT[tool]}, {SCENARIO_TITLE[s]}: time(5,000)/time(1,000) ≈ 5",
+                             f"{growth:.2f}", growth <= 6.0))
+    return rows
 
 
 def issue11_targets(data: dict) -> list[str]:
@@ -535,23 +368,29 @@ def issue11_targets(data: dict) -> list[str]:
     ours = {k: r for k, r in idx.items() if k[0] in OURS and reapply_mode(r) == "changed"}
     if not ours:
         return []
-    lines = ["#### Targets of issue 11 (re-runs that write nothing), as computed from this run", "",
-             "| target | measured | met |", "|---|---|---|"]
-
-    def row(target, measured, ok):
-        lines.append(f"| {target} | {measured} | {'yes' if ok else 'no' if ok is not None else 'not measured'} |")
-
     spaces = sorted({k[2] for k in ours}) or [1]
+    rows = (_noop_time_targets(idx, ours, spaces) + _noop_request_targets(ours, spaces)
+            + _change_targets(ours, spaces) + _initial_targets(idx, ours) + _run_targets(data, ours))
+    return target_table("#### Targets of issue 11 (re-runs that write nothing), as computed from this run", rows)
+
+
+def _noop_time_targets(idx: dict, ours: dict, spaces) -> list[tuple]:
+    rows = []
     for n, limit in ((1000, 0.5), (5000, 0.3)):
         for nsc in spaces:
             a, z = ours.get(("ansible", n, nsc, "noop")), idx.get(("ceiling", n, nsc, "noop"))
             target = f"no-op re-run through ansible-playbook ≤ {limit}× the ceiling's no-op, N={n:,}, {nsc} ns"
             if a and z:
                 r = a["median_s"] / z["median_s"]
-                row(target, f"{fmt_s(a['median_s'])} s vs {fmt_s(z['median_s'])} s = {r:.2f}× "
-                    f"(medians of {a['runs']} and {z['runs']} runs)", r <= limit)
+                rows.append((target, f"{fmt_s(a['median_s'])} s vs {fmt_s(z['median_s'])} s = {r:.2f}× "
+                             f"(medians of {a['runs']} and {z['runs']} runs)", r <= limit))
             elif nsc == 1:
-                row(target, "–", None)
+                rows.append((target, "–", None))
+    return rows
+
+
+def _noop_request_targets(ours: dict, spaces) -> list[tuple]:
+    rows = []
     for n in (1000, 5000):
         for nsc in spaces:
             a = ours.get(("ansible", n, nsc, "noop"))
@@ -559,42 +398,57 @@ def issue11_targets(data: dict) -> list[str]:
             target = f"no-op re-run through ansible-playbook: 0 writes, ≤ {bound} requests (kinds × namespaces + 4), N={n:,}, {nsc} ns"
             if a:
                 c = check_writes(a)
-                row(target, measured_text(a, c) + ("" if c["ok"] else f"; {c['why']}"), c["ok"])
+                rows.append((target, measured_text(a, c) + ("" if c["ok"] else f"; {c['why']}"), c["ok"]))
             elif nsc == 1:
-                row(target, "–", None)
+                rows.append((target, "–", None))
+    return rows
+
+
+def _change_targets(ours: dict, spaces) -> list[tuple]:
+    rows = []
     for n in (1000, 5000):
         for tool in OURS:
             for nsc in spaces:
                 r = ours.get((tool, n, nsc, "change"))
                 if not r:
                     if tool == "ansible" and nsc == 1:
-                        row(f"10% changed: writes = changed objects (+ parent if its hints change), N={n:,}, 1 ns", "–", None)
+                        rows.append((f"10% changed: writes = changed objects (+ parent if its hints change), N={n:,}, 1 ns", "–", None))
                     continue
                 c = check_writes(r)
                 hints = "the hints change" if c["hints_change"] else "the hints do not change"
-                row(f"10% changed, {short(tool)}: writes = changed objects (+ parent if its hints change), N={n:,}, {nsc} ns",
-                    f"{c['writes']:,} writes = {c['members']:,} changed + {c['parent']} parent ({hints}; {c['source']} "
-                    f"count)" + ("" if c["ok"] else f"; {c['why']}"), c["ok"])
+                rows.append((f"10% changed, {short(tool)}: writes = changed objects (+ parent if its hints change), N={n:,}, {nsc} ns",
+                             f"{c['writes']:,} writes = {c['members']:,} changed + {c['parent']} parent ({hints}; {c['source']} "
+                             f"count)" + ("" if c["ok"] else f"; {c['why']}"), c["ok"]))
+    return rows
+
+
+def _initial_targets(idx: dict, ours: dict) -> list[tuple]:
+    rows = []
     for n in (1000, 5000):
         a, z = ours.get(("ansible", n, 1, "initial")), idx.get(("ceiling", n, 1, "initial"))
         target = f"initial apply through ansible-playbook ≤ 1.3× the ceiling, N={n:,}, 1 ns"
         if a and z:
             r = a["median_s"] / z["median_s"]
-            row(target, f"{fmt_s(a['median_s'])} s vs {fmt_s(z['median_s'])} s = {r:.2f}× "
-                f"(medians of {a['runs']} and {z['runs']} runs)", r <= 1.3)
+            rows.append((target, f"{fmt_s(a['median_s'])} s vs {fmt_s(z['median_s'])} s = {r:.2f}× "
+                         f"(medians of {a['runs']} and {z['runs']} runs)", r <= 1.3))
         else:
-            row(target, "–", None)
+            rows.append((target, "–", None))
+    return rows
+
+
+def _run_targets(data: dict, ours: dict) -> list[tuple]:
+    """The module's memory at N=5,000 and the default run's total time."""
     vals = [r["peak_rss_mib"] for (t, n, _, _), r in ours.items() if t == "ansible" and n == 5000 and r["peak_rss_mib"]]
-    row("module process peak RSS ≤ 200 MB at N=5,000, full-object LISTs",
-        f"{max(vals):.0f} MiB" if vals else "–", (max(vals) * 1.048576 <= 200) if vals else None)
+    rows = [("module process peak RSS ≤ 200 MB at N=5,000, full-object LISTs",
+             f"{max(vals):.0f} MiB" if vals else "–", (max(vals) * 1.048576 <= 200) if vals else None)]
     total = data.get("total_wall_s")
     if data.get("default_matrix") and total:
-        row("`make bench` default run < 40 min", f"{total / 60:.1f} min in all (start to results file)", total < 40 * 60)
+        rows.append(("`make bench` default run < 40 min", f"{total / 60:.1f} min in all (start to results file)",
+                     total < 40 * 60))
     else:
-        row("`make bench` default run < 40 min",
-            "not the default matrix" + (f" (this run: {total / 60:.1f} min in all)" if total else ""), None)
-    lines.append("")
-    return lines
+        rows.append(("`make bench` default run < 40 min",
+                     "not the default matrix" + (f" (this run: {total / 60:.1f} min in all)" if total else ""), None))
+    return rows
 
 
 def render(data: dict, source: Path) -> str:

@@ -130,71 +130,101 @@ def make_object(i: int, namespace: str, rev: int) -> dict:
         "annotations": {REV_ANNOTATION: str(rev)},
     }
     obj = {"apiVersion": API_VERSION[kind], "kind": kind, "metadata": meta}
-    if kind == "ConfigMap":
-        obj["data"] = {
-            "app.properties": "\n".join(f"key{k}=value-{i}-{k}-{rev}" for k in range(8)),
-            "LOG_LEVEL": "debug" if rev > 1 else "info",
-            "replicas": str(i % 7),
-        }
-    elif kind == "Secret":
-        obj["type"] = "Opaque"
-        obj["data"] = {
-            "username": base64.b64encode(f"user-{i}".encode()).decode(),
-            "password": base64.b64encode(f"password-{i}-rev{rev}".encode()).decode(),
-        }
-    elif kind == "ServiceAccount":
-        obj["automountServiceAccountToken"] = rev > 1
-    elif kind == "Service":
-        obj["spec"] = {
-            "clusterIP": "None",
-            "selector": {"app.kubernetes.io/name": app},
-            "ports": [{"name": "http", "port": 80, "targetPort": 8080 + (rev - 1), "protocol": "TCP"}],
-        }
-    elif kind == "Role":
-        verbs = ["get", "list", "watch"] + (["update"] if rev > 1 else [])
-        obj["rules"] = [
-            {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": verbs},
-            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]},
-        ]
-    elif kind == "RoleBinding":
-        obj["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"role-{i:05d}"}
-        obj["subjects"] = [{"kind": "ServiceAccount", "name": f"sa-{i:05d}", "namespace": namespace}]
-        if rev > 1:
-            obj["subjects"].append({"kind": "ServiceAccount", "name": "default", "namespace": namespace})
-    elif kind == "Deployment":
-        obj["spec"] = {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app.kubernetes.io/name": app, "bench/i": str(i)}},
-            "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": app, "bench/i": str(i)}},
-                "spec": {"containers": [{
-                    "name": "app",
-                    "image": f"registry.example.com/bench/app:1.{rev}.0",
-                    "ports": [{"containerPort": 8080}],
-                    "env": [{"name": "INDEX", "value": str(i)}, {"name": "REV", "value": str(rev)}],
-                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-                }]},
-            },
-        }
-    elif kind == "NetworkPolicy":
-        obj["spec"] = {
-            "podSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
-            "policyTypes": ["Ingress"],
-            "ingress": [{"ports": [{"protocol": "TCP", "port": 8080 + (rev - 1)}]}],
-        }
-    elif kind == "PodDisruptionBudget":
-        obj["spec"] = {"maxUnavailable": rev, "selector": {"matchLabels": {"app.kubernetes.io/name": app}}}
-    elif kind == "Ingress":
-        obj["spec"] = {"rules": [{
-            "host": f"{name}.bench.example.com",
-            "http": {"paths": [{
-                "path": "/" if rev == 1 else "/v2", "pathType": "Prefix",
-                "backend": {"service": {"name": f"svc-{i:05d}", "port": {"number": 80}}},
-            }]},
-        }]}
-    elif kind == "Widget":
-        obj["spec"] = {"size": i % 9, "color": "blue" if rev == 1 else "green", "tags": ["bench", app]}
+    obj.update(_BODY[kind](i, rev, app, name, namespace))
     return obj
+
+
+# What each kind carries besides its metadata, at revision ``rev``: fn(i, rev, app, name, namespace).
+
+def _configmap(i, rev, app, name, namespace) -> dict:
+    return {"data": {
+        "app.properties": "\n".join(f"key{k}=value-{i}-{k}-{rev}" for k in range(8)),
+        "LOG_LEVEL": "debug" if rev > 1 else "info",
+        "replicas": str(i % 7),
+    }}
+
+
+def _secret(i, rev, app, name, namespace) -> dict:
+    return {"type": "Opaque", "data": {
+        "username": base64.b64encode(f"user-{i}".encode()).decode(),
+        "password": base64.b64encode(f"password-{i}-rev{rev}".encode()).decode(),
+    }}
+
+
+def _service_account(i, rev, app, name, namespace) -> dict:
+    return {"automountServiceAccountToken": rev > 1}
+
+
+def _service(i, rev, app, name, namespace) -> dict:
+    return {"spec": {
+        "clusterIP": "None",
+        "selector": {"app.kubernetes.io/name": app},
+        "ports": [{"name": "http", "port": 80, "targetPort": 8080 + (rev - 1), "protocol": "TCP"}],
+    }}
+
+
+def _role(i, rev, app, name, namespace) -> dict:
+    verbs = ["get", "list", "watch"] + (["update"] if rev > 1 else [])
+    return {"rules": [
+        {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": verbs},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]},
+    ]}
+
+
+def _role_binding(i, rev, app, name, namespace) -> dict:
+    subjects = [{"kind": "ServiceAccount", "name": f"sa-{i:05d}", "namespace": namespace}]
+    if rev > 1:
+        subjects.append({"kind": "ServiceAccount", "name": "default", "namespace": namespace})
+    return {"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"role-{i:05d}"},
+            "subjects": subjects}
+
+
+def _deployment(i, rev, app, name, namespace) -> dict:
+    return {"spec": {
+        "replicas": 0,
+        "selector": {"matchLabels": {"app.kubernetes.io/name": app, "bench/i": str(i)}},
+        "template": {
+            "metadata": {"labels": {"app.kubernetes.io/name": app, "bench/i": str(i)}},
+            "spec": {"containers": [{
+                "name": "app",
+                "image": f"registry.example.com/bench/app:1.{rev}.0",
+                "ports": [{"containerPort": 8080}],
+                "env": [{"name": "INDEX", "value": str(i)}, {"name": "REV", "value": str(rev)}],
+                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+            }]},
+        },
+    }}
+
+
+def _network_policy(i, rev, app, name, namespace) -> dict:
+    return {"spec": {
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
+        "policyTypes": ["Ingress"],
+        "ingress": [{"ports": [{"protocol": "TCP", "port": 8080 + (rev - 1)}]}],
+    }}
+
+
+def _pod_disruption_budget(i, rev, app, name, namespace) -> dict:
+    return {"spec": {"maxUnavailable": rev, "selector": {"matchLabels": {"app.kubernetes.io/name": app}}}}
+
+
+def _ingress(i, rev, app, name, namespace) -> dict:
+    return {"spec": {"rules": [{
+        "host": f"{name}.bench.example.com",
+        "http": {"paths": [{
+            "path": "/" if rev == 1 else "/v2", "pathType": "Prefix",
+            "backend": {"service": {"name": f"svc-{i:05d}", "port": {"number": 80}}},
+        }]},
+    }]}}
+
+
+def _widget(i, rev, app, name, namespace) -> dict:
+    return {"spec": {"size": i % 9, "color": "blue" if rev == 1 else "green", "tags": ["bench", app]}}
+
+
+_BODY = {"ConfigMap": _configmap, "Secret": _secret, "ServiceAccount": _service_account, "Service": _service,
+         "Role": _role, "RoleBinding": _role_binding, "Deployment": _deployment, "NetworkPolicy": _network_policy,
+         "PodDisruptionBudget": _pod_disruption_budget, "Ingress": _ingress, "Widget": _widget}
 
 
 def objects(n: int, namespaces: list[str], variant: str) -> list[dict]:

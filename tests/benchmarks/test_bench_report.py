@@ -159,3 +159,15 @@ def test_a_chain_without_the_change_carries_it_into_the_preview_and_the_prune():
     assert c["ok"] and (c["members"], c["parent"]) == (400, 2), c
     row["chain"] = list(report.SCENARIOS)
     assert not report.check_writes(row)["ok"]
+
+
+def test_without_a_file_the_report_takes_the_newest_local_run_else_the_committed_default_matrix(tmp_path,
+                                                                                                monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    with pytest.raises(SystemExit, match="no results"):
+        report.latest()
+    (tmp_path / report.DEFAULT_MATRIX_RESULTS).write_text("{}")
+    assert report.latest() == tmp_path / "default-matrix.json"
+    (tmp_path / "bench-20261127-093000.json").write_text("{}")
+    assert report.latest() == tmp_path / "bench-20261127-093000.json"
+    assert (report.ROOT / "benchmarks" / "results" / report.DEFAULT_MATRIX_RESULTS).exists()
