@@ -838,12 +838,13 @@ def checked_options(module, definition):
     problems = options.problems()
     if problems:
         fail_option(module, *problems[0])  # one at a time, in the order of Options.problems
-    rollback_revision(params["rollback_to"], module)
+    target = params["rollback_to"]
+    rollback_revision(target, module)
     if params["state"] == "present":
-        if params["rollback_to"] is not None and (params["src"] is not None or definition is not None):
+        if target is not None and (params["src"] is not None or definition is not None):
             fail_option(module, "rollback_to", "rollback_to applies a revision of the history, not src or "
                         "definition", "give either rollback_to or src/definition")
-        if (params["rollback_to"] is None and params["src"] is None and definition is None
+        if (target is None and params["src"] is None and definition is None
                 and not params["guard"]["allow_empty"]):
             fail_option(module, "state", "state=present needs src or definition",
                         "give src or definition; to empty the set on purpose set guard.allow_empty: true")
