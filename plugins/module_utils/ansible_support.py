@@ -13,10 +13,14 @@ It holds:
   plain-dict shape the core's connection builder takes;
 * ``fail_from_error()`` and ``warn_all()``: result shaping for core errors and warnings;
 * ``protected_input_spec()`` and ``protected_input()``: the hidden ``no_log`` parameter in which
-  the action plugins pass ``definition`` and an inline ``kubeconfig`` (docs/secrets.md).
+  the action plugins pass ``definition`` and an inline ``kubeconfig`` (docs/secrets.md);
+* ``module_argument_spec()``, ``start()``, ``check_names()`` and ``connect()``: the start the three
+  modules share, before their first request;
+* ``options_from()``: a module's parameters as the keywords of the core's ``Options``, by a table.
 
-Nothing here imports the core package: errors and warnings are handled by duck typing,
-so this file stays importable (and testable) on its own.
+Nothing here imports the core package at load time (``connect`` and ``check_names`` import what the
+modules have imported already): errors and warnings are handled by duck typing, so this file stays
+importable (and testable) on its own.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -255,3 +259,79 @@ def protected_src_contents(module):
     by real path (``{}`` when there are none). Call it after ``protected_input``, which fails the
     module when the protected parameter is not valid."""
     return redact.unpack_protected_input(module.params.get(redact.PROTECTED_INPUT)).get("src_contents", {})
+
+
+def module_argument_spec(**options):
+    """The argument spec of a module of the collection: the connection options (``AUTH_ARG_SPEC``),
+    the hidden parameter of the action plugins (``protected_input_spec``) and ``options``."""
+    spec = auth_arg_spec()
+    spec.update(protected_input_spec())
+    spec.update(options)
+    return spec
+
+
+def fail_missing_library(module, error):
+    """Fail ``module`` when a Python library it needs could not be imported (``error`` is the
+    ``ImportError``, or None when all were). Does not return on an error."""
+    if error is not None:
+        module.fail_json(msg=f"a required Python library is missing: {error}")
+
+
+def start(module, import_error=None):
+    """What every module of the collection does first, before any request: fail on a missing
+    library, read the protected input (see ``protected_input``) and check ``parallelism``.
+
+    Returns ``(definition, kubeconfig)``; fails the module (does not return) on a bad value.
+    """
+    fail_missing_library(module, import_error)
+    definition, kubeconfig = protected_input(module)
+    parallelism = module.params["parallelism"]
+    if parallelism is not None and parallelism < 1:
+        fail_option(module, "parallelism", f"must be at least 1, not {parallelism}", "set parallelism: 1 or more")
+    return definition, kubeconfig
+
+
+def check_names(module):
+    """The names of ``parent`` and ``namespace`` as the server checks them, before any request.
+
+    Raises:
+        InputError: naming the option and the name's rule.
+    """
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import names
+
+    names.check_options(module.params["parent"], module.params["namespace"])
+
+
+def connect(module, kubeconfig):
+    """The client for the connection options of ``module`` (``kubeconfig`` as ``protected_input``
+    returned it), sending ``parallelism`` requests at once at the most.
+
+    Raises:
+        ApplySetError: a connection setting that cannot work, with its fix.
+    """
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.kube import client as kube
+
+    params = module.params
+    return kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
+
+
+def options_from(params, table, **fixed):
+    """The keywords of an ``Options`` from a module's ``params``, by ``table``: rows of
+    ``(parameter, field, convert)``, where a dotted ``parameter`` is a suboption
+    (``guard.max_prune_percent``), a dotted ``field`` a key of a dictionary field
+    (``wait_rules.fail_closed``) and ``convert`` a function of the value, or None to take it as it is.
+    ``fixed`` adds keywords that are no parameter (check mode, for example)."""
+    fields = {}
+    for parameter, name, convert in table:
+        value = params
+        for key in parameter.split("."):
+            value = value[key]
+        if convert is not None:
+            value = convert(value)
+        *outer, last = name.split(".")
+        target = fields
+        for key in outer:
+            target = target.setdefault(key, {})
+        target[last] = value
+    fields.update(fixed)
+    return fields

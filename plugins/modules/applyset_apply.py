@@ -641,28 +641,28 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils import bytecod
 bytecode_cache.install()
 
 from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_support import (  # noqa: E402
-    auth_arg_spec,
-    auth_params,
+    check_names,
+    connect,
     fail_from_error,
+    fail_missing_library,
     fail_option,
-    protected_input,
-    protected_input_spec,
+    module_argument_spec,
+    options_from,
     protected_src_contents,
+    start,
     warn_all,
 )
 
-# What the run needs to start reading the cluster. The rest of the engine is imported in main(),
-# after the early reads went out (early.py): they travel while Python compiles it.
+# What the run needs to start reading the cluster (connect() adds kube.client, check_names() inputs.names,
+# options.py nothing else). The rest of the engine is imported in main(), after the early reads went out
+# (early.py): they travel while Python compiles it.
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run import early  # noqa: E402
-from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.kube import client as kube  # noqa: E402
-from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import names  # noqa: E402
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import Options  # noqa: E402
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError  # noqa: E402
 
 
 def argument_spec():
-    spec = auth_arg_spec()
-    spec.update(protected_input_spec())
-    spec.update(
+    return module_argument_spec(
         parent=dict(type="raw", required=True),
         namespace=dict(type="str"),
         src=dict(type="list", elements="str"),
@@ -720,7 +720,36 @@ def argument_spec():
         rollback_timeout=dict(type="int", default=300),
         provenance=dict(type="dict"),
     )
-    return spec
+
+
+# The parameters that become a field of the run's Options (see ansible_support.options_from):
+# (parameter, Options field, conversion). Options.problems and Options.validate check the values.
+# adopt_legacy and the history settings are typed objects of the rules and the history, made by
+# legacy_options and history_settings once the early reads went out.
+OPTIONS = (
+    ("field_manager", "field_manager", None),
+    ("force_conflicts", "force_conflicts", None),
+    ("field_validation", "field_validation", None),
+    ("prune", "prune", None),
+    ("propagation_policy", "propagation_policy", None),
+    ("takeover", "takeover", None),
+    ("adopt", "adopt", None),
+    ("guard.allow_empty", "allow_empty", None),
+    ("guard.max_prune_percent", "max_prune_percent", None),
+    ("guard.allow_prune_kinds", "allow_prune_kinds", frozenset),
+    ("crd_timeout", "crd_timeout", float),
+    ("wait", "wait", None),
+    ("wait_timeout", "wait_timeout", float),
+    ("wait_rules.fail_closed", "wait_rules.fail_closed", None),
+    ("wait_rules.overrides", "wait_rules.overrides", lambda overrides: overrides or None),
+    ("wait_rules.load_balancers", "wait_rules.wait_for_load_balancers", None),
+    ("claim_ttl", "claim_ttl", float),
+    ("claim_wait", "claim_wait", float),
+    ("create_namespace", "create_namespace", None),
+    ("recreate_on_immutable", "recreate_on_immutable", frozenset),
+    ("reapply", "reapply", None),
+    ("ignore_fields", "ignore_fields", tuple),
+)
 
 
 def load_manifests(params, definition, src_contents=None):
@@ -752,22 +781,21 @@ def main():
     params = module.params
     # Secret data never goes to no_log_values (that would mask every equal word in the output);
     # it is kept out of results by structure instead. See protected_input().
-    definition, kubeconfig = protected_input(module)
-    check_options(module, definition)
+    definition, kubeconfig = start(module)
+    options = checked_options(module, definition)
     runs = []  # the engines of the run: one, or two when a failed release rolled back
     try:
-        # Names as the server checks them, before any request (the engine may take this over).
-        names.check_options(params["parent"], params["namespace"])
+        check_names(module)  # the engine may take this over
         client, connect_error = connect_and_read_early(module, kubeconfig)
         try:
             from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine
             from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifests
             from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.steps import rollback
         except ImportError as err:  # PyYAML missing
-            module.fail_json(msg=f"a required Python library is missing: {err}")
-        if manifests.YAML_IMPORT_ERROR is not None:
-            module.fail_json(msg=f"a required Python library is missing: {manifests.YAML_IMPORT_ERROR}")
-        options = engine_options(module)
+            fail_missing_library(module, err)
+        fail_missing_library(module, manifests.YAML_IMPORT_ERROR)
+        options.adopt_legacy = legacy_options(params["adopt_legacy"])
+        options.history = history_settings(module)
         desired = None
         if params["state"] == "present":
             if params["rollback_to"] is not None:
@@ -801,18 +829,17 @@ def main():
     module.exit_json(**_shape(dict(report.to_dict(), **_revisions(runs)), module))
 
 
-def check_options(module, definition):
-    """Refuse option values that need no cluster to judge, before any request."""
+def checked_options(module, definition):
+    """The run's ``Options`` from the parameters (``OPTIONS``), their values checked
+    (``Options.problems``) before any request, as is what the parameters ask together. The
+    history and adopt_legacy are added after the early reads; the engine checks them."""
     params = module.params
-    if params["parallelism"] is not None and params["parallelism"] < 1:
-        fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
-    if not 0 <= params["guard"]["max_prune_percent"] <= 100:
-        fail_option(module, "guard.max_prune_percent", "must be between 0 and 100",
-                    "set it to 100 to allow any prune, or lower to guard more")
+    options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff))
+    problems = options.problems()
+    if problems:
+        fail_option(module, *problems[0])  # one at a time, in the order of Options.problems
     target = params["rollback_to"]
-    if target is not None and target != "previous" and (not target.isdigit() or int(target) < 1):
-        fail_option(module, "rollback_to", f"must be a revision number or previous, not {target!r}",
-                    "list the revisions with applyset_info (revisions: true)")
+    rollback_revision(target, module)
     if params["state"] == "present":
         if target is not None and (params["src"] is not None or definition is not None):
             fail_option(module, "rollback_to", "rollback_to applies a revision of the history, not src or "
@@ -821,6 +848,18 @@ def check_options(module, definition):
                 and not params["guard"]["allow_empty"]):
             fail_option(module, "state", "state=present needs src or definition",
                         "give src or definition; to empty the set on purpose set guard.allow_empty: true")
+    return options
+
+
+def rollback_revision(target, module):
+    """``rollback_to`` as ``history.Settings`` takes it: a number, ``previous`` or None; text that is
+    neither fails ``module`` (the value of a number is the history's to check)."""
+    if target is None or target == "previous":
+        return target
+    if not target.isdigit():
+        fail_option(module, "rollback_to", f"must be a revision number or previous, not {target!r}",
+                    "list the revisions with applyset_info (revisions: true)")
+    return int(target)
 
 
 def connect_and_read_early(module, kubeconfig):
@@ -828,7 +867,7 @@ def connect_and_read_early(module, kubeconfig):
     (early.py); a connection setting that fails is the error, raised once the input was read."""
     params = module.params
     try:
-        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
+        client = connect(module, kubeconfig)
     except ApplySetError as err:
         return None, err
     applies = params["state"] == "present" and params["rollback_to"] is None
@@ -838,55 +877,16 @@ def connect_and_read_early(module, kubeconfig):
     return client, None
 
 
-def engine_options(module):
-    """The run's ``Options`` from the module's parameters."""
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import Options
-
-    params = module.params
-    return Options(
-        field_manager=params["field_manager"],
-        force_conflicts=params["force_conflicts"],
-        field_validation=params["field_validation"],
-        prune=params["prune"],
-        dry_run=module.check_mode,
-        diff=module._diff,
-        propagation_policy=params["propagation_policy"],
-        takeover=params["takeover"],
-        adopt=params["adopt"],
-        adopt_legacy=legacy_options(params["adopt_legacy"]),
-        allow_empty=params["guard"]["allow_empty"],
-        max_prune_percent=params["guard"]["max_prune_percent"],
-        allow_prune_kinds=frozenset(params["guard"]["allow_prune_kinds"]),
-        crd_timeout=float(params["crd_timeout"]),
-        wait=params["wait"],
-        wait_timeout=float(params["wait_timeout"]),
-        wait_rules=dict(
-            fail_closed=params["wait_rules"]["fail_closed"],
-            overrides=params["wait_rules"]["overrides"] or None,
-            wait_for_load_balancers=params["wait_rules"]["load_balancers"],
-        ),
-        claim_ttl=float(params["claim_ttl"]),
-        claim_wait=float(params["claim_wait"]),
-        create_namespace=params["create_namespace"],
-        recreate_on_immutable=frozenset(params["recreate_on_immutable"]),
-        reapply=params["reapply"],
-        ignore_fields=tuple(params["ignore_fields"]),
-        history=history_settings(module),
-    )
-
-
 def history_settings(module):
-    """The history options as ``history.Settings`` (rollback_to was checked by ``check_options``)."""
+    """The history options as ``history.Settings`` (``rollback_to`` parsed by ``rollback_revision``)."""
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.history import (
         revisions as history, provenance,
     )
 
     params = module.params
-    target = params["rollback_to"]
-    if target is not None and target != "previous":
-        target = int(target)
     return history.Settings(max=params["history_max"], namespace=params["history_namespace"],
-                            provenance=provenance.gather(params["provenance"], params["src"]), rollback_to=target,
+                            provenance=provenance.gather(params["provenance"], params["src"]),
+                            rollback_to=rollback_revision(params["rollback_to"], module),
                             on_failure=params["on_failure"], rollback_timeout=float(params["rollback_timeout"]))
 
 

@@ -307,21 +307,14 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils import bytecod
 bytecode_cache.install()
 
 from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_support import (  # noqa: E402
-    auth_arg_spec,
-    auth_params,
-    fail_from_error,
-    fail_option,
-    protected_input,
-    protected_input_spec,
-    warn_all,
+    check_names, connect, fail_from_error, module_argument_spec, start, warn_all,
 )
 
 try:
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.wait import readiness
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.history import revisions as history
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.verify import inventory
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.kube import client as kube
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import names, redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import spec
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
@@ -330,9 +323,7 @@ except ImportError as err:  # PyYAML or kubernetes missing
 
 
 def argument_spec():
-    spec = auth_arg_spec()
-    spec.update(protected_input_spec())  # an inline kubeconfig, passed by the action plugin
-    spec.update(
+    return module_argument_spec(
         parent=dict(type="raw"),
         namespace=dict(type="str"),
         members=dict(type="bool"),
@@ -344,7 +335,6 @@ def argument_spec():
         history_namespace=dict(type="str"),
         parallelism=dict(type="int", default=8),
     )
-    return spec
 
 
 def run_query(module, expression, data):
@@ -362,18 +352,14 @@ def run_query(module, expression, data):
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if IMPORT_ERROR is not None:
-        module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
-    _definition, kubeconfig = protected_input(module)
-    if params["parallelism"] < 1:
-        fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
+    _definition, kubeconfig = start(module, IMPORT_ERROR)
     members = params["members"]
     if members is None:
         members = params["parent"] is not None
     try:
-        names.check_options(params["parent"], params["namespace"])  # before any request
-        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
+        check_names(module)  # before any request
+        client = connect(module, kubeconfig)
         report = inventory.describe(
             client,
             parent_spec=params["parent"],

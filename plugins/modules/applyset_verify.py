@@ -364,21 +364,14 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils import bytecod
 bytecode_cache.install()
 
 from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_support import (  # noqa: E402
-    auth_arg_spec,
-    auth_params,
-    fail_from_error,
-    fail_option,
-    protected_input,
-    protected_input_spec,
-    warn_all,
+    check_names, connect, fail_from_error, module_argument_spec, start, warn_all,
 )
 
 try:
     import yaml
 
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.verify import fsck
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.kube import client as kube
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import names, redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
@@ -386,9 +379,7 @@ except ImportError as err:  # PyYAML or kubernetes missing
 
 
 def argument_spec():
-    spec = auth_arg_spec()
-    spec.update(protected_input_spec())  # an inline kubeconfig, passed by the action plugin
-    spec.update(
+    return module_argument_spec(
         parent=dict(type="raw"),
         namespace=dict(type="str"),
         fix=dict(type="bool", default=False),
@@ -397,7 +388,6 @@ def argument_spec():
         require_complete_scan=dict(type="bool", default=False),
         parallelism=dict(type="int", default=8),
     )
-    return spec
 
 
 def diff_entries(report):
@@ -432,15 +422,11 @@ def failure(report):
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if IMPORT_ERROR is not None:
-        module.fail_json(msg=f"a required Python library is missing: {IMPORT_ERROR}")
     params = module.params
-    _definition, kubeconfig = protected_input(module)
-    if params["parallelism"] < 1:
-        fail_option(module, "parallelism", f"must be at least 1, not {params['parallelism']}", "set parallelism: 1 or more")
+    _definition, kubeconfig = start(module, IMPORT_ERROR)
     try:
-        names.check_options(params["parent"], params["namespace"])  # before any request
-        client = kube.connect(auth_params(dict(params, kubeconfig=kubeconfig)), parallelism=params["parallelism"])
+        check_names(module)  # before any request
+        client = connect(module, kubeconfig)
         report = fsck.verify(client, parent_spec=params["parent"], namespace=params["namespace"],
                              fix=params["fix"], allow_foreign=params["allow_foreign"], dry_run=module.check_mode,
                              require_complete=params["require_complete_scan"])

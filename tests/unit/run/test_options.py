@@ -43,3 +43,15 @@ def test_good_options_pass_and_the_run_uses_them():
     report, error = fakeapi.outcome(run, "apply", load_definition([ready]))
     assert error is None
     assert [(o.ref, o.action) for o in report.objects] == [("ConfigMap shop/a", "created")]
+
+
+def test_problems_name_the_option_what_is_wrong_and_the_fix_and_validate_says_the_same():
+    assert Options().problems() == []
+    bad = Options(max_prune_percent=101, crd_timeout=-1)
+    assert bad.problems() == [
+        ("guard.max_prune_percent", "must be between 0 and 100", "set it to 100 to allow any prune, or lower to guard more"),
+        ("crd_timeout", "must be 0 seconds or more", "set crd_timeout to 0 or more"),
+    ]
+    with pytest.raises(InputError) as caught:
+        bad.validate()
+    assert caught.value.message == "guard.max_prune_percent must be between 0 and 100; crd_timeout must be 0 seconds or more"

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..rules import field_policy
-from ..wait import readiness
-from ..rules import legacy as legacies
-from ..rules import prune as prunes
 from ..errors import InputError
+
+# The rules and readiness are imported where they are used: applyset_apply builds and checks its
+# Options before its early reads (run/early.py), which must not wait for the rules' imports (the
+# YAML parser among them). tests/unit/plugins/test_module_options.py keeps it so.
+if TYPE_CHECKING:
+    from ..rules import legacy as legacies
+    from ..rules import prune as prunes
 
 DEFAULT_FIELD_MANAGER = "applyset.kubernetes"
 REAPPLY_CHOICES = ("changed", "always")
@@ -59,8 +62,30 @@ class Options:
     @property
     def guard_limits(self) -> prunes.GuardLimits:
         """The blast-radius guard's settings among these options."""
+        from ..rules import prune as prunes
+
         return prunes.GuardLimits(allow_empty=self.allow_empty, max_prune_percent=self.max_prune_percent,
                                   allow_prune_kinds=frozenset(self.allow_prune_kinds))
+
+    def problems(self) -> list[tuple[str, str, str]]:
+        """``(option, what is wrong, fix)`` for each value out of its range or choices: the checks
+        that need no import, so that a module makes them before its first request (``validate``
+        makes them again for every other caller, with the checks that need the rules)."""
+        found = []
+        if self.field_validation not in ("Strict", "Warn", "Ignore"):
+            found.append(("field_validation", "must be Strict, Warn or Ignore", "give Strict, Warn or Ignore"))
+        if self.propagation_policy not in ("Background", "Foreground", "Orphan"):
+            found.append(("propagation_policy", "must be Background, Foreground or Orphan",
+                          "give Background, Foreground or Orphan"))
+        if self.reapply not in REAPPLY_CHOICES:
+            found.append(("reapply", "must be changed or always", "give changed or always"))
+        if not 0 <= self.max_prune_percent <= 100:
+            found.append(("guard.max_prune_percent", "must be between 0 and 100",
+                          "set it to 100 to allow any prune, or lower to guard more"))
+        for name in ("crd_timeout", "claim_ttl", "claim_wait", "wait_timeout", "recreate_timeout"):
+            if getattr(self, name) < 0:
+                found.append((name, "must be 0 seconds or more", f"set {name} to 0 or more"))
+        return found
 
     def validate(self) -> None:
         """Check every option before the first request, whoever builds them (the modules, the
@@ -69,18 +94,10 @@ class Options:
         Raises:
             InputError: naming each bad option (wait rule overrides included).
         """
-        problems = []
-        if self.field_validation not in ("Strict", "Warn", "Ignore"):
-            problems.append(("field_validation", "must be Strict, Warn or Ignore"))
-        if self.propagation_policy not in ("Background", "Foreground", "Orphan"):
-            problems.append(("propagation_policy", "must be Background, Foreground or Orphan"))
-        if self.reapply not in REAPPLY_CHOICES:
-            problems.append(("reapply", "must be changed or always"))
-        if not 0 <= self.max_prune_percent <= 100:
-            problems.append(("guard.max_prune_percent", "must be between 0 and 100"))
-        for name in ("crd_timeout", "claim_ttl", "claim_wait", "wait_timeout", "recreate_timeout"):
-            if getattr(self, name) < 0:
-                problems.append((name, "must be 0 seconds or more"))
+        from ..rules import field_policy
+        from ..wait import readiness
+
+        problems = [(name, why) for name, why, _fix in self.problems()]
         unknown = set(self.wait_rules or {}) - readiness.RULE_OPTIONS
         if unknown:
             problems.append(("wait_rules", f"unknown rule options {', '.join(sorted(unknown))}"))
