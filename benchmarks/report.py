@@ -279,7 +279,6 @@ def writes_table(data: dict) -> list[str]:
     return lines
 
 
-
 def target_table(title: str, rows) -> list[str]:
     """A table of (target, measured, met) rows; met None: not measured."""
     lines = [title, "", "| target | measured | met |", "|---|---|---|"]

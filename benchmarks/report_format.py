@@ -26,7 +26,6 @@ def short(tool: str) -> str:
     return f"{SHORT.get(base, base)}, " + (f"parallelism {variant}" if variant.isdigit() else f"tree {variant}")
 
 
-
 def index(summary: list[dict]) -> dict:
     return {(r["tool"], r["n"], r["namespaces"], r["scenario"]): r for r in summary}
 
@@ -39,4 +38,3 @@ def fmt_s(v) -> str:
 
 def ratio(a, b) -> str:
     return f"{a / b:.2f}×" if a and b else "–"
-

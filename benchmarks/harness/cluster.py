@@ -232,4 +232,3 @@ def install_crds(admin: Admin) -> None:
     for crd in (workload.WIDGET_CRD, workload.APPLYSET_CRD):
         admin.apply(crd)
         admin.wait_crd(crd["metadata"]["name"])
-

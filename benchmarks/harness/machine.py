@@ -49,4 +49,3 @@ def machine_info() -> dict:
         "ansible_core": version([str(VENV_BIN / "ansible"), "--version"]),
         "kubernetes_core": k8s_version,
     }
-

@@ -57,4 +57,3 @@ def run_process(argv, env, cwd, stdout_path: Path, timeout: float) -> dict:
     usage = _read_timed(report)
     return {"wall_s": wall, "rc": proc.returncode, "rss_kb": usage.get("rss_kb"), "cpu_s": usage.get("cpu_s"),
             "timed_out": timed_out}
-

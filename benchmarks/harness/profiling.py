@@ -52,4 +52,3 @@ def run_profile(args) -> int:
     finally:
         if lc and not args.keep_cluster:
             subprocess.run(lc + ["down"])
-

@@ -69,7 +69,6 @@ def run_scenario(tool: Tool, scenario: str, admin: Admin, timeout: float) -> dic
     return res
 
 
-
 def idle_background(admin: Admin, seconds: float) -> dict:
     """What the control plane itself sends in the tool series while nothing runs."""
     if seconds <= 0:
@@ -144,7 +143,6 @@ def run_block(admin: Admin, cfg: Config, names, reps: int, scenarios, args, resu
             tool.after_rep(admin)
             log(f"  {tool.name:8s} {' | '.join(line)}  (cleanup {cleanup:.1f}s)")
             out.write_text(json.dumps(results, indent=1))  # a checkpoint after every chain
-
 
 
 def run_benchmark(args) -> int:

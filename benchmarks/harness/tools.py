@@ -418,4 +418,3 @@ def setup_k8s() -> int:
     if proc.returncode:
         log("could not install the ansible package from PyPI; the k8s tool will be skipped")
     return proc.returncode
-

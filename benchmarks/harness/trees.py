@@ -26,7 +26,6 @@ def supports_reapply(tree: Path) -> bool:
     return False
 
 
-
 def describe_tree(spec_: str, tree: Path) -> dict:
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "plugins"], capture_output=True,
@@ -37,7 +36,6 @@ def describe_tree(spec_: str, tree: Path) -> dict:
     return {"spec": spec_, "path": str(tree), "repo_head": head,
             "plugins_dirty_at_start": bool(dirty) if spec_ in (".", "snapshot") else None,
             "plugins_sha256": digest.hexdigest()[:16]}
-
 
 
 def use_tree(spec_: str) -> Path:
@@ -74,4 +72,3 @@ def use_tree(spec_: str) -> Path:
         link.unlink()
     link.symlink_to(tree)
     return tree
-

@@ -66,4 +66,3 @@ def stages(decisions: list) -> list[list]:
     for d in decisions:
         grouped.setdefault((-_wave(d.meta), level(key_of[id(d)])), []).append(d)
     return [grouped[k] for k in sorted(grouped)]
-

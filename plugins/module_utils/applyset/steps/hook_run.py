@@ -218,7 +218,7 @@ def _wait(ctx, obj, uid: str | None) -> None:
     applied = {**obj.body, "metadata": {**obj.body["metadata"], "uid": uid}}
     try:
         waiting.wait_ready(ctx.client, [target], timeout=ctx.opts.wait_timeout, applied={target: applied},
-                          **ctx.opts.wait_rules)
+                           **ctx.opts.wait_rules)
     except WaitTimeout as err:
         raise wait_reasons.explain(ctx.client, err, {(obj.resource.kind, obj.namespace, obj.name): applied}) from None
 

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 
 from . import history_check as fsck_history
 from .. import spec
-from .checks import ERROR, HINT_CODES, PARENT_MISSING, WARNING, Problem, check_orphans, check_set, classify_members, incomplete_scan_problem, kinds_that_may_hold, member_names, member_refs, reduced_coverage_message, reduced_coverage_problem
+from .checks import (
+    ERROR, HINT_CODES, PARENT_MISSING, WARNING, Problem, check_orphans, check_set, classify_members,
+    incomplete_scan_problem, kinds_that_may_hold, member_names, member_refs, reduced_coverage_message,
+    reduced_coverage_problem,
+)
 from .repair import apply_fix, plan_fix
 from .scan import Scan, scan
 from .inventory import find_sets, get_set
