@@ -853,10 +853,10 @@ def checked_options(module, definition):
 
 def rollback_revision(target, module):
     """``rollback_to`` as ``history.Settings`` takes it: a number, ``previous`` or None; text that is
-    neither fails ``module`` (the value of a number is the history's to check)."""
+    neither, or no revision number (0), fails ``module`` before any request."""
     if target is None or target == "previous":
         return target
-    if not target.isdigit():
+    if not target.isdigit() or int(target) < 1:
         fail_option(module, "rollback_to", f"must be a revision number or previous, not {target!r}",
                     "list the revisions with applyset_info (revisions: true)")
     return int(target)
