@@ -35,7 +35,6 @@ from dataclasses import dataclass
 
 from .apply import adoption, applying, namespaces
 from .steps import claim, decide, history_steps, hook_run, pruning, rollback
-from .rules import hooks
 from .steps import settling, teardown, without_claim
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
 
@@ -66,7 +65,7 @@ def reading(entry: str, opts) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
         first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
-        return [*first, Step("split-hooks", hooks.split_step, DECIDE), Step("plan", decide.make_plan, DECIDE),
+        return [*first, Step("split-hooks", hook_run.split_hooks, DECIDE), Step("plan", decide.make_plan, DECIDE),
                 Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ)]
     return [READ_PARENT]
 
@@ -144,7 +143,7 @@ def for_uninstall(opts) -> Route:
     effect = DRY_RUN if opts.dry_run else WRITE
     tail = [Step("list-members", teardown.list_members("remove"), READ),
             Step("decide-removal", teardown.decide_removal, DECIDE),
-            Step("find-hooks", hooks.find_delete_hooks, DECIDE)]
+            Step("find-hooks", hook_run.find_delete_hooks, DECIDE)]
     tail += _claimed(opts, [Step("pre-delete-hooks", hook_run.pre_delete, effect),
                             Step("delete-members", teardown.delete_members, effect),
                             Step("post-delete-hooks", hook_run.post_delete, effect),

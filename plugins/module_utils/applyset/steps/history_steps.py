@@ -40,6 +40,12 @@ def _secrets(ctx):
     return ctx.discovery.for_group_kind(spec.SECRET_KIND)
 
 
+def _payload(ctx, number: int, result: str) -> dict:
+    """The revision ``number`` of this run (``history.payload``)."""
+    return history.payload(number, result, opts=ctx.opts, parent=ctx.parent, members=ctx.plan.members,
+                           hint=ctx.decisions.hints.final, rollback_of=ctx.rollback_of)
+
+
 def _changed(ctx) -> bool:
     """Whether the run changed a member, or applies a set the current revision does not record
     (a run stopped before its release changed members without recording them)."""
@@ -79,7 +85,7 @@ def record(ctx) -> None:
     if not (wrote if ctx.failing else _changed(ctx)):  # a failed release is recorded when it wrote
         return
     number = (ctx.parent.revision or 0) + 1
-    content = history.payload(ctx, number, history.FAILED if ctx.failing else history.DEPLOYED)
+    content = _payload(ctx, number, history.FAILED if ctx.failing else history.DEPLOYED)
     try:
         history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=False)
     except (ApiError, ApplySetError) as err:
@@ -130,7 +136,7 @@ def _make_and_create_revision(ctx, namespace: str):
     """The next revision's payload, made and created without overwriting one (in a worker):
     (content, outcome), the outcome None, ``history.NumberTaken`` (the class) when another run
     holds the number, or the error that refused it."""
-    content = history.payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
+    content = _payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
     try:
         history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=True)
     except history.NumberTaken:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..rules import drift, nochange, ordering
+from ..rules import nochange, ordering
 from ..history import revisions as history
 from ..parent import write as parent_write
 from ..rules import prune as prunes
 from .. import spec
 from ..errors import ApiError
-from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome
+from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome, with_drift
 from .pruning import carry_out
 from ..run.report import MemberOutcome, ObjectResult
 
@@ -164,7 +164,7 @@ def _update(ctx, member) -> _InPlace:
                 return _InPlace(None, CarriedUpdate(None, before))
             before = fresh
     # the drift as listed before this write, kept in what is carried into a start over
-    outcome = drift.mark(ctx, member, applied_outcome(ctx, member, before, resp,
+    outcome = with_drift(ctx, member, applied_outcome(ctx, member, before, resp,
                                                       [f"{member.ref}: {w}" for w in resp.warnings]))
     return _InPlace(outcome, CarriedUpdate(outcome.result, before, resp.body, tuple(outcome.warnings)))
 
@@ -185,6 +185,6 @@ def record_in_plan_order(ctx) -> None:
     for rank_members in ctx.plan.ranks:
         for member in rank_members:
             outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(ctx, member)
-            ctx.record.outcome(drift.mark(ctx, member, outcome))
+            ctx.record.outcome(with_drift(ctx, member, outcome))
     carry_out(ctx, prunes.Decisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
     ctx.report.applyset["tooling"] = ctx.parent.tooling
