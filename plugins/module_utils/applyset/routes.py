@@ -123,14 +123,13 @@ def for_update_only(opts) -> Route:
     conditional on the listed object, no claim, no parent write; a refusal or a parent written
     meanwhile starts the run over on the apply route."""
     history = history_steps.keeps_history(opts)
-    if history:
-        # The revision is created alongside the updates, and the pointer's conditional write stands
-        # in for the confirmation's GET (history_steps.py).
-        update, confirm = history_steps.UPDATE_IN_PLACE, history_steps.CONFIRM_PARENT_UNCHANGED
-    else:
-        update = Step("update-in-place", without_claim.update_in_place, WRITE)
-        confirm = Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ)
-    tail = [update, confirm, Step("record", without_claim.record_in_plan_order, DECIDE)]
+    # With a history, the revision's first Secret is created alongside the updates when the set
+    # differs from the recorded one; its pointer's conditional write then stands in for the
+    # confirmation's GET (history_steps.py).
+    update = without_claim.update_in_place(history_steps.revision_alongside if history else None)
+    tail = [Step("update-in-place", update, WRITE),
+            Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ),
+            Step("record", without_claim.record_in_plan_order, DECIDE)]
     if history:
         tail.append(history_steps.RECORD_IN_PLACE)
     if opts.wait:

@@ -15,7 +15,9 @@ would write it, means start over on the claim's route (``StartOver``), carrying 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
 
 from ..rules import nochange, ordering
 from ..history import revisions as history
@@ -117,9 +119,43 @@ class _InPlace:
     carried: CarriedUpdate
 
 
-def update_in_place(ctx) -> None:
-    """Step update-in-place: the members that are not unchanged, phase by phase, each apply
-    conditional on the listed object; a refusal stops the later phases and starts the run over."""
+@dataclass(frozen=True)
+class Alongside:
+    """Work sent while the members are updated in place: ``work()`` runs in a worker, and once the
+    updates are done ``then`` takes its answer (not when they started the run over)."""
+
+    work: Callable[[], object]
+    then: Callable[[object], None]
+
+
+def update_in_place(alongside: Callable[[object], Alongside | None] | None = None):
+    """Step update-in-place (built for its route): the members that are not unchanged, phase by
+    phase, each apply conditional on the listed object; a refusal stops the later phases and
+    starts the run over.
+
+    Args:
+        alongside: given the run, what to send at the same time, or None: on a route with a
+            history, ``history_steps.revision_alongside`` (the revision's first Secret).
+    """
+
+    def update(ctx) -> None:
+        extra = alongside(ctx) if alongside is not None else None
+        if extra is None:
+            _update_members(ctx)
+            return
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            answer = pool.submit(extra.work)  # the first updates go out without waiting for it
+            try:
+                _update_members(ctx)
+            finally:
+                answered = answer.result()  # nothing of this step goes on after it (a StartOver included)
+        extra.then(answered)
+
+    return update
+
+
+def _update_members(ctx) -> None:
+    """The in-place updates of ``update_in_place``, phase by phase (``ctx.in_place``)."""
     updated, carried = {}, {}
     for phase_members in ctx.plan.phases:
         members = [m for m in phase_members if m.key not in ctx.decisions.unchanged]
@@ -171,7 +207,13 @@ def _update(ctx, member) -> _InPlace:
 
 def confirm_parent_unchanged(ctx) -> None:
     """Step confirm-parent-unchanged: one GET of the parent; the same resourceVersion, and exactly
-    what a release would write, means no other run wrote the set meanwhile. Else start over."""
+    what a release would write, means no other run wrote the set meanwhile. Else start over.
+
+    Not sent when a revision created alongside the updates waits for its pointer
+    (``ctx.pending_revision``, history_steps.py): the pointer's write is conditional on the
+    resourceVersion read, the same confirmation, a round trip later (docs/safety.md)."""
+    if ctx.pending_revision is not None:
+        return
     parent = ctx.parent
     now = ctx.client.get(parent.resource, parent.name, parent.namespace or None)
     if (now is None or (now.get("metadata") or {}).get("resourceVersion") != parent.resource_version
