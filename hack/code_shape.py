@@ -9,8 +9,9 @@ tree, and every import of the core that breaks its layers. With --limits it exit
 core breaks a target of docs/architecture.md: a file over 600 lines, a class over 300 lines, a
 function over 50 lines of code (blank lines, comments and docstrings not counted), any import
 cycle, an import that goes up the core's layers (``LAYERS``; an import under ``if TYPE_CHECKING:``
-names types for annotations only and is exempt), or a name imported from a module that only
-imports it itself (a re-export). tests/hack/test_code_shape.py runs the same checks.
+names types for annotations only and is exempt), a name imported from a module that only imports
+it itself (a re-export), or a function below ``run`` that takes the run's context (``ctx``).
+tests/hack/test_code_shape.py runs the same checks.
 """
 
 from __future__ import annotations
@@ -196,6 +197,29 @@ def re_exports(core: Path = CORE) -> list[str]:
     return found
 
 
+# The first layer that may take the run's context (``run.runner.RunContext``, named ``ctx``): the
+# layers below it take values and return values, and never read or write the run.
+CONTEXT_LAYER = "run"
+
+
+def context_parameters(core: Path = CORE, layers=LAYERS, first: str = CONTEXT_LAYER) -> list[str]:
+    """Every function of a layer below ``first`` with a parameter named ``ctx`` (the run's context)."""
+    found = []
+    for path in sorted(core.rglob("*.py")):
+        own = _layer_of(path, core)
+        if own not in layers or layers.index(own) >= layers.index(first):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            args = node.args
+            named = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a]
+            if "ctx" in named:
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}: {getattr(node, 'name', 'lambda')} "
+                             f"takes ctx; {own} is below {first}: pass it values, and leave the run to a step")
+    return found
+
+
 def import_cycles(roots=CYCLE_ROOTS) -> list[list[str]]:
     """Every import cycle among the modules of one directory (each cycle once, as file paths)."""
     cycles = []
@@ -249,7 +273,7 @@ def main(argv: list[str]) -> int:
             print(f"  largest {kind}s: " + ", ".join(f"{s.where.split('/')[-1]} {s.lines}" for s in top))
     cycles = import_cycles()
     print("import cycles: " + ("; ".join(" <-> ".join(c) for c in cycles) if cycles else "none"))
-    layering = layer_breaks() + re_exports()
+    layering = layer_breaks() + re_exports() + context_parameters()
     print("layers (" + " < ".join(LAYERS) + "): " + ("; ".join(layering) if layering else "kept"))
     broken = over_limits() if check else []
     for s in broken:

@@ -79,3 +79,16 @@ def test_a_name_imported_through_a_module_that_only_imports_it_is_a_re_export(tm
     assert code_shape.re_exports(core) == [
         "core/p/__init__.py: not empty",
         "core/a.py:2: VALUE is not defined in c.py; import it from its own module"]
+
+
+def test_no_function_below_the_run_takes_the_runs_context():
+    assert code_shape.context_parameters() == []
+
+
+def test_a_function_below_the_run_that_takes_ctx_is_refused_and_a_step_is_not(tmp_path, monkeypatch):
+    core = _tree(tmp_path, monkeypatch, {
+        "__init__.py": "", "rules/__init__.py": "", "steps/__init__.py": "", "run/__init__.py": "",
+        "rules/drift.py": "def mark(member, basis):\n    return member\n\n\ndef resolve(*, ctx):\n    return ctx\n",
+        "steps/decide.py": "def decide(ctx):\n    return ctx\n"})
+    assert code_shape.context_parameters(core, ("rules", "run", "steps")) == [
+        "core/rules/drift.py:5: resolve takes ctx; rules is below run: pass it values, and leave the run to a step"]

@@ -9,8 +9,10 @@ import pytest
 from applyset.run import runner
 from applyset import routes
 from applyset.errors import ApplySetError
+from applyset.history.revisions import Settings
 from applyset.rules.legacy import Options as LegacyOptions
 from applyset.run.options import Options
+from applyset.steps import without_claim
 
 READING = ["read-parent", "split-hooks", "plan", "list-live", "decide"]
 PRE, POST = ["pre-apply-hooks"], ["post-apply-hooks", "on-failure-hooks"]
@@ -108,6 +110,17 @@ def test_the_update_only_route_never_claims_and_reads_the_parent_after_its_updat
     assert runner.CLAIM not in _effects(route) and runner.RELEASE not in _effects(route)
     names = runner.names(route.steps)
     assert names.index("update-in-place") < names.index("confirm-parent-unchanged") < names.index("record")
+
+
+def test_the_update_only_route_with_a_history_shares_its_steps_with_the_one_without():
+    """One update-in-place and one confirm-parent-unchanged: the history is a parameter of the
+    update (the revision's Secret alongside), and the route adds its own record-revision step."""
+    plain = routes.for_update_only(Options()).rest
+    kept = routes.for_update_only(Options(history=Settings(max=3))).rest
+    assert runner.names(kept) == runner.names(plain) + ["record-revision"]
+    assert kept[1] == plain[1] and kept[1].run is without_claim.confirm_parent_unchanged
+    assert {s.run.__qualname__ for s in (plain[0], kept[0])} == {"update_in_place.<locals>.update"}
+    assert (plain[0].name, plain[0].effect) == (kept[0].name, kept[0].effect) == ("update-in-place", runner.WRITE)
 
 
 @pytest.mark.parametrize("case", sorted(ROUTES))

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 
 from .apply import adoption, applying, namespaces
 from .steps import claim, decide, history_steps, hook_run, pruning, rollback
-from .rules import hooks
 from .steps import settling, teardown, without_claim
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
 
@@ -66,7 +65,7 @@ def reading(entry: str, opts) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
         first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
-        return [*first, Step("split-hooks", hooks.split_step, DECIDE), Step("plan", decide.make_plan, DECIDE),
+        return [*first, Step("split-hooks", hook_run.split_hooks, DECIDE), Step("plan", decide.make_plan, DECIDE),
                 Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ)]
     return [READ_PARENT]
 
@@ -124,14 +123,13 @@ def for_update_only(opts) -> Route:
     conditional on the listed object, no claim, no parent write; a refusal or a parent written
     meanwhile starts the run over on the apply route."""
     history = history_steps.keeps_history(opts)
-    if history:
-        # The revision is created alongside the updates, and the pointer's conditional write stands
-        # in for the confirmation's GET (history_steps.py).
-        update, confirm = history_steps.UPDATE_IN_PLACE, history_steps.CONFIRM_PARENT_UNCHANGED
-    else:
-        update = Step("update-in-place", without_claim.update_in_place, WRITE)
-        confirm = Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ)
-    tail = [update, confirm, Step("record", without_claim.record_in_plan_order, DECIDE)]
+    # With a history, the revision's first Secret is created alongside the updates when the set
+    # differs from the recorded one; its pointer's conditional write then stands in for the
+    # confirmation's GET (history_steps.py).
+    update = without_claim.update_in_place(history_steps.revision_alongside if history else None)
+    tail = [Step("update-in-place", update, WRITE),
+            Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ),
+            Step("record", without_claim.record_in_plan_order, DECIDE)]
     if history:
         tail.append(history_steps.RECORD_IN_PLACE)
     if opts.wait:
@@ -144,7 +142,7 @@ def for_uninstall(opts) -> Route:
     effect = DRY_RUN if opts.dry_run else WRITE
     tail = [Step("list-members", teardown.list_members("remove"), READ),
             Step("decide-removal", teardown.decide_removal, DECIDE),
-            Step("find-hooks", hooks.find_delete_hooks, DECIDE)]
+            Step("find-hooks", hook_run.find_delete_hooks, DECIDE)]
     tail += _claimed(opts, [Step("pre-delete-hooks", hook_run.pre_delete, effect),
                             Step("delete-members", teardown.delete_members, effect),
                             Step("post-delete-hooks", hook_run.post_delete, effect),

@@ -120,10 +120,7 @@ def test_the_parent_records_its_members_as_short_digests():
     record = members.format_record({members.digest(key), members.digest(other)})
     parsed = members.parse({"metadata": {"annotations": {members.ANNOTATION_MEMBERS: record}}})
     assert len(record) == 21 and "shop" not in record  # names are not shown
-
-    class Parent:
-        member_record = parsed
-    assert members.recorded(Parent, key) and not members.recorded(Parent, spec.ObjectId("", "ConfigMap", "shop", "c"))
+    assert members.recorded(parsed, key) and not members.recorded(parsed, spec.ObjectId("", "ConfigMap", "shop", "c"))
     assert members.parse({"metadata": {}}) is None
 
 
@@ -143,9 +140,7 @@ def test_a_set_too_large_for_the_annotation_limit_keeps_no_member_record():
     assert len(members.format_record(parent.record_members)) < 100 * 1024
     members.while_writing(parent, plan_of(members.MAX_RECORDED + 1))
     assert parent.record_members is None
-    ctx = SimpleNamespace(parent=parent, plan=plan_of(25000))
-    members.at_release(ctx, done=True)
-    assert parent.record_members is None
+    assert members.at_release(parent.member_record, plan_of(25000), [], done=True) is None
 
 
 def test_a_failed_run_records_the_old_members_and_those_it_applied_only():
@@ -158,8 +153,8 @@ def test_a_failed_run_records_the_old_members_and_those_it_applied_only():
     plan = SimpleNamespace(members=[SimpleNamespace(key=k) for k in (applied, refused)])
     report = SimpleNamespace(objects=[SimpleNamespace(id=applied, action="created"),
                                       SimpleNamespace(id=refused, action="failed")])
-    members.at_release(SimpleNamespace(parent=parent, plan=plan, report=report), done=False)
-    assert parent.record_members == {members.digest(old), members.digest(applied)}
+    recorded = members.at_release(parent.member_record, plan, report.objects, done=False)
+    assert recorded == {members.digest(old), members.digest(applied)}
 
 
 def refused(pointer):
@@ -242,3 +237,38 @@ def test_the_audit_does_not_count_fields_left_to_their_owner_as_drift():
     report = manifest_drift(["h"], {"h": {"audit__previews": {"results": [{"item": {"parent": "p"}, "objects": objects}]}}})
     assert report["drifted_members"] == 1
     assert [m["left_to_others"] for m in report["sets"][0]["members"]] == [True, False, False]
+
+
+def test_a_members_drift_is_marked_from_values_not_the_run():
+    """drift.mark takes what the run found (a Basis), not the run: a member the parent records and
+    that is not listed is missing; the policies' reason and fields go into its result."""
+    from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
+    from plugins.module_utils.applyset import spec
+    from plugins.module_utils.applyset.parent import members  # pylint: disable=import-outside-toplevel
+    from plugins.module_utils.applyset.run.report import MemberOutcome, ObjectResult
+    key = spec.ObjectId("apps", "Deployment", "shop", "web")
+    member = SimpleNamespace(key=key, body=deploy(), resource=SimpleNamespace(group_kind="Deployment.apps"))
+    policies = field_policy.Policies(reasons={key: "create-only: it exists, so it is not updated"},
+                                     fields={key: [{"pointer": "/spec/replicas", "action": "left out"}]})
+    outcome = MemberOutcome(ObjectResult("apps/v1", "Deployment", "shop", "web", "created"))
+    basis = drift.Basis(live={}, record=frozenset({members.digest(key)}), policies=policies, field_manager=MANAGER,
+                        dry_run=True)
+    result = drift.mark(member, outcome, basis).result
+    assert result.drift == "missing" and result.reason == "create-only: it exists, so it is not updated"
+    assert result.ignored_fields == [{"pointer": "/spec/replicas", "action": "left out"}]
+    unmarked = MemberOutcome(ObjectResult("apps/v1", "Deployment", "shop", "web", "created"))
+    assert drift.mark(member, unmarked, drift.Basis({}, None, None, MANAGER, False)).result.drift == "manifest_changed"
+
+
+def test_policies_are_resolved_from_the_rules_members_and_live_objects_given():
+    from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
+    from plugins.module_utils.applyset import spec
+    key = spec.ObjectId("apps", "Deployment", "shop", "web")
+    skipped = {**deploy(), "metadata": {"name": "web", "annotations": {field_policy.ANNOTATION_APPLY: "create-only"}}}
+    member = SimpleNamespace(key=key, body=skipped, resource=SimpleNamespace(kind="Deployment", group="apps"),
+                             name="web", namespace="shop")
+    live = {key: SimpleNamespace(obj=live_of(deploy(), [entry(MANAGER, OURS)]), uid="u-1")}
+    rules = field_policy.parse_rules([{"kind": "Deployment", "json_pointers": ["/spec/replicas"]}])
+    policies = field_policy.resolve(rules, [member], live, MANAGER)
+    assert policies.skipped == {key: "u-1"} and "create-only" in policies.reasons[key]
+    assert field_policy.resolve(rules, [member], {}, MANAGER).skipped == {}

@@ -161,3 +161,25 @@ def test_kapp_change_groups_are_warned_as_not_read():
     assert ordering.unread(members) == [
         "ConfigMap shop/a: kapp.k14s.io/change-group not honoured (kapp's change groups are not read); write the "
         "order as config.kubernetes.io/depends-on or argocd.argoproj.io/sync-wave"]
+
+
+def test_the_order_is_decided_from_the_members_alone_and_none_when_nothing_is_ordered():
+    members = plan.build(load_definition([obj("ConfigMap", "a"), obj("Job", "migrate", "batch/v1")]), DISCOVERY,
+                         "applyset-x-v1", "shop").members
+    assert ordering.decide_order(members, DISCOVERY) is None
+    _, by_key = graph([obj("ConfigMap", "a", **{DEPENDS_ON: "/namespaces/shop/ConfigMap/b"}),
+                       obj("ConfigMap", "b", **{DEPENDS_ON: "/namespaces/shop/ConfigMap/a"})])
+    with pytest.raises(InputErrors, match="cycle"):
+        ordering.decide_order(list(by_key.values()), DISCOVERY)
+
+
+def test_a_dependency_outside_the_set_that_is_absent_or_pruned_is_refused_for_each_member_waiting():
+    order, by_key = graph([obj("ConfigMap", "a", **{DEPENDS_ON: "batch/namespaces/db/Job/schema"}),
+                           obj("ConfigMap", "b", **{DEPENDS_ON: "/namespaces/shop/ConfigMap/old"})])
+    members = list(by_key.values())
+    schema, old = ObjectId("batch", "Job", "db", "schema"), key("ConfigMap", "old")
+    assert ordering.unavailable(order, members, absent=frozenset()) == []
+    problems = ordering.unavailable(order, members, absent=frozenset({schema, old}), pruned=frozenset({old}))
+    # in the order of the dependencies' identities: the core group's ConfigMap before batch's Job
+    assert [(p.obj, "prunes" in str(p)) for p in problems] == [
+        ("definition item 2 (ConfigMap shop/b)", True), ("definition item 1 (ConfigMap shop/a)", False)]

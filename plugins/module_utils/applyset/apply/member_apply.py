@@ -35,7 +35,17 @@ def apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> Member
         member: the desired object.
         created_namespaces: names of Namespaces this run created in an earlier phase.
     """
-    return drift.mark(ctx, member, _apply_member(ctx, member, created_namespaces))
+    return with_drift(ctx, member, _apply_member(ctx, member, created_namespaces))
+
+
+def with_drift(ctx, member: plans.DesiredObject, outcome: MemberOutcome) -> MemberOutcome:
+    """``outcome`` with its member's drift (``drift.mark``), judged against what the run listed
+    and decided before its first write (read only: safe in a worker)."""
+    decisions = ctx.decisions
+    return drift.mark(member, outcome, drift.Basis(
+        live=ctx.live, record=ctx.parent.member_record,
+        policies=decisions.policies if decisions is not None else None,
+        field_manager=ctx.opts.field_manager, dry_run=ctx.opts.dry_run))
 
 
 def _apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:

@@ -170,21 +170,25 @@ def set_digest(members: list) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def payload(ctx, number: int, result: str) -> dict:
-    """The whole revision of the run ``ctx`` (its plan's members), numbered ``number``."""
-    opts, parent, settings = ctx.opts, ctx.parent, ctx.opts.history
+def payload(number: int, result: str, *, opts, parent, members: list, hint: tuple,
+            rollback_of: int | None) -> dict:
+    """The whole revision numbered ``number`` of a run with ``opts`` (``options.Options``, its
+    ``history`` settings included) that applies ``members`` (``plan.DesiredObject``) to the set of
+    ``parent`` (``parent_model.Parent``), whose final ``hint`` is ``(group_kinds, namespaces)``;
+    ``rollback_of`` the revision it applies again, if any."""
+    settings = opts.history
     options = {}
     for name in SHAPING_OPTIONS:
         value = getattr(opts, name)
         options[name] = sorted(value) if isinstance(value, (set, frozenset)) else value
-    kinds, namespaces = ctx.decisions.hints.final
+    kinds, namespaces = hint
     return {
         "format": FORMAT, "set": parent.id, "revision": number,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "result": result,
-        "rollback_of": ctx.rollback_of, "parent": parent.describe()["parent"],
+        "rollback_of": rollback_of, "parent": parent.describe()["parent"],
         "hint": {"group_kinds": sorted(map(str, kinds)), "namespaces": sorted(namespaces)},
         "options": options, "provenance": dict(settings.provenance),
-        "members": [member_entry(m) for m in ctx.plan.members],
+        "members": [member_entry(m) for m in members],
     }
 
 

@@ -44,9 +44,9 @@ def of_plan(plan) -> frozenset:
     return frozenset(digest(m.key) for m in plan.members)
 
 
-def recorded(parent, key: spec.ObjectId) -> bool:
-    """Whether ``parent`` (``parent_model.Parent``) records ``key`` as a member."""
-    record = getattr(parent, "member_record", None)
+def recorded(record: frozenset | None, key: spec.ObjectId) -> bool:
+    """Whether a parent's member ``record`` (``parent_model.Parent.member_record``; None when it
+    keeps none) holds ``key``."""
     return bool(record) and digest(key) in record
 
 
@@ -68,15 +68,14 @@ def while_writing(parent, plan) -> None:
 _WRITTEN = ("created", "configured", "replaced", "unchanged")
 
 
-def at_release(ctx, done: bool) -> None:
-    """Release step: a run that went through records exactly its members; a failed one the old
-    record and the members it applied (one it never created, refused by the server for example,
-    is not recorded: it would show as missing, not new, on the next run)."""
-    if ctx.plan is None:
-        return
+def at_release(record: frozenset | None, plan, results, done: bool) -> frozenset | None:
+    """What the release records, given the parent's ``record`` as read, the run's ``plan`` and its
+    ``results`` (``report.ObjectResult``): for a run that went through (``done``) exactly its
+    members; for a failed one the old record and the members it applied (one it never created,
+    refused by the server for example, is not recorded: it would show as missing, not new, on
+    the next run)."""
     if done:
-        ctx.parent.record_members = _bounded(of_plan(ctx.plan))
-        return
-    applied = {o.id for o in ctx.report.objects if o.action in _WRITTEN}
-    kept = frozenset(digest(m.key) for m in ctx.plan.members if m.key in applied)
-    ctx.parent.record_members = _bounded((ctx.parent.member_record or frozenset()) | kept)
+        return _bounded(of_plan(plan))
+    applied = {o.id for o in results if o.action in _WRITTEN}
+    kept = frozenset(digest(m.key) for m in plan.members if m.key in applied)
+    return _bounded((record or frozenset()) | kept)

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..parent import members
-from . import nochange, server_form
+from . import field_policy, nochange, server_form
 from .. import spec
 
 NONE, MANIFEST, CLUSTER, BOTH, MISSING = "none", "manifest_changed", "cluster_changed", "both", "missing"
@@ -190,35 +190,47 @@ def describe(drift: Drift) -> str:
     return f"{drift.kind}" + (f" by {who}" if who else "")
 
 
-def mark(ctx, member, outcome):
-    """Set the drift of ``member``'s result in ``outcome`` (a ``report.MemberOutcome``), from what the
-    run listed before it wrote anything; a result that already says it (carried from an attempt
-    before a start over) is left as it is. Returns ``outcome``."""
+@dataclass(frozen=True)
+class Basis:
+    """What a member's drift is judged against, all as the run found it before its first write:
+    the ``live`` objects it listed (``decide.LiveState``; None when it listed none), the parent's
+    member ``record`` (``members.py``), the ``policies`` decided (``field_policy.Policies``; None
+    before they are), this run's ``field_manager``, and whether it is a ``dry_run``."""
+
+    live: object
+    record: frozenset | None
+    policies: field_policy.Policies | None
+    field_manager: str
+    dry_run: bool
+
+
+def mark(member, outcome, basis: Basis):
+    """Set the drift of ``member``'s result in ``outcome`` (a ``report.MemberOutcome``), judged
+    against ``basis``; a result that already says it (carried from an attempt before a start
+    over) is left as it is. Returns ``outcome``."""
     result = outcome.result
     if result.drift is not None:
         return outcome
-    found = ctx.live.get(member.key) if ctx.live is not None else None
+    found = basis.live.get(member.key) if basis.live is not None else None
     live_obj = found.obj if found is not None and found.resource.group_kind == member.resource.group_kind else None
-    was_member = live_obj is None and members.recorded(ctx.parent, member.key)
-    policies = getattr(ctx.decisions, "policies", None)
+    was_member = live_obj is None and members.recorded(basis.record, member.key)
+    policies = basis.policies
     manifest_body = policies.manifests.get(member.key) if policies is not None else None
-    found_drift = classify(member.body, live_obj, ctx.opts.field_manager, was_member=was_member,
+    found_drift = classify(member.body, live_obj, basis.field_manager, was_member=was_member,
                            manifest_body=manifest_body)
     result.drift = found_drift.kind
     result.changed_by = [dict(c) for c in found_drift.changed_by] or None
     result.drift_left_to_others = found_drift.left_to_others or None
     if found_drift.kind == MISSING and result.action == "created":
-        again = "a real run creates it again" if ctx.opts.dry_run else "created again"
+        again = "a real run creates it again" if basis.dry_run else "created again"
         result.reason = result.reason or f"a member of this set deleted out of band; {again}"
-    _mark_policies(ctx, member.key, result)
+    if policies is not None:
+        _mark_policies(policies, member.key, result)
     return outcome
 
 
-def _mark_policies(ctx, key, result) -> None:
+def _mark_policies(policies, key, result) -> None:
     """What the apply policies and ignore_fields rules (field_policy.py) did to the member."""
-    policies = getattr(ctx.decisions, "policies", None)
-    if policies is None:
-        return
     if key in policies.reasons:
         result.reason = policies.reasons[key]
         if result.action == "unchanged" and not result.uid:

@@ -140,23 +140,23 @@ def apply_policy(body: dict) -> str | None:
     return next((policy for (key, value), policy in _POLICIES.items() if annotations.get(key) == value), None)
 
 
-def resolve(ctx) -> Policies:
-    """Decide step: the apply policies and ``ignore_fields`` of every member, against what was
-    listed; warns about a rule that matches no member or no field of one."""
-    rules = parse_rules(getattr(ctx.opts, "ignore_fields", ()))
+def resolve(rules: tuple, members, live, manager: str) -> Policies:
+    """The apply policies and ``ignore_fields`` ``rules`` (``parse_rules``) of every one of
+    ``members`` (``plan.DesiredObject``), against the ``live`` objects listed (``decide.LiveState``)
+    for the field manager ``manager``. A member a rule matches gets its body resolved (and its
+    digest) here, before the unchanged members are found."""
     result = Policies()
-    for member in ctx.plan.members:
-        found = ctx.live.get(member.key)
-        live = found.obj if found is not None else None
+    for member in members:
+        found = live.get(member.key)
+        live_obj = found.obj if found is not None else None
         policy = apply_policy(member.body)
-        if policy is not None and (live is not None or policy == IGNORE):
+        if policy is not None and (live_obj is not None or policy == IGNORE):
             result.skipped[member.key] = found.uid if found is not None else None
-            result.reasons[member.key] = _skip_reason(policy, live is not None)
+            result.reasons[member.key] = _skip_reason(policy, live_obj is not None)
             continue
         matching = [r for r in rules if r.matches(member)]
         if matching:
-            _apply_rules(member, live, matching, ctx.opts.field_manager, result)
-    ctx.record.warn(*unused_rules(rules, ctx.plan.members))
+            _apply_rules(member, live_obj, matching, manager, result)
     return result
 
 

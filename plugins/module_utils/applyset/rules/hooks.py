@@ -29,7 +29,6 @@ the plan; every annotation problem is refused there, before any write. hook_run.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from . import plan as plans
@@ -266,27 +265,3 @@ def _hook_body(body: dict, applyset_id: str) -> dict:
         meta["labels"] = labels
     meta["annotations"] = {**(meta.get("annotations") or {}), HOOK_OF: applyset_id}
     return {**body, "metadata": meta}
-
-
-# ----- the steps that find the hooks -------------------------------------------------------------
-
-
-def split_step(ctx) -> None:
-    """Step split-hooks: the hook objects taken out of ``ctx.manifests`` (``ctx.hooks``), before the
-    plan; the members stay."""
-    ctx.manifests, ctx.hooks = _split(ctx)
-
-
-def find_delete_hooks(ctx) -> None:
-    """Step find-hooks (uninstall): the hooks among the objects given with ``state: absent``; the
-    other objects are not used (the members are what the cluster holds)."""
-    _members, ctx.hooks = _split(ctx)
-
-
-def _split(ctx) -> tuple[list, HookSet]:
-    if not ctx.manifests:
-        return list(ctx.manifests or []), NO_HOOKS
-    default_namespace = ctx.namespace or ctx.parent.namespace or None
-    members, hook_set = split(ctx.manifests, ctx.discovery, ctx.parent.id, default_namespace)
-    ctx.record.warn(*hook_set.warnings)
-    return members, dataclasses.replace(hook_set, installing=not ctx.parent.exists)

@@ -16,7 +16,8 @@ The graph has the members, the objects outside the set that members depend on, a
 node per (wave, phase) so that phases and waves cost one edge per member, not one per pair.
 An edge says what its target waits for: the source ``APPLIED`` or ``READY``. Gates are on
 edges: a member whose own dependencies are ready goes on while another waits for a slow one.
-Everything here is decided before the first write (``decide_order``); gates.py runs it.
+Everything here is decided before the first write (``decide_order``, then ``unavailable`` once the
+dependencies outside the set were looked for: steps/decide.py); gates.py runs it. Pure: no requests.
 """
 
 from __future__ import annotations
@@ -280,39 +281,43 @@ def cycle_error(order: Order, cycle: list, members: dict) -> InputError:
 # ----- before the first write ---------------------------------------------------------------------
 
 
-def decide_order(ctx, pruned: frozenset = frozenset()):
-    """The ``Order`` of the run's members, or None when no member carries an ordering annotation
-    (the kind phases alone then order the apply, as before).
-
-    Args:
-        ctx: the run, after list-live (``ctx.live``) and with the plan.
-        pruned: identities of the live members this run prunes.
+def decide_order(members: list, discovery) -> Order | None:
+    """The ``Order`` of ``members`` (``plan.DesiredObject``, in plan order), or None when no member
+    carries an ordering annotation (the kind phases alone then order the apply, as before). The
+    dependencies outside the set (``Order.external``) are still to be found on the cluster
+    (``unavailable``).
 
     Raises:
-        InputErrors: malformed annotations, a cycle, a dependency that is neither in the set nor
-            on the cluster, or one this run prunes; each names both objects and the fix.
+        InputErrors: malformed annotations, or a cycle; each names the objects and the fix.
     """
-    members = ctx.plan.members
     if not any(is_ordered(_annotations(m)) for m in members):
         return None
-    order = build(members, ctx.discovery)
-    by_key = {m.key: m for m in members}
+    order = build(members, discovery)
     cycle = find_cycle(order)
     if cycle is not None:
-        raise InputErrors([cycle_error(order, cycle, by_key)])
-    problems = []
-    for key, res in sorted(order.external.items()):
-        waiters = [m for m in members if key in order.explicit(m.key)]
-        missing = key not in ctx.live and ctx.client.get(res, key.name, key.namespace or None) is None
-        if missing or key in pruned:
-            why = "which this run prunes (it left the manifests)" if key in pruned else \
-                "which is neither in the set nor on the cluster"
-            problems += [InputError(
-                f"{m.ref} depends on {ref_of(key)} ({DEPENDS_ON}), {why}", obj=f"{m.manifest.source} ({m.ref})",
-                fix=f"add {ref_of(key)} to the set, create it first, or remove it from {DEPENDS_ON}") for m in waiters]
-    if problems:
-        raise InputErrors(problems)
+        raise InputErrors([cycle_error(order, cycle, {m.key: m for m in members})])
     return order
+
+
+def unavailable(order: Order, members: list, absent: frozenset, pruned: frozenset = frozenset()) -> list:
+    """The refusals of dependencies outside the set that the run cannot wait for, in the order of
+    their identities: one for each member that waits for one.
+
+    Args:
+        absent: identities of the dependencies outside the set that are not on the cluster.
+        pruned: identities of the live members this run prunes.
+    """
+    problems = []
+    for key in sorted(order.external):
+        if key not in absent and key not in pruned:
+            continue
+        waiters = [m for m in members if key in order.explicit(m.key)]
+        why = "which this run prunes (it left the manifests)" if key in pruned else \
+            "which is neither in the set nor on the cluster"
+        problems += [InputError(
+            f"{m.ref} depends on {ref_of(key)} ({DEPENDS_ON}), {why}", obj=f"{m.manifest.source} ({m.ref})",
+            fix=f"add {ref_of(key)} to the set, create it first, or remove it from {DEPENDS_ON}") for m in waiters]
+    return problems
 
 
 def describe(order: Order, members: list, opts) -> list[str]:

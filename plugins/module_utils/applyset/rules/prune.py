@@ -74,39 +74,39 @@ class Decision:
     reason: str | None = None
 
 
-def not_in_set(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+def not_in_set(res: Resource, meta: dict, context: Context) -> Decision | None:
     """Ignore a candidate without this set's part-of label (the LIST selects none: a guard)."""
-    if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) != ctx.applyset_id:
+    if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) != context.applyset_id:
         return Decision(res, meta, IGNORE, "not_in_set", "it does not carry this set's part-of label")
     return None
 
 
-def outside_recorded_scope(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+def outside_recorded_scope(res: Resource, meta: dict, context: Context) -> Decision | None:
     """Ignore a candidate whose kind or namespace the parent did not record before the run."""
-    if not ctx.scope.covers(res, meta.get("namespace")):
+    if not context.scope.covers(res, meta.get("namespace")):
         return Decision(res, meta, IGNORE, "outside_recorded_scope",
                         "its kind or namespace was not in the parent's hint before this run")
     return None
 
 
-def applied_in_this_run(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+def applied_in_this_run(res: Resource, meta: dict, context: Context) -> Decision | None:
     """Ignore a candidate with a UID this run applied, whatever group or version listed it."""
-    if meta.get("uid") and meta["uid"] in ctx.applied_uids:
+    if meta.get("uid") and meta["uid"] in context.applied_uids:
         return Decision(res, meta, IGNORE, "applied_in_this_run",
                         "this run applied the same object (same UID), possibly under another group or version")
     return None
 
 
-def kept_by_annotation(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+def kept_by_annotation(res: Resource, meta: dict, context: Context) -> Decision | None:
     """Keep (take out of the set, leave on the cluster) a candidate with a keep annotation."""
     reason = spec.keep_reason(meta.get("annotations") or {})
     return Decision(res, meta, KEEP, "kept_by_annotation", reason) if reason else None
 
 
-def controlled_by_other(res: Resource, meta: dict, ctx: Context) -> Decision | None:
+def controlled_by_other(res: Resource, meta: dict, context: Context) -> Decision | None:
     """Skip a candidate whose controller owner is something other than the parent."""
     owner = next((o for o in meta.get("ownerReferences") or []
-                  if o.get("controller") and o.get("uid") != ctx.parent_uid), None)
+                  if o.get("controller") and o.get("uid") != context.parent_uid), None)
     if owner:
         return Decision(res, meta, SKIP, "controlled_by_other",
                         f"controlled by {owner.get('kind')} {owner.get('name')}; its controller manages it, "
@@ -117,16 +117,16 @@ def controlled_by_other(res: Resource, meta: dict, ctx: Context) -> Decision | N
 RULES = (not_in_set, outside_recorded_scope, applied_in_this_run, kept_by_annotation, controlled_by_other)
 
 
-def decide(res: Resource, meta: dict, ctx: Context) -> Decision:
+def decide(res: Resource, meta: dict, context: Context) -> Decision:
     """The decision on one candidate: the first of ``RULES`` that settles it, else PRUNE.
 
     Args:
         res: the resource the candidate was listed under.
         meta: its metadata as listed.
-        ctx: what the rules know about the run.
+        context: what the rules know about the run.
     """
     for rule in RULES:
-        decision = rule(res, meta, ctx)
+        decision = rule(res, meta, context)
         if decision is not None:
             return decision
     return Decision(res, meta, PRUNE, "prune")
@@ -158,14 +158,14 @@ class Decisions:
         return [(d.resource, d.meta, d.reason) for d in self.with_verdict(SKIP)]
 
 
-def decide_all(candidates, ctx: Context) -> Decisions:
+def decide_all(candidates, context: Context) -> Decisions:
     """Decide every candidate (``decide``).
 
     Args:
         candidates: ``(resource, metadata)`` pairs of listed set members that are not desired.
-        ctx: what the rules know about the run.
+        context: what the rules know about the run.
     """
-    return Decisions([decide(res, meta, ctx) for res, meta in candidates])
+    return Decisions([decide(res, meta, context) for res, meta in candidates])
 
 
 def scope_of(group_kinds, namespaces) -> Scope:

@@ -57,7 +57,8 @@ class RunContext:
     plan: Any = None  # plan: plan.Plan
     live: dict | None = None  # list-live: {ObjectId: listing.LiveObject}
     hooks: Any = None  # split-hooks or find-hooks: hooks.HookSet
-    decisions: Any = None  # decide: decide.Decisions (apply routes) or teardown.Removal
+    decisions: Any = None  # decide: decide.Decisions (apply routes)
+    removal: Any = None  # list-members: teardown.Removal (uninstall, disband)
     in_place: Any = None  # update-in-place: without_claim.Updates
     pending_revision: Any = None  # update-in-place with a history: the revision created, not yet pointed to
     claim: Any = None  # claim: claim.Claim, until the release

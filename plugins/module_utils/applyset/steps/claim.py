@@ -166,10 +166,16 @@ def wait_until_free(read_parent, run_id: str, timeout: float, parent: parent_mod
 # ----- the claim and release steps every writing route shares ------------------------------------
 
 
+def _hints(ctx):
+    """The hints the claim writes: the apply's (``decide.Decisions``), or on the routes that end
+    a set the recorded ones (``teardown.Removal``)."""
+    return (ctx.decisions if ctx.decisions is not None else ctx.removal).hints
+
+
 def take(ctx) -> None:
-    """Step claim: the parent written with the union hint (``ctx.decisions.hints.superset``) and
-    this run's claim, before any member is touched."""
-    hints = ctx.decisions.hints
+    """Step claim: the parent written with the union hint (``hints.superset``) and this run's
+    claim, before any member is touched."""
+    hints = _hints(ctx)
     claim = Claim(ctx.client, ctx.parent, ctx.run_id, ctx.opts.claim_ttl)
     claim.acquire(*hints.superset)
     ctx.claim = claim
@@ -184,9 +190,10 @@ def release(ctx) -> None:
     claim = ctx.claim
     if claim is None:
         return
-    hints, done = ctx.decisions.hints, not ctx.failing
+    hints, done = _hints(ctx), not ctx.failing
     recorded = hints.final if done else hints.superset
-    members.at_release(ctx, done)
+    if ctx.plan is not None:
+        ctx.parent.record_members = members.at_release(ctx.parent.member_record, ctx.plan, ctx.report.objects, done)
     forgotten = history_steps.drop_pointer(ctx)
     try:
         claim.release(*recorded)

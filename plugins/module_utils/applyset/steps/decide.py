@@ -210,12 +210,12 @@ def decide(ctx) -> None:
         taken = adoption.select(ctx, plan)
     candidates, about_to_apply, first = _first_prune_decisions(ctx, taken)
     hints = _hints(ctx, taken.adopted)
-    policies = field_policy.resolve(ctx)  # before the unchanged are found: rules change bodies
+    policies = _leave_to_others(ctx)  # before the unchanged are found: rules change bodies
     unchanged = {**find_unchanged(plan, live, opts, ctx.set_managers), **policies.skipped}
     problems = plans.recreate_problems(plan.members, opts.recreate_on_immutable)
     if problems:
         raise InputErrors(problems)
-    order = ordering.decide_order(ctx, frozenset(spec.ObjectId.from_metadata(d.resource, d.meta)
+    order = _order_members(ctx, frozenset(spec.ObjectId.from_metadata(d.resource, d.meta)
                                                  for d in first.with_verdict(prunes.PRUNE)))
     if order is not None:
         ctx.report.order = ordering.describe(order, plan.members, opts)
@@ -226,6 +226,35 @@ def decide(ctx) -> None:
         adopted=taken.adopted, not_listed=live.not_listed, order=order, policies=policies,
         namespace_to_create=namespaces.check(ctx, unchanged),
         parent_namespace_first=None if opts.dry_run else _parent_namespace_first(parent, plan, live))
+
+
+def _leave_to_others(ctx) -> field_policy.Policies:
+    """The apply policies and ``ignore_fields`` rules of the run's members (``field_policy.resolve``);
+    warns about a rule that matches no member or no field of one."""
+    rules = field_policy.parse_rules(ctx.opts.ignore_fields)
+    policies = field_policy.resolve(rules, ctx.plan.members, ctx.live, ctx.opts.field_manager)
+    ctx.record.warn(*field_policy.unused_rules(rules, ctx.plan.members))
+    return policies
+
+
+def _order_members(ctx, pruned: frozenset) -> ordering.Order | None:
+    """The order of the run's members (``ordering.decide_order``), or None when none is ordered.
+    A dependency outside the set that was not listed is read (one GET each, in the order of
+    their identities); one on neither, or one this run prunes (``pruned``), is refused.
+
+    Raises:
+        InputErrors: what ``ordering.decide_order`` and ``ordering.unavailable`` refuse.
+    """
+    members = ctx.plan.members
+    order = ordering.decide_order(members, ctx.discovery)
+    if order is None:
+        return None
+    absent = frozenset(key for key, res in sorted(order.external.items())
+                       if key not in ctx.live and ctx.client.get(res, key.name, key.namespace or None) is None)
+    problems = ordering.unavailable(order, members, absent, pruned)
+    if problems:
+        raise InputErrors(problems)
+    return order
 
 
 def _first_prune_decisions(ctx, taken) -> tuple:

@@ -12,9 +12,11 @@ On the update-only route (no claim) the revision's first Secret is created, neve
 (another run may be at the same number), and the pointer is then written in one parent write
 conditional on the resourceVersion the run read; either refused, the run starts over on the
 claim's route. When the set differs from the one the current revision records, the run records
-a revision whatever its updates answer, so ``update_in_place`` creates the Secret while the
-members are updated, and the pointer's conditional write, which confirms that no run wrote the set
-meanwhile, stands in for the confirm-parent-unchanged GET: a changed set reaches a cluster a region
+a revision whatever its updates answer, so update-in-place (``without_claim.update_in_place``, built
+with ``revision_alongside``) creates the Secret while the members are updated, and the pointer's
+conditional write, which confirms that no run wrote the set meanwhile, stands in for the
+confirm-parent-unchanged GET (``without_claim.confirm_parent_unchanged`` sends none while a revision
+waits for its pointer): a changed set reaches a cluster a region
 away in two round trips fewer. A revision created for a run that then starts over or fails is one
 nothing points to, as after a stop: the claim's route takes its number and overwrites it. Else
 (the same set, members changed on the cluster) ``record_in_place`` creates the revision after the
@@ -24,20 +26,24 @@ and writes nothing.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 from ..history import revisions as history
 from . import hook_run, without_claim
 from .. import spec
 from ..parent import write as parent_write
 from ..errors import ApiError, ApplySetError
 from ..run.report import CHANGING_ACTIONS
-from ..run.runner import READ, WRITE, Step
+from ..run.runner import WRITE, Step
 from .without_claim import StartOver
 
 
 def _secrets(ctx):
     return ctx.discovery.for_group_kind(spec.SECRET_KIND)
+
+
+def _payload(ctx, number: int, result: str) -> dict:
+    """The revision ``number`` of this run (``history.payload``)."""
+    return history.payload(number, result, opts=ctx.opts, parent=ctx.parent, members=ctx.plan.members,
+                           hint=ctx.decisions.hints.final, rollback_of=ctx.rollback_of)
 
 
 def _changed(ctx) -> bool:
@@ -79,7 +85,7 @@ def record(ctx) -> None:
     if not (wrote if ctx.failing else _changed(ctx)):  # a failed release is recorded when it wrote
         return
     number = (ctx.parent.revision or 0) + 1
-    content = history.payload(ctx, number, history.FAILED if ctx.failing else history.DEPLOYED)
+    content = _payload(ctx, number, history.FAILED if ctx.failing else history.DEPLOYED)
     try:
         history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=False)
     except (ApiError, ApplySetError) as err:
@@ -93,32 +99,23 @@ def record(ctx) -> None:
     ctx.revision = number
 
 
-def update_in_place(ctx) -> None:
-    """Step update-in-place with a history: the members updated (without_claim.update_in_place)
-    and, when the set is not the one the current revision records (so the run records a revision
-    whatever the updates answer), the revision's first Secret created at the same time. The
-    pointer to it is written by ``record_in_place``."""
+def revision_alongside(ctx) -> without_claim.Alongside | None:
+    """What update-in-place sends alongside the updates on a route with a history: when the set
+    is not the one the current revision records (so the run records a revision whatever the
+    updates answer), the revision's first Secret, created while the members are updated; the
+    pointer to it is written by ``record_in_place``. Else nothing."""
     namespace = history.home(ctx.parent, ctx.opts.history)
     if namespace is None or not _set_differs(ctx):
-        without_claim.update_in_place(ctx)
-        return
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # The payload too is made in the worker: the first updates go out without waiting for it.
-        written = pool.submit(_make_and_create_revision, ctx, namespace)
-        try:
-            without_claim.update_in_place(ctx)
-        finally:
-            content, outcome = written.result()  # nothing of this step goes on after it (a StartOver included)
+        return None
+    # The payload too is made in the worker: the first updates go out without waiting for it.
+    return without_claim.Alongside(work=lambda: _make_and_create_revision(ctx, namespace),
+                                   then=lambda answer: _keep_pending(ctx, *answer))
+
+
+def _keep_pending(ctx, content: dict, outcome) -> None:
+    """The revision created alongside the updates waits for its pointer (``record_in_place``)."""
     if _created(ctx, outcome):
         ctx.pending_revision = content  # else not recorded: confirm-parent-unchanged reads the parent
-
-
-def confirm_parent_unchanged(ctx) -> None:
-    """Step confirm-parent-unchanged with a history: without_claim's GET of the parent, not sent
-    when a revision waits for its pointer: the pointer's write is conditional on the resourceVersion
-    read, the same confirmation, a round trip later (docs/safety.md)."""
-    if ctx.pending_revision is None:
-        without_claim.confirm_parent_unchanged(ctx)
 
 
 def _set_differs(ctx) -> bool:
@@ -130,7 +127,7 @@ def _make_and_create_revision(ctx, namespace: str):
     """The next revision's payload, made and created without overwriting one (in a worker):
     (content, outcome), the outcome None, ``history.NumberTaken`` (the class) when another run
     holds the number, or the error that refused it."""
-    content = history.payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
+    content = _payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
     try:
         history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=True)
     except history.NumberTaken:
@@ -155,12 +152,12 @@ def _created(ctx, outcome) -> bool:
 
 def record_in_place(ctx) -> None:
     """Step record-revision (update-only route): the revision's first Secret created, unless
-    ``update_in_place`` did, then the pointer in one parent write conditional on the
-    resourceVersion read; a refusal of either starts the run over with the claim."""
+    update-in-place did (``revision_alongside``), then the pointer in one parent write conditional
+    on the resourceVersion read; a refusal of either starts the run over with the claim."""
     namespace = history.home(ctx.parent, ctx.opts.history)
     content = ctx.pending_revision
     if content is None:
-        # None created by update_in_place: the set is the recorded one, recorded again only when an
+        # None created by update-in-place: the set is the recorded one, recorded again only when an
         # update changed something; or the set differs and its revision was refused (warned there).
         updated = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects)
         if namespace is None or not updated or _set_differs(ctx):
@@ -233,8 +230,6 @@ def _delete_history(ctx, namespace: str, unless_deleted: str) -> None:
 
 
 RECORD = Step("record-revision", record, WRITE, always=True)
-UPDATE_IN_PLACE = Step("update-in-place", update_in_place, WRITE)
-CONFIRM_PARENT_UNCHANGED = Step("confirm-parent-unchanged", confirm_parent_unchanged, READ)
 RECORD_IN_PLACE = Step("record-revision", record_in_place, WRITE)
 TRIM = Step("trim-history", trim, WRITE)
 DELETE_ALL = Step("delete-history", delete_all, WRITE)

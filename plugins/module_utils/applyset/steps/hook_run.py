@@ -51,7 +51,32 @@ def due(ctx) -> bool:
                 or decisions.adopted)
 
 
-# ----- the steps -------------------------------------------------------------------------------
+# ----- the steps that find the hooks ------------------------------------------------------------
+
+
+def split_hooks(ctx) -> None:
+    """Step split-hooks: the hook objects taken out of ``ctx.manifests`` (``ctx.hooks``), before the
+    plan; the members stay."""
+    ctx.manifests, ctx.hooks = _split(ctx)
+
+
+def find_delete_hooks(ctx) -> None:
+    """Step find-hooks (uninstall): the hooks among the objects given with ``state: absent``; the
+    other objects are not used (the members are what the cluster holds)."""
+    _members, ctx.hooks = _split(ctx)
+
+
+def _split(ctx) -> tuple[list, hks.HookSet]:
+    """The objects given, split into members and hooks (``hooks.split``); warns about hooks."""
+    if not ctx.manifests:
+        return list(ctx.manifests or []), hks.NO_HOOKS
+    default_namespace = ctx.namespace or ctx.parent.namespace or None
+    members, hook_set = hks.split(ctx.manifests, ctx.discovery, ctx.parent.id, default_namespace)
+    ctx.record.warn(*hook_set.warnings)
+    return members, dataclasses.replace(hook_set, installing=not ctx.parent.exists)
+
+
+# ----- the steps that run them -------------------------------------------------------------------
 
 
 def pre_apply(ctx) -> None:

@@ -82,7 +82,7 @@ def wait_members_gone(ctx) -> None:
     """Step wait-gone (uninstall): like kubectl delete, return once the deleted members are gone,
     finalizers done (a CRD only after its custom resources), so that an install right after does
     not race the deletion. The parent is gone already: what is left is being deleted anyway."""
-    by_uid = {o.uid: o.resource for o in ctx.decisions.members}
+    by_uid = {o.uid: o.resource for o in ctx.removal.members}
     gone = [Gone(by_uid[o.uid], o.namespace, o.name, o.uid)
             for o in ctx.report.objects if o.action == "pruned" and o.uid in by_uid]
     wait_gone(ctx.client, gone, timeout=ctx.opts.wait_timeout)

@@ -71,7 +71,7 @@ def list_members(action: str):
         members = tuple(live_objects(listed))
         gone_with_crd = _left_to_their_crds(ctx, action, found, members)
         recorded = (parent.group_kinds, parent.namespaces)
-        ctx.decisions = Removal(members, Hints(recorded, recorded, False, False), gone_with_crd=gone_with_crd)
+        ctx.removal = Removal(members, Hints(recorded, recorded, False, False), gone_with_crd=gone_with_crd)
 
     return list_them
 
@@ -99,7 +99,7 @@ def decide_removal(ctx) -> None:
     """Step decide-removal (uninstall): every member decided by the prune rules; the protected-kinds
     rule of the guard refuses before any write, and so does a CRD left in place whose objects could
     not be listed."""
-    removal = ctx.decisions
+    removal = ctx.removal
     decided = prunes.decide_all([(o.resource, o.meta) for o in removal.members], prune_context(ctx.parent, ()))
     refusal = prunes.refuse_protected_kinds(decided.delete, 0, False, ctx.opts.guard_limits, removing=True)
     if refusal is not None:
@@ -113,13 +113,13 @@ def decide_removal(ctx) -> None:
             "behind for good",
             obj=ctx.set_ref, fix="make those kinds listable again (see the warnings) and run again; nothing was "
                                  "changed")
-    ctx.decisions = Removal(removal.members, removal.hints, decided, removal.gone_with_crd)
+    ctx.removal = Removal(removal.members, removal.hints, decided, removal.gone_with_crd)
 
 
 def delete_members(ctx) -> None:
     """Step delete-members: the decisions carried out (deletes with UID preconditions)."""
-    live = {o.key: o for o in ctx.decisions.members}
-    if not carry_out(ctx, ctx.decisions.decided, live):
+    live = {o.key: o for o in ctx.removal.members}
+    if not carry_out(ctx, ctx.removal.decided, live):
         ctx.failure = ApplySetError(
             "some members could not be deleted; the parent is kept so that a re-run finds them:\n"
             + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
@@ -136,7 +136,7 @@ def unlabel_members(ctx) -> None:
                                    field_manager=ctx.opts.field_manager)
         return live_result(member.resource, meta, "disbanded", "left in place without the part-of label")
 
-    members = ctx.decisions.members
+    members = ctx.removal.members
     for member, result in zip(members, ctx.client.map(unlabel, members)):
         if isinstance(result, Exception):
             result = live_result(member.resource, member.meta, "failed", f"could not remove the label: {result}")

@@ -15,15 +15,17 @@ would write it, means start over on the claim's route (``StartOver``), carrying 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
 
-from ..rules import drift, nochange, ordering
+from ..rules import nochange, ordering
 from ..history import revisions as history
 from ..parent import write as parent_write
 from ..rules import prune as prunes
 from .. import spec
 from ..errors import ApiError
-from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome
+from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome, with_drift
 from .pruning import carry_out
 from ..run.report import MemberOutcome, ObjectResult
 
@@ -117,9 +119,43 @@ class _InPlace:
     carried: CarriedUpdate
 
 
-def update_in_place(ctx) -> None:
-    """Step update-in-place: the members that are not unchanged, phase by phase, each apply
-    conditional on the listed object; a refusal stops the later phases and starts the run over."""
+@dataclass(frozen=True)
+class Alongside:
+    """Work sent while the members are updated in place: ``work()`` runs in a worker, and once the
+    updates are done ``then`` takes its answer (not when they started the run over)."""
+
+    work: Callable[[], object]
+    then: Callable[[object], None]
+
+
+def update_in_place(alongside: Callable[[object], Alongside | None] | None = None):
+    """Step update-in-place (built for its route): the members that are not unchanged, phase by
+    phase, each apply conditional on the listed object; a refusal stops the later phases and
+    starts the run over.
+
+    Args:
+        alongside: given the run, what to send at the same time, or None: on a route with a
+            history, ``history_steps.revision_alongside`` (the revision's first Secret).
+    """
+
+    def update(ctx) -> None:
+        extra = alongside(ctx) if alongside is not None else None
+        if extra is None:
+            _update_members(ctx)
+            return
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            answer = pool.submit(extra.work)  # the first updates go out without waiting for it
+            try:
+                _update_members(ctx)
+            finally:
+                answered = answer.result()  # nothing of this step goes on after it (a StartOver included)
+        extra.then(answered)
+
+    return update
+
+
+def _update_members(ctx) -> None:
+    """The in-place updates of ``update_in_place``, phase by phase (``ctx.in_place``)."""
     updated, carried = {}, {}
     for phase_members in ctx.plan.phases:
         members = [m for m in phase_members if m.key not in ctx.decisions.unchanged]
@@ -164,14 +200,20 @@ def _update(ctx, member) -> _InPlace:
                 return _InPlace(None, CarriedUpdate(None, before))
             before = fresh
     # the drift as listed before this write, kept in what is carried into a start over
-    outcome = drift.mark(ctx, member, applied_outcome(ctx, member, before, resp,
+    outcome = with_drift(ctx, member, applied_outcome(ctx, member, before, resp,
                                                       [f"{member.ref}: {w}" for w in resp.warnings]))
     return _InPlace(outcome, CarriedUpdate(outcome.result, before, resp.body, tuple(outcome.warnings)))
 
 
 def confirm_parent_unchanged(ctx) -> None:
     """Step confirm-parent-unchanged: one GET of the parent; the same resourceVersion, and exactly
-    what a release would write, means no other run wrote the set meanwhile. Else start over."""
+    what a release would write, means no other run wrote the set meanwhile. Else start over.
+
+    Not sent when a revision created alongside the updates waits for its pointer
+    (``ctx.pending_revision``, history_steps.py): the pointer's write is conditional on the
+    resourceVersion read, the same confirmation, a round trip later (docs/safety.md)."""
+    if ctx.pending_revision is not None:
+        return
     parent = ctx.parent
     now = ctx.client.get(parent.resource, parent.name, parent.namespace or None)
     if (now is None or (now.get("metadata") or {}).get("resourceVersion") != parent.resource_version
@@ -185,6 +227,6 @@ def record_in_plan_order(ctx) -> None:
     for rank_members in ctx.plan.ranks:
         for member in rank_members:
             outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(ctx, member)
-            ctx.record.outcome(drift.mark(ctx, member, outcome))
+            ctx.record.outcome(with_drift(ctx, member, outcome))
     carry_out(ctx, prunes.Decisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
     ctx.report.applyset["tooling"] = ctx.parent.tooling
