@@ -144,7 +144,8 @@ class _Parent:
 
 def test_a_teardown_without_a_parent_only_warns():
     ctx = runner.RunContext(client=None, opts=Options(), run_id="r", parent_spec=None, namespace=None,
-                            manifests=None, record=None, carried={}, parent=_Parent())
+                            manifests=None, record=None, carried={})
+    ctx.parent = _Parent()
     for entry in (routes.UNINSTALL, routes.DISBAND):
         route = routes.choose(entry, ctx, may_skip_claim=False)
         assert runner.names(route.steps) == ["read-parent", "warn-missing-parent"]

@@ -25,6 +25,8 @@ from . import routes
 from .steps.claim import RACES_BEFORE_GIVING_UP, RaceLost, new_run_id
 from .errors import ApplySetError
 from .kube.client import KubeClient
+from .kube.discovery import Discovery
+from .parent.model import Parent
 from .inputs.manifests import Manifest
 from .run.options import Options
 from .run.report import Recorder, Report
@@ -67,9 +69,9 @@ class Engine:
         return self._ctx.report
 
     @property
-    def parent(self):
-        """The parent as the run holds it (``parent.model.Parent``), once read; else None."""
-        return self._ctx.parent
+    def parent(self) -> Parent | None:
+        """The parent as the run holds it, once read; else None."""
+        return self._ctx.parent if self._ctx.has("parent") else None
 
     @property
     def recorded_revision(self) -> int | None:
@@ -77,9 +79,9 @@ class Engine:
         return self._ctx.revision
 
     @property
-    def parent_discovery(self):
-        """What the server served when the run read the parent (``kube.discovery.Discovery``), or None."""
-        return self._ctx.discovery
+    def parent_discovery(self) -> Discovery | None:
+        """What the server served when the run read the parent, or None."""
+        return self._ctx.discovery if self._ctx.has("discovery") else None
 
     def _attempt(self, manifests, carried: dict) -> runner.RunContext:
         """The state of one attempt of the run before its first request."""

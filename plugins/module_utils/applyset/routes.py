@@ -26,7 +26,7 @@ With a history (``history_steps.keeps_history``): apply adds record-revision bef
 and trim-history after it, update-only ends with record-revision, uninstall and disband with
 delete-history; ``rollback_to`` adds load-revision after read-parent.
 
-``docs/architecture.md`` shows the same tables; ``tests/unit/test_steps.py`` checks them.
+``docs/architecture.md`` shows the same tables; ``tests/unit/test_routes.py`` checks them.
 """
 
 from __future__ import annotations

@@ -10,8 +10,28 @@ it, with the hint that is safe for how far the run got, whatever stopped it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, TypeVar
+
+from ..errors import ApplySetError
+from ..inputs.manifests import Manifest
+from ..kube.client import KubeClient
+from ..kube.discovery import Discovery
+from ..kube.listing import LiveObject
+from ..parent.model import Parent
+from ..rules.hooks import HookSet
+from ..rules.plan import Plan
+from ..spec import ObjectId
+from .options import Options
+from .report import Recorder, Report
+
+if TYPE_CHECKING:  # what the steps above this layer hand on: named for the annotations only
+    from ..steps.claim import Claim
+    from ..steps.decide import Decisions
+    from ..steps.teardown import Removal
+    from ..steps.without_claim import CarriedUpdate, Updates
+
+_T = TypeVar("_T")
 
 # What a step may send, as the route tables (and their tests) name it.
 READ = "read"  # GETs and LISTs, nothing written
@@ -30,9 +50,20 @@ class Step:
     even after an earlier step failed."""
 
     name: str
-    run: Callable[[Any], None]
+    run: Callable[[RunContext], None]
     effect: str
     always: bool = False
+
+
+class StepOrderError(RuntimeError):
+    """A step read what an earlier step of its route hands on, and that step has not run: a route
+    built in the wrong order (tests/unit/test_routes.py checks every route), never a user's error."""
+
+
+def _handed_on(value: _T | None, name: str, step: str) -> _T:
+    if value is None:
+        raise StepOrderError(f"{name} is read before the {step} step has set it")
+    return value
 
 
 @dataclass
@@ -40,33 +71,73 @@ class RunContext:
     """What the steps of one attempt of a run share: the connection and options, the recorder of
     the report, and what each step hands on (each field is set by one step, named beside it).
 
-    ``carried`` holds what an earlier attempt without the claim wrote (``without_claim.Carried``):
-    it is passed in, never changed by the attempt that reads it.
+    What the reading steps hand on to every later step (``discovery``, ``parent``, ``plan``,
+    ``decisions``) is read through a property of the type the step sets, which refuses to be
+    read before that step ran (``StepOrderError``); ``has`` tells whether it ran. What a route
+    may or may not have (``live``, ``hooks``, ``removal``, ``claim`` ...) is a plain optional field.
+    ``carried`` holds what an earlier attempt without the claim wrote (``without_claim.CarriedUpdate``
+    by object): it is passed in, never changed by the attempt that reads it.
     """
 
-    client: Any
-    opts: Any
+    client: KubeClient
+    opts: Options
     run_id: str
-    parent_spec: Any
+    parent_spec: str | dict | None
     namespace: str | None
-    manifests: Any  # the desired objects (apply routes), None for teardown
-    record: Any  # report.Recorder
-    carried: Any  # without_claim.Carried
-    discovery: Any = None  # read-parent
-    parent: Any = None  # read-parent: parent.Parent
-    plan: Any = None  # plan: plan.Plan
-    live: dict | None = None  # list-live: {ObjectId: listing.LiveObject}
-    hooks: Any = None  # split-hooks or find-hooks: hooks.HookSet
-    decisions: Any = None  # decide: decide.Decisions (apply routes)
-    removal: Any = None  # list-members: teardown.Removal (uninstall, disband)
-    in_place: Any = None  # update-in-place: without_claim.Updates
-    pending_revision: Any = None  # update-in-place with a history: the revision created, not yet pointed to
-    claim: Any = None  # claim: claim.Claim, until the release
+    manifests: list[Manifest] | None  # the desired objects (apply routes), None for teardown
+    record: Recorder
+    carried: dict[ObjectId, CarriedUpdate]
+    live: dict[ObjectId, LiveObject] | None = None  # list-live
+    hooks: HookSet | None = None  # split-hooks or find-hooks
+    removal: Removal | None = None  # list-members: what an uninstall or disband removes
+    in_place: Updates | None = None  # update-in-place
+    pending_revision: dict | None = None  # update-in-place with a history: the revision created, not yet pointed to
+    claim: Claim | None = None  # claim, until the release
     revision: int | None = None  # record-revision: the number of the revision this run recorded
     rollback_of: int | None = None  # load-revision: the revision a rollback applies again
     set_managers: frozenset = frozenset()  # load-revision: every field manager the set's kept revisions used
-    failure: Any = None  # a step's ApplySetError for objects that failed; raised after the release
+    failure: ApplySetError | None = None  # a step's error for objects that failed; raised after the release
     stopped_at: str | None = None  # the runner: the name of the step that raised
+    _discovery: Discovery | None = field(default=None, init=False, repr=False)  # read-parent
+    _parent: Parent | None = field(default=None, init=False, repr=False)  # read-parent
+    _plan: Plan | None = field(default=None, init=False, repr=False)  # plan
+    _decisions: Decisions | None = field(default=None, init=False, repr=False)  # decide (apply routes)
+
+    def has(self, name: str) -> bool:
+        """Whether the step that hands on ``name`` (discovery, parent, plan, decisions) has run."""
+        return getattr(self, "_" + name) is not None
+
+    @property
+    def discovery(self) -> Discovery:
+        return _handed_on(self._discovery, "discovery", "read-parent")
+
+    @discovery.setter
+    def discovery(self, value: Discovery) -> None:
+        self._discovery = value
+
+    @property
+    def parent(self) -> Parent:
+        return _handed_on(self._parent, "parent", "read-parent")
+
+    @parent.setter
+    def parent(self, value: Parent) -> None:
+        self._parent = value
+
+    @property
+    def plan(self) -> Plan:
+        return _handed_on(self._plan, "plan", "plan")
+
+    @plan.setter
+    def plan(self, value: Plan) -> None:
+        self._plan = value
+
+    @property
+    def decisions(self) -> Decisions:
+        return _handed_on(self._decisions, "decisions", "decide")
+
+    @decisions.setter
+    def decisions(self, value: Decisions) -> None:
+        self._decisions = value
 
     @property
     def stopped(self) -> bool:
@@ -79,7 +150,7 @@ class RunContext:
         return self.stopped or self.failure is not None
 
     @property
-    def report(self):
+    def report(self) -> Report:
         """The report of this attempt."""
         return self.record.report
 
@@ -88,7 +159,7 @@ class RunContext:
         """``ApplySet Kind namespace/name``, as errors of the run name the set (``parent_model.set_name``)."""
         return self.parent.set_ref
 
-    def describe_hint(self, group_kinds, namespaces) -> None:
+    def describe_hint(self, group_kinds: frozenset | set, namespaces: frozenset | set) -> None:
         """Show the parent in the result, with the hint it records (or would, in check mode)."""
         report = self.record.report
         report.applyset = {**report.applyset, **self.parent.describe(),

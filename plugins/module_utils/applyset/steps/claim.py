@@ -27,6 +27,7 @@ from ..parent import members
 from ..parent import write as parent_write
 from ..parent import model as parent_model
 from ..errors import ApplySetError, ParentChanged
+from ..run.runner import StepOrderError
 
 # How many times one run starts over after losing the race for the claim. Each loss means another
 # writer got to the parent first, and each start over first waits for that writer's claim; a
@@ -169,7 +170,11 @@ def wait_until_free(read_parent, run_id: str, timeout: float, parent: parent_mod
 def _hints(ctx):
     """The hints the claim writes: the apply's (``decide.Decisions``), or on the routes that end
     a set the recorded ones (``teardown.Removal``)."""
-    return (ctx.decisions if ctx.decisions is not None else ctx.removal).hints
+    if ctx.has("decisions"):
+        return ctx.decisions.hints
+    if ctx.removal is None:
+        raise StepOrderError("the claim's hints are read before the decide or list-members step has run")
+    return ctx.removal.hints
 
 
 def take(ctx) -> None:
@@ -192,7 +197,7 @@ def release(ctx) -> None:
         return
     hints, done = _hints(ctx), not ctx.failing
     recorded = hints.final if done else hints.superset
-    if ctx.plan is not None:
+    if ctx.has("plan"):
         ctx.parent.record_members = members.at_release(ctx.parent.member_record, ctx.plan, ctx.report.objects, done)
     forgotten = history_steps.drop_pointer(ctx)
     try:

@@ -76,7 +76,7 @@ def record(ctx) -> None:
     """Step record-revision (claim's route, always): the revision written, its number set on the
     parent for the release, and revisions beyond ``history_max`` deleted."""
     namespace = history.home(ctx.parent, ctx.opts.history)
-    if namespace is None or ctx.claim is None or ctx.plan is None:
+    if namespace is None or ctx.claim is None or not ctx.has("plan"):
         return
     # A step that raised may have written members it did not record, but not the pre-apply hooks:
     # a release they stopped wrote no member, and there is nothing to record or to roll back.

@@ -305,7 +305,7 @@ def _preview(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
 
 def _created_namespaces(ctx) -> set:
     """The namespaces a real apply would create before its hooks run (check mode)."""
-    if ctx.plan is None or ctx.decisions is None:
+    if not (ctx.has("plan") and ctx.has("decisions")):
         return set()
     made = {m.name for m in ctx.plan.members if m.resource.group_kind == spec.NAMESPACE_KIND and m.key not in ctx.live}
     return made | ({ctx.decisions.namespace_to_create} if ctx.decisions.namespace_to_create else set())
