@@ -14,6 +14,7 @@ from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..kube.listing import LiveObject, list_pairs, live_objects
 from ..run.report import live_result
+from ..run.runner import RunContext
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,12 @@ class Adoption:
 NONE = Adoption()
 
 
-def select(ctx, plan) -> Adoption:
+def select(ctx: RunContext, plan) -> Adoption:
     """The objects of the legacy prune set that this run takes in (LISTs, no write); records the
     references in ``applyset.adopted`` and warnings about what was left alone."""
     options, parent = ctx.opts.adopt_legacy, ctx.parent
+    if options is None:
+        return NONE
     served, missing = legacies.scope_kinds(options, ctx.discovery)
     namespaces = sorted({m.namespace for m in plan.members if m.resource.namespaced and m.namespace})
     pairs = [(res, ns) for res in served if res.namespaced for ns in namespaces]
@@ -73,7 +76,7 @@ def _warnings(options, refs, selection, missing) -> list[str]:
     return warnings
 
 
-def label(ctx) -> None:
+def label(ctx: RunContext) -> None:
     """Step label-adopted: write this set's label on the adopted objects, each guarded by the
     resourceVersion listed; a failure stops the run before any member is applied."""
     ok = True

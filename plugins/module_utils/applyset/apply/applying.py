@@ -14,9 +14,10 @@ from ..wait import waiting
 from ..errors import ApplySetError
 from .member_apply import apply_member
 from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, result_for
+from ..run.runner import RunContext
 
 
-def make_namespaces(ctx) -> None:
+def make_namespaces(ctx: RunContext) -> None:
     """Step make-namespaces: before the claim, since the parent cannot be written in a namespace
     that does not exist. create_namespace's namespace (no member), then the set's own Namespace
     of a parent about to be created (a member: the parent written next records its kind)."""
@@ -36,7 +37,7 @@ def make_namespaces(ctx) -> None:
                                 obj=ctx.set_ref, fix=namespaces.refusal_fix(result))
 
 
-def apply_phases(ctx) -> None:
+def apply_phases(ctx: RunContext) -> None:
     """Step apply: the members phase by phase (``plan.phases``), the claim checked before each;
     CRDs waited for until Established before the next phase. A failed member records the run's
     failure (raised once the claim is released) and stops the later phases. A set with an order
@@ -54,10 +55,10 @@ def apply_phases(ctx) -> None:
         ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_AFTER_FAILURE)
 
 
-def _each_phase(ctx) -> None:
+def _each_phase(ctx: RunContext) -> None:
     first = ctx.decisions.parent_namespace_first
     done_before = {first.key} if first is not None else set()
-    created_namespaces = set()
+    created_namespaces: set = set()
     for phase_members in ctx.plan.phases:
         if ctx.claim:
             ctx.claim.check()

@@ -21,6 +21,8 @@ from ..errors import ApplySetError, WaitTimeout
 from .member_apply import apply_member
 from ..wait.readiness import Final
 from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, result_for
+from ..run.runner import RunContext, StepOrderError
+from ..rules.ordering import Order
 
 _INTERVAL = 1.0
 _APPLIED = ("created", "configured", "replaced", "unchanged")
@@ -70,10 +72,10 @@ class _State:
         return found
 
 
-def apply_in_order(ctx) -> None:
+def apply_in_order(ctx: RunContext) -> None:
     """Step apply of a set with an order: see the module docstring. A failed member records the
     run's failure, as ``applying.apply_phases`` does; a gate that cannot open raises."""
-    order = ctx.decisions.order
+    order = _order(ctx)
     first = ctx.decisions.parent_namespace_first
     done_before = {}
     if first is not None:
@@ -113,7 +115,7 @@ def apply_in_order(ctx) -> None:
                 ctx.record.untried([member], why)
 
 
-def _wait_round(ctx, state: _State, pending: list) -> None:
+def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
     """One readiness round over what the pending members wait for; raises when a gate times out
     or cannot open."""
     blocking = state.blocking(pending)
@@ -144,7 +146,7 @@ def _wait_round(ctx, state: _State, pending: list) -> None:
         time.sleep(_INTERVAL)
 
 
-def _gate_closed(ctx, node, blocked: tuple, reason) -> WaitTimeout:
+def _gate_closed(ctx: RunContext, node, blocked: tuple, reason) -> WaitTimeout:
     """The error of a gate that timed out or cannot open: what waits, for what, and why."""
     waiter, why = blocked
     cannot = isinstance(reason, Final)
@@ -161,9 +163,16 @@ def _gate_closed(ctx, node, blocked: tuple, reason) -> WaitTimeout:
                               "reason": str(reason), "waited_for_by": ordering.ref_of(waiter)}]})
 
 
-def _target(ctx, node) -> tuple:
+def _order(ctx: RunContext) -> Order:
+    """The order decide found; this apply runs only on a route that has one (routes.py)."""
+    if ctx.decisions.order is None:
+        raise StepOrderError("an ordered apply runs before decide has found an order")
+    return ctx.decisions.order
+
+
+def _target(ctx: RunContext, node) -> tuple:
     """The (resource, namespace, name) to read for ``node``."""
-    order = ctx.decisions.order
+    order = _order(ctx)
     res = order.external[node] if node in order.external else order.resources[node]
     return res, node.namespace or None, node.name
 

@@ -19,6 +19,7 @@ from ..rules import plan as plans
 from .. import spec
 from ..errors import ApiError, ConflictError, immutable_refusal, missing_namespace
 from ..run.report import Change, MemberOutcome, normalize, result_for
+from ..run.runner import RunContext
 
 # How the server names the part-of label in an apply conflict's causes.
 _PART_OF_FIELD = f".metadata.labels.{spec.LABEL_PART_OF}"
@@ -26,7 +27,7 @@ _PART_OF_FIELD = f".metadata.labels.{spec.LABEL_PART_OF}"
 _CONFLICT_WITH = re.compile(r'conflict with "([^"]*)"')
 
 
-def apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
+def apply_member(ctx: RunContext, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
     """Apply one desired object (a dry run in check mode), or skip it when ``decide`` found it
     unchanged; its result says its drift (drift.py, from what was listed before the write).
 
@@ -38,17 +39,16 @@ def apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> Member
     return with_drift(ctx, member, _apply_member(ctx, member, created_namespaces))
 
 
-def with_drift(ctx, member: plans.DesiredObject, outcome: MemberOutcome) -> MemberOutcome:
+def with_drift(ctx: RunContext, member: plans.DesiredObject, outcome: MemberOutcome) -> MemberOutcome:
     """``outcome`` with its member's drift (``drift.mark``), judged against what the run listed
     and decided before its first write (read only: safe in a worker)."""
-    decisions = ctx.decisions
     return drift.mark(member, outcome, drift.Basis(
-        live=ctx.live, record=ctx.parent.member_record,
-        policies=decisions.policies if decisions is not None else None,
+        live=ctx.live.objects if ctx.has("live") else None, record=ctx.parent.member_record,
+        policies=ctx.decisions.policies if ctx.has("decisions") else None,
         field_manager=ctx.opts.field_manager, dry_run=ctx.opts.dry_run))
 
 
-def _apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
+def _apply_member(ctx: RunContext, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
     """Apply one desired object (a dry run in check mode), or skip it when ``decide`` found it
     unchanged.
 
@@ -76,7 +76,7 @@ def _apply_member(ctx, member: plans.DesiredObject, created_namespaces) -> Membe
     return applied_outcome(ctx, member, before, sent, taken + [f"{member.ref}: {w}" for w in sent.warnings])
 
 
-def _take_over_release_fields(ctx, member: plans.DesiredObject, before: dict | None):
+def _take_over_release_fields(ctx: RunContext, member: plans.DesiredObject, before: dict | None):
     """A rollback's takeover before its apply: the entries of the set's other release managers
     (``ctx.set_managers``) merged into ours (csa.merge_releases), so the apply neither conflicts
     with a later release's fields nor leaves those only it set. Returns the warnings, or the
@@ -103,7 +103,7 @@ def _take_over_release_fields(ctx, member: plans.DesiredObject, before: dict | N
     return [] if migration is None else [f"{member.ref}: took over {migration.describe()}"]
 
 
-def unchanged_outcome(ctx, member: plans.DesiredObject) -> MemberOutcome:
+def unchanged_outcome(ctx: RunContext, member: plans.DesiredObject) -> MemberOutcome:
     """The outcome of a member whose apply is skipped: unchanged, unless an attempt of this run
     without the claim updated it before the run started over (then that attempt's outcome)."""
     uid = ctx.decisions.unchanged[member.key]
@@ -112,12 +112,12 @@ def unchanged_outcome(ctx, member: plans.DesiredObject) -> MemberOutcome:
         return MemberOutcome(result_for(member, "unchanged", uid=uid))
     if carried.result is not None and carried.result.action == "unchanged":
         return MemberOutcome(carried.result)
-    after = carried.after if carried.after is not None else ctx.live.get(member.key).obj
+    after = carried.after if carried.after is not None else ctx.live.objects[member.key].obj
     return MemberOutcome(carried.result or result_for(member, "configured", uid=uid),
                          [Change(member.ref, carried.before, after)], list(carried.warnings))
 
 
-def _send(ctx, member: plans.DesiredObject, before: dict | None, created_namespaces):
+def _send(ctx: RunContext, member: plans.DesiredObject, before: dict | None, created_namespaces):
     """The server-side apply of ``member``: its response, or the object's outcome when refused.
 
     Retried while the endpoint of a CRD this run created comes up, and once after taking
@@ -157,7 +157,7 @@ def _send(ctx, member: plans.DesiredObject, before: dict | None, created_namespa
             return _refused(ctx, member, before, err, created_namespaces)
 
 
-def _conflict_preview(ctx, member: plans.DesiredObject, before: dict | None, err: ConflictError):
+def _conflict_preview(ctx: RunContext, member: plans.DesiredObject, before: dict | None, err: ConflictError):
     """Check mode and a field conflict: the preview goes on as a forced dry run (nothing is
     written), and the member's result says that a real run refuses it without force_conflicts.
     A scheduled preview so always completes and reports the conflict as drift."""
@@ -174,7 +174,7 @@ def _conflict_preview(ctx, member: plans.DesiredObject, before: dict | None, err
     return outcome
 
 
-def _refused(ctx, member: plans.DesiredObject, before: dict | None, err: ApiError, created_namespaces) -> MemberOutcome:
+def _refused(ctx: RunContext, member: plans.DesiredObject, before: dict | None, err: ApiError, created_namespaces) -> MemberOutcome:
     """The outcome of an apply the server refused: a check-mode create in a namespace this run
     creates, a missing namespace, an immutable change (maybe recreated), or a plain failure."""
     if (ctx.opts.dry_run and err.status == 404
@@ -205,7 +205,7 @@ def dry_run_refusal(member: plans.DesiredObject, err: ApiError) -> str:
             f"verbs): {err.message}")
 
 
-def applied_outcome(ctx, member: plans.DesiredObject, before: dict | None, resp, warnings: list) -> MemberOutcome:
+def applied_outcome(ctx: RunContext, member: plans.DesiredObject, before: dict | None, resp, warnings: list) -> MemberOutcome:
     """What an accepted apply did: created, configured or unchanged, with its diff change.
 
     Args:
@@ -226,7 +226,7 @@ def applied_outcome(ctx, member: plans.DesiredObject, before: dict | None, resp,
                          changes, warnings)
 
 
-def _take_over_client_side_fields(ctx, member: plans.DesiredObject, applied: dict) -> tuple[dict, list]:
+def _take_over_client_side_fields(ctx: RunContext, member: plans.DesiredObject, applied: dict) -> tuple[dict, list]:
     """Make fields that client-side tools own ours where csa.py says so, as kubectl's
     managed-fields upgrade does; returns the object as it is afterwards, and the warnings.
 
@@ -243,7 +243,7 @@ def _take_over_client_side_fields(ctx, member: plans.DesiredObject, applied: dic
         return applied, [f"{member.ref}: a real run takes over {migration.describe()}"
                          + ("; fields they set that the manifest does not are then removed"
                             if migration.needs_reapply else "")]
-    warnings = []
+    warnings: list = []
     try:
         applied, migration = _migrate(ctx, member, applied, migration)
         if migration is None:
@@ -258,7 +258,7 @@ def _take_over_client_side_fields(ctx, member: plans.DesiredObject, applied: dic
     return applied, warnings
 
 
-def _migrate(ctx, member: plans.DesiredObject, applied: dict, migration, plan_again=None):
+def _migrate(ctx: RunContext, member: plans.DesiredObject, applied: dict, migration, plan_again=None):
     """Send the managed-fields patch (csa.patch), planned again (``plan_again(obj)``; csa.plan by
     default) on a fresh read when the object changed since it was read; returns the object
     afterwards and the migration made (None when a fresh read needs none)."""
@@ -281,7 +281,7 @@ def _migrate(ctx, member: plans.DesiredObject, applied: dict, migration, plan_ag
     raise ApiError("the object kept changing", status=409)
 
 
-def _missing_namespace_result(ctx, member: plans.DesiredObject, err: ApiError):
+def _missing_namespace_result(ctx: RunContext, member: plans.DesiredObject, err: ApiError):
     """The namespace went missing after the check (or could not be read): say so, not just 404."""
     name = missing_namespace(err)
     fix = f"add a Namespace object for {name} to the set, or create it beforehand"
@@ -292,7 +292,7 @@ def _missing_namespace_result(ctx, member: plans.DesiredObject, err: ApiError):
     return result_for(member, "failed", reason=f"{error.message}. Fix: {fix}", error=error)
 
 
-def _immutable(ctx, member: plans.DesiredObject, before: dict | None, err: ApiError, immutable: list) -> MemberOutcome:
+def _immutable(ctx: RunContext, member: plans.DesiredObject, before: dict | None, err: ApiError, immutable: list) -> MemberOutcome:
     """A change the server refuses in place: recreate when its update strategy says so, else name
     the fields and the way out."""
     fields = "; ".join(text for _field, text in immutable)
@@ -311,7 +311,7 @@ def _immutable(ctx, member: plans.DesiredObject, before: dict | None, err: ApiEr
     return MemberOutcome(result_for(member, "failed", reason=f"{message}. Fix: {fix}", error=error))
 
 
-def _take_part_of_label(ctx, member: plans.DesiredObject, before: dict) -> None:
+def _take_part_of_label(ctx: RunContext, member: plans.DesiredObject, before: dict) -> None:
     """Set the part-of label to this set's id with a merge patch guarded by the resourceVersion
     that was listed: an update takes a field over from another manager without a conflict,
     and touches nothing else."""
@@ -350,13 +350,13 @@ def apply_changed_nothing(before: dict, after: dict, manager: str) -> bool:
             and (meta_before.get("annotations") or {}) == (meta_after.get("annotations") or {}))
 
 
-def conflict_causes(err: ConflictError) -> list:
+def conflict_causes(err: ApiError) -> list:
     """The causes of an apply conflict (``details.causes``), each a dict with ``field`` and ``message``."""
     causes = ((err.body or {}).get("details") or {}).get("causes") or []
     return [c for c in causes if isinstance(c, dict)]
 
 
-def _only_release_conflicts(ctx, err: ConflictError) -> bool:
+def _only_release_conflicts(ctx: RunContext, err: ConflictError) -> bool:
     """Whether every conflict of ``err`` is with another field manager of the set's releases (a
     rollback takes their fields over before a real apply; the server names each manager)."""
     others = ctx.set_managers - {ctx.opts.field_manager}

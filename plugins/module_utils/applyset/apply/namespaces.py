@@ -13,16 +13,17 @@ from __future__ import annotations
 from .. import spec
 from ..errors import ApiError, NamespaceMissingError
 from ..run.report import Change, MemberOutcome, ObjectResult
+from ..run.runner import RunContext
 
 _CREATED_REASON = "create_namespace: true; not a member of the set, so state=absent leaves it"
 
 
-def home(ctx) -> str | None:
+def home(ctx: RunContext) -> str | None:
     """The namespace create_namespace makes: the parent's, else the default one of members."""
     return ctx.parent.namespace or ctx.namespace or None
 
 
-def check(ctx, unchanged: dict) -> str | None:
+def check(ctx: RunContext, unchanged: dict) -> str | None:
     """One GET per namespace that this run writes into and does not create itself.
 
     A GET that is refused (credentials limited to a namespace) tells nothing; the writes then
@@ -62,9 +63,9 @@ def check(ctx, unchanged: dict) -> str | None:
     return to_create
 
 
-def _missing_error(ctx, missing, terminating, made_home) -> NamespaceMissingError:
+def _missing_error(ctx: RunContext, missing, terminating, made_home) -> NamespaceMissingError:
     parent = ctx.parent
-    users = {}
+    users: dict = {}
     for m in ctx.plan.members:
         if m.namespace in missing or m.namespace in terminating:
             users.setdefault(m.namespace, []).append(m.ref)
@@ -120,7 +121,7 @@ def create(client, discovery, opts, name: str) -> MemberOutcome:
     return MemberOutcome(result, [Change(f"Namespace {name}", None, resp.body)])
 
 
-def preview_create(ctx) -> None:
+def preview_create(ctx: RunContext) -> None:
     """Step preview-namespace (check mode): the dry-run creation of create_namespace's namespace."""
     name = ctx.decisions.namespace_to_create
     if name:

@@ -12,9 +12,10 @@ import time
 
 from ..errors import ApiError, ConflictError
 from ..run.report import Change, MemberOutcome, result_for
+from ..run.runner import RunContext
 
 
-def recreate(ctx, member, before: dict | None, fields: str) -> MemberOutcome:
+def recreate(ctx: RunContext, member, before: dict | None, fields: str) -> MemberOutcome:
     """Delete (UID precondition), wait until gone (bounded), and apply again.
 
     The replacement is first sent as a dry-run create: the server validates and admits
@@ -57,7 +58,7 @@ def _failed(member, reason: str, err: ApiError | None = None) -> MemberOutcome:
     return MemberOutcome(result_for(member, "failed", reason=reason, error=err))
 
 
-def _replacement_refused(ctx, member, why: str) -> MemberOutcome | None:
+def _replacement_refused(ctx: RunContext, member, why: str) -> MemberOutcome | None:
     """The failed outcome when the server would refuse the replacement (a dry-run create), else None."""
     try:
         ctx.client.create(member.resource, member.body, field_manager=ctx.opts.field_manager, dry_run=True)
@@ -69,7 +70,7 @@ def _replacement_refused(ctx, member, why: str) -> MemberOutcome | None:
     return None
 
 
-def _delete(ctx, member, uid: str, why: str) -> MemberOutcome | None:
+def _delete(ctx: RunContext, member, uid: str, why: str) -> MemberOutcome | None:
     """Delete the object with ``uid`` and wait until it is gone; the failed outcome if not, else None."""
     try:
         ctx.client.delete(member.resource, member.name, member.namespace, uid=uid,
@@ -89,7 +90,7 @@ def _delete(ctx, member, uid: str, why: str) -> MemberOutcome | None:
                    "the next run creates it once it is gone")
 
 
-def _wait_deleted(ctx, member, uid: str) -> dict | None:
+def _wait_deleted(ctx: RunContext, member, uid: str) -> dict | None:
     """Wait until the object with ``uid`` is gone; returns it if it is still there at the deadline."""
     deadline = time.monotonic() + ctx.opts.recreate_timeout
     pause = 0.1

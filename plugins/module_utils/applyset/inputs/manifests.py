@@ -46,6 +46,11 @@ class Manifest:
         return self.obj.get(key) if isinstance(self.obj, dict) else None
 
     @property
+    def mapping(self) -> dict:
+        """The document as a mapping ({} when it is not one: ``validate`` refuses it then)."""
+        return self.obj if isinstance(self.obj, dict) else {}
+
+    @property
     def metadata(self):
         """The metadata mapping ({} when missing or not a mapping)."""
         metadata = self._field("metadata")

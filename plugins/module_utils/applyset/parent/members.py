@@ -47,7 +47,7 @@ def of_plan(plan) -> frozenset:
 def recorded(record: frozenset | None, key: spec.ObjectId) -> bool:
     """Whether a parent's member ``record`` (``parent_model.Parent.member_record``; None when it
     keeps none) holds ``key``."""
-    return bool(record) and digest(key) in record
+    return bool(record and digest(key) in record)
 
 
 # Kubernetes bounds all annotations of one object together at 256 KiB. A record of 11 characters

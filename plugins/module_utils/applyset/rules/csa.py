@@ -151,7 +151,7 @@ def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
     # Runs after every apply: most objects have no entry to move, and need no copy or parsing.
     if not any(_may_migrate(e, ssa_manager) for e in managed_fields or ()):
         return None
-    entries = copy.deepcopy(managed_fields)
+    entries = copy.deepcopy(managed_fields or [])
     ours = next((e for e in entries if e.get("manager") == ssa_manager and e.get("operation") == "Apply"
                  and not e.get("subresource")), None)
     if ours is None:
@@ -189,7 +189,7 @@ def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
     return migration
 
 
-def _release_entry(entry: dict, ssa_manager: str, managers, api_version: str) -> bool:
+def _release_entry(entry: dict, ssa_manager: str, managers, api_version: str | None) -> bool:
     """Whether ``entry`` is the object's own entry (no subresource) of another field manager that
     releases of this set used, in ``api_version`` (paths of another version cannot be merged)."""
     return (entry.get("manager") in managers and entry.get("manager") != ssa_manager
@@ -201,7 +201,7 @@ def _is_our_apply(entry: dict, ssa_manager: str) -> bool:
     return entry.get("manager") == ssa_manager and entry.get("operation") == "Apply" and not entry.get("subresource")
 
 
-def release_fields_beyond_ours(managed_fields: list | None, ssa_manager: str, managers, api_version: str) -> bool:
+def release_fields_beyond_ours(managed_fields: list | None, ssa_manager: str, managers, api_version: str | None) -> bool:
     """Whether other field managers of this set's releases own a field that ``ssa_manager``'s Apply
     entry does not: then the object holds something an apply of ours would not remove."""
     entries = [e for e in managed_fields or () if isinstance(e, dict)]
@@ -212,7 +212,7 @@ def release_fields_beyond_ours(managed_fields: list | None, ssa_manager: str, ma
     return any(field_paths(e.get("fieldsV1")) - ours for e in theirs)
 
 
-def merge_releases(managed_fields: list | None, ssa_manager: str, managers, api_version: str) -> Migration | None:
+def merge_releases(managed_fields: list | None, ssa_manager: str, managers, api_version: str | None) -> Migration | None:
     """Plan a rollback's takeover: every entry of the other field managers that releases of this
     set used (``managers``), in ``api_version``, joins ``ssa_manager``'s Apply entry (made from the
     first of them when there is none yet), as client-go's csaupgrade merges kubectl's entry.
@@ -243,7 +243,7 @@ def merge_releases(managed_fields: list | None, ssa_manager: str, managers, api_
     return Migration(managed_fields=kept, releases=sorted({e["manager"] for e in theirs}))
 
 
-def patch(migration: Migration, resource_version: str) -> list:
+def patch(migration: Migration, resource_version: str | None) -> list:
     """A JSON patch that writes the ``migration``'s managedFields, guarded by ``resource_version``
     (the object's, as read with the managedFields the migration was planned on).
 

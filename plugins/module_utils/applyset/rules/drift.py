@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from ..parent import members
 from . import field_policy, nochange, server_form
 from .. import spec
+from ..kube.listing import LiveObject
+from ..spec import ObjectId
 
 NONE, MANIFEST, CLUSTER, BOTH, MISSING = "none", "manifest_changed", "cluster_changed", "both", "missing"
 KINDS = (NONE, MANIFEST, CLUSTER, BOTH, MISSING)
@@ -98,7 +100,7 @@ def taken_fields(body: dict, entries: list, manager: str) -> list:
     """
     ours = _apply_entry(entries, manager)
     our_tree = (ours or {}).get("fieldsV1") or {}
-    found = []
+    found: list = []
     for entry in entries:
         if not isinstance(entry, dict) or entry is ours or entry.get("subresource") == "status":
             continue
@@ -118,7 +120,7 @@ def overlap(value, tree: dict, path: tuple = ()) -> list:
     """The fieldsV1 paths of ``tree`` (one manager's fields) that ``value`` (a body) sets too."""
     if not isinstance(tree, dict) or not tree:
         return [path] if path else []
-    found = []
+    found: list = []
     for key, sub in tree.items():
         if key == ".":
             continue
@@ -193,11 +195,11 @@ def describe(drift: Drift) -> str:
 @dataclass(frozen=True)
 class Basis:
     """What a member's drift is judged against, all as the run found it before its first write:
-    the ``live`` objects it listed (``decide.LiveState``; None when it listed none), the parent's
+    the ``live`` objects it listed (by identity; None when it listed none), the parent's
     member ``record`` (``members.py``), the ``policies`` decided (``field_policy.Policies``; None
     before they are), this run's ``field_manager``, and whether it is a ``dry_run``."""
 
-    live: object
+    live: dict[ObjectId, LiveObject] | None
     record: frozenset | None
     policies: field_policy.Policies | None
     field_manager: str

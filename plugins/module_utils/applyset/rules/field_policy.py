@@ -173,7 +173,7 @@ def _apply_rules(member, live: dict | None, matching: list, manager: str, result
     result.manifests[member.key], result.pointers[member.key] = manifest, pointers
     body = manifest
     if live is not None:
-        done = []
+        done: list = []
         for rule in matching:
             body = _resolve_rule(body, live, rule, manager, done)
         result.fields[member.key] = done
@@ -225,7 +225,7 @@ def _resolve_rule(body: dict, live: dict, rule: Rule, manager: str, done: list) 
         if _get(body, segments) is _ABSENT:
             continue  # the manifest does not set it: nothing to leave
         value = _get(live, segments)
-        owners = [e.get("manager") for e in entries
+        owners: list = [e.get("manager") for e in entries
                   if isinstance(e, dict) and e.get("subresource") != "status" and _owns(e, live, segments)]
         others = sorted({o for o in owners if o != manager})
         if value is not _ABSENT and not others and manager in owners:
@@ -280,7 +280,8 @@ def _remove(obj, segments):
 
 def _owns(entry: dict, live: dict, segments) -> bool:
     """Whether a managedFields entry owns the field at ``segments`` of ``live``."""
-    tree, node = entry.get("fieldsV1") or {}, live
+    tree: object = entry.get("fieldsV1") or {}
+    node: object = live
     for seg in segments:
         if isinstance(node, dict):
             key, node = f"f:{seg}", node.get(seg)

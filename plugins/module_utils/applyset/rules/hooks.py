@@ -210,7 +210,11 @@ def split(manifests: list, discovery, applyset_id: str, default_namespace: str |
         InputErrors: every unknown hook value, weight or delete policy, a hook of an unknown kind
             or without a namespace, the same hook twice; all at once, before anything is sent.
     """
-    members, hooks, problems, warnings, seen = [], [], [], [], set()
+    members: list = []
+    hooks: list = []
+    problems: list = []
+    warnings: list = []
+    seen: set = set()
     for index, m in enumerate(manifests):
         parsed = _parse(m, lambda: _where(m, discovery, default_namespace), problems, warnings)
         if parsed is None:

@@ -122,7 +122,8 @@ def scope_kinds(options: Options, discovery) -> tuple[list, list]:
 
     Returns ``(served resources to list, group kinds of the allowlist the server does not serve)``.
     """
-    served, missing = [], []
+    served: list = []
+    missing: list = []
     for gk in options.group_kinds():
         res = discovery.for_group_kind(GroupKind(*gk))
         (served if res is not None else missing).append(res if res is not None else gk)

@@ -211,7 +211,7 @@ def apply_fields(live: dict, manager: str) -> dict | None:
     return None if entry is None else entry.get("fieldsV1") or {}
 
 
-def _not_listed_whole(live_obj) -> str | None:
+def _not_listed_whole(live_obj: dict | None) -> str | None:
     """Why ``live_obj`` cannot be judged at all (missing, metadata only, being deleted), or None."""
     if live_obj is None:
         return "not found"
@@ -239,7 +239,7 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
         A short reason ("not found", "applied by another request", ...), or None.
     """
     problem = _not_listed_whole(live_obj)
-    if problem:
+    if problem or live_obj is None:
         return problem
     meta = live_obj.get("metadata") or {}
     body = member_body if digested else with_digest(member_body)  # the body as sent
@@ -283,7 +283,7 @@ def in_place_blocker(live_obj: dict | None, manager: str, set_id: str, set_manag
         A short reason ("not found", "not yet a member of this set", ...), or None.
     """
     problem = _not_listed_whole(live_obj)
-    if problem:
+    if problem or live_obj is None:
         return problem
     meta = live_obj.get("metadata") or {}
     if not meta.get("uid") or not meta.get("resourceVersion"):

@@ -214,7 +214,7 @@ def _add_phases_and_waves(order: Order, by_wave: dict, floating: set) -> None:
     waves = sorted(by_wave)
     for index, wave in enumerate(waves):
         phases = sorted(by_wave[wave])
-        before = [(previous_done, APPLIED, BY_WAVE)] if previous_done is not None else []
+        before: list = [(previous_done, APPLIED, BY_WAVE)] if previous_done is not None else []
         for position, phase in enumerate(phases):
             gate = Gate(wave, phase)
             needs = list(before)

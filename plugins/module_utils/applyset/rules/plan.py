@@ -246,7 +246,7 @@ def _resources_from_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str]
     for m in manifests:
         if m.group_kind != spec.CRD_KIND:
             continue
-        crd_spec = m.obj.get("spec") or {}
+        crd_spec = m.mapping.get("spec") or {}
         names = crd_spec.get("names") or {}
         group, kind, plural = crd_spec.get("group"), names.get("kind"), names.get("plural")
         if not (group and kind and plural):
@@ -341,7 +341,7 @@ def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: s
     default namespace, and the namespace of a cluster-scoped object is dropped (kubectl does so
     silently; we say so in ``warnings``).
     """
-    meta = dict(m.obj.get("metadata") or {})
+    meta = dict(m.mapping.get("metadata") or {})
     namespace = meta.get("namespace")
     if res.namespaced:
         namespace = namespace or default_namespace
@@ -358,6 +358,6 @@ def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: s
             warnings.append(f"{m.source} ({res.kind} {m.name}): metadata.namespace {namespace!r} ignored: "
                             f"{res.kind} is cluster-scoped (kubectl ignores it too); remove it from the manifest")
     meta["labels"] = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: applyset_id}
-    body = dict(m.obj)
+    body = dict(m.mapping)
     body["metadata"] = meta
     return body

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import re
+from typing import cast
 from decimal import ROUND_UP, Decimal, InvalidOperation, localcontext
 
 # (parent key, key) -> "map" (every value a Quantity) or "one" (the value is one), in built-in kinds.
@@ -148,6 +149,7 @@ def _decimal_form(amount: Decimal, *, exponent_form: bool) -> str:
     if amount == 0:
         return "0"
     sign, digits, exponent = amount.normalize().as_tuple()
+    exponent = cast(int, exponent)  # a finite non-zero amount: a number, not NaN's or infinity's letter
     mantissa = int("".join(map(str, digits)))
     extra = exponent % 3  # down to a multiple of 3, the mantissa stays whole
     mantissa, exponent = mantissa * 10 ** extra, exponent - extra

@@ -10,14 +10,13 @@ it, with the hint that is safe for how far the run got, whatever stopped it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Generic, TypeVar, overload
 
 from ..errors import ApplySetError
 from ..inputs.manifests import Manifest
 from ..kube.client import KubeClient
 from ..kube.discovery import Discovery
-from ..kube.listing import LiveObject
 from ..parent.model import Parent
 from ..rules.hooks import HookSet
 from ..rules.plan import Plan
@@ -27,7 +26,7 @@ from .report import Recorder, Report
 
 if TYPE_CHECKING:  # what the steps above this layer hand on: named for the annotations only
     from ..steps.claim import Claim
-    from ..steps.decide import Decisions
+    from ..steps.decide import Decisions, LiveState
     from ..steps.teardown import Removal
     from ..steps.without_claim import CarriedUpdate, Updates
 
@@ -60,10 +59,33 @@ class StepOrderError(RuntimeError):
     built in the wrong order (tests/unit/test_routes.py checks every route), never a user's error."""
 
 
-def _handed_on(value: _T | None, name: str, step: str) -> _T:
-    if value is None:
-        raise StepOrderError(f"{name} is read before the {step} step has set it")
-    return value
+class HandedOn(Generic[_T]):
+    """A value one step of a route hands on to the later ones (``RunContext.parent`` ...): read as
+    the type the step sets, and refused (``StepOrderError``) while that step has not run."""
+
+    def __init__(self, step: str):
+        self.step = step
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, ctx: None, owner: type) -> HandedOn[_T]: ...
+
+    @overload
+    def __get__(self, ctx: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, ctx, owner=None):
+        if ctx is None:  # on the class: the descriptor itself
+            return self
+        value = vars(ctx).get("_" + self.name)
+        if value is None:
+            raise StepOrderError(f"{self.name} is read before the {self.step} step has set it")
+        return value
+
+    def __set__(self, ctx: object, value: _T) -> None:
+        vars(ctx)["_" + self.name] = value
 
 
 @dataclass
@@ -71,10 +93,10 @@ class RunContext:
     """What the steps of one attempt of a run share: the connection and options, the recorder of
     the report, and what each step hands on (each field is set by one step, named beside it).
 
-    What the reading steps hand on to every later step (``discovery``, ``parent``, ``plan``,
-    ``decisions``) is read through a property of the type the step sets, which refuses to be
-    read before that step ran (``StepOrderError``); ``has`` tells whether it ran. What a route
-    may or may not have (``live``, ``hooks``, ``removal``, ``claim`` ...) is a plain optional field.
+    What a step hands on to the later steps of its route (``discovery``, ``parent``, ``plan``,
+    ``decisions`` ...) is read as the type that step sets, and refused before it ran
+    (``HandedOn``, ``StepOrderError``); ``has`` tells whether it ran. What a run may or may not
+    have at any step (``claim``, ``failure`` ...) is a plain optional field.
     ``carried`` holds what an earlier attempt without the claim wrote (``without_claim.CarriedUpdate``
     by object): it is passed in, never changed by the attempt that reads it.
     """
@@ -87,10 +109,6 @@ class RunContext:
     manifests: list[Manifest] | None  # the desired objects (apply routes), None for teardown
     record: Recorder
     carried: dict[ObjectId, CarriedUpdate]
-    live: dict[ObjectId, LiveObject] | None = None  # list-live
-    hooks: HookSet | None = None  # split-hooks or find-hooks
-    removal: Removal | None = None  # list-members: what an uninstall or disband removes
-    in_place: Updates | None = None  # update-in-place
     pending_revision: dict | None = None  # update-in-place with a history: the revision created, not yet pointed to
     claim: Claim | None = None  # claim, until the release
     revision: int | None = None  # record-revision: the number of the revision this run recorded
@@ -98,46 +116,21 @@ class RunContext:
     set_managers: frozenset = frozenset()  # load-revision: every field manager the set's kept revisions used
     failure: ApplySetError | None = None  # a step's error for objects that failed; raised after the release
     stopped_at: str | None = None  # the runner: the name of the step that raised
-    _discovery: Discovery | None = field(default=None, init=False, repr=False)  # read-parent
-    _parent: Parent | None = field(default=None, init=False, repr=False)  # read-parent
-    _plan: Plan | None = field(default=None, init=False, repr=False)  # plan
-    _decisions: Decisions | None = field(default=None, init=False, repr=False)  # decide (apply routes)
+
+    # What a step hands on to the later steps of its route (see HandedOn), by the step that sets it.
+    discovery = HandedOn[Discovery]("read-parent")
+    parent = HandedOn[Parent]("read-parent")
+    hooks = HandedOn[HookSet]("split-hooks or find-hooks")
+    plan = HandedOn[Plan]("plan")
+    live = HandedOn["LiveState"]("list-live")
+    decisions = HandedOn["Decisions"]("decide")
+    removal = HandedOn["Removal"]("list-members")  # what an uninstall or disband removes
+    in_place = HandedOn["Updates"]("update-in-place")
 
     def has(self, name: str) -> bool:
-        """Whether the step that hands on ``name`` (discovery, parent, plan, decisions) has run."""
-        return getattr(self, "_" + name) is not None
-
-    @property
-    def discovery(self) -> Discovery:
-        return _handed_on(self._discovery, "discovery", "read-parent")
-
-    @discovery.setter
-    def discovery(self, value: Discovery) -> None:
-        self._discovery = value
-
-    @property
-    def parent(self) -> Parent:
-        return _handed_on(self._parent, "parent", "read-parent")
-
-    @parent.setter
-    def parent(self, value: Parent) -> None:
-        self._parent = value
-
-    @property
-    def plan(self) -> Plan:
-        return _handed_on(self._plan, "plan", "plan")
-
-    @plan.setter
-    def plan(self, value: Plan) -> None:
-        self._plan = value
-
-    @property
-    def decisions(self) -> Decisions:
-        return _handed_on(self._decisions, "decisions", "decide")
-
-    @decisions.setter
-    def decisions(self, value: Decisions) -> None:
-        self._decisions = value
+        """Whether the step that hands on ``name`` (discovery, parent, hooks, plan, live,
+        decisions, removal, in_place) has run."""
+        return vars(self).get("_" + name) is not None
 
     @property
     def stopped(self) -> bool:

@@ -27,7 +27,7 @@ from ..parent import members
 from ..parent import write as parent_write
 from ..parent import model as parent_model
 from ..errors import ApplySetError, ParentChanged
-from ..run.runner import StepOrderError
+from ..run.runner import RunContext
 
 # How many times one run starts over after losing the race for the claim. Each loss means another
 # writer got to the parent first, and each start over first waits for that writer's claim; a
@@ -70,7 +70,7 @@ class Claim:
         self.run_id = run_id
         self.ttl = max(3.0, float(ttl))
         self.lost: str | None = None  # why the claim was lost, if it was
-        self._hints = (set(), set())
+        self._hints: tuple[set, set] = (set(), set())
         self._writing = threading.Lock()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
@@ -167,17 +167,15 @@ def wait_until_free(read_parent, run_id: str, timeout: float, parent: parent_mod
 # ----- the claim and release steps every writing route shares ------------------------------------
 
 
-def _hints(ctx):
+def _hints(ctx: RunContext):
     """The hints the claim writes: the apply's (``decide.Decisions``), or on the routes that end
     a set the recorded ones (``teardown.Removal``)."""
     if ctx.has("decisions"):
         return ctx.decisions.hints
-    if ctx.removal is None:
-        raise StepOrderError("the claim's hints are read before the decide or list-members step has run")
     return ctx.removal.hints
 
 
-def take(ctx) -> None:
+def take(ctx: RunContext) -> None:
     """Step claim: the parent written with the union hint (``hints.superset``) and this run's
     claim, before any member is touched."""
     hints = _hints(ctx)
@@ -187,7 +185,7 @@ def take(ctx) -> None:
     ctx.report.parent_changed = ctx.report.parent_changed or hints.superset_changes
 
 
-def release(ctx) -> None:
+def release(ctx: RunContext) -> None:
     """Step release, last and always: the parent written with exactly the final hint when the run
     went through, with the union hint when it failed, and the claim dropped. While another error
     is on its way out, a failed release is only a warning (the claim expires by itself); a

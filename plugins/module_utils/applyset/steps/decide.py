@@ -27,6 +27,7 @@ from ..errors import ApplySetError, GuardError, InputError, InputErrors
 from ..kube.listing import LiveObject, list_pairs, live_objects, recorded_scope
 from ..parent.prefetch import discover_and_read
 from ..kube.versions import VersionFallback
+from ..run.runner import RunContext
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def prune_context(parent, adopted, applied_uids=frozenset()) -> prunes.Context:
 # ----- the reading steps -------------------------------------------------------------------------
 
 
-def read_parent(ctx) -> None:
+def read_parent(ctx: RunContext) -> None:
     """Step read-parent: discovery, then the parent read and judged; waits (bounded) while another
     run holds a claim on the set (a preview only warns)."""
     # The reads sent before the run asked for them are answered from there (early.py); a Secret or
@@ -128,11 +129,11 @@ def read_parent(ctx) -> None:
     ctx.describe_hint(parent.recorded_group_kinds, parent.namespaces)
 
 
-def make_plan(ctx) -> None:
+def make_plan(ctx: RunContext) -> None:
     """Step plan: the desired objects resolved against discovery (plan.build); refuses every input
     problem, and a parent that is one of its own members."""
     parent = ctx.parent
-    plan = plans.build(ctx.manifests, ctx.discovery, parent.id, ctx.namespace or parent.namespace or None)
+    plan = plans.build(ctx.manifests or [], ctx.discovery, parent.id, ctx.namespace or parent.namespace or None)
     ctx.record.warn(*plan.warnings)
     _refuse_parent_as_member(parent, plan)
     for member in plan.members:
@@ -156,7 +157,7 @@ def _refuse_parent_as_member(parent, plan: plans.Plan) -> None:
             f"{parent.name}-set}}), or leave that object out of src/definition")
 
 
-def list_live(ctx) -> None:
+def list_live(ctx: RunContext) -> None:
     """Step list-live: LIST what the run needs to see, before any write.
 
     Desired kinds are listed whole (to see live state and other sets' labels); the rest of the
@@ -166,7 +167,8 @@ def list_live(ctx) -> None:
     opts, parent = ctx.opts, ctx.parent
     desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)
                      for m in ctx.plan.members if not m.crd_in_set}
-    not_listed, scope_pairs = frozenset(), set()
+    not_listed: frozenset = frozenset()
+    scope_pairs: set = set()
     if opts.prune:
         scope = recorded_scope(parent, ctx.discovery)
         ctx.record.warn(*scope.warnings)
@@ -193,7 +195,7 @@ def list_live(ctx) -> None:
 # ----- the decisions -----------------------------------------------------------------------------
 
 
-def decide(ctx) -> None:
+def decide(ctx: RunContext) -> None:
     """Step decide: ``ctx.decisions``, or the error that refuses the run before any write.
 
     In this order: objects of another set (unless adopt), the legacy objects adopted, the prune
@@ -228,7 +230,7 @@ def decide(ctx) -> None:
         parent_namespace_first=None if opts.dry_run else _parent_namespace_first(parent, plan, live))
 
 
-def _leave_to_others(ctx) -> field_policy.Policies:
+def _leave_to_others(ctx: RunContext) -> field_policy.Policies:
     """The apply policies and ``ignore_fields`` rules of the run's members (``field_policy.resolve``);
     warns about a rule that matches no member or no field of one."""
     rules = field_policy.parse_rules(ctx.opts.ignore_fields)
@@ -237,7 +239,7 @@ def _leave_to_others(ctx) -> field_policy.Policies:
     return policies
 
 
-def _order_members(ctx, pruned: frozenset) -> ordering.Order | None:
+def _order_members(ctx: RunContext, pruned: frozenset) -> ordering.Order | None:
     """The order of the run's members (``ordering.decide_order``), or None when none is ordered.
     A dependency outside the set that was not listed is read (one GET each, in the order of
     their identities); one on neither, or one this run prunes (``pruned``), is refused.
@@ -257,7 +259,7 @@ def _order_members(ctx, pruned: frozenset) -> ordering.Order | None:
     return order
 
 
-def _first_prune_decisions(ctx, taken) -> tuple:
+def _first_prune_decisions(ctx: RunContext, taken) -> tuple:
     """The prune candidates, the UIDs about to be applied, and the candidates' first decisions with
     the guard applied. The candidates are kept: after the applies they are decided again with
     the applied UIDs."""
@@ -268,7 +270,7 @@ def _first_prune_decisions(ctx, taken) -> tuple:
     candidates = tuple(o for o in in_set if o.key not in desired_keys)
     # UIDs of the live objects this run is about to apply: the same object listed under
     # another group (Event and Event.events.k8s.io) is never a prune candidate.
-    about_to_apply = frozenset(ctx.live.get(key).uid for key in desired_keys if key in ctx.live) - {None}
+    about_to_apply = frozenset(ctx.live.objects[key].uid for key in desired_keys if key in ctx.live) - {None}
     if not opts.prune:
         if not plan.members:
             raise InputError("no objects passed to apply", obj=ctx.set_ref,
@@ -282,7 +284,7 @@ def _first_prune_decisions(ctx, taken) -> tuple:
     return candidates, about_to_apply, first
 
 
-def _hints(ctx, adopted: tuple) -> Hints:
+def _hints(ctx: RunContext, adopted: tuple) -> Hints:
     """What the parent records while the run writes (the union of old and new, for crash safety)
     and once everything went through (exactly this run's set, and what must stay recorded)."""
     parent, plan = ctx.parent, ctx.plan
@@ -296,14 +298,13 @@ def _hints(ctx, adopted: tuple) -> Hints:
                  final_changes=not parent.exists or hint_differs(parent, *final))
 
 
-def retained_hint(ctx, not_listed, group_kinds, namespaces) -> tuple[set, set]:
+def retained_hint(ctx: RunContext, not_listed, group_kinds, namespaces) -> tuple[set, set]:
     """A final hint plus what must stay recorded: kinds whose members could not be listed
     (and, while any of them may be namespaced, every recorded namespace)."""
     if not not_listed:
         return set(group_kinds), set(namespaces)
-    namespaced_or_unknown = any(
-        (ctx.discovery.for_group_kind(gk) is None or ctx.discovery.for_group_kind(gk).namespaced)
-        for gk in not_listed)
+    served = [ctx.discovery.for_group_kind(gk) for gk in not_listed]
+    namespaced_or_unknown = any(res is None or res.namespaced for res in served)
     return (set(group_kinds) | set(not_listed),
             set(namespaces) | (ctx.parent.namespaces if namespaced_or_unknown else set()))
 
@@ -341,7 +342,7 @@ def _parent_namespace_first(parent, plan: plans.Plan, live: LiveState) -> plans.
     return None if member is None or namespace_id in live else member
 
 
-def show_final_hint(ctx) -> None:
+def show_final_hint(ctx: RunContext) -> None:
     """Step show-final-hint (check mode): the result shows the hint a real run would leave, and
     whether it would write the parent."""
     hints = ctx.decisions.hints

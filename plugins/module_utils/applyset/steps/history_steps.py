@@ -34,36 +34,37 @@ from ..errors import ApiError, ApplySetError
 from ..run.report import CHANGING_ACTIONS
 from ..run.runner import WRITE, Step
 from .without_claim import StartOver
+from ..run.runner import RunContext
 
 
-def _secrets(ctx):
+def _secrets(ctx: RunContext):
     return ctx.discovery.for_group_kind(spec.SECRET_KIND)
 
 
-def _payload(ctx, number: int, result: str) -> dict:
+def _payload(ctx: RunContext, number: int, result: str) -> dict:
     """The revision ``number`` of this run (``history.payload``)."""
     return history.payload(number, result, opts=ctx.opts, parent=ctx.parent, members=ctx.plan.members,
                            hint=ctx.decisions.hints.final, rollback_of=ctx.rollback_of)
 
 
-def _changed(ctx) -> bool:
+def _changed(ctx: RunContext) -> bool:
     """Whether the run changed a member, or applies a set the current revision does not record
     (a run stopped before its release changed members without recording them)."""
     return any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or _set_differs(ctx)
 
 
-def _point_to(ctx, number: int, content: dict) -> None:
+def _point_to(ctx: RunContext, number: int, content: dict) -> None:
     ctx.parent.revision = number
     ctx.parent.revision_digest = history.set_digest(content["members"])
 
 
-def _failed(ctx, err) -> ApplySetError:
+def _failed(ctx: RunContext, err) -> ApplySetError:
     return ApplySetError(f"could not record revision {(ctx.parent.revision or 0) + 1} of the set: {err}",
                          obj=ctx.set_ref, fix="grant create, patch, list and delete on Secrets in the history's "
                                               "namespace, or set history_max: 0 to keep no history")
 
 
-def _not_permitted(ctx, err) -> bool:
+def _not_permitted(ctx: RunContext, err) -> bool:
     """A revision refused for the credentials' rights (403) is a warning: the release goes on unrecorded."""
     if isinstance(err, ApiError) and err.status == 403:
         ctx.record.warn(f"this release is not recorded in the set's history: {err.message}. Grant create, patch, "
@@ -72,7 +73,7 @@ def _not_permitted(ctx, err) -> bool:
     return False
 
 
-def record(ctx) -> None:
+def record(ctx: RunContext) -> None:
     """Step record-revision (claim's route, always): the revision written, its number set on the
     parent for the release, and revisions beyond ``history_max`` deleted."""
     namespace = history.home(ctx.parent, ctx.opts.history)
@@ -99,7 +100,7 @@ def record(ctx) -> None:
     ctx.revision = number
 
 
-def revision_alongside(ctx) -> without_claim.Alongside | None:
+def revision_alongside(ctx: RunContext) -> without_claim.Alongside | None:
     """What update-in-place sends alongside the updates on a route with a history: when the set
     is not the one the current revision records (so the run records a revision whatever the
     updates answer), the revision's first Secret, created while the members are updated; the
@@ -112,18 +113,18 @@ def revision_alongside(ctx) -> without_claim.Alongside | None:
                                    then=lambda answer: _keep_pending(ctx, *answer))
 
 
-def _keep_pending(ctx, content: dict, outcome) -> None:
+def _keep_pending(ctx: RunContext, content: dict, outcome) -> None:
     """The revision created alongside the updates waits for its pointer (``record_in_place``)."""
     if _created(ctx, outcome):
         ctx.pending_revision = content  # else not recorded: confirm-parent-unchanged reads the parent
 
 
-def _set_differs(ctx) -> bool:
+def _set_differs(ctx: RunContext) -> bool:
     """Whether the set applied is not the one the current revision records."""
     return history.set_digest([history.member_entry(m) for m in ctx.plan.members]) != ctx.parent.revision_digest
 
 
-def _make_and_create_revision(ctx, namespace: str):
+def _make_and_create_revision(ctx: RunContext, namespace: str):
     """The next revision's payload, made and created without overwriting one (in a worker):
     (content, outcome), the outcome None, ``history.NumberTaken`` (the class) when another run
     holds the number, or the error that refused it."""
@@ -137,7 +138,7 @@ def _make_and_create_revision(ctx, namespace: str):
     return content, None
 
 
-def _created(ctx, outcome) -> bool:
+def _created(ctx: RunContext, outcome) -> bool:
     """Whether ``_make_and_create_revision``'s ``outcome`` is a revision created. A number taken starts the
     run over with the claim; a refusal for the credentials' rights is a warning (False); any other
     error fails the run."""
@@ -150,7 +151,7 @@ def _created(ctx, outcome) -> bool:
     return True
 
 
-def record_in_place(ctx) -> None:
+def record_in_place(ctx: RunContext) -> None:
     """Step record-revision (update-only route): the revision's first Secret created, unless
     update-in-place did (``revision_alongside``), then the pointer in one parent write conditional
     on the resourceVersion read; a refusal of either starts the run over with the claim."""
@@ -174,7 +175,7 @@ def record_in_place(ctx) -> None:
     trim(ctx)
 
 
-def trim(ctx) -> None:
+def trim(ctx: RunContext) -> None:
     """Step trim-history (after the release): revisions older than the ``history_max`` newest
     deleted (one metadata LIST, only once there can be more than that); a failure is a warning,
     the history only stays longer."""
@@ -189,7 +190,7 @@ def trim(ctx) -> None:
         ctx.record.warn(f"old revisions of the set were not deleted (they are deleted by a later run): {err}")
 
 
-def drop_pointer(ctx) -> int | None:
+def drop_pointer(ctx: RunContext) -> int | None:
     """At the release of a run that keeps no history (``history.forgets``): the parent's pointer
     dropped, so that the release's write leaves its annotations out (what this run deployed is no
     revision). Returns the number it named, for ``forget``."""
@@ -199,7 +200,7 @@ def drop_pointer(ctx) -> int | None:
     return number
 
 
-def forget(ctx, number: int | None) -> None:
+def forget(ctx: RunContext, number: int | None) -> None:
     """After the release that dropped the pointer to revision ``number``: every history Secret of
     the set deleted, as ``history_max: 0`` keeps none, and so that no revision outlives the pointer
     (a later run with a history numbers from 1 again). A failure is a warning."""
@@ -210,7 +211,7 @@ def forget(ctx, number: int | None) -> None:
                                         "run keeps none (history_max: 0); delete its Secrets, or they go with the parent")
 
 
-def delete_all(ctx) -> None:
+def delete_all(ctx: RunContext) -> None:
     """Step delete-history (uninstall and disband): every history Secret of the set deleted (the
     garbage collector would delete them with the parent; this does not wait for it)."""
     namespace = history.home(ctx.parent, ctx.opts.history)
@@ -219,7 +220,7 @@ def delete_all(ctx) -> None:
                                         "parent)")
 
 
-def _delete_history(ctx, namespace: str, unless_deleted: str) -> None:
+def _delete_history(ctx: RunContext, namespace: str, unless_deleted: str) -> None:
     """Every history Secret of the set in ``namespace`` deleted; a failure is the warning
     ``unless_deleted``, with the error."""
     try:

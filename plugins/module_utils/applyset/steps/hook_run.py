@@ -34,18 +34,19 @@ from ..rules import hooks as hks
 from ..rules import prune as prunes
 from ..errors import ApiError, ApplySetError, WaitTimeout
 from ..run.report import NOT_TRIED_HOOK
+from ..run.runner import RunContext
 
 COMPLETED, FAILED, WOULD_RUN, WOULD_RUN_ON_FAILURE = "completed", "failed", "would run", "would run on failure"
 # The name of the step that runs the pre-apply hooks: a run stopped there wrote no member.
 PRE_APPLY_STEP = "pre-apply-hooks"
 
 
-def due(ctx) -> bool:
+def due(ctx: RunContext) -> bool:
     """Whether the hooks of this apply run: it has hooks and writes members (applies one that
     is not unchanged, prunes, adopts or takes members out of the set)."""
-    hook_set, decisions = ctx.hooks, ctx.decisions
-    if hook_set is None or not hook_set.hooks or decisions is None:
+    if not (ctx.has("hooks") and ctx.has("decisions")) or not ctx.hooks.hooks:
         return False
+    decisions = ctx.decisions
     return bool(any(m.key not in decisions.unchanged for m in ctx.plan.members)
                 or decisions.prune.with_verdict(prunes.PRUNE) or decisions.prune.with_verdict(prunes.KEEP)
                 or decisions.adopted)
@@ -54,19 +55,19 @@ def due(ctx) -> bool:
 # ----- the steps that find the hooks ------------------------------------------------------------
 
 
-def split_hooks(ctx) -> None:
+def split_hooks(ctx: RunContext) -> None:
     """Step split-hooks: the hook objects taken out of ``ctx.manifests`` (``ctx.hooks``), before the
     plan; the members stay."""
     ctx.manifests, ctx.hooks = _split(ctx)
 
 
-def find_delete_hooks(ctx) -> None:
+def find_delete_hooks(ctx: RunContext) -> None:
     """Step find-hooks (uninstall): the hooks among the objects given with ``state: absent``; the
     other objects are not used (the members are what the cluster holds)."""
     _members, ctx.hooks = _split(ctx)
 
 
-def _split(ctx) -> tuple[list, hks.HookSet]:
+def _split(ctx: RunContext) -> tuple[list, hks.HookSet]:
     """The objects given, split into members and hooks (``hooks.split``); warns about hooks."""
     if not ctx.manifests:
         return list(ctx.manifests or []), hks.NO_HOOKS
@@ -79,7 +80,7 @@ def _split(ctx) -> tuple[list, hks.HookSet]:
 # ----- the steps that run them -------------------------------------------------------------------
 
 
-def pre_apply(ctx) -> None:
+def pre_apply(ctx: RunContext) -> None:
     """Step pre-apply-hooks, right after the claim and before any member is written; when one
     fails, every member is listed as not tried."""
     if due(ctx):
@@ -91,7 +92,7 @@ def pre_apply(ctx) -> None:
             raise
 
 
-def post_apply(ctx) -> None:
+def post_apply(ctx: RunContext) -> None:
     """Step post-apply-hooks, once the members are applied (and, with ``wait``, ready: the wait
     is done here when it has not been, so that a failed wait runs the on-failure hooks)."""
     if not due(ctx):
@@ -104,10 +105,10 @@ def post_apply(ctx) -> None:
     finish_run(ctx)
 
 
-def on_failure(ctx) -> None:
+def on_failure(ctx: RunContext) -> None:
     """Step on-failure-hooks (always): when a step after the pre-apply hooks' start failed. The
     run fails with its first error whatever these hooks do; a failed one is a warning too."""
-    if not (ctx.failing and ctx.hooks is not None and ctx.hooks.started):
+    if not (ctx.failing and ctx.has("hooks") and ctx.hooks.started):
         return
     delete_after_failed_run(ctx)
     try:
@@ -117,36 +118,36 @@ def on_failure(ctx) -> None:
         ctx.record.warn(f"an on-failure hook failed too: {err}")
 
 
-def pre_delete(ctx) -> None:
+def pre_delete(ctx: RunContext) -> None:
     """Step pre-delete-hooks (uninstall), after the claim and before any member is deleted."""
     _delete_phase(ctx, hks.PRE_DELETE)
 
 
-def post_delete(ctx) -> None:
+def post_delete(ctx: RunContext) -> None:
     """Step post-delete-hooks (uninstall), once the members are deleted (with ``wait``: gone),
     before the parent: a failed one leaves the parent, so the next uninstall runs them again."""
-    if ctx.hooks is not None and ctx.hooks.of_phase(hks.POST_DELETE, False) and ctx.opts.wait and not ctx.opts.dry_run:
+    if ctx.has("hooks") and ctx.hooks.of_phase(hks.POST_DELETE, False) and ctx.opts.wait and not ctx.opts.dry_run:
         settling.wait_members_gone(ctx)
     _delete_phase(ctx, hks.POST_DELETE)
     finish_run(ctx)
 
 
-def preview(ctx) -> None:
+def preview(ctx: RunContext) -> None:
     """Step preview-hooks (check mode): what a real run would run, each hook a dry run."""
     if due(ctx):
         for phase in (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE):
             run_phase(ctx, phase)
 
 
-def _delete_phase(ctx, phase: str) -> None:
-    if ctx.hooks is not None and ctx.hooks.hooks:
+def _delete_phase(ctx: RunContext, phase: str) -> None:
+    if ctx.has("hooks") and ctx.hooks.hooks:
         run_phase(ctx, phase)
 
 
 # ----- one phase, one hook ---------------------------------------------------------------------
 
 
-def run_phase(ctx, phase: str) -> None:
+def run_phase(ctx: RunContext, phase: str) -> None:
     """The hooks of ``phase`` one after the other, each recorded; the first that fails stops the
     phase and raises (in check mode all are tried, then the first refusal raises). Once all
     succeeded, the hook-succeeded ones of Helm's scope are deleted, last run first (Helm's
@@ -174,22 +175,22 @@ def run_phase(ctx, phase: str) -> None:
     _delete_succeeded(ctx, [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
 
 
-def finish_run(ctx, phase: str | None = None) -> None:
+def finish_run(ctx: RunContext, phase: str | None = None) -> None:
     """The run (or, with ``phase``, its last phase: on-failure) succeeded: Argo CD's hook-succeeded
     hooks are deleted now, last run first."""
-    if ctx.hooks is None or ctx.opts.dry_run:
+    if not ctx.has("hooks") or ctx.opts.dry_run:
         return
     _delete_succeeded(ctx, [(h, e) for h, e in ctx.hooks.ran if h.succeeded_scope == hks.AFTER_RUN
                             and e.get("action") == COMPLETED and (phase is None or e["phase"] == phase)])
 
 
-def _delete_succeeded(ctx, ran: list) -> None:
+def _delete_succeeded(ctx: RunContext, ran: list) -> None:
     for hook, entry in reversed(ran):
         if hks.SUCCEEDED in hook.delete_policies and not entry["deleted"]:
             entry["deleted"] = _delete(ctx, hook, entry)
 
 
-def _delete_after_failure(ctx, failed, failed_entry: dict) -> None:
+def _delete_after_failure(ctx: RunContext, failed, failed_entry: dict) -> None:
     """A hook failed, so the run fails: Helm deletes that hook if its policy says hook-failed; Argo
     CD deletes every hook of the run whose policy says HookFailed (``delete_after_failed_run``)."""
     if failed.succeeded_scope == hks.AFTER_PHASE and hks.FAILED in failed.delete_policies:
@@ -197,10 +198,10 @@ def _delete_after_failure(ctx, failed, failed_entry: dict) -> None:
     delete_after_failed_run(ctx)
 
 
-def delete_after_failed_run(ctx) -> None:
+def delete_after_failed_run(ctx: RunContext) -> None:
     """The run failed: Argo CD's hooks run so far with HookFailed are deleted (its sync deletes
     them whether each hook itself failed or succeeded)."""
-    if ctx.hooks is None or ctx.opts.dry_run:
+    if not ctx.has("hooks") or ctx.opts.dry_run:
         return
     for hook, entry in reversed(ctx.hooks.ran):
         if hook.succeeded_scope == hks.AFTER_RUN and hks.FAILED in hook.delete_policies and not entry["deleted"]:
@@ -213,13 +214,13 @@ def _failure(obj, phase: str, reason: str) -> ApplySetError:
                          "run again")
 
 
-def _apply(ctx, obj, dry_run: bool):
+def _apply(ctx: RunContext, obj, dry_run: bool):
     opts = ctx.opts
     return ctx.client.apply(obj.resource, obj.body, field_manager=opts.field_manager, force=opts.force_conflicts,
                             dry_run=dry_run, field_validation=opts.field_validation)
 
 
-def _run(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
+def _run(ctx: RunContext, hook, phase: str, entry: dict) -> ApplySetError | None:
     """Run one hook: delete it first (before-hook-creation), apply it, wait. Fills ``entry`` (its
     ``uid`` too, for the deletion by policy); returns the hook's failure, or None."""
     obj = hook.desired
@@ -236,7 +237,7 @@ def _run(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
     return None
 
 
-def _wait(ctx, obj, uid: str | None) -> None:
+def _wait(ctx: RunContext, obj, uid: str | None) -> None:
     """Wait until the hook is ready (a Job: complete); a timeout says why, as the members' wait
     does: the Job's and its pods' Warning events (a pod that cannot be created names its cause)."""
     target = (obj.resource, obj.namespace, obj.name)
@@ -248,7 +249,7 @@ def _wait(ctx, obj, uid: str | None) -> None:
         raise wait_reasons.explain(ctx.client, err, {(obj.resource.kind, obj.namespace, obj.name): applied}) from None
 
 
-def _delete_existing(ctx, obj) -> bool:
+def _delete_existing(ctx: RunContext, obj) -> bool:
     """Delete a hook object left by an earlier run and wait (bounded) until it is gone; whether
     there was one."""
     live = ctx.client.get(obj.resource, obj.name, obj.namespace)
@@ -265,7 +266,7 @@ def _delete_existing(ctx, obj) -> bool:
     return True
 
 
-def _delete(ctx, hook, entry: dict) -> bool:
+def _delete(ctx: RunContext, hook, entry: dict) -> bool:
     """Delete the hook object this run created by its policy (in the background: a Job's pods go
     too); Helm's scope then waits until it is gone, as Helm does, so that what runs next never
     meets it. A failure is a warning, not the run's."""
@@ -285,7 +286,7 @@ def _delete(ctx, hook, entry: dict) -> bool:
     return True
 
 
-def _preview(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
+def _preview(ctx: RunContext, hook, phase: str, entry: dict) -> ApplySetError | None:
     """Check mode: a server-side dry run of the hook's apply; never run, never waited for."""
     obj = hook.desired
     entry["action"] = WOULD_RUN_ON_FAILURE if phase == hks.ON_FAILURE else WOULD_RUN
@@ -303,7 +304,7 @@ def _preview(ctx, hook, phase: str, entry: dict) -> ApplySetError | None:
     return None
 
 
-def _created_namespaces(ctx) -> set:
+def _created_namespaces(ctx: RunContext) -> set:
     """The namespaces a real apply would create before its hooks run (check mode)."""
     if not (ctx.has("plan") and ctx.has("decisions")):
         return set()

@@ -15,12 +15,13 @@ from . import settling
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..run.report import Change, live_result
+from ..run.runner import RunContext
 
 # Actions of objects that this run applied (their UIDs are never pruned).
 _APPLIED = ("created", "configured", "replaced", "unchanged")
 
 
-def prune_step(ctx) -> None:
+def prune_step(ctx: RunContext) -> None:
     """Step prune: the candidates decided again with the UIDs the applies returned (kubectl's
     visitedUids: whatever was listed before, nothing this run applied is deleted or taken out of
     the set), then their effects; a failure keeps the parent covering them. After a wait
@@ -29,13 +30,13 @@ def prune_step(ctx) -> None:
     _prune(ctx, (lambda meta: not prune_order.is_early(meta)) if late else None)
 
 
-def prune_early_step(ctx) -> None:
+def prune_early_step(ctx: RunContext) -> None:
     """Step prune-early (``wait: true``): the candidates annotated ``prune-timing: early``,
     pruned before the wait (prune_order.py)."""
     _prune(ctx, prune_order.is_early)
 
 
-def _prune(ctx, which) -> None:
+def _prune(ctx: RunContext, which) -> None:
     """Prune the candidates whose metadata ``which`` accepts (all when None)."""
     if ctx.claim:
         ctx.claim.check()
@@ -52,7 +53,7 @@ def _prune(ctx, which) -> None:
             + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
 
 
-def carry_out(ctx, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
+def carry_out(ctx: RunContext, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
     """Record and carry out ``decided``: skipped ones reported, kept ones unlabelled, the rest deleted
     (dry runs in check mode); False when any object of the run failed.
 
@@ -69,6 +70,7 @@ def carry_out(ctx, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
     ok = all(o.action != "failed" for o in ctx.report.objects)
     adopted_uids = {o.uid for o in adopted}
     stages = prune_order.stages(decided.with_verdict(prunes.PRUNE))
+    gone_uids: set = set()  # of the stage before
     for index, stage in enumerate(stages):
         if index and not ok:
             break  # what a failed delete depended on stays, and the parent keeps covering it
@@ -78,7 +80,7 @@ def carry_out(ctx, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
     return ok
 
 
-def _delete_stage(ctx, stage: list, live: dict, adopted_uids: set, ok: bool) -> tuple:
+def _delete_stage(ctx: RunContext, stage: list, live: dict, adopted_uids: set, ok: bool) -> tuple:
     """Delete one stage in reverse rank order; the UIDs deleted, and whether all went through."""
     deleted = set()
     by_rank: dict[int, list] = {}
@@ -91,7 +93,8 @@ def _delete_stage(ctx, stage: list, live: dict, adopted_uids: set, ok: bool) -> 
                 result = live_result(d.resource, d.meta, "failed", f"pruning failed: {result}")
             ok = ok and result.action != "failed"
             if result.action == "pruned" and d.meta.get("uid") in adopted_uids:
-                result.reason = (f"taken over from the legacy prune set ({ctx.opts.adopt_legacy.selector}) and "
+                selector = ctx.opts.adopt_legacy.selector if ctx.opts.adopt_legacy else ""
+                result.reason = (f"taken over from the legacy prune set ({selector}) and "
                                  "no longer in the manifests")
             ctx.record.result(result)
             if result.action == "pruned":
@@ -101,7 +104,7 @@ def _delete_stage(ctx, stage: list, live: dict, adopted_uids: set, ok: bool) -> 
     return deleted, ok
 
 
-def _keep(ctx, decision: prunes.Decision):
+def _keep(ctx: RunContext, decision: prunes.Decision):
     """Take a kept candidate out of the set (its part-of label removed; nothing in check mode)."""
     res, meta = decision.resource, decision.meta
     if not ctx.opts.dry_run:
@@ -113,7 +116,7 @@ def _keep(ctx, decision: prunes.Decision):
     return live_result(res, meta, "kept", f"{decision.reason}; removed from the set")
 
 
-def _delete_one(ctx, decision: prunes.Decision):
+def _delete_one(ctx: RunContext, decision: prunes.Decision):
     """DELETE one candidate with its UID as a precondition (a worker: returns its result)."""
     res, meta = decision.resource, decision.meta
     try:
@@ -129,7 +132,7 @@ def _delete_one(ctx, decision: prunes.Decision):
     return live_result(res, meta, "pruned")
 
 
-def _wait_stage_gone(ctx, pruned: list) -> None:
+def _wait_stage_gone(ctx: RunContext, pruned: list) -> None:
     """Wait until the objects pruned by a stage are gone (not in check mode).
 
     Args:

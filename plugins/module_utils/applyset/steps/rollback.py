@@ -36,6 +36,7 @@ from ..inputs.manifests import Manifest
 from ..inputs.manifest_checks import validate
 from ..run.report import CHANGING_ACTIONS
 from ..run.runner import READ, Step
+from ..run.runner import RunContext
 
 
 def rolls_back(opts) -> bool:
@@ -43,7 +44,7 @@ def rolls_back(opts) -> bool:
     return opts.history is not None and opts.history.rollback_to is not None
 
 
-def _target(ctx, listed: list) -> int:
+def _target(ctx: RunContext, listed: list) -> int:
     wanted, parent = ctx.opts.history.rollback_to, ctx.parent
     if wanted != "previous":
         if any(r.number == wanted and r.stored_result == history.FAILED for r in listed):
@@ -58,7 +59,7 @@ def _target(ctx, listed: list) -> int:
     return earlier.number
 
 
-def load_revision(ctx) -> None:
+def load_revision(ctx: RunContext) -> None:
     """Step load-revision: revision N read and checked; its bodies become the desired objects.
 
     Raises:
@@ -105,7 +106,7 @@ def _served_by_revision_crd(bodies: list, group: str, version: str, kind: str) -
     return False
 
 
-def refuse_data_loss(ctx, number: int, bodies: list) -> None:
+def refuse_data_loss(ctx: RunContext, number: int, bodies: list) -> None:
     """Refuse, before any write, a rollback that would lose data: an object whose apiVersion is no
     longer served (a CRD version removed since) and that the revision's own CRD does not serve,
     or a CRD of the revision that drops a version the live CRD stores objects in.
@@ -139,6 +140,9 @@ LOAD_REVISION = Step("load-revision", load_revision, READ)
 
 class RolledBack(ApplySetError):
     """A release failed and the set was rolled back to ``revision``: the task fails all the same."""
+
+    revision: int | None = None  # the revision the set was rolled back to
+    cause: ApplySetError | None = None  # the error of the release that failed
 
 
 def apply_or_roll_back(make_engine, opts, manifests):

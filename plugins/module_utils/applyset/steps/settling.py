@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..wait import reasons as wait_reasons
 from ..wait import waiting
 from ..errors import WaitTimeout
+from ..run.runner import RunContext
 
 _APPLIED = ("created", "configured", "replaced", "unchanged")
 
@@ -28,14 +29,14 @@ class Gone:
     uid: str | None
 
 
-def wait_until_settled(ctx) -> None:
+def wait_until_settled(ctx: RunContext) -> None:
     """Step wait: the applied members ready and the pruned objects gone, within ``wait_timeout``."""
     deadline = time.monotonic() + ctx.opts.wait_timeout
     wait_applied_ready(ctx)
     wait_pruned_gone(ctx, timeout=max(1.0, deadline - time.monotonic()))
 
 
-def wait_ready_before_prune(ctx) -> None:
+def wait_ready_before_prune(ctx: RunContext) -> None:
     """Step wait-ready (``wait: true`` with prune): the applied members ready within
     ``wait_timeout``, before anything is pruned. A wait that fails prunes nothing: the run stops
     here, and the release keeps the parent covering every object (the union)."""
@@ -49,7 +50,7 @@ def wait_ready_before_prune(ctx) -> None:
         raise
 
 
-def wait_pruned_gone(ctx, timeout: float | None = None) -> None:
+def wait_pruned_gone(ctx: RunContext, timeout: float | None = None) -> None:
     """Step wait-gone (after the release, ``wait: true``): the pruned objects gone."""
     report = ctx.report
     by_kind = {m.resource.group_kind: m.resource for m in ctx.plan.members}
@@ -62,7 +63,7 @@ def wait_pruned_gone(ctx, timeout: float | None = None) -> None:
     wait_gone(ctx.client, gone_targets, timeout=ctx.opts.wait_timeout if timeout is None else timeout)
 
 
-def wait_applied_ready(ctx) -> None:
+def wait_applied_ready(ctx: RunContext) -> None:
     """The members this run applied (or left unchanged) ready within ``wait_timeout``."""
     plan, opts, report = ctx.plan, ctx.opts, ctx.report
     applied = {o.id: o.uid for o in report.objects if o.action in _APPLIED}
@@ -78,7 +79,7 @@ def wait_applied_ready(ctx) -> None:
                                                      for (res, ns, name), body in as_applied.items()}) from None
 
 
-def wait_members_gone(ctx) -> None:
+def wait_members_gone(ctx: RunContext) -> None:
     """Step wait-gone (uninstall): like kubectl delete, return once the deleted members are gone,
     finalizers done (a CRD only after its custom resources), so that an install right after does
     not race the deletion. The parent is gone already: what is left is being deleted anyway."""

@@ -21,6 +21,7 @@ from ..kube.listing import failure_of, list_each, live_objects, recorded_scope
 from .pruning import carry_out
 from ..run.report import Change, live_result
 from ..kube.versions import VersionFallback
+from ..run.runner import RunContext, StepOrderError
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Removal:
 def warn_missing_parent(action: str):
     """The step of a route whose parent does not exist: a warning, nothing else."""
 
-    def warn(ctx) -> None:
+    def warn(ctx: RunContext) -> None:
         ctx.record.warn(f"{ctx.set_ref} does not exist (no parent); nothing to {action}")
 
     return warn
@@ -53,7 +54,7 @@ def list_members(action: str):
     deletes them with the CRD (``decide_removal`` makes sure this run deletes it).
     """
 
-    def list_them(ctx) -> None:
+    def list_them(ctx: RunContext) -> None:
         parent = ctx.parent
         scope = recorded_scope(parent, ctx.discovery)
         ctx.record.warn(*scope.warnings)
@@ -76,7 +77,7 @@ def list_members(action: str):
     return list_them
 
 
-def _left_to_their_crds(ctx, action: str, found: list, members: tuple) -> frozenset:
+def _left_to_their_crds(ctx: RunContext, action: str, found: list, members: tuple) -> frozenset:
     """The kinds whose LIST failed but whose CRD is a member that uninstall deletes (with a warning
     each); any other failed LIST stops the run."""
     crds = {o.meta.get("name") for o in members if o.resource.group_kind == spec.CRD_KIND}
@@ -95,7 +96,7 @@ def _left_to_their_crds(ctx, action: str, found: list, members: tuple) -> frozen
     return frozenset(left)
 
 
-def decide_removal(ctx) -> None:
+def decide_removal(ctx: RunContext) -> None:
     """Step decide-removal (uninstall): every member decided by the prune rules; the protected-kinds
     rule of the guard refuses before any write, and so does a CRD left in place whose objects could
     not be listed."""
@@ -116,16 +117,18 @@ def decide_removal(ctx) -> None:
     ctx.removal = Removal(removal.members, removal.hints, decided, removal.gone_with_crd)
 
 
-def delete_members(ctx) -> None:
+def delete_members(ctx: RunContext) -> None:
     """Step delete-members: the decisions carried out (deletes with UID preconditions)."""
     live = {o.key: o for o in ctx.removal.members}
+    if ctx.removal.decided is None:
+        raise StepOrderError("delete-members runs before decide-removal")
     if not carry_out(ctx, ctx.removal.decided, live):
         ctx.failure = ApplySetError(
             "some members could not be deleted; the parent is kept so that a re-run finds them:\n"
             + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
 
 
-def unlabel_members(ctx) -> None:
+def unlabel_members(ctx: RunContext) -> None:
     """Step unlabel-members (disband): each member's part-of label removed (nothing in check mode)."""
     patch = {"metadata": {"labels": {spec.LABEL_PART_OF: None}}}
 
@@ -150,7 +153,7 @@ def delete_parent(show_diff: bool):
     """Step delete-parent: the claim ends (its heartbeat stops) and the parent is deleted (a dry run
     in check mode); with ``show_diff`` (uninstall) the diff shows the parent going."""
 
-    def delete(ctx) -> None:
+    def delete(ctx: RunContext) -> None:
         if ctx.claim:
             ctx.claim.stop()
             ctx.claim = None  # the parent goes with it: nothing left to release

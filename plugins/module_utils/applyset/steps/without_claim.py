@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Generic, TypeVar
 
 from ..rules import nochange, ordering
 from ..history import revisions as history
@@ -28,6 +28,9 @@ from ..errors import ApiError
 from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome, with_drift
 from .pruning import carry_out
 from ..run.report import MemberOutcome, ObjectResult
+from ..run.runner import RunContext
+
+_Answer = TypeVar("_Answer")
 
 # Tries of an update whose object changed since it was listed (read again in between).
 IN_PLACE_ATTEMPTS = 3
@@ -54,7 +57,7 @@ class StartOver(Exception):
         self.carried = carried
 
 
-def blocker(ctx) -> str | None:
+def blocker(ctx: RunContext) -> str | None:
     """The first reason this run needs the claim, or None when its only writes would be in-place
     updates of members (the update-only route may go).
 
@@ -88,7 +91,7 @@ def blocker(ctx) -> str | None:
     return None if member is None else f"{member.ref} cannot be updated in place"
 
 
-def _updatable_in_place(ctx, member) -> bool:
+def _updatable_in_place(ctx: RunContext, member) -> bool:
     """Whether ``member`` is a listed member of this set whose apply may be sent conditional on the
     listed object (nochange.in_place_blocker). CRDs take the claim's route (their update is
     waited for before custom resources)."""
@@ -98,7 +101,7 @@ def _updatable_in_place(ctx, member) -> bool:
             and _in_place_blocker(ctx, found.obj) is None)
 
 
-def _in_place_blocker(ctx, live_obj) -> str | None:
+def _in_place_blocker(ctx: RunContext, live_obj) -> str | None:
     return nochange.in_place_blocker(live_obj, ctx.opts.field_manager, ctx.parent.id, ctx.set_managers)
 
 
@@ -120,15 +123,15 @@ class _InPlace:
 
 
 @dataclass(frozen=True)
-class Alongside:
+class Alongside(Generic[_Answer]):
     """Work sent while the members are updated in place: ``work()`` runs in a worker, and once the
     updates are done ``then`` takes its answer (not when they started the run over)."""
 
-    work: Callable[[], object]
-    then: Callable[[object], None]
+    work: Callable[[], _Answer]
+    then: Callable[[_Answer], None]
 
 
-def update_in_place(alongside: Callable[[object], Alongside | None] | None = None):
+def update_in_place(alongside: Callable[[RunContext], Alongside | None] | None = None) -> Callable[[RunContext], None]:
     """Step update-in-place (built for its route): the members that are not unchanged, phase by
     phase, each apply conditional on the listed object; a refusal stops the later phases and
     starts the run over.
@@ -138,7 +141,7 @@ def update_in_place(alongside: Callable[[object], Alongside | None] | None = Non
             history, ``history_steps.revision_alongside`` (the revision's first Secret).
     """
 
-    def update(ctx) -> None:
+    def update(ctx: RunContext) -> None:
         extra = alongside(ctx) if alongside is not None else None
         if extra is None:
             _update_members(ctx)
@@ -154,7 +157,7 @@ def update_in_place(alongside: Callable[[object], Alongside | None] | None = Non
     return update
 
 
-def _update_members(ctx) -> None:
+def _update_members(ctx: RunContext) -> None:
     """The in-place updates of ``update_in_place``, phase by phase (``ctx.in_place``)."""
     updated, carried = {}, {}
     for phase_members in ctx.plan.phases:
@@ -173,7 +176,7 @@ def _update_members(ctx) -> None:
     ctx.in_place = Updates(updated, carried)
 
 
-def _update(ctx, member) -> _InPlace:
+def _update(ctx: RunContext, member) -> _InPlace:
     """Apply ``member`` conditional on the listed object (nochange.conditional), in a worker.
 
     An object that only changed since the LIST (a controller writing its status moves the
@@ -182,7 +185,7 @@ def _update(ctx, member) -> _InPlace:
     is there now. Anything else (gone, created again, left the set) is a refusal.
     """
     opts = ctx.opts
-    before = ctx.live.get(member.key).obj
+    before = ctx.live.objects[member.key].obj
     for attempt in range(IN_PLACE_ATTEMPTS):
         try:
             resp = ctx.client.apply(member.resource, nochange.conditional(member.body, before),
@@ -205,7 +208,7 @@ def _update(ctx, member) -> _InPlace:
     return _InPlace(outcome, CarriedUpdate(outcome.result, before, resp.body, tuple(outcome.warnings)))
 
 
-def confirm_parent_unchanged(ctx) -> None:
+def confirm_parent_unchanged(ctx: RunContext) -> None:
     """Step confirm-parent-unchanged: one GET of the parent; the same resourceVersion, and exactly
     what a release would write, means no other run wrote the set meanwhile. Else start over.
 
@@ -221,7 +224,7 @@ def confirm_parent_unchanged(ctx) -> None:
         raise StartOver(ctx.in_place.carried)
 
 
-def record_in_plan_order(ctx) -> None:
+def record_in_plan_order(ctx: RunContext) -> None:
     """Step record: every member's outcome in rank order (updated or unchanged), then the prune
     candidates that are skipped (controlled by another object), as the claim's route reports them."""
     for rank_members in ctx.plan.ranks:
