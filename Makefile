@@ -8,7 +8,7 @@ COLLECTION_LINK := .state/collections/ansible_collections/applyset/kubernetes
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: deps binaries cluster-up cluster-down demo test unit integration lint sanity bench chromium clean readme-check
+.PHONY: deps binaries cluster-up cluster-down demo test unit integration lint typecheck sanity bench chromium clean readme-check
 
 # Against an existing cluster (APPLYSET_TEST_KUBECONFIG) the tests need no local
 # control plane, so nothing is built.
@@ -49,9 +49,15 @@ demo: cluster-up
 readme-check:
 	hack/readme-check
 
-# ansible-lint (production profile) and the execution environment definition.
-lint: deps
+# ansible-lint (production profile) and the execution environment definition; the type check and
+# the core's shape (sizes, layers, no re-export) too.
+lint: deps typecheck
 	hack/lint
+	$(PY) hack/code_shape.py --limits
+
+# mypy over the core and the plugins, imported as Ansible imports them (mypy.ini).
+typecheck: deps
+	$(PY) -m mypy -p ansible_collections.applyset.kubernetes.plugins
 
 # ansible-test sanity on the collection as ansible-galaxy builds it (offline but for PyPI).
 sanity: deps
