@@ -6,7 +6,12 @@ failed result with ``to_dict()``; the string form is meant to be read by a perso
     Deployment shop/web: metadata.generateName is not supported. Fix: set metadata.name
 """
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the report of a run, named for the annotation only: errors are below every layer
+    from .run.report import Report
 
 
 class ApplySetError(Exception):
@@ -21,8 +26,7 @@ class ApplySetError(Exception):
     quotes.
     """
 
-    # A run.report.Report; not imported, as errors are below every layer that could name it.
-    report: Any = None
+    report: Report | None = None
 
     def __init__(self, message, *, obj=None, fix=None, details=None, what_failed=None):
         super().__init__(message)

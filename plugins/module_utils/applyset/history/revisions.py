@@ -59,7 +59,7 @@ class Settings:
     max: int = DEFAULT_MAX
     namespace: str | None = None
     provenance: dict = field(default_factory=dict)
-    rollback_to: object = None
+    rollback_to: int | str | None = None
     on_failure: str | None = None
     rollback_timeout: float = 300.0
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 
@@ -12,6 +12,7 @@ from ..errors import InputError
 # YAML parser among them). tests/unit/plugins/test_module_options.py keeps it so.
 if TYPE_CHECKING:
     from ..rules import legacy as legacies
+    from ..history.revisions import Settings
     from ..rules import prune as prunes
 
 DEFAULT_FIELD_MANAGER = "applyset.kubernetes"
@@ -57,7 +58,7 @@ class Options:
     reapply: str = "changed"
     # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
     ignore_fields: tuple = ()
-    history: Any = None  # history.Settings: revisions kept, rollback; None keeps no history
+    history: Settings | None = None  # revisions kept, rollback; None keeps no history
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:

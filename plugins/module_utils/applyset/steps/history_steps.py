@@ -179,8 +179,11 @@ def trim(ctx: RunContext) -> None:
     """Step trim-history (after the release): revisions older than the ``history_max`` newest
     deleted (one metadata LIST, only once there can be more than that); a failure is a warning,
     the history only stays longer."""
-    keep, number = ctx.opts.history.max, ctx.revision
-    namespace = history.home(ctx.parent, ctx.opts.history)
+    settings = ctx.opts.history
+    if settings is None:  # the route has this step only with a history
+        return
+    keep, number = settings.max, ctx.revision
+    namespace = history.home(ctx.parent, settings)
     if number is None or number <= keep or namespace is None:
         return
     try:

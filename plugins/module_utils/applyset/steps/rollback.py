@@ -45,8 +45,9 @@ def rolls_back(opts) -> bool:
 
 
 def _target(ctx: RunContext, listed: list) -> int:
-    wanted, parent = ctx.opts.history.rollback_to, ctx.parent
-    if wanted != "previous":
+    wanted = ctx.opts.history.rollback_to if ctx.opts.history is not None else None
+    parent = ctx.parent
+    if isinstance(wanted, int):  # else "previous" (Settings.validate refuses anything else)
         if any(r.number == wanted and r.stored_result == history.FAILED for r in listed):
             ctx.record.warn(f"revision {wanted} of {parent.set_ref} is marked failed: the release it records did not "
                             "go through, and rolling back to it applies that release again")
