@@ -226,7 +226,7 @@ def _resolve_rule(body: dict, live: dict, rule: Rule, manager: str, done: list) 
             continue  # the manifest does not set it: nothing to leave
         value = _get(live, segments)
         owners: list = [e.get("manager") for e in entries
-                  if isinstance(e, dict) and e.get("subresource") != "status" and _owns(e, live, segments)]
+                        if isinstance(e, dict) and e.get("subresource") != "status" and _owns(e, live, segments)]
         others = sorted({o for o in owners if o != manager})
         if value is not _ABSENT and not others and manager in owners:
             body = _set(body, segments, value)

@@ -218,7 +218,7 @@ def decide(ctx: RunContext) -> None:
     if problems:
         raise InputErrors(problems)
     order = _order_members(ctx, frozenset(spec.ObjectId.from_metadata(d.resource, d.meta)
-                                                 for d in first.with_verdict(prunes.PRUNE)))
+                                          for d in first.with_verdict(prunes.PRUNE)))
     if order is not None:
         ctx.report.order = ordering.describe(order, plan.members, opts)
     ctx.record.warn(*ordering.unread(plan.members))
