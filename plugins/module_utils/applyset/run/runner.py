@@ -71,10 +71,12 @@ class HandedOn(Generic[_T]):
         self.name = name
 
     @overload
-    def __get__(self, ctx: None, owner: type) -> HandedOn[_T]: ...
+    def __get__(self, ctx: None, owner: type) -> HandedOn[_T]:
+        ...
 
     @overload
-    def __get__(self, ctx: object, owner: type | None = None) -> _T: ...
+    def __get__(self, ctx: object, owner: type | None = None) -> _T:
+        ...
 
     def __get__(self, ctx, owner=None):
         if ctx is None:  # on the class: the descriptor itself
