@@ -25,7 +25,10 @@ def run_early(api, objects, parent="configmaps/shop", **options):
     """An apply of ``objects`` whose client sent its early reads first, as the module does."""
     c = client(api, 4)
     reads = early.start(c, parent, "shop", takeover=options.get("takeover", False))
-    time.sleep(0.05)  # the module imports the engine and reads the manifests meanwhile
+    # The module imports the engine and reads the manifests meanwhile, which takes longer than these
+    # reads 10 ms away; waiting for them (bounded) keeps that true on a loaded machine.
+    if reads._thread is not None:
+        reads._thread.join(timeout=5)
     report, error = outcome(engines.Engine(c, parent, "shop", engines.Options(**options)), "apply", load(*objects))
     return report, error, reads
 
