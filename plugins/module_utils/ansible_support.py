@@ -18,9 +18,9 @@ It holds:
   modules share, before their first request;
 * ``options_from()``: a module's parameters as the keywords of the core's ``Options``, by a table.
 
-Nothing here imports the core package at load time (``connect`` and ``check_names`` import what the
-modules have imported already): errors and warnings are handled by duck typing, so this file stays
-importable (and testable) on its own.
+Of the core package, only ``inputs.redact`` (the protected input) is imported at load time
+(``connect`` and ``check_names`` import what the modules have imported already): errors and
+warnings are handled by duck typing, so this file stays importable (and testable) without the rest.
 """
 
 from __future__ import absolute_import, division, print_function

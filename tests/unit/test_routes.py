@@ -159,6 +159,17 @@ def _context():
                              manifests=None, record=None, carried={})
 
 
+def test_a_value_handed_on_is_refused_before_its_step_ran_and_has_names_only_those():
+    ctx = _context()
+    assert not ctx.has("plan")
+    with pytest.raises(runner.StepOrderError, match="plan is read before the plan step"):
+        ctx.plan  # noqa: B018 - the read is the test
+    ctx.plan = "the plan"
+    assert ctx.has("plan") and ctx.plan == "the plan"
+    with pytest.raises(runner.StepOrderError, match="plna is not a value a step hands on"):
+        ctx.has("plna")
+
+
 def _step(name, seen, effect=runner.WRITE, always=False, raises=None, fails=None):
     def run(ctx):
         seen.append((name, ctx.failing))

@@ -70,6 +70,10 @@ class HandedOn(Generic[_T]):
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
+    def is_set(self, ctx: object) -> bool:
+        """Whether the step has set the value on ``ctx``."""
+        return vars(ctx).get("_" + self.name) is not None
+
     @overload
     def __get__(self, ctx: None, owner: type) -> HandedOn[_T]:
         ...
@@ -81,10 +85,9 @@ class HandedOn(Generic[_T]):
     def __get__(self, ctx, owner=None):
         if ctx is None:  # on the class: the descriptor itself
             return self
-        value = vars(ctx).get("_" + self.name)
-        if value is None:
+        if not self.is_set(ctx):
             raise StepOrderError(f"{self.name} is read before the {self.step} step has set it")
-        return value
+        return vars(ctx)["_" + self.name]
 
     def __set__(self, ctx: object, value: _T) -> None:
         vars(ctx)["_" + self.name] = value
@@ -131,8 +134,11 @@ class RunContext:
 
     def has(self, name: str) -> bool:
         """Whether the step that hands on ``name`` (discovery, parent, hooks, plan, live,
-        decisions, removal, in_place) has run."""
-        return vars(self).get("_" + name) is not None
+        decisions, removal, in_place) has run; a name that is none of those is a StepOrderError."""
+        handed_on = vars(type(self)).get(name)
+        if not isinstance(handed_on, HandedOn):
+            raise StepOrderError(f"{name} is not a value a step hands on")
+        return handed_on.is_set(self)
 
     @property
     def stopped(self) -> bool:
