@@ -14,7 +14,6 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,19 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kubeapi import KubeAPI  # noqa: E402
 from local_cluster.cluster import LocalCluster  # noqa: E402
-
-
-@dataclass
-class ClusterInfo:
-    kubeconfig: str
-    local: LocalCluster | None
-
-    def env(self, **extra) -> dict[str, str]:
-        """Environment for a child process (kubectl, ansible-playbook) aimed at this cluster."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_")}
-        env["KUBECONFIG"] = self.kubeconfig
-        env.update(extra)
-        return env
+from cluster_info import ClusterInfo  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -69,7 +69,7 @@ def test_a_namespace_refused_by_a_policy_is_reported_with_the_policy_and_its_mes
 @pytest.fixture
 def own_control_plane():
     """A control plane of this test's own: stopping its API server disturbs no other test."""
-    from conftest import ClusterInfo
+    from cluster_info import ClusterInfo
     from local_cluster.cluster import LocalCluster
 
     local = LocalCluster(state_dir=Path(tempfile.mkdtemp(prefix="applyset-stall-")))
