@@ -156,6 +156,19 @@ options:
     type: str
     choices: [changed, always]
     default: changed
+  approved_plan:
+    description:
+      - Bind the run to a plan someone approved: the run computes its plan after its reads and, when it is
+        not the approved one, fails before any write (no namespace, no claim, no hook, no member) with each
+        difference named, for example C(ConfigMap shop/banner: approved configure, now create: it was deleted
+        on the cluster since). With a matching plan the run goes on as usual and returns the same RV(plan_id).
+      - Give the RV(plan_id) of a check-mode run, its RV(plan) list, or a dict with C(plan) and C(plan_id) (the
+        check-mode result itself, or what C(playbooks/preview.yml) publishes for an AWX workflow). Only a plan
+        lets a refusal name each difference; with the id alone it says the plan differs and shows the plan now.
+      - Works with O(state=present) (a rollback with O(rollback_to) included), O(state=absent) and
+        O(state=disbanded). A rollback that O(on_failure=rollback) starts is bound to no plan.
+      - In check mode the preview fails the same way, which tells whether an approved plan still holds.
+    type: raw
   ignore_fields:
     description:
       - Fields of members that this collection leaves to others (an HPA's C(spec.replicas), a value tuned by
@@ -487,6 +500,21 @@ EXAMPLES = r"""
   check_mode: true
   register: nightly   # nightly.objects[].drift says why each member differs, changed_by who changed it
 
+- name: Preview; a person approves the plan it shows
+  applyset.kubernetes.applyset_apply:
+    parent: shop
+    namespace: shop
+    src: manifests/shop/
+  check_mode: true
+  register: preview   # preview.plan_id, preview.plan
+
+- name: Apply exactly what was approved, or fail before any write naming what changed since
+  applyset.kubernetes.applyset_apply:
+    parent: shop
+    namespace: shop
+    src: manifests/shop/
+    approved_plan: "{{ preview }}"   # or preview.plan_id alone
+
 - name: Remove the whole set
   applyset.kubernetes.applyset_apply:
     parent: shop
@@ -616,6 +644,32 @@ diff:
   returned: when diff mode is on
   type: list
   elements: dict
+plan_id:
+  description:
+    - The id of the run's plan (C(plan-v1:) and 24 hex digits): a digest of what a real run does, computed after
+      the reads and before the first write, from RV(plan). The same manifests and options on the same cluster
+      state give the same id, in check mode and in a real run; give it (or RV(plan)) as O(approved_plan).
+    - Not in it, so not changing it, are resourceVersions, timestamps, status, and fields other managers set
+      that the run does not send (a label someone added).
+  returned: when the run read the cluster (also on a refusal by the guard or by O(approved_plan))
+  type: str
+  sample: plan-v1:3f1c9a0b5e27d4c8a6b1f2e3
+plan:
+  description:
+    - What RV(plan_id) digests, sorted, one entry per object. C(object) names it (C(Kind.group namespace/name));
+      C(action) is C(apply), C(uninstall) or C(disband) for the set (with its C(id)), C(create), C(configure),
+      C(unchanged) or C(skip) for a member (with C(body), the digest of the body it sends, and C(wave) and
+      C(after) when ordered), C(prune), C(keep) or C(leave) for a prune candidate and C(delete), C(keep), C(leave)
+      or C(unlabel) for a member of an uninstall or disband (with its C(uid)), C(adopt), C(create-namespace),
+      and C(run-hook) for each hook that runs (with its C(phase), C(body) and C(weight)).
+    - A Secret's values are not in C(body) (its keys are); a changed value shows as C(unchanged) becoming C(configure).
+  returned: with RV(plan_id)
+  type: list
+  elements: dict
+  sample:
+    - {object: ApplySet Secret shop/shop, action: apply, id: "applyset-...-v1"}
+    - {object: ConfigMap shop/banner, action: prune, uid: 0f4c...}
+    - {object: Deployment.apps shop/web, action: configure, body: 3q2-7wAbCdEfGhIj}
 revision:
   description: The number of the revision this run recorded in the set's history (see O(history_max)).
   returned: when the run recorded one
@@ -719,6 +773,7 @@ def argument_spec():
         on_failure=dict(type="str", choices=["fail", "rollback"], default="fail"),
         rollback_timeout=dict(type="int", default=300),
         provenance=dict(type="dict"),
+        approved_plan=dict(type="raw"),
     )
 
 
@@ -749,6 +804,7 @@ OPTIONS = (
     ("recreate_on_immutable", "recreate_on_immutable", frozenset),
     ("reapply", "reapply", None),
     ("ignore_fields", "ignore_fields", tuple),
+    ("approved_plan", "approved_plan", None),
 )
 
 

@@ -14,7 +14,7 @@ from applyset.rules.legacy import Options as LegacyOptions
 from applyset.run.options import Options
 from applyset.steps import without_claim
 
-READING = ["read-parent", "split-hooks", "plan", "list-live", "decide"]
+READING = ["read-parent", "split-hooks", "plan", "list-live", "decide", "plan-id"]
 PRE, POST = ["pre-apply-hooks"], ["post-apply-hooks", "on-failure-hooks"]
 
 # (route builder, options, the expected step names in order)
@@ -43,18 +43,18 @@ ROUTES = {
     "update-only, wait": (routes.for_update_only, Options(wait=True),
                           READING + ["update-in-place", "confirm-parent-unchanged", "record", "wait"]),
     "uninstall": (routes.for_uninstall, Options(),
-                  ["read-parent", "list-members", "decide-removal", "find-hooks", "claim", "pre-delete-hooks",
+                  ["read-parent", "list-members", "decide-removal", "find-hooks", "plan-id", "claim", "pre-delete-hooks",
                    "delete-members", "post-delete-hooks", "delete-parent", "release"]),
     "uninstall, wait": (routes.for_uninstall, Options(wait=True),
-                        ["read-parent", "list-members", "decide-removal", "find-hooks", "claim", "pre-delete-hooks",
+                        ["read-parent", "list-members", "decide-removal", "find-hooks", "plan-id", "claim", "pre-delete-hooks",
                          "delete-members", "post-delete-hooks", "delete-parent", "release", "wait-gone"]),
     "uninstall preview": (routes.for_uninstall, Options(dry_run=True, wait=True),
-                          ["read-parent", "list-members", "decide-removal", "find-hooks", "pre-delete-hooks",
+                          ["read-parent", "list-members", "decide-removal", "find-hooks", "plan-id", "pre-delete-hooks",
                            "delete-members", "post-delete-hooks", "delete-parent"]),
     "disband": (routes.for_disband, Options(),
-                ["read-parent", "list-members", "claim", "unlabel-members", "delete-parent", "release"]),
+                ["read-parent", "list-members", "plan-id", "claim", "unlabel-members", "delete-parent", "release"]),
     "disband preview": (routes.for_disband, Options(dry_run=True),
-                        ["read-parent", "list-members", "unlabel-members", "delete-parent"]),
+                        ["read-parent", "list-members", "plan-id", "unlabel-members", "delete-parent"]),
 }
 
 

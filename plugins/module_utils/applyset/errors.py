@@ -158,6 +158,12 @@ class NamespaceMissingError(InputError):
     """
 
 
+class PlanChanged(InputError):
+    """``approved_plan`` was given and the plan the run computed differs from it; found before the
+    first write. ``details`` holds ``approved_plan_id``, ``plan_id`` and ``differences`` (each
+    object's line, empty when only the id was approved)."""
+
+
 # How the API server words a refusal to change a field in place. "field is immutable" is
 # apimachinery's ValidateImmutableField (Job template, Deployment selector, immutable
 # ConfigMaps, ...); a Service's clusterIP "may not change once set"; a StatefulSet refuses

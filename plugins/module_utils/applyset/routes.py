@@ -6,25 +6,28 @@ remaining steps then run. Every route that writes takes the claim with the same 
 and ends with the same ``release`` step, which runs whatever stopped the run. Check mode is
 decided when the route is built: a preview takes no claim and sends dry runs only.
 
-    apply         read-parent, split-hooks, plan, list-live, decide, make-namespaces, claim,
+    apply         read-parent, split-hooks, plan, list-live, decide, plan-id, make-namespaces, claim,
                   pre-apply-hooks, [label-adopted], apply, [prune], post-apply-hooks,
                   on-failure-hooks, release, [wait]
                   with wait and prune: ..., apply, prune-early, wait-ready, prune,
                   post-apply-hooks, on-failure-hooks, release, wait-gone
-    preview       read-parent, split-hooks, plan, list-live, decide, show-final-hint,
+    preview       read-parent, split-hooks, plan, list-live, decide, plan-id, show-final-hint,
                   preview-namespace, apply, [prune], preview-hooks
-    update-only   read-parent, split-hooks, plan, list-live, decide, update-in-place,
+    update-only   read-parent, split-hooks, plan, list-live, decide, plan-id, update-in-place,
                   confirm-parent-unchanged, record, [wait]     (never when hooks are due)
-    uninstall     read-parent, list-members, decide-removal, find-hooks, claim, pre-delete-hooks,
+    uninstall     read-parent, list-members, decide-removal, find-hooks, plan-id, claim, pre-delete-hooks,
                   delete-members, post-delete-hooks, delete-parent, release, [wait-gone]
                                               (check mode: no claim, no release, no wait)
-    disband       read-parent, list-members, claim, unlabel-members, delete-parent, release
+    disband       read-parent, list-members, plan-id, claim, unlabel-members, delete-parent, release
                                               (check mode: no claim, no release)
     a teardown whose parent does not exist: read-parent, warn-missing-parent
 
 With a history (``history_steps.keeps_history``): apply adds record-revision before the release
 and trim-history after it, update-only ends with record-revision, uninstall and disband with
 delete-history; ``rollback_to`` adds load-revision after read-parent.
+
+plan-id (steps/approval.py) is the plan and its id, and the refusal of a plan that is not the
+approved one: after every read, before every write.
 
 ``docs/architecture.md`` shows the same tables; ``tests/unit/test_routes.py`` checks them.
 """
@@ -34,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .apply import adoption, applying, namespaces
-from .steps import claim, decide, history_steps, hook_run, pruning, rollback
+from .steps import approval, claim, decide, history_steps, hook_run, pruning, rollback
 from .steps import settling, teardown, without_claim
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
 
@@ -66,7 +69,8 @@ def reading(entry: str, opts) -> list[Step]:
     if entry == APPLY:
         first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
         return [*first, Step("split-hooks", hook_run.split_hooks, DECIDE), Step("plan", decide.make_plan, DECIDE),
-                Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ)]
+                Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ),
+                Step("plan-id", approval.plan_apply, DECIDE)]
     return [READ_PARENT]
 
 
@@ -142,7 +146,8 @@ def for_uninstall(opts) -> Route:
     effect = DRY_RUN if opts.dry_run else WRITE
     tail = [Step("list-members", teardown.list_members("remove"), READ),
             Step("decide-removal", teardown.decide_removal, DECIDE),
-            Step("find-hooks", hook_run.find_delete_hooks, DECIDE)]
+            Step("find-hooks", hook_run.find_delete_hooks, DECIDE),
+            Step("plan-id", approval.plan_uninstall, DECIDE)]
     tail += _claimed(opts, [Step("pre-delete-hooks", hook_run.pre_delete, effect),
                             Step("delete-members", teardown.delete_members, effect),
                             Step("post-delete-hooks", hook_run.post_delete, effect),
@@ -157,7 +162,8 @@ def for_uninstall(opts) -> Route:
 def for_disband(opts) -> Route:
     """The route of ``state: disbanded``: members left in place without the label, then the parent."""
     effect = DRY_RUN if opts.dry_run else WRITE
-    tail = [Step("list-members", teardown.list_members("disband"), READ)]
+    tail = [Step("list-members", teardown.list_members("disband"), READ),
+            Step("plan-id", approval.plan_disband, DECIDE)]
     tail += _claimed(opts, [Step("unlabel-members", teardown.unlabel_members, effect),
                             Step("delete-parent", teardown.delete_parent(show_diff=False), effect)])
     if history_steps.keeps_history(opts) and not opts.dry_run:

@@ -59,6 +59,9 @@ class Options:
     # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
     ignore_fields: tuple = ()
     history: Settings | None = None  # revisions kept, rollback; None keeps no history
+    # steps/approval.py: the plan a real run must still have (a plan id, a plan list, or a check-mode
+    # result); a run whose plan differs fails before any write. None binds the run to no plan.
+    approved_plan: object = None
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:
@@ -108,3 +111,7 @@ class Options:
                              fix="correct the options named; nothing was changed")
         readiness.check_overrides((self.wait_rules or {}).get("overrides"))
         field_policy.parse_rules(self.ignore_fields)
+        if self.approved_plan is not None:
+            from ..rules import plan_diff
+
+            plan_diff.parse_approved(self.approved_plan)

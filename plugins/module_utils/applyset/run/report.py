@@ -98,6 +98,8 @@ class Report:
     requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
     hooks: list = field(default_factory=list)  # one dict per hook run or previewed (steps/hook_run.py), in order
     order: list = field(default_factory=list)  # ordering.describe: waves and gates, when the set has them
+    plan_id: str | None = None  # steps/approval.py: the id of the plan, once the run made it
+    plan: list = field(default_factory=list)  # rules/plan_id.py: what the id digests
 
     @property
     def changed(self) -> bool:
@@ -119,7 +121,8 @@ class Report:
 
     def to_dict(self) -> dict:
         """The report as the module result's keys: changed, applyset, summary, objects, diff, requests,
-        and order when the set has an order of its own (depends-on, sync waves)."""
+        order when the set has an order of its own (depends-on, sync waves), and plan_id and plan
+        once the run made its plan."""
         data = {
             "changed": self.changed,
             "applyset": self.applyset,
@@ -131,6 +134,8 @@ class Report:
         }
         if self.order:
             data["order"] = list(self.order)
+        if self.plan_id is not None:
+            data["plan_id"], data["plan"] = self.plan_id, [dict(e) for e in self.plan]
         return data
 
 

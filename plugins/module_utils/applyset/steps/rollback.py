@@ -177,8 +177,9 @@ def apply_or_roll_back(make_engine, opts, manifests):
             if why_none:
                 _say(err, why_none)
             raise
-        again = dataclasses.replace(opts, wait_timeout=settings.rollback_timeout, history=dataclasses.replace(
-            settings, rollback_to=target, on_failure=None))
+        # The rollback is a plan of its own, which nobody approved: it is bound to none.
+        again = dataclasses.replace(opts, wait_timeout=settings.rollback_timeout, approved_plan=None,
+                                    history=dataclasses.replace(settings, rollback_to=target, on_failure=None))
         rollback = make_engine(again)
         try:
             rollback.apply([])

@@ -1,0 +1,150 @@
+"""An approved plan against the plan a run computes now: ``parse_approved`` reads what the user
+gave as ``approved_plan``, ``differences`` names each difference with why, when it can tell.
+
+``approved_plan`` is the id alone (``plan-v1:...``), the plan list of a check-mode result, or a
+dict with ``plan`` (and ``plan_id``): the check-mode result itself, or what ``playbooks/preview.yml``
+publishes per set. Only a plan lets a refusal name each object; with the id alone a refusal
+says the plan differs and shows the current one.
+
+Pure: values in, a value out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import plan_id as plans
+from ..errors import InputError
+
+_FIX = ("give approved_plan the plan_id of a check-mode run, its plan list, or the check-mode result "
+        "(a dict with plan and plan_id)")
+
+
+@dataclass(frozen=True)
+class Approved:
+    """What was approved: its ``plan_id``, and its ``plan`` when given (None with the id alone)."""
+
+    plan_id: str
+    plan: list | None = None
+
+
+def parse_approved(value) -> Approved:
+    """``approved_plan`` as an ``Approved``.
+
+    Raises:
+        InputError: a value of none of the three shapes, a plan whose entries are not plan entries,
+            or a dict whose ``plan_id`` is not the id of its ``plan`` (edited after the preview).
+    """
+    if isinstance(value, str):
+        if not value.startswith("plan-v") or ":" not in value:
+            raise InputError(f"approved_plan {value!r} is not a plan id (plan-v1:...)", obj="approved_plan", fix=_FIX)
+        return Approved(value)
+    if isinstance(value, dict) and "plan" not in value and isinstance(value.get("plan_id"), str):
+        return parse_approved(value["plan_id"])
+    plan = value.get("plan") if isinstance(value, dict) else value
+    if not isinstance(plan, list) or not all(isinstance(e, dict) and "object" in e and "action" in e for e in plan):
+        raise InputError("approved_plan is neither a plan id nor a plan", obj="approved_plan", fix=_FIX)
+    computed = plans.digest(plan)
+    given = value.get("plan_id") if isinstance(value, dict) else None
+    if given is not None and given != computed:
+        raise InputError(f"approved_plan's plan_id {given} is not the id of its plan ({computed}): the plan was "
+                         "changed after the preview", obj="approved_plan",
+                         fix="give the plan exactly as the check-mode run returned it")
+    return Approved(computed, list(plan))
+
+
+def differences(approved: list, current: list) -> list[str]:
+    """Each difference between the ``approved`` plan and the ``current`` one, as a line
+    ``Object: approved A, now B: why`` (in the order of the objects)."""
+    before = {plans.entry_key(e): e for e in approved}
+    now = {plans.entry_key(e): e for e in current}
+    lines = []
+    for key in sorted(set(before) | set(now)):
+        was, is_now = before.get(key), now.get(key)
+        if was != is_now:
+            lines.append(_line(key[0], was, is_now))
+    return lines
+
+
+def _line(obj: str, was: dict | None, now: dict | None) -> str:
+    approved = _say(was)
+    current = _say(now)
+    if approved == current:  # the same action, another detail (the body, the UID, the order)
+        approved, current = f"{approved} ({_detail(was, now)})", f"{current} ({_detail(now, was)})"
+    why = _why(was, now)
+    return f"{obj}: approved {approved}, now {current}" + (f": {why}" if why else "")
+
+
+def _say(item: dict | None) -> str:
+    if item is None:
+        return "nothing"
+    return item["action"] + (f" {item['phase']}" if item.get("phase") else "")
+
+
+def _detail(item: dict | None, other: dict | None) -> str:
+    """The fields of ``item`` that differ from ``other``'s, as ``name=value``."""
+    item, other = item or {}, other or {}
+    names = sorted(n for n in set(item) | set(other) if n not in ("object", "action") and item.get(n) != other.get(n))
+    return ", ".join(f"{n}={item.get(n, '-')}" for n in names)
+
+
+def _why(was: dict | None, now: dict | None) -> str:
+    """Why the entry changed, when the two entries tell."""
+    if was is None:
+        return _appeared(now or {})
+    if now is None:
+        return _gone(was)
+    a, b = was["action"], now["action"]
+    if a in (plans.SET_APPLY, plans.SET_UNINSTALL, plans.SET_DISBAND):
+        return "another set, or another kind of run, than the one approved"
+    if a == b and was.get("uid") != now.get("uid"):
+        return "it was recreated on the cluster with a new UID since"
+    if was.get("body") and now.get("body") and was.get("body") != now.get("body"):
+        return "it was changed in the manifests since"
+    if (was.get("wave"), was.get("after")) != (now.get("wave"), now.get("after")):
+        return "its order was changed in the manifests since"
+    return _action_changed(a, b)
+
+
+def _action_changed(a: str, b: str) -> str:
+    if b == plans.CREATE and a in (plans.CONFIGURE, plans.UNCHANGED, plans.SKIP):
+        return "it was deleted on the cluster since"
+    if a == plans.CREATE and b in (plans.CONFIGURE, plans.UNCHANGED):
+        return "it was created on the cluster since"
+    if a == plans.UNCHANGED and b == plans.CONFIGURE:
+        return "it was changed on the cluster since, in a field the plan sends"
+    if a == plans.CONFIGURE and b == plans.UNCHANGED:
+        return "the cluster already holds what the plan sends (someone applied it since)"
+    if a in plans.MEMBER_ACTIONS and b in (plans.PRUNE, plans.KEEP, plans.LEAVE):
+        return "it was removed from the manifests since"
+    if b in plans.MEMBER_ACTIONS and a in (plans.PRUNE, plans.KEEP, plans.LEAVE):
+        return "it was added to the manifests since"
+    if a == plans.CREATE_NAMESPACE or b == plans.CREATE_NAMESPACE:
+        return "the namespace was created or deleted on the cluster since"
+    return "its annotations or its owner changed on the cluster since" if {a, b} <= {plans.PRUNE, plans.KEEP, plans.LEAVE} else ""
+
+
+def _appeared(now: dict) -> str:
+    action = now.get("action")
+    if action in plans.MEMBER_ACTIONS or action == plans.RUN_HOOK:
+        return "it is new in the manifests"
+    if action in (plans.PRUNE, plans.KEEP, plans.LEAVE, plans.DELETE, plans.UNLABEL):
+        return "it joined the set on the cluster since (an object labelled part of the set)"
+    if action == plans.CREATE_NAMESPACE:
+        return "the namespace was deleted on the cluster since"
+    return ""
+
+
+def _gone(was: dict) -> str:
+    action = was.get("action")
+    if action == plans.CREATE:
+        return "it was removed from the manifests since"
+    if action in plans.MEMBER_ACTIONS:
+        return "it was removed from the manifests since (and is no member on the cluster)"
+    if action == plans.RUN_HOOK:
+        return "it was removed from the manifests since, or no member changes any more"
+    if action in (plans.PRUNE, plans.KEEP, plans.LEAVE, plans.DELETE, plans.UNLABEL):
+        return "it was deleted on the cluster since, or left the set"
+    if action == plans.CREATE_NAMESPACE:
+        return "the namespace was created on the cluster since"
+    return ""

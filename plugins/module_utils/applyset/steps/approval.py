@@ -1,0 +1,127 @@
+"""The plan step of every route: the run's plan and its id (``rules/plan_id.py``), made from what
+the reading steps decided, and the refusal of a run whose plan is not the approved one.
+
+The step runs after the last reading step and before the first write of its route (the
+namespaces, the claim, a hook, a member): apply's last reading step, and an uninstall's or a
+disband's last step before the claim. It sends no request: the plan is made from the decisions.
+Check mode and real runs make it alike, so the id a preview shows is the id the real run
+computes on the same cluster state.
+
+With ``approved_plan`` the run goes on only when its plan id is the approved one. An attempt
+that starts over after its own in-place updates (``without_claim.StartOver`` with what it
+carried) is not checked again: the first attempt was, before it wrote anything, and what it
+wrote changes the plan by itself.
+"""
+
+from __future__ import annotations
+
+from .. import spec
+from ..errors import PlanChanged
+from ..rules import hooks as hks
+from ..rules import plan_diff
+from ..rules import plan_id as plans
+from ..rules import prune as prunes
+from ..run.runner import RunContext
+from . import hook_run
+
+_PRUNE_ACTIONS = {prunes.PRUNE: plans.PRUNE, prunes.KEEP: plans.KEEP, prunes.SKIP: plans.LEAVE}
+_REMOVE_ACTIONS = {prunes.PRUNE: plans.DELETE, prunes.KEEP: plans.KEEP, prunes.SKIP: plans.LEAVE}
+
+
+def plan_apply(ctx: RunContext) -> None:
+    """Step plan-id of an apply (after decide): the plan, its id, and the approval's check."""
+    settle(ctx, apply_entries(ctx))
+
+
+def plan_uninstall(ctx: RunContext) -> None:
+    """Step plan-id of an uninstall (after find-hooks, before the claim)."""
+    removal = ctx.removal
+    entries = [plans.entry(ctx.set_ref, plans.SET_UNINSTALL, id=ctx.parent.id,
+                           gone_with_crd=sorted(removal.gone_with_crd))]
+    for decision in (removal.decided.all if removal.decided is not None else ()):
+        action = _REMOVE_ACTIONS.get(decision.verdict)
+        if action is not None:
+            entries.append(_live_entry(decision.resource, decision.meta, action))
+    entries += _hook_entries(ctx, (hks.PRE_DELETE, hks.POST_DELETE), installing=False)
+    settle(ctx, entries)
+
+
+def plan_disband(ctx: RunContext) -> None:
+    """Step plan-id of a disband (after list-members, before the claim)."""
+    entries = [plans.entry(ctx.set_ref, plans.SET_DISBAND, id=ctx.parent.id)]
+    entries += [_live_entry(o.resource, o.meta, plans.UNLABEL) for o in ctx.removal.members]
+    settle(ctx, entries)
+
+
+def apply_entries(ctx: RunContext) -> list:
+    """The entries of an apply's plan: the set, each member, each prune candidate, each legacy
+    object adopted, the namespace created, and the hooks when they run."""
+    decisions, live = ctx.decisions, ctx.live
+    order = decisions.order
+    waves = order.waves if order is not None and len(set(order.waves.values())) > 1 else {}
+    entries = [plans.entry(ctx.set_ref, plans.SET_APPLY, id=ctx.parent.id)]
+    for member in ctx.plan.members:
+        key = member.key
+        action = (plans.SKIP if key in decisions.policies.skipped else plans.UNCHANGED if key in decisions.unchanged
+                  else plans.CONFIGURE if live.get(key) is not None else plans.CREATE)
+        entries.append(plans.entry(
+            plans.ref_of(key), action, body=plans.body_digest(member.body), wave=waves.get(key),
+            after=sorted(plans.ref_of(dep) for dep in order.explicit(key)) if order is not None else None))
+    for decision in decisions.prune.all:
+        action = _PRUNE_ACTIONS.get(decision.verdict)
+        if action is not None:
+            entries.append(_live_entry(decision.resource, decision.meta, action))
+    entries += [_live_entry(o.resource, o.meta, plans.ADOPT) for o in decisions.adopted]
+    if decisions.namespace_to_create:
+        entries.append(plans.entry(plans.ref_of(spec.ObjectId("", "Namespace", "", decisions.namespace_to_create)),
+                                   plans.CREATE_NAMESPACE))
+    if hook_run.due(ctx):
+        entries += _hook_entries(ctx, (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE), ctx.hooks.installing)
+    return entries
+
+
+def _live_entry(resource, meta: dict, action: str) -> dict:
+    return plans.entry(plans.ref_of(spec.ObjectId.from_metadata(resource, meta)), action, uid=meta.get("uid"))
+
+
+def _hook_entries(ctx: RunContext, phases: tuple, installing: bool) -> list:
+    """One entry per hook and phase it runs in: its body's digest and its weight."""
+    if not ctx.has("hooks"):
+        return []
+    return [plans.entry(plans.ref_of(hook.desired.key), plans.RUN_HOOK, phase=phase,
+                        body=plans.body_digest(hook.desired.body), weight=hook.weight)
+            for phase in phases for hook in ctx.hooks.of_phase(phase, installing)]
+
+
+def settle(ctx: RunContext, entries: list) -> None:
+    """Record the plan and its id in the report; with ``approved_plan``, refuse a run whose plan differs.
+
+    Raises:
+        PlanChanged: the plan is not the approved one; nothing was written.
+    """
+    plan = plans.canonical(entries)
+    ctx.report.plan, ctx.report.plan_id = plan, plans.digest(plan)
+    if ctx.opts.approved_plan is None or ctx.carried:
+        return
+    approved = plan_diff.parse_approved(ctx.opts.approved_plan)
+    if approved.plan_id != ctx.report.plan_id:
+        raise refusal(approved, plan, ctx.report.plan_id, ctx.set_ref)
+
+
+def refusal(approved: plan_diff.Approved, plan: list, plan_id: str, set_ref: str) -> PlanChanged:
+    """The error of a run whose plan ``plan`` (id ``plan_id``) is not the ``approved`` one."""
+    head = f"the plan of {set_ref} is not the approved one (approved {approved.plan_id}, now {plan_id}); nothing was written"
+    if not approved.plan_id.startswith(plans.PLAN_VERSION + ":"):
+        head += f"; the approved id was made by another version of the plan ({approved.plan_id.partition(':')[0]})"
+    if approved.plan is not None:
+        found = plan_diff.differences(approved.plan, plan)
+        body = "\n".join(f"- {line}" for line in found)
+    else:
+        found = []
+        body = ("only the plan id was approved, so the differences cannot be named; the plan now is:\n"
+                + "\n".join(f"- {line}" for line in plans.as_lines(plan)))
+    return PlanChanged(
+        f"{head}:\n{body}", obj=set_ref,
+        fix=f"preview again (check mode), review the new plan and approve it ({plan_id}); give approved_plan the "
+            "check-mode result's plan to have each difference named",
+        details={"approved_plan_id": approved.plan_id, "plan_id": plan_id, "differences": found})
