@@ -68,9 +68,9 @@ def apply_entries(ctx: RunContext) -> list:
             plans.ref_of(key), action, body=plans.body_digest(member.body), wave=waves.get(key),
             after=sorted(plans.ref_of(dep) for dep in order.explicit(key)) if order is not None else None))
     for decision in decisions.prune.all:
-        action = _PRUNE_ACTIONS.get(decision.verdict)
-        if action is not None:
-            entries.append(_live_entry(decision.resource, decision.meta, action))
+        verdict = _PRUNE_ACTIONS.get(decision.verdict)
+        if verdict is not None:
+            entries.append(_live_entry(decision.resource, decision.meta, verdict))
     entries += [_live_entry(o.resource, o.meta, plans.ADOPT) for o in decisions.adopted]
     if decisions.namespace_to_create:
         entries.append(plans.entry(plans.ref_of(spec.ObjectId("", "Namespace", "", decisions.namespace_to_create)),
