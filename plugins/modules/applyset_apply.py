@@ -670,6 +670,13 @@ plan:
     - {object: ApplySet Secret shop/shop, action: apply, id: "applyset-...-v1"}
     - {object: ConfigMap shop/banner, action: prune, uid: 0f4c...}
     - {object: Deployment.apps shop/web, action: configure, body: 3q2-7wAbCdEfGhIj}
+check_mode:
+  description:
+    - Whether the run was a preview (check mode): its RV(plan_id) is what an approver approves. Given because
+      C(ansible_check_mode) follows C(--check) only, not a play's or a task's C(check_mode) keyword.
+  returned: with RV(plan_id)
+  type: bool
+  sample: true
 revision:
   description: The number of the revision this run recorded in the set's history (see O(history_max)).
   returned: when the run recorded one

@@ -121,8 +121,8 @@ class Report:
 
     def to_dict(self) -> dict:
         """The report as the module result's keys: changed, applyset, summary, objects, diff, requests,
-        order when the set has an order of its own (depends-on, sync waves), and plan_id and plan
-        once the run made its plan."""
+        order when the set has an order of its own (depends-on, sync waves), and plan_id, plan and
+        check_mode once the run made its plan."""
         data = {
             "changed": self.changed,
             "applyset": self.applyset,
@@ -136,6 +136,9 @@ class Report:
             data["order"] = list(self.order)
         if self.plan_id is not None:
             data["plan_id"], data["plan"] = self.plan_id, [dict(e) for e in self.plan]
+            # Whose plan: a preview's is what an approver approves (a role cannot tell check mode set
+            # by a play's check_mode keyword: ansible_check_mode follows --check only).
+            data["check_mode"] = self.dry_run
         return data
 
 

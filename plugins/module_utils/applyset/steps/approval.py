@@ -110,7 +110,7 @@ def settle(ctx: RunContext, entries: list) -> None:
 
 def refusal(approved: plan_diff.Approved, plan: list, plan_id: str, set_ref: str) -> PlanChanged:
     """The error of a run whose plan ``plan`` (id ``plan_id``) is not the ``approved`` one."""
-    head = f"the plan of {set_ref} is not the approved one (approved {approved.plan_id}, now {plan_id}); nothing was written"
+    head = f"the plan is not the approved one (approved {approved.plan_id}, now {plan_id}); nothing was written"
     if not approved.plan_id.startswith(plans.PLAN_VERSION + ":"):
         head += f"; the approved id was made by another version of the plan ({approved.plan_id.partition(':')[0]})"
     if approved.plan is not None:

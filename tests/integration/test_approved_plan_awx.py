@@ -1,0 +1,143 @@
+"""The AWX approval workflow of issue 39, run the way AWX runs it: through ansible-runner.
+
+Node 1, the preview job template, runs playbooks/preview.yml (check mode); the deploy role
+publishes each set's plan with ``set_stats``, which ansible-runner reports as the
+``artifact_data`` of the ``playbook_on_stats`` event: what AWX stores as the job's artifacts
+and passes to the next nodes of the workflow as extra vars. Node 2 is the approval (a person).
+Node 3, the deploy job template, runs playbooks/deploy.yml with those artifacts as extra vars:
+it applies exactly the approved plan, or fails before any write when the cluster changed since.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import pytest
+from ansible_cli import BIN, REPO_ROOT, WEB_MANIFEST
+
+ansible_runner = pytest.importorskip("ansible_runner")
+
+MANIFESTS = {
+    "20-config.yaml": """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: shop-settings}
+        data: {currency: EUR}
+        """,
+    "30-web.yaml": WEB_MANIFEST,
+    "50-banner.yaml": """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: holiday-banner}
+        data: {text: Happy holidays!}
+        """,
+}
+
+
+@pytest.fixture
+def job_env(monkeypatch, tmp_path, cluster):
+    """The job's environment: the cluster's kubeconfig only, no ANSIBLE_* of ours."""
+    for var in list(os.environ):
+        if var.startswith(("K8S_AUTH_", "ANSIBLE_")) or var == "KUBECONFIG":
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return {"K8S_AUTH_KUBECONFIG": cluster.kubeconfig, "ANSIBLE_NOCOLOR": "1"}
+
+
+def manifest_dir(tmp_path):
+    directory = tmp_path / "manifests"
+    directory.mkdir()
+    for name, text in MANIFESTS.items():
+        (directory / name).write_text(textwrap.dedent(text).lstrip())
+    return directory
+
+
+def run_job(tmp_path, envvars, playbook, extravars):
+    """One AWX job: the project checkout is the repository, the collection comes from its ansible.cfg."""
+    private_data_dir = tmp_path / f"job-{len(list(tmp_path.glob('job-*')))}"
+    private_data_dir.mkdir()
+    return ansible_runner.run(
+        private_data_dir=str(private_data_dir), project_dir=str(REPO_ROOT), playbook=playbook,
+        inventory=f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
+        envvars=envvars, extravars=extravars, process_isolation=False, quiet=True, timeout=240)
+
+
+def artifacts(run) -> dict:
+    """The job's artifacts as AWX stores them: set_stats' data in the playbook_on_stats event."""
+    stats = [e for e in run.events if e.get("event") == "playbook_on_stats"]
+    assert stats, "no playbook_on_stats event"
+    return stats[-1]["event_data"].get("artifact_data") or {}
+
+
+def module_result(run) -> dict:
+    for event in run.events:
+        data = event.get("event_data") or {}
+        if event.get("event") in ("runner_on_ok", "runner_on_failed") \
+                and data.get("resolved_action") == "applyset.kubernetes.applyset_apply":
+            return data["res"]
+    raise AssertionError("no applyset_apply result among the job events")
+
+
+def configmap_versions(kube, namespace):
+    return {i["metadata"]["name"]: i["metadata"]["resourceVersion"]
+            for i in kube.get(f"/api/v1/namespaces/{namespace}/configmaps")["items"]}
+
+
+def test_preview_approval_deploy_through_ansible_runner(tmp_path, kube, namespace, job_env):
+    extravars = {"shop_namespace": namespace, "shop_manifests": str(manifest_dir(tmp_path))}
+    first = run_job(tmp_path, job_env, "playbooks/deploy.yml", extravars)
+    assert (first.status, first.rc) == ("successful", 0), first.stdout.read()
+
+    # Node 1: the preview job template. The banner leaves the manifests: the plan prunes it.
+    preview = run_job(tmp_path, job_env, "playbooks/preview.yml", dict(extravars, shop_without_banner=True))
+    output = preview.stdout.read()
+    assert (preview.status, preview.rc) == ("successful", 0), output
+    published = artifacts(preview)["applyset_approved_plans"]
+    key = f"localhost/{namespace}/shop"
+    assert list(published) == [key]
+    plan_id = published[key]["plan_id"]
+    assert {"object": f"ConfigMap {namespace}/holiday-banner", "action": "prune"}.items() <= next(
+        e for e in published[key]["plan"] if e["object"].endswith("/holiday-banner")).items()
+    # What the approver reads at the approval node: each action, and last the plan id.
+    assert f"prune ConfigMap {namespace}/holiday-banner" in output
+    assert output.index(f"plan id: {plan_id}") > output.index(f"prune ConfigMap {namespace}/holiday-banner")
+
+    # Node 3: the deploy job template, given the artifacts as extra vars, as AWX passes them.
+    deploy = run_job(tmp_path, job_env, "playbooks/deploy.yml",
+                     dict(extravars, shop_without_banner=True, **artifacts(preview)))
+    assert (deploy.status, deploy.rc) == ("successful", 0), deploy.stdout.read()
+    result = module_result(deploy)
+    assert result["plan_id"] == plan_id and result["summary"]["pruned"] == 1
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/holiday-banner") is None
+
+
+def test_a_plan_gone_stale_at_the_approval_node_is_refused(tmp_path, kube, namespace, job_env):
+    extravars = {"shop_namespace": namespace, "shop_manifests": str(manifest_dir(tmp_path))}
+    first = run_job(tmp_path, job_env, "playbooks/deploy.yml", extravars)
+    assert (first.status, first.rc) == ("successful", 0), first.stdout.read()
+    preview = run_job(tmp_path, job_env, "playbooks/preview.yml", extravars)
+    assert (preview.status, preview.rc) == ("successful", 0), preview.stdout.read()
+
+    # While the approver reads, someone deletes a member by hand.
+    kube.delete(f"/api/v1/namespaces/{namespace}/configmaps/shop-settings")
+    before = configmap_versions(kube, namespace)
+    parent = kube.get(f"/api/v1/namespaces/{namespace}/secrets/shop")["metadata"]["resourceVersion"]
+    deploy = run_job(tmp_path, job_env, "playbooks/deploy.yml", dict(extravars, **artifacts(preview)))
+    output = deploy.stdout.read()
+    assert deploy.status == "failed", output
+    line = (f"ConfigMap {namespace}/shop-settings: approved unchanged, now create: "
+            "it was deleted on the cluster since")
+    assert line in output
+    result = module_result(deploy)
+    assert result["error"]["type"] == "PlanChanged" and result["requests"]["writes"] == 0
+    assert configmap_versions(kube, namespace) == before
+    assert kube.get(f"/api/v1/namespaces/{namespace}/secrets/shop")["metadata"]["resourceVersion"] == parent
+
+    # Approved plans given, but none for this set: the deploy job refuses to go unapproved.
+    other = run_job(tmp_path, job_env, "playbooks/deploy.yml",
+                    dict(extravars, applyset_approved_plans={"localhost/elsewhere/shop": {"plan_id": "plan-v1:0"}}))
+    assert other.status == "failed"
+    assert "none for localhost/" in other.stdout.read()
