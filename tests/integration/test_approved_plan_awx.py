@@ -15,7 +15,9 @@ import sys
 import textwrap
 
 import pytest
+import yaml
 from ansible_cli import BIN, REPO_ROOT, WEB_MANIFEST
+from kubeapi import wait_for
 
 ansible_runner = pytest.importorskip("ansible_runner")
 
@@ -141,3 +143,52 @@ def test_a_plan_gone_stale_at_the_approval_node_is_refused(tmp_path, kube, names
                     dict(extravars, applyset_approved_plans={"localhost/elsewhere/shop": {"plan_id": "plan-v1:0"}}))
     assert other.status == "failed"
     assert "none for localhost/" in other.stdout.read()
+
+
+SHOP_NAMESPACE = "shop-demo"  # the example shop's manifests are written for it
+
+
+@pytest.fixture
+def fleet_inventory(tmp_path, cluster, kube):
+    """A fleet of one cluster (the canary), as the kubeconfig inventory plugin makes it; the example
+    shop is uninstalled afterwards."""
+    inventory = tmp_path / "fleet.yml"
+    host = {"applyset_kubeconfig": cluster.kubeconfig, "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable}
+    inventory.write_text(yaml.safe_dump({"all": {"children": {
+        "kubernetes_clusters": {"hosts": {"eu-1": host}}, "canary": {"hosts": {"eu-1": {}}}}}}))
+    yield inventory
+    kube.delete(f"/api/v1/namespaces/{SHOP_NAMESPACE}")
+    wait_for(lambda: kube.get(f"/api/v1/namespaces/{SHOP_NAMESPACE}") is None, timeout=120, what="shop-demo gone")
+
+
+def test_fleet_rollout_bound_to_each_cluster_s_approved_plan(tmp_path, kube, job_env, fleet_inventory):
+    def fleet_job(tags, extravars):
+        private_data_dir = tmp_path / f"job-{len(list(tmp_path.glob('job-*')))}"
+        private_data_dir.mkdir()
+        return ansible_runner.run(
+            private_data_dir=str(private_data_dir), project_dir=str(REPO_ROOT), playbook="playbooks/fleet-deploy.yml",
+            inventory=str(fleet_inventory), envvars=dict(job_env, KUBECONFIG=os.devnull), cmdline=tags,
+            extravars={"shop_wait": False, **extravars}, process_isolation=False, quiet=True, timeout=300)
+
+    # One job: the rollout bound to the plan its own preview showed a moment before.
+    first = fleet_job(None, {"fleet_require_approved_plan": True})
+    assert (first.status, first.rc) == ("successful", 0), first.stdout.read()
+    rollout = [e["event_data"]["res"] for e in first.events if e.get("event") == "runner_on_ok"
+               and e["event_data"].get("resolved_action") == "applyset.kubernetes.applyset_apply"]
+    assert [r["check_mode"] for r in rollout] == [True, False] and rollout[0]["plan_id"] == rollout[1]["plan_id"]
+
+    # A workflow: the fleet preview job, an approval, the rollout job with the preview's artifacts.
+    preview = fleet_job("--tags preview", {"shop_without_banner": True})
+    assert (preview.status, preview.rc) == ("successful", 0), preview.stdout.read()
+    approved = artifacts(preview)
+    assert list(approved["applyset_approved_plans"]) == [f"eu-1/{SHOP_NAMESPACE}/shop"]
+    kube.apply(f"/api/v1/namespaces/{SHOP_NAMESPACE}/configmaps/shop-settings",
+               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-settings"},
+                "data": {"currency": "CHF"}}, field_manager="someone", force=True)
+    stale = fleet_job("--skip-tags preview", {"shop_without_banner": True, **approved})
+    output = stale.stdout.read()
+    assert stale.status == "failed", output
+    assert (f"ConfigMap {SHOP_NAMESPACE}/shop-settings: approved unchanged, now configure: "
+            "it was changed on the cluster since, in a field the plan sends") in output
+    assert kube.get(f"/api/v1/namespaces/{SHOP_NAMESPACE}/configmaps/holiday-banner") is not None
