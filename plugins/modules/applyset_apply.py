@@ -158,10 +158,10 @@ options:
     default: changed
   approved_plan:
     description:
-      - Bind the run to a plan someone approved: the run computes its plan after its reads and, when it is
+      - Bind the run to a plan someone approved. The run computes its plan after its reads and, when it is
         not the approved one, fails before any write (no namespace, no claim, no hook, no member) with each
-        difference named, for example C(ConfigMap shop/banner: approved configure, now create: it was deleted
-        on the cluster since). With a matching plan the run goes on as usual and returns the same RV(plan_id).
+        difference named, for example C(ConfigMap shop/banner) approved C(configure), now C(create), because it was
+        deleted on the cluster since. With a matching plan the run goes on as usual and returns the same RV(plan_id).
       - Give the RV(plan_id) of a check-mode run, its RV(plan) list, or a dict with C(plan) and C(plan_id) (the
         check-mode result itself, or what C(playbooks/preview.yml) publishes for an AWX workflow). Only a plan
         lets a refusal name each difference; with the id alone it says the plan differs and shows the plan now.
@@ -646,7 +646,7 @@ diff:
   elements: dict
 plan_id:
   description:
-    - The id of the run's plan (C(plan-v1:) and 24 hex digits): a digest of what a real run does, computed after
+    - The id of the run's plan, C(plan-v1:) and 24 hex digits, a digest of what a real run does, computed after
       the reads and before the first write, from RV(plan). The same manifests and options on the same cluster
       state give the same id, in check mode and in a real run; give it (or RV(plan)) as O(approved_plan).
     - Not in it, so not changing it, are resourceVersions, timestamps, status, and fields other managers set
@@ -672,7 +672,7 @@ plan:
     - {object: Deployment.apps shop/web, action: configure, body: 3q2-7wAbCdEfGhIj}
 check_mode:
   description:
-    - Whether the run was a preview (check mode): its RV(plan_id) is what an approver approves. Given because
+    - Whether the run was a preview (check mode), whose RV(plan_id) is what an approver approves. Given because
       C(ansible_check_mode) follows C(--check) only, not a play's or a task's C(check_mode) keyword.
   returned: with RV(plan_id)
   type: bool
