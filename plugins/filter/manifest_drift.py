@@ -22,7 +22,9 @@ def _set_entry(cluster, preview):
     parent = item.get("parent")
     entry = {"cluster": cluster, "parent": parent if isinstance(parent, str) else str(parent),
              "namespace": item.get("namespace"), "checked": not preview.get("skipped"), "error": None,
-             "members": [], "drifted": 0}
+             "members": [], "drifted": 0,
+             # the id of the plan a real run would carry out now (applyset_apply's plan_id), to bind it to
+             "plan_id": preview.get("plan_id")}
     if preview.get("failed") and not preview.get("objects"):
         entry["error"] = (preview.get("error") or {}).get("message") or preview.get("msg") or "the preview failed"
     for obj in preview.get("objects") or []:

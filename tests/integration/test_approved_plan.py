@@ -10,10 +10,13 @@ requests is 0, and the resourceVersion of every ConfigMap, Deployment and Secret
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from ansible_cli import run_playbook
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
@@ -236,3 +239,21 @@ def test_the_plan_id_costs_no_request(cluster, kube, namespace, monkeypatch):
     assert with_plan.requests == without_plan.requests, (with_plan.requests, without_plan.requests)
     assert with_plan.requests["writes"] == 0
     print(f"\n50-member no-op: {with_plan.requests} with the plan id, {without_plan.requests} without")
+
+
+def test_the_audit_report_records_the_plan_id_a_real_run_can_be_bound_to(cluster, kube, namespace, tmp_path):
+    ok(run(cluster, namespace, SHOP))
+    preview = ok(run(cluster, namespace, SHOP, dry_run=True))
+    reports = tmp_path / "reports"
+    playbook = tmp_path / "audit.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False,
+        "roles": [{"role": "applyset.kubernetes.audit", "vars": {
+            "audit_namespace": namespace, "audit_output_dir": str(reports),
+            "audit_manifests": [{"parent": "secrets/shop", "namespace": namespace, "definition": SHOP}]}}]}]))
+    proc = run_playbook(cluster, playbook)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recorded = json.loads((reports / "applyset-audit.json").read_text())["manifest_drift"]["sets"][0]
+    assert recorded["plan_id"] == preview.plan_id
+    assert f"Plan id: `{preview.plan_id}`" in (reports / "applyset-audit.md").read_text()
+    assert preview.plan_id in (reports / "applyset-audit.html").read_text()
