@@ -127,8 +127,8 @@ CASES = {
                                               "it was deleted on the cluster since"),
     "changed on the cluster": (_edit, SHOP, "ConfigMap {ns}/settings: approved unchanged, now configure: "
                                             "it was changed on the cluster since, in a field the plan sends"),
-    "added to the manifests": (None, SHOP + [cm("new")], "ConfigMap {ns}/new: approved nothing, now create: "
-                                                        "it is new in the manifests"),
+    "added to the manifests": (None, SHOP + [cm("new")],
+                               "ConfigMap {ns}/new: approved nothing, now create: it is new in the manifests"),
     "removed from the manifests": (None, SHOP[1:], "ConfigMap {ns}/banner: approved unchanged, now prune: "
                                                    "it was removed from the manifests since"),
     "changed in the manifests": (None, [cm("banner", v="9"), *SHOP[1:]],
