@@ -74,8 +74,9 @@ def entry_key(item: dict) -> tuple:
 
 def canonical(entries: list) -> list:
     """The plan as it is digested and shown: the set's entry first, then by object."""
+    # Two entries of one key never come from one run; the action and the UID still order a hand-made plan.
     return sorted(entries, key=lambda e: (e.get("action") not in (SET_APPLY, SET_UNINSTALL, SET_DISBAND),
-                                          entry_key(e), _json(e)))
+                                          entry_key(e), str(e.get("action", "")), str(e.get("uid", ""))))
 
 
 def digest(plan: list) -> str:
