@@ -4,8 +4,9 @@ run bound to it with ``approved_plan``, and its refusal, before any write, of a 
 Runs go through the engine in this process (each with a client of its own, so that the report's
 request counters are that run's alone); the cluster is changed and read back through the
 independent test client. "Nothing was written" is shown twice: the run's own count of mutating
-requests is 0, and the resourceVersion of every ConfigMap, Deployment and Secret of the namespace
-(the parent among them) is what it was before the refused run.
+requests is 0, and the resourceVersion of every ConfigMap and Secret of the namespace (the parent
+among them) is what it was before the refused run, and so are each Deployment's generation, labels
+and annotations (its status changes on its own).
 """
 
 from __future__ import annotations
@@ -63,12 +64,15 @@ def ok(result):
 
 
 def versions(kube, namespace):
-    """The resourceVersion of every object a run could write in ``namespace``."""
+    """The resourceVersion of every ConfigMap and Secret (the parent among them) in ``namespace``, and
+    the generation and labels of every Deployment (whose status its controller updates meanwhile)."""
     found = {}
-    for path in ("/api/v1/namespaces/{ns}/configmaps", "/api/v1/namespaces/{ns}/secrets",
-                 "/apis/apps/v1/namespaces/{ns}/deployments"):
+    for path in ("/api/v1/namespaces/{ns}/configmaps", "/api/v1/namespaces/{ns}/secrets"):
         for item in kube.get(path.format(ns=namespace))["items"]:
             found[(path, item["metadata"]["name"])] = item["metadata"]["resourceVersion"]
+    for item in kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments")["items"]:
+        meta = item["metadata"]
+        found[("deployments", meta["name"])] = (meta["generation"], meta.get("labels"), meta.get("annotations"))
     return found
 
 
