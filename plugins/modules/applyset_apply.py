@@ -651,7 +651,7 @@ plan_id:
       state give the same id, in check mode and in a real run; give it (or RV(plan)) as O(approved_plan).
     - Not in it, so not changing it, are resourceVersions, timestamps, status, and fields other managers set
       that the run does not send (a label someone added).
-  returned: when the run read the cluster (also on a refusal by the guard or by O(approved_plan))
+  returned: when the run got as far as its decisions, before any write (also when O(approved_plan) refused it)
   type: str
   sample: plan-v1:3f1c9a0b5e27d4c8a6b1f2e3
 plan:
