@@ -158,6 +158,8 @@ def fleet_inventory(tmp_path, cluster, kube):
     inventory.write_text(yaml.safe_dump({"all": {"children": {
         "kubernetes_clusters": {"hosts": {"eu-1": host}}, "canary": {"hosts": {"eu-1": {}}}}}}))
     yield inventory
+    # The example's CRD is cluster-scoped: it would stay labelled part of this test's set.
+    kube.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/promotions.shop.example.com")
     kube.delete(f"/api/v1/namespaces/{SHOP_NAMESPACE}")
     wait_for(lambda: kube.get(f"/api/v1/namespaces/{SHOP_NAMESPACE}") is None, timeout=120, what="shop-demo gone")
 
