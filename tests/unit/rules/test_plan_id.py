@@ -137,3 +137,12 @@ def test_the_digest_of_a_thousand_members_is_cheap():
     plans.digest(entries)
     elapsed = time.perf_counter() - started
     assert elapsed < 1.0, elapsed
+
+
+def test_a_known_plan_has_a_known_id_on_every_python():
+    """The id is pinned: the same plan gives this id on every supported Python (``make matrix``
+    runs this test on each), and a change of what is digested needs a new PLAN_VERSION."""
+    plan = [plans.entry("ApplySet Secret shop/shop", plans.SET_APPLY, id="applyset-abc-v1"),
+            plans.entry("ConfigMap shop/é", plans.CREATE, body="x", wave=-1, after=["Job.batch shop/m"]),
+            plans.entry("ConfigMap shop/old", plans.PRUNE, uid="u-1")]
+    assert plans.digest(plan) == "plan-v1:7bb9160019d8599a9afdea01"
