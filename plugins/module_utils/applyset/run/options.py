@@ -59,6 +59,9 @@ class Options:
     # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
     ignore_fields: tuple = ()
     history: Settings | None = None  # revisions kept, rollback; None keeps no history
+    helm_release: str | None = None  # helm.release_name, or the parent's name; None without helm
+    helm_namespace: str | None = None  # helm.namespace; None: the set's namespace
+    helm_take_over: bool = False  # take over the Helm release helm_release (steps/helm_takeover.py)
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:
@@ -83,6 +86,8 @@ class Options:
         if not 0 <= self.max_prune_percent <= 100:
             found.append(("guard.max_prune_percent", "must be between 0 and 100",
                           "set it to 100 to allow any prune, or lower to guard more"))
+        if self.helm_take_over and not self.helm_release:
+            found.append(("helm.take_over", "needs the release's name", "set helm.release_name"))
         for name in ("crd_timeout", "claim_ttl", "claim_wait", "wait_timeout", "recreate_timeout"):
             if getattr(self, name) < 0:
                 found.append((name, "must be 0 seconds or more", f"set {name} to 0 or more"))
