@@ -60,12 +60,13 @@ def refuse(owned: dict, releases: dict, wanted: Wanted) -> Refusal | None:
         if release is None:
             continue
         refs = owned[owner]
-        first = f"{refs[0]}" + (f" and {len(refs) - 1} more object(s)" if len(refs) > 1 else "")
         if not wanted.covers(owner):
             other = (f" (this run takes over release {wanted.namespace}/{wanted.name})" if wanted.take_over else "")
+            objects = (f"{refs[0]} belongs" if len(refs) == 1 else
+                       f"{refs[0]} and {len(refs) - 1} more object{'s' if len(refs) > 2 else ''} belong")
             return Refusal(
-                f"{first} belong(s) to Helm release {release.ref}{other}; applying it into this set would leave it "
-                "with two owners (helm upgrade would write it back, helm uninstall would delete it)",
+                f"{objects} to Helm release {release.ref}{other}; applying into this set what Helm still owns would "
+                "leave two owners (helm upgrade would write it back, helm uninstall would delete it)",
                 f"set helm.take_over: true with helm.release_name: {release.name} and helm.namespace: "
                 f"{release.namespace} to take the release over, or leave these objects out; nothing was changed")
         if release.pending:
