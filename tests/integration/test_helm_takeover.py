@@ -132,6 +132,11 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     assert helm.releases(namespace) == []
     gone = helm.run("uninstall", RELEASE, "-n", namespace, check=False)
     assert gone.returncode != 0 and "not found" in gone.stderr, gone.stderr
+    # Helm's annotations went with its ownership, so a later helm install of the same name refuses to
+    # import what the set owns instead of taking it back (Helm's existingResourceConflict).
+    again = helm.run("install", RELEASE, str(CHART), "-n", namespace, check=False)
+    assert again.returncode != 0 and "invalid ownership metadata" in again.stderr, again.stderr
+    assert helm.releases(namespace) == []
 
     rc, result, out = take_over(cluster, namespace, desired)
     assert rc == 0 and not result["changed"], out

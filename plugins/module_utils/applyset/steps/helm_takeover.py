@@ -128,6 +128,7 @@ def retire(ctx: RunContext) -> None:
         return
     secrets = ctx.discovery.for_group_kind(spec.SECRET_KIND)
     release = take.release
+    assert secrets is not None  # the records were read through it
     for record in release.records:
         try:
             ctx.client.delete(secrets, record.name, release.namespace, uid=record.uid)
