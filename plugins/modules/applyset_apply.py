@@ -244,8 +244,8 @@ options:
       - The Helm release this set stands for.
       - Without O(helm), or without O(helm.take_over), a member whose live object belongs to a Helm release that
         still exists (its C(meta.helm.sh/release-name) annotation names it and Helm keeps its records) is refused
-        before anything is written, naming the release: Helm would write it back on its next upgrade and delete it
-        on uninstall.
+        before anything is written, naming the release (Helm would write it back on its next upgrade and delete it
+        on uninstall).
     type: dict
     suboptions:
       release_name:
@@ -266,10 +266,10 @@ options:
           - Once every object is a member, the release's records (the Secrets C(sh.helm.release.v1.NAME.vN)) are
             deleted, so C(helm list) no longer shows it and C(helm uninstall) cannot remove what the set owns.
             With a history, the set's revision records the release's chart and manifest digest (not its values).
-          - Refused before any write, naming the release: objects of a release of another name, and a release
-            Helm is in the middle of (pending-install, pending-upgrade, pending-rollback, uninstalling).
+          - Refused before any write, naming the release, are objects of a release of another name, and a
+            release Helm is in the middle of (pending-install, pending-upgrade, pending-rollback, uninstalling).
           - Check mode shows what would be done (RV(applyset.helm_take_over)) and writes nothing. Harmless to
-            keep: once the release is retired there is nothing left to take over, and a re-run writes nothing.
+            keep; once the release is retired there is nothing left to take over, and a re-run writes nothing.
           - See docs/helm-takeover.md.
         type: bool
         default: false

@@ -84,6 +84,14 @@ def workload(kube, namespace):
             sorted(p["metadata"]["uid"] for p in pods))
 
 
+def first_revision(kube, namespace):
+    """The set's first revision as its Secret stores it (history.revisions: gzip-compressed JSON)."""
+    secrets = kube.get(f"/api/v1/namespaces/{namespace}/secrets")["items"]
+    first = next(s for s in secrets if s["metadata"]["name"].startswith("applyset.set1.")
+                 and s["metadata"]["name"].endswith(".v1"))
+    return json.loads(gzip.decompress(base64.b64decode(first["data"]["revision"])))
+
+
 def managers(obj):
     return {entry["manager"] for entry in obj["metadata"].get("managedFields") or []
             if not entry.get("subresource")}
@@ -115,6 +123,10 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     rc, result, out = take_over(cluster, namespace, desired)
     assert rc == 0, out
     assert result["applyset"]["helm_take_over"]["retired"]
+    provenance = first_revision(kube, namespace)["provenance"]["helm_release"]
+    assert provenance["chart"] == {"name": "takeover", "version": "0.1.0", "appVersion": "1.0"}
+    assert provenance["revision"] == 1 and f"Secret {RELEASE}-token" in provenance["objects"]
+    assert "config" not in provenance and "values" not in provenance
     after = live(kube, namespace)
     for kind in ("ConfigMap", "Service", "Deployment"):
         meta = after[kind]["metadata"]
