@@ -263,8 +263,8 @@ options:
           - The objects of the release that the manifests no longer contain are pruned under every rule of a prune
             (guard, keep annotations), each exactly the object the release installed (by UID). With
             O(prune=false) they are taken in and kept.
-          - Once every object is a member, the release's records (the Secrets C(sh.helm.release.v1.NAME.vN)) are
-            deleted, so C(helm list) no longer shows it and C(helm uninstall) cannot remove what the set owns.
+          - Once every object is a member, the release's records (C(sh.helm.release.v1.NAME.vN), Secrets, or
+            ConfigMaps with C(HELM_DRIVER=configmap)) are deleted, so C(helm list) no longer shows it and C(helm uninstall) cannot remove what the set owns.
             With a history, the set's revision records the release's chart and manifest digest (not its values).
           - Refused before any write, naming the release, are objects of a release of another name, and a
             release Helm is in the middle of (pending-install, pending-upgrade, pending-rollback, uninstalling).

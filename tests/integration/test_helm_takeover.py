@@ -30,12 +30,12 @@ RELEASE = "demo"
 class Helm:
     """One helm binary run against the test cluster."""
 
-    def __init__(self, binary: str, cluster, name: str):
-        self.binary, self.cluster, self.name = binary, cluster, name
+    def __init__(self, binary: str, cluster, name: str, driver: str = "secret"):
+        self.binary, self.cluster, self.name, self.driver = binary, cluster, name, driver
 
     def run(self, *args, check=True):
         proc = subprocess.run([self.binary, *args, "--kubeconfig", self.cluster.kubeconfig], capture_output=True,
-                              text=True, timeout=180, env=ansible_env(self.cluster))
+                              text=True, timeout=180, env=ansible_env(self.cluster, HELM_DRIVER=self.driver))
         assert not check or proc.returncode == 0, proc.stdout + proc.stderr
         return proc
 
@@ -195,6 +195,20 @@ def test_a_release_helm_is_in_the_middle_of_is_refused_before_any_write(cluster,
     assert f"Helm release {namespace}/{RELEASE} is pending-upgrade (revision 2)" in result["msg"], result["msg"]
     assert result["requests"]["writes"] == 0
     assert snapshot(kube, [namespace]) == state
+
+
+def test_a_release_kept_in_configmaps_is_taken_over_and_its_records_retired(cluster, kube, namespace, helm):
+    helm.driver = "configmap"  # HELM_DRIVER=configmap: the records are ConfigMaps
+    helm.install(namespace)
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/sh.helm.release.v1.{RELEASE}.v1") is not None
+    uid = live(kube, namespace)["ConfigMap"]["metadata"]["uid"]
+
+    rc, result, out = take_over(cluster, namespace, helm.template(namespace))
+    assert rc == 0, out
+    assert result["applyset"]["helm_take_over"]["retired"]
+    assert live(kube, namespace)["ConfigMap"]["metadata"]["uid"] == uid
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/sh.helm.release.v1.{RELEASE}.v1") is None
+    assert helm.releases(namespace) == []
 
 
 def _with_status(value: str, status: str, version: int) -> str:

@@ -85,6 +85,8 @@ def test_a_damaged_record_or_records_that_cannot_be_listed_are_named_with_the_fi
         helm_release.read(client, client.discovery, "shop", "shop")
     with pytest.raises(ApplySetError, match="list on secrets"):
         helm_release.read(StubClient(forbidden={spec.SECRET_KIND}), client.discovery, "shop", "shop")
+    with pytest.raises(ApplySetError, match="list on configmaps"):
+        helm_release.read(StubClient(forbidden={spec.CONFIGMAP_KIND}), client.discovery, "shop", "shop")
 
 
 def test_the_release_objects_are_named_by_identity_in_the_release_namespace_when_they_name_none():
@@ -101,3 +103,13 @@ def test_the_owner_comes_from_helms_annotations():
     assert helm_release.owner_of({"annotations": annotations, "namespace": "x"}) == ("shop", "prod")
     assert helm_release.owner_of({"annotations": {helm_release.RELEASE_NAME: "shop"}, "namespace": "x"}) == ("shop", "x")
     assert helm_release.owner_of({"labels": {"app.kubernetes.io/managed-by": "Helm"}}) is None
+
+
+def test_records_of_the_configmap_driver_are_read_too_base64_only_once():
+    client = StubClient()
+    obj = client.add(CONFIGMAP, helm_release.record_name("shop", 1), "shop",
+                     labels={"owner": "helm", "name": "shop", "status": "deployed", "version": "1"})
+    obj["data"] = {"release": base64.b64decode(helm_release.encode(release())).decode()}
+    found = helm_release.read(client, client.discovery, "shop", "shop")
+    assert found.version == 1 and [r.kind for r in found.records] == [spec.CONFIGMAP_KIND]
+    assert found.records[0].name == "sh.helm.release.v1.shop.v1"

@@ -1,11 +1,12 @@
 """Helm's release records, read and decoded: what ``helm.take_over`` takes over and retires.
 
-Helm 3 and Helm 4 keep a release (with the default ``secret`` storage driver) as one Secret per
-revision in the release's namespace: ``sh.helm.release.v1.<name>.v<N>``, type
-``helm.sh/release.v1``, labelled ``owner=helm``, ``name``, ``status`` and ``version``. Its data key
-``release`` holds base64(gzip(JSON of the release)); the API then base64-encodes the Secret's data
-once more. ``helm list`` shows a release while such a Secret exists, and ``helm uninstall`` deletes
-what the newest one's manifest names, so retiring a release means deleting them all.
+Helm 3 and Helm 4 keep a release as one record per revision in the release's namespace, named
+``sh.helm.release.v1.<name>.v<N>`` and labelled ``owner=helm``, ``name``, ``status`` and
+``version``: a Secret of type ``helm.sh/release.v1`` with the default ``secret`` storage driver, a
+ConfigMap with ``HELM_DRIVER=configmap``. Its data key ``release`` holds base64(gzip(JSON of the
+release)); the API base64-encodes a Secret's data once more. ``helm list`` shows a release while
+such a record exists, and ``helm uninstall`` deletes what the newest one's manifest names, so
+retiring a release means deleting them all. (The ``sql`` driver keeps them outside the cluster.)
 
 Objects Helm installed carry the annotations ``meta.helm.sh/release-name`` and
 ``meta.helm.sh/release-namespace`` (Helm 3.2 and later), which say which release owns them.
@@ -35,8 +36,10 @@ _GZIP_MAGIC = b"\x1f\x8b\x08"
 
 @dataclass(frozen=True)
 class Record:
-    """One revision's Secret: its ``name``, ``uid`` (to delete exactly it), ``version`` and ``status``."""
+    """One revision's record: its ``kind`` (``spec.SECRET_KIND`` or ``spec.CONFIGMAP_KIND``), ``name``,
+    ``uid`` (to delete exactly it), ``version`` and ``status``."""
 
+    kind: spec.GroupKind
     name: str
     uid: str | None
     version: int
@@ -92,13 +95,14 @@ class ManifestObject:
         return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
 
 
-def decode(data_value: str) -> dict:
-    """The release JSON of a record Secret's ``data.release`` value as the API returns it.
+def decode(data_value: str, in_secret: bool = True) -> dict:
+    """The release JSON of a record's ``data.release`` value as the API returns it (a Secret's
+    ``in_secret``, base64-encoded once more by the API, or a ConfigMap's).
 
     Raises:
         ValueError: when the value is not a Helm release.
     """
-    raw = base64.b64decode(base64.b64decode(data_value))
+    raw = base64.b64decode(base64.b64decode(data_value) if in_secret else data_value)
     if raw[:3] == _GZIP_MAGIC:  # Helm compresses; it still reads uncompressed records
         raw = gzip.decompress(raw)
     release = json.loads(raw)
@@ -152,32 +156,38 @@ def object_ids(release: Release, discovery: Discovery) -> dict:
 
 
 def read(client: KubeClient, discovery: Discovery, name: str, namespace: str) -> Release | None:
-    """Release ``name`` in ``namespace`` as its newest record describes it; None when Helm keeps no
-    record of it there (never installed, uninstalled, or already taken over).
+    """Release ``name`` in ``namespace`` as its newest record describes it (Secrets, else
+    ConfigMaps: Helm's two in-cluster storage drivers); None when Helm keeps no record of it
+    there (never installed, uninstalled, or already taken over).
 
     Raises:
         ApplySetError: when the records cannot be listed or read (naming the release and the fix).
     """
-    secrets = discovery.for_group_kind(spec.SECRET_KIND)
-    if secrets is None:
-        return None
+    for kind, plural in ((spec.SECRET_KIND, "secrets"), (spec.CONFIGMAP_KIND, "configmaps")):
+        res = discovery.for_group_kind(kind)
+        if res is None:
+            continue
+        try:
+            listed = [obj for obj in client.list(res, namespace, label_selector=f"owner=helm,name={name}",
+                                                 metadata_only=False)
+                      if kind == spec.CONFIGMAP_KIND or obj.get("type") == RELEASE_TYPE]
+        except ApiError as err:
+            raise ApplySetError(f"cannot read the records of Helm release {namespace}/{name}: {err.message}",
+                                obj=f"Helm release {namespace}/{name}",
+                                fix=f"grant this user list on {plural} in that namespace") from err
+        if listed:
+            return _release(kind, listed, name, namespace)
+    return None
+
+
+def _release(kind: spec.GroupKind, listed: list, name: str, namespace: str) -> Release:
+    records = sorted((_record(kind, obj) for obj in listed), key=lambda r: r.version)
+    newest = next(obj for obj in listed if obj["metadata"]["name"] == records[-1].name)
     try:
-        listed = [s for s in client.list(secrets, namespace, label_selector=f"owner=helm,name={name}",
-                                         metadata_only=False)
-                  if s.get("type") == RELEASE_TYPE]
-    except ApiError as err:
-        raise ApplySetError(f"cannot read the records of Helm release {namespace}/{name}: {err.message}",
-                            obj=f"Helm release {namespace}/{name}",
-                            fix="grant this user list on secrets in that namespace") from err
-    records = sorted((_record(s) for s in listed), key=lambda r: r.version)
-    if not records:
-        return None
-    newest = next(s for s in listed if s["metadata"]["name"] == records[-1].name)
-    try:
-        release = decode((newest.get("data") or {}).get("release") or "")
+        release = decode((newest.get("data") or {}).get("release") or "", in_secret=kind == spec.SECRET_KIND)
     except (ValueError, OSError) as err:
         raise ApplySetError(f"the record {records[-1].name} of Helm release {namespace}/{name} cannot be read "
-                            f"({err})", obj=f"secrets/{records[-1].name}",
+                            f"({err})", obj=f"{kind.kind} {namespace}/{records[-1].name}",
                             fix="repair or delete the damaged record with helm or kubectl, then run again") from err
     metadata = (release.get("chart") or {}).get("metadata") or {}
     chart = {key: metadata[key] for key in ("name", "version", "appVersion") if metadata.get(key)}
@@ -185,9 +195,9 @@ def read(client: KubeClient, discovery: Discovery, name: str, namespace: str) ->
     return Release(name, namespace, records[-1].version, status, chart, release.get("manifest") or "", tuple(records))
 
 
-def _record(secret: dict) -> Record:
-    meta = secret.get("metadata") or {}
+def _record(kind: spec.GroupKind, obj: dict) -> Record:
+    meta = obj.get("metadata") or {}
     labels = meta.get("labels") or {}
     version = labels.get("version") or meta.get("name", "").rpartition(".v")[2]
-    return Record(meta.get("name", ""), meta.get("uid"), int(version) if str(version).isdigit() else 0,
+    return Record(kind, meta.get("name", ""), meta.get("uid"), int(version) if str(version).isdigit() else 0,
                   labels.get("status") or "")

@@ -14,7 +14,7 @@ With ``take_over``:
   (labelled after the claim) and pruned under the usual rules, each exactly the object of the
   release read here (its annotations name the release; the DELETE has its UID as precondition);
 - after everything went through, ``retire`` (step retire-helm-release) deletes the release's
-  record Secrets, each by UID: ``helm list`` no longer shows the release and ``helm uninstall`` has
+  records, each by UID: ``helm list`` no longer shows the release and ``helm uninstall`` has
   nothing to delete. The newest release's chart metadata and manifest digest become the provenance
   of the set's revision.
 
@@ -121,23 +121,24 @@ def _show(ctx: RunContext, release, desired_refs: list, dropped: list, managers:
 
 def retire(ctx: RunContext) -> None:
     """Step retire-helm-release: once every object of the release is a member (the run got here:
-    nothing failed), delete the release's record Secrets, each by UID, newest last so that an
+    nothing failed), delete the release's records, each by UID, newest last so that an
     interrupted retirement leaves the release listed at its newest revision."""
     take = ctx.decisions.helm
     if take is None:
         return
-    secrets = ctx.discovery.for_group_kind(spec.SECRET_KIND)
     release = take.release
-    assert secrets is not None  # the records were read through it
     for record in release.records:
+        res = ctx.discovery.for_group_kind(record.kind)
+        assert res is not None  # the records were read through it
         try:
-            ctx.client.delete(secrets, record.name, release.namespace, uid=record.uid)
+            ctx.client.delete(res, record.name, release.namespace, uid=record.uid)
         except ApiError as err:
             if err.status == 404:
                 continue
             raise ApplySetError(
                 f"the objects of Helm release {release.ref} are members of this set now, but its record "
-                f"{record.name} could not be deleted: {err.message}", obj=f"secrets/{record.name}",
-                fix="grant this user delete on secrets in that namespace and run again (the run retires the "
-                "records that are left)") from err
+                f"{record.name} could not be deleted: {err.message}",
+                obj=f"{record.kind.kind} {release.namespace}/{record.name}",
+                fix=f"grant this user delete on {res.plural} in that namespace and run again (the run retires "
+                "the records that are left)") from err
     ctx.report.applyset["helm_take_over"]["retired"] = True
