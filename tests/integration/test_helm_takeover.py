@@ -117,6 +117,7 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     assert preview["field_managers"] == ["helm"] and preview["records"] == [f"sh.helm.release.v1.{RELEASE}.v1"]
     assert not preview["retired"]
     assert {o["name"]: o["action"] for o in result["objects"]}[f"{RELEASE}-token"] == "pruned"
+    assert f"a real run first takes over all fields of helm (Helm release {namespace}/{RELEASE})" in out, out
     assert snapshot(kube, [namespace]) == state  # check mode wrote nothing
     assert helm.releases(namespace) == [RELEASE]
 
