@@ -21,7 +21,8 @@ import yaml
 from ansible_cli import ansible_env
 from test_apply import PART_OF, apply, snapshot
 
-CHART = Path(__file__).parent / "data" / "charts" / "takeover"
+CHARTS = Path(__file__).parent / "data" / "charts"
+CHART = CHARTS / "takeover"
 HELMS = {"helm3": ("APPLYSET_TEST_HELM3", "/work/helm-bin/v3/helm"),
          "helm4": ("APPLYSET_TEST_HELM4", "/work/helm-bin/v4/helm")}
 RELEASE = "demo"
@@ -210,6 +211,56 @@ def test_a_release_kept_in_configmaps_is_taken_over_and_its_records_retired(clus
     assert live(kube, namespace)["ConfigMap"]["metadata"]["uid"] == uid
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/sh.helm.release.v1.{RELEASE}.v1") is None
     assert helm.releases(namespace) == []
+
+
+def test_a_public_chart_installed_by_helm_is_taken_over_with_every_uid_kept(cluster, kube, namespace, helm, tmp_path):
+    """ingress-nginx as rendered in data/charts/ingress-nginx (its README names the origin), installed
+    by helm from a chart that holds exactly that text, hooks included, then taken over."""
+    text = (CHARTS / "ingress-nginx" / "rendered.yaml").read_text().replace("helm-hooks-ns", namespace)
+    chart = tmp_path / "ingress-nginx"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: ingress-nginx\nversion: 4.15.1\n")
+    (chart / "rendered.yaml").write_text(text)
+    (chart / "templates" / "all.yaml").write_text('{{ .Files.Get "rendered.yaml" }}')
+    helm.run("install", "ingress-nginx", str(chart), "-n", namespace)
+    objects = [doc for doc in yaml.safe_load_all(text) if doc]
+    members = [o for o in objects if "helm.sh/hook" not in (o["metadata"].get("annotations") or {})]
+    uids = {ref(o): uid_of(kube, o, namespace) for o in members}
+    assert None not in uids.values(), uids
+    try:
+        rc, result, out = apply(cluster, namespace, objects, helm={"release_name": "ingress-nginx", "take_over": True})
+        assert rc == 0, out
+        taken = result["applyset"]["helm_take_over"]
+        assert taken["retired"] and len(taken["adopted"]) == len(members) and taken["dropped"] == []
+        assert {ref(o): uid_of(kube, o, namespace) for o in members} == uids
+        for obj in members:
+            live_obj = kube.get(path_of(kube, obj, namespace))
+            assert "helm" not in managers(live_obj), ref(obj)
+        assert helm.releases(namespace) == []
+        rc, result, out = apply(cluster, namespace, objects, helm={"release_name": "ingress-nginx", "take_over": True})
+        assert rc == 0 and not result["changed"] and result["requests"]["writes"] == 0, out
+    finally:  # its cluster-scoped objects (IngressClass, webhook, ClusterRole) must not outlive the test
+        apply(cluster, namespace, objects, state="absent")
+
+
+def ref(obj):
+    return f"{obj['kind']} {obj['metadata']['name']}"
+
+
+def path_of(kube, obj, namespace):
+    """The API path of ``obj`` (its plural and scope from discovery)."""
+    group_version = obj["apiVersion"]
+    base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+    for discovered in kube.get(base)["resources"]:
+        if discovered.get("kind") == obj["kind"] and "/" not in discovered["name"]:
+            where = f"/namespaces/{namespace}" if discovered["namespaced"] else ""
+            return f"{base}{where}/{discovered['name']}/{obj['metadata']['name']}"
+    raise AssertionError(f"{obj['kind']} is not served")
+
+
+def uid_of(kube, obj, namespace):
+    found = kube.get(path_of(kube, obj, namespace))
+    return found["metadata"]["uid"] if found else None
 
 
 def _with_status(value: str, status: str, version: int) -> str:
