@@ -146,7 +146,7 @@ def object_ids(release: Release, discovery: Discovery) -> dict:
     object that names no namespace is in the release's)."""
     ids = {}
     for obj in manifest_objects(release.manifest, release.namespace):
-        group, _, version = obj.api_version.rpartition("/")
+        group, _slash, version = obj.api_version.rpartition("/")
         res = discovery.for_gvk(group, version, obj.kind)
         if res is None:
             continue
