@@ -252,6 +252,40 @@ options:
         an error, found before anything is written.
     type: bool
     default: false
+  helm:
+    description:
+      - The Helm release this set stands for.
+      - Without O(helm), or without O(helm.take_over), a member whose live object belongs to a Helm release that
+        still exists (its C(meta.helm.sh/release-name) annotation names it and Helm keeps its records) is refused
+        before anything is written, naming the release (Helm would write it back on its next upgrade and delete it
+        on uninstall).
+    type: dict
+    suboptions:
+      release_name:
+        description: The release's name. By default the parent's name.
+        type: str
+      namespace:
+        description: The release's namespace. By default the set's (O(namespace), else the parent's).
+        type: str
+      take_over:
+        description:
+          - Take over the release, installed by Helm 3 or Helm 4 (or kubernetes.core's C(helm) module), into this
+            set. Every object of it keeps its UID (nothing is recreated, no pod restarts), becomes a member, and
+            Helm's field ownership becomes this set's field manager's, so that a field only Helm had set goes when
+            the manifests drop it; Helm's C(meta.helm.sh/*) annotations go too.
+          - The objects of the release that the manifests no longer contain are pruned under every rule of a prune
+            (guard, keep annotations), each exactly the object the release installed (by UID). With
+            O(prune=false) they are taken in and kept.
+          - Once every object is a member, the release's records (C(sh.helm.release.v1.NAME.vN), Secrets, or
+            ConfigMaps with C(HELM_DRIVER=configmap)) are deleted, so C(helm list) no longer shows it and C(helm uninstall) cannot remove what the set owns.
+            With a history, the set's revision records the release's chart and manifest digest (not its values).
+          - Refused before any write, naming the release, are objects of a release of another name, and a
+            release Helm is in the middle of (pending-install, pending-upgrade, pending-rollback, uninstalling).
+          - Check mode shows what would be done (RV(applyset.helm_take_over)) and writes nothing. Harmless to
+            keep; once the release is retired there is nothing left to take over, and a re-run writes nothing.
+          - See docs/helm-takeover.md.
+        type: bool
+        default: false
   adopt_legacy:
     description:
       - Take over a set that C(kubectl apply --prune -l SELECTOR) managed. The objects that kubectl's legacy prune
@@ -490,6 +524,15 @@ EXAMPLES = r"""
     src: manifests/shop/
     takeover: true
 
+- name: Take over a release installed with helm install (preview it first with --check)
+  applyset.kubernetes.applyset_apply:
+    parent: shop
+    namespace: shop
+    src: rendered/shop.yaml        # helm template shop chart/ -n shop --values values.yaml
+    helm:
+      release_name: shop
+      take_over: true
+
 - name: Nightly drift check (check mode), leaving the replicas an autoscaler sets to it
   applyset.kubernetes.applyset_apply:
     parent: shop
@@ -563,6 +606,20 @@ applyset:
       elements: str
       returned: when O(adopt_legacy) is set
       sample: [ConfigMap shop/banner, Deployment shop/web]
+    helm_take_over:
+      description:
+        - With O(helm.take_over), what the take-over does (in check mode, would do). C(found) is false when Helm
+          keeps no record of the release (never installed, or already taken over).
+        - C(adopted) the release's objects the manifests contain, C(dropped) those they no longer contain (pruned
+          under the prune rules, see RV(objects)), C(field_managers) Helm's field managers whose fields became
+          ours, C(records) the release's Secrets and C(retired) whether they were deleted.
+      type: dict
+      returned: when O(helm.take_over) is true
+      sample: {release: shop, namespace: shop, found: true, revision: 3, status: deployed,
+               chart: {name: shop, version: 1.2.0, appVersion: "2.0"}, adopted: [ConfigMap shop/shop-settings],
+               dropped: [Secret shop/shop-token], field_managers: [helm],
+               records: [sh.helm.release.v1.shop.v1, sh.helm.release.v1.shop.v2, sh.helm.release.v1.shop.v3],
+               retired: true}
 summary:
   description: How many objects got each action.
   returned: always
@@ -781,6 +838,14 @@ def argument_spec():
         rollback_timeout=dict(type="int", default=300),
         provenance=dict(type="dict"),
         approved_plan=dict(type="raw"),
+        helm=dict(
+            type="dict",
+            options=dict(
+                release_name=dict(type="str"),
+                namespace=dict(type="str"),
+                take_over=dict(type="bool", default=False),
+            ),
+        ),
     )
 
 
@@ -897,7 +962,8 @@ def checked_options(module, definition):
     (``Options.problems``) before any request, as is what the parameters ask together. The
     history and adopt_legacy are added after the early reads; the engine checks them."""
     params = module.params
-    options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff))
+    options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff),
+                      **helm_fields(params))
     problems = options.problems()
     if problems:
         fail_option(module, *problems[0])  # one at a time, in the order of Options.problems
@@ -912,6 +978,25 @@ def checked_options(module, definition):
             fail_option(module, "state", "state=present needs src or definition",
                         "give src or definition; to empty the set on purpose set guard.allow_empty: true")
     return options
+
+
+def helm_fields(params):
+    """The ``Options`` fields of the ``helm`` option: the release's name (given, or the parent's),
+    its namespace (None: the set's) and ``take_over``; none without ``helm``."""
+    helm = params.get("helm")
+    if not helm:
+        return {}
+    return {"helm_release": helm["release_name"] or parent_name(params["parent"]),
+            "helm_namespace": helm["namespace"], "helm_take_over": helm["take_over"]}
+
+
+def parent_name(parent):
+    """The name the ``parent`` option gives: ``[RESOURCE][.GROUP]/NAME`` or a reference or object dict."""
+    if isinstance(parent, str):
+        return parent.partition("/")[2] or parent
+    if isinstance(parent, dict):
+        return (parent.get("metadata") or {}).get("name") or parent.get("name")
+    return None
 
 
 def rollback_revision(target, module):

@@ -36,6 +36,8 @@ STANDARD = [SECRET, CONFIGMAP, SERVICE, NAMESPACE, DEPLOYMENT, CRD, APPLYSET_CR,
 def _matches(selector, labels):
     if not selector:
         return True
+    if "," in selector and " in (" not in selector:  # a conjunction: every requirement
+        return all(_matches(part, labels) for part in selector.split(","))
     if " in (" in selector:
         key, _, values = selector.partition(" in (")
         return labels.get(key) in values.rstrip(")").split(",")

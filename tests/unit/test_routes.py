@@ -34,6 +34,19 @@ ROUTES = {
     "apply, adopt_legacy without prune": (
         routes.for_apply, Options(prune=False, adopt_legacy=LegacyOptions(selector="app=shop")),
         READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
+    "apply, helm.take_over": (routes.for_apply, Options(helm_release="shop", helm_take_over=True),
+                              READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune",
+                                         "retire-helm-release", *POST, "release"]),
+    "apply, helm.take_over, wait": (
+        routes.for_apply, Options(helm_release="shop", helm_take_over=True, wait=True),
+        READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune-early", "wait-ready", "prune",
+                   "retire-helm-release", *POST, "release", "wait-gone"]),
+    "apply, helm.take_over without prune": (
+        routes.for_apply, Options(prune=False, helm_release="shop", helm_take_over=True),
+        READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "retire-helm-release", *POST,
+                   "release"]),
+    "preview, helm.take_over": (routes.for_preview, Options(dry_run=True, helm_release="shop", helm_take_over=True),
+                                READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
     "preview": (routes.for_preview, Options(dry_run=True, wait=True),
                 READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
     "preview, no prune": (routes.for_preview, Options(dry_run=True, prune=False),

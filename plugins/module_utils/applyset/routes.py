@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .apply import adoption, applying, namespaces
-from .steps import approval, claim, decide, history_steps, hook_run, pruning, rollback
+from .steps import approval, claim, decide, helm_takeover, history_steps, hook_run, pruning, rollback
 from .steps import settling, teardown, without_claim
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
 
@@ -85,22 +85,27 @@ def for_apply(opts) -> Route:
     needs), the release last and always, the wait after it."""
     tail = [Step("make-namespaces", applying.make_namespaces, WRITE), CLAIM_STEP,
             Step(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
-    if opts.adopt_legacy is not None and opts.prune:
+    if (opts.adopt_legacy is not None and opts.prune) or opts.helm_take_over:
         tail.append(Step("label-adopted", adoption.label, WRITE))
     tail.append(Step("apply", applying.apply_phases, WRITE))
     if opts.prune and opts.wait:
         # Prune after ready (prune_order.py): a wait that fails prunes nothing; the parent stays the union.
         tail += [Step("prune-early", pruning.prune_early_step, WRITE),
                  Step("wait-ready", settling.wait_ready_before_prune, WAIT),
-                 Step("prune", pruning.prune_step, WRITE), *_release(opts),
+                 Step("prune", pruning.prune_step, WRITE), *_retire(opts), *_release(opts),
                  Step("wait-gone", settling.wait_pruned_gone, WAIT)]
         return _route(APPLY, APPLY, opts, tail)
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, WRITE))
-    tail += _release(opts)
+    tail += [*_retire(opts), *_release(opts)]
     if opts.wait:
         tail.append(Step("wait", settling.wait_until_settled, WAIT))
     return _route(APPLY, APPLY, opts, tail)
+
+
+def _retire(opts) -> list:
+    """With ``helm.take_over``: the release's records deleted once its objects are members."""
+    return [Step("retire-helm-release", helm_takeover.retire, WRITE)] if opts.helm_take_over else []
 
 
 def _release(opts) -> list:
@@ -200,7 +205,9 @@ def choose(entry: str, ctx, may_skip_claim: bool) -> Route:
         if opts.dry_run:
             return for_preview(opts)
         # A run with hooks to run takes the claim: two runs never run one set's hooks at once.
-        if may_skip_claim and not hook_run.due(ctx) and without_claim.blocker(ctx) is None:
+        # A Helm release to take over is retired under the claim.
+        if (may_skip_claim and not hook_run.due(ctx) and ctx.decisions.helm is None
+                and without_claim.blocker(ctx) is None):
             return for_update_only(opts)
         return for_apply(opts)
     if not ctx.parent.exists:

@@ -85,9 +85,14 @@ def _take_over_release_fields(ctx: RunContext, member: plans.DesiredObject, befo
     if before is None or not ctx.set_managers:
         return []
 
+    helm = ctx.decisions.helm if ctx.has("decisions") else None
+
     def plan_merge(obj):
-        return csa.merge_releases((obj.get("metadata") or {}).get("managedFields"), ctx.opts.field_manager,
-                                  ctx.set_managers, member.body.get("apiVersion"))
+        migration = csa.merge_releases((obj.get("metadata") or {}).get("managedFields"), ctx.opts.field_manager,
+                                       ctx.set_managers, member.body.get("apiVersion"))
+        if migration is not None and helm is not None and set(migration.releases) <= helm.managers:
+            migration.releases_of = f"Helm release {helm.release.ref}"  # helm.take_over (steps/helm_takeover.py)
+        return migration
 
     migration = plan_merge(before)
     if migration is None:

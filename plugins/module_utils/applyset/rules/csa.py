@@ -95,6 +95,7 @@ class Migration:
     whole: list = field(default_factory=list)  # client-side apply managers whose fields all became ours
     shared: list = field(default_factory=list)  # imperative managers whose shared fields became ours
     releases: list = field(default_factory=list)  # other managers of this set's releases, all fields ours
+    releases_of: str = "earlier releases of this set"  # whose managers ``releases`` are, for ``describe``
 
     @property
     def needs_reapply(self) -> bool:
@@ -110,7 +111,7 @@ class Migration:
         if self.shared:
             parts.append(f"the fields the manifest sets from {', '.join(sorted(set(self.shared)))}")
         if self.releases:
-            parts.append(f"all fields of {', '.join(sorted(set(self.releases)))} (earlier releases of this set)")
+            parts.append(f"all fields of {', '.join(sorted(set(self.releases)))} ({self.releases_of})")
         return " and ".join(parts)
 
 

@@ -62,6 +62,9 @@ class Options:
     # steps/approval.py: the plan a real run must still have (a plan id, a plan list, or a check-mode
     # result); a run whose plan differs fails before any write. None binds the run to no plan.
     approved_plan: object = None
+    helm_release: str | None = None  # helm.release_name, or the parent's name; None without helm
+    helm_namespace: str | None = None  # helm.namespace; None: the set's namespace
+    helm_take_over: bool = False  # take over the Helm release helm_release (steps/helm_takeover.py)
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:
@@ -86,6 +89,8 @@ class Options:
         if not 0 <= self.max_prune_percent <= 100:
             found.append(("guard.max_prune_percent", "must be between 0 and 100",
                           "set it to 100 to allow any prune, or lower to guard more"))
+        if self.helm_take_over and not self.helm_release:
+            found.append(("helm.take_over", "needs the release's name", "set helm.release_name"))
         for name in ("crd_timeout", "claim_ttl", "claim_wait", "wait_timeout", "recreate_timeout"):
             if getattr(self, name) < 0:
                 found.append((name, "must be 0 seconds or more", f"set {name} to 0 or more"))

@@ -22,6 +22,7 @@ from ..parent import resolve as parent_resolve
 from ..rules import plan as plans
 from ..rules import prune as prunes
 from .. import spec
+from . import helm_takeover
 from .claim import wait_until_free
 from ..errors import ApplySetError, GuardError, InputError, InputErrors
 from ..kube.listing import LiveObject, list_pairs, live_objects, recorded_scope
@@ -83,6 +84,7 @@ class Decisions:
     not_listed: frozenset = field(default_factory=frozenset)
     order: ordering.Order | None = None  # depends-on and sync waves; None when no member has them
     policies: field_policy.Policies = field(default_factory=field_policy.Policies)  # members and fields left alone
+    helm: helm_takeover.TakeOver | None = None  # the Helm release this run takes over (helm.take_over)
 
     def prune_context(self, parent, applied_uids=frozenset()) -> prunes.Context:
         """What the prune rules know: the recorded scope (widened by adopted objects) and the
@@ -210,6 +212,9 @@ def decide(ctx: RunContext) -> None:
     taken = adoption.NONE
     if opts.adopt_legacy is not None and opts.prune:
         taken = adoption.select(ctx, plan)
+    helm = helm_takeover.find(ctx)  # before the unchanged are found: it names Helm's field managers
+    if helm is not None:
+        taken = adoption.Adoption(taken.adopted + helm.dropped, taken.desired_count + helm.desired_count)
     candidates, about_to_apply, first = _first_prune_decisions(ctx, taken)
     hints = _hints(ctx, taken.adopted)
     policies = _leave_to_others(ctx)  # before the unchanged are found: rules change bodies
@@ -225,7 +230,7 @@ def decide(ctx: RunContext) -> None:
     members.while_writing(parent, plan)
     ctx.decisions = Decisions(
         unchanged=unchanged, candidates=candidates, about_to_apply=about_to_apply, prune=first, hints=hints,
-        adopted=taken.adopted, not_listed=live.not_listed, order=order, policies=policies,
+        adopted=taken.adopted, not_listed=live.not_listed, order=order, policies=policies, helm=helm,
         namespace_to_create=namespaces.check(ctx, unchanged),
         parent_namespace_first=None if opts.dry_run else _parent_namespace_first(parent, plan, live))
 

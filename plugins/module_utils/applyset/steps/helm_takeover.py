@@ -1,0 +1,145 @@
+"""Taking over a release Helm installed (``helm.take_over``), and refusing Helm's objects otherwise.
+
+In the decide step (``find``, reads only): the releases that own desired objects are read from
+their records (``parent.helm_release``); a run that would apply them without taking exactly that
+release over, or while Helm is changing it, is refused (``rules.helm_takeover``) before any write.
+With ``take_over``:
+
+- the release's objects that the manifests still contain are applied as members, and the field
+  managers Helm wrote them under join ``ctx.set_managers``: their managedFields entries are merged
+  into ours before the apply (``apply.member_apply``, ``rules.csa.merge_releases``, as client-go's
+  csaupgrade does), so the apply keeps every UID, conflicts with nothing, and removes what only
+  Helm set and our manifests do not (Helm's own ``meta.helm.sh/*`` annotations among them);
+- the release's objects that the manifests no longer contain are taken in like ``adopt_legacy``'s
+  (labelled after the claim) and pruned under the usual rules, each exactly the object of the
+  release read here (its annotations name the release; the DELETE has its UID as precondition);
+- after everything went through, ``retire`` (step retire-helm-release) deletes the release's
+  records, each by UID: ``helm list`` no longer shows the release and ``helm uninstall`` has
+  nothing to delete. The newest release's chart metadata and manifest digest become the provenance
+  of the set's revision.
+
+The result's ``applyset.helm_take_over`` says what is (or, in check mode, would be) done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .. import spec
+from ..errors import ApiError, ApplySetError
+from ..kube.listing import LiveObject
+from ..parent import helm_release
+from ..rules import helm_takeover as rules
+from ..run.runner import RunContext
+
+
+@dataclass(frozen=True)
+class TakeOver:
+    """A release this run takes over: the ``release``, its objects the manifests no longer contain
+    (``dropped``, ``LiveObject`` labelled with this set's id, as ``apply.adoption`` adopts), how many
+    desired members were its objects (``desired_count``), and Helm's field ``managers``."""
+
+    release: helm_release.Release
+    dropped: tuple
+    desired_count: int
+    managers: frozenset
+
+
+def home_namespace(ctx: RunContext) -> str:
+    """The release's namespace: ``helm.namespace``, else the set's."""
+    return ctx.opts.helm_namespace or ctx.namespace or ctx.parent.namespace or "default"
+
+
+def find(ctx: RunContext) -> TakeOver | None:
+    """Refuse Helm's objects not taken over, and decide the take-over of ``helm.release_name``
+    (reads only; see the module's docstring).
+
+    Raises:
+        ApplySetError: naming the release and the fix, before any write.
+    """
+    opts, live = ctx.opts, ctx.live
+    wanted = rules.Wanted(opts.helm_take_over, opts.helm_release, home_namespace(ctx) if opts.helm_take_over else None)
+    owned = rules.owners(ctx.plan.members, {key: o.meta for key, o in live.objects.items()})
+    releases = {owner: helm_release.read(ctx.client, ctx.discovery, *owner) for owner in sorted(owned)}
+    release = None
+    if wanted.take_over and wanted.name:
+        key = (wanted.name, wanted.namespace or "")
+        release = releases[key] if key in releases else helm_release.read(ctx.client, ctx.discovery, *key)
+    refusal = rules.refuse(owned, releases, wanted) or (rules.pending_refusal(release) if release else None)
+    if refusal is not None:
+        raise ApplySetError(refusal.message, obj=ctx.set_ref, fix=refusal.fix)
+    if not wanted.take_over:
+        return None
+    if release is None:
+        ctx.report.applyset["helm_take_over"] = {"release": wanted.name, "namespace": wanted.namespace,
+                                                 "found": False}
+        return None
+    return _take_over(ctx, release, owned.get((release.name, release.namespace), []))
+
+
+def _take_over(ctx: RunContext, release: helm_release.Release, desired_refs: list) -> TakeOver:
+    owner = (release.name, release.namespace)
+    desired_keys = ctx.plan.keys()
+    dropped, managers, left = [], set(), []
+    for key, res in sorted(helm_release.object_ids(release, ctx.discovery).items()):
+        listed = ctx.live.get(key)
+        obj = listed.obj if listed is not None else ctx.client.get(res, key.name, key.namespace or None)
+        meta = (obj or {}).get("metadata") or {}
+        if obj is None or helm_release.owner_of(meta) != owner:
+            if obj is not None:
+                left.append(f"{res.kind} {key.namespace + '/' if key.namespace else ''}{key.name}")
+            continue
+        managers |= rules.helm_managers(meta.get("managedFields"))
+        if key not in desired_keys:
+            labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: ctx.parent.id}
+            dropped.append(LiveObject(res, {"metadata": {**meta, "labels": labels}}))
+    ctx.set_managers = ctx.set_managers | frozenset(managers)
+    if left:
+        ctx.record.warn(f"helm.take_over: {', '.join(left)} of Helm release {release.ref} no longer carry the "
+                        "release's annotations; left alone")
+    _show(ctx, release, desired_refs, dropped, managers)
+    if ctx.opts.history is not None and not ctx.opts.dry_run:
+        history = ctx.opts.history
+        provenance = {**history.provenance, "helm_release": release.provenance()}
+        ctx.opts = dataclasses.replace(ctx.opts, history=dataclasses.replace(history, provenance=provenance))
+    return TakeOver(release, tuple(dropped), len(desired_refs), frozenset(managers))
+
+
+def _show(ctx: RunContext, release, desired_refs: list, dropped: list, managers: set) -> None:
+    ctx.report.applyset["helm_take_over"] = {
+        "release": release.name, "namespace": release.namespace, "found": True, "revision": release.version,
+        "status": release.status, "chart": dict(release.chart),
+        "adopted": sorted(desired_refs),
+        "dropped": [f"{o.resource.kind} {o.key.namespace + '/' if o.key.namespace else ''}{o.key.name}"
+                    for o in dropped],
+        "field_managers": sorted(managers),
+        "records": [record.name for record in release.records],
+        "retired": False,
+    }
+
+
+def retire(ctx: RunContext) -> None:
+    """Step retire-helm-release: once every object of the release is a member (the run got here:
+    nothing failed), delete the release's records, each by UID, newest last so that an
+    interrupted retirement leaves the release listed at its newest revision."""
+    take = ctx.decisions.helm
+    if take is None:
+        return
+    release = take.release
+    for record in release.records:
+        res = ctx.discovery.for_group_kind(record.kind)
+        if res is None:  # never: the records were read through it
+            raise AssertionError(f"{record.kind} is not served")
+        try:
+            ctx.client.delete(res, record.name, release.namespace, uid=record.uid)
+        except ApiError as err:
+            if err.status == 404:
+                continue
+            raise ApplySetError(
+                f"the objects of Helm release {release.ref} are members of this set now, but its record "
+                f"{record.name} could not be deleted: {err.message}",
+                obj=f"{record.kind.kind} {release.namespace}/{record.name}",
+                fix=f"grant this user delete on {res.plural} in that namespace and run again (the run retires "
+                "the records that are left)") from err
+    ctx.report.applyset["helm_take_over"]["retired"] = True
