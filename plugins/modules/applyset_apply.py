@@ -353,9 +353,43 @@ options:
         type: dict
         default: {}
       load_balancers:
-        description: Services of type LoadBalancer wait until they have an ingress address.
+        description:
+          - Services of type LoadBalancer wait until they have an ingress address; so do Ingresses (the bundled
+            library's Ingress rule).
         type: bool
         default: false
+      health_check_exprs:
+        description:
+          - Readiness rules in CEL, in the form of Flux's Kustomization C(healthCheckExprs), so that Flux's rules (and the
+            Flux CEL cheatsheet's) can be pasted. Each entry names an C(apiVersion) and C(kind) (matched by API group and
+            kind, any version) and CEL expressions over the object, whose top-level fields are the variables
+            (C(status.conditions.exists(c, c.type == 'Ready' && c.status == 'True'))); C(self) is the whole object.
+          - As in Flux, an object whose C(status.observedGeneration) is behind its C(metadata.generation) is in progress;
+            then C(inProgress), C(failed) and C(current) are evaluated in that order and the first that holds decides;
+            none holding is in progress. A C(failed) that holds stops the wait at once (and starts I(on_failure)).
+          - Unlike Flux, an expression that reads a field that is not there yet means in progress, not an error. An
+            expression that does not compile is refused before any request, naming the entry and where it fails.
+          - These rules win over I(wait_rules.overrides), the built-in rules and the bundled library. Per object, the
+            annotations C(applyset.kubernetes.ansible/ready-when) and C(applyset.kubernetes.ansible/failed-when) (CEL,
+            the same variables) win over everything. Needs the Python package C(cel-python).
+        type: list
+        elements: dict
+        suboptions:
+          apiVersion:
+            description: The API version of the objects (C(cert-manager.io/v1)); the version is not compared.
+            type: str
+          kind:
+            description: Their kind.
+            type: str
+          current:
+            description: CEL expression that holds when the object is ready. Required.
+            type: str
+          inProgress:
+            description: CEL expression that holds while the object is still on its way.
+            type: str
+          failed:
+            description: CEL expression that holds when the object has failed; the wait stops at once.
+            type: str
   claim_ttl:
     description:
       - While a run changes the set, it claims the parent; another run waits for it (up to I(claim_wait)).
@@ -709,6 +743,9 @@ def argument_spec():
                 fail_closed=dict(type="bool", default=False),
                 overrides=dict(type="dict", default={}),
                 load_balancers=dict(type="bool", default=False),
+                health_check_exprs=dict(type="list", elements="dict", options=dict(
+                    apiVersion=dict(type="str"), kind=dict(type="str"), current=dict(type="str"),
+                    inProgress=dict(type="str"), failed=dict(type="str"))),
             ),
         ),
         claim_ttl=dict(type="int", default=60, aliases=["lock_ttl"]),
@@ -720,6 +757,11 @@ def argument_spec():
         rollback_timeout=dict(type="int", default=300),
         provenance=dict(type="dict"),
     )
+
+
+def _without_unset(exprs):
+    """health_check_exprs as the user wrote them: Ansible fills every suboption not given with None."""
+    return [{key: value for key, value in entry.items() if value is not None} for entry in exprs or []]
 
 
 # The parameters that become a field of the run's Options (see ansible_support.options_from):
@@ -835,6 +877,9 @@ def checked_options(module, definition):
     history and adopt_legacy are added after the early reads; the engine checks them."""
     params = module.params
     options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff))
+    exprs = _without_unset(params["wait_rules"]["health_check_exprs"])
+    if exprs:  # only then: a run without CEL rules passes the same rule keywords as before them
+        options.wait_rules["health_check_exprs"] = exprs
     problems = options.problems()
     if problems:
         fail_option(module, *problems[0])  # one at a time, in the order of Options.problems

@@ -119,7 +119,7 @@ def evaluate(text: str, activation: Activation) -> tuple[bool | None, str]:
 
 
 def _eval_error(err) -> str:
-    args = getattr(err, "args", ()) or ()
+    args: tuple = tuple(getattr(err, "args", ()) or ())
     cause = args[1] if len(args) > 1 else None
     if cause is KeyError:
         # The only KeyErrors are names and map keys that are not there (yet).

@@ -18,7 +18,7 @@ resource_customizations) publish, kept under tests/unit/wait/data/.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, TypeGuard
 
 from ..spec import GroupKind
 
@@ -40,20 +40,20 @@ def _spec(obj: dict) -> dict:
     return spec if isinstance(spec, dict) else {}
 
 
-def conditions_of(holder: dict) -> dict:
+def conditions_of(holder: dict) -> dict[str, dict]:
     """The ``conditions`` of ``holder`` (a status, a route parent, a listener) by type."""
-    found = {}
+    found: dict[str, dict] = {}
     for condition in holder.get("conditions") or []:
         if isinstance(condition, dict) and condition.get("type"):
             found[condition["type"]] = condition
     return found
 
 
-def _is(condition: dict | None, status: str) -> bool:
+def _is(condition: dict | None, status: str) -> TypeGuard[dict]:
     return condition is not None and condition.get("status") == status
 
 
-def explain(condition: dict) -> str:
+def explain(condition: Any) -> str:
     """``reason: message`` of a condition (or event), whichever parts it has."""
     parts = [condition.get("reason"), condition.get("message")]
     return ": ".join(str(p).strip() for p in parts if p) or f"status {condition.get('status')}"
@@ -79,7 +79,7 @@ def generation_behind(obj: dict) -> str | None:
     return f"waiting for the controller to observe generation {generation} (it has seen {observed})"
 
 
-def _stale_condition(obj: dict, condition: dict) -> bool:
+def _stale_condition(obj: dict, condition: Any) -> bool:
     generation = _as_int((obj.get("metadata") or {}).get("generation"))
     observed = _as_int(condition.get("observedGeneration"))
     return generation is not None and observed is not None and observed < generation
@@ -135,7 +135,8 @@ def rollout(obj: dict) -> tuple[str, str]:
 
 def _rollout_by_replicas(obj: dict) -> tuple[str, str]:
     status, spec = _status(obj), _spec(obj)
-    want = spec.get("replicas") if isinstance(spec.get("replicas"), int) else 1
+    replicas = spec.get("replicas")
+    want = replicas if isinstance(replicas, int) else 1
     updated, available = status.get("updatedReplicas") or 0, status.get("availableReplicas") or 0
     if updated < want:
         return IN_PROGRESS, f"{updated}/{want} replicas updated"
@@ -399,8 +400,8 @@ def ingress(obj: dict) -> tuple[str, str]:
     ``status.loadBalancer.ingress``, as for a Service of type LoadBalancer. Source: Kubernetes
     networking/v1 IngressStatus; Argo CD's Ingress health."""
     found = ((_status(obj).get("loadBalancer") or {}).get("ingress")) or []
-    addresses = [e.get("ip") or e.get("hostname") for e in found if isinstance(e, dict)]
-    addresses = [a for a in addresses if a]
+    addresses = [str(e.get("ip") or e.get("hostname")) for e in found
+                 if isinstance(e, dict) and (e.get("ip") or e.get("hostname"))]
     if addresses:
         return READY, f"load balancer at {', '.join(addresses)}"
     return IN_PROGRESS, "waiting for the ingress controller to publish an address"
@@ -471,6 +472,11 @@ def _looks_like_crossplane(obj: dict) -> bool:
     """Crossplane's objects report Synced (and Ready); a Synced condition alone, on an object without
     Crossplane's spec fields, is some other controller's and stays with the generic rule."""
     conditions = conditions_of(_status(obj))
+    crossplane_spec = bool(_CROSSPLANE_SPEC & set(_spec(obj)))
+    if not conditions:
+        # Not reported yet (or a manifest, for check mode's readiness_rule): the spec says whose it is.
+        return crossplane_spec and ("compositionRef" in _spec(obj) or "resourceRef" in _spec(obj)
+                                    or "forProvider" in _spec(obj) or "crossplane" in _spec(obj))
     if "Synced" not in conditions:
         return False
-    return "Ready" in conditions or bool(_CROSSPLANE_SPEC & set(_spec(obj)))
+    return "Ready" in conditions or crossplane_spec
