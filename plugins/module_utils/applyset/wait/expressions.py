@@ -80,8 +80,32 @@ def entry_for(group_kind: GroupKind, exprs) -> tuple[int, dict] | None:
     return None
 
 
+# Verdicts by (uid, resourceVersion, rule): a cel-python evaluation costs about a millisecond, and
+# a wait judges an object every round although most rounds find it unchanged.
+_SEEN: dict = {}
+_SEEN_MAX = 20000
+
+
+def _remembered(obj: dict, rule: tuple, judge):
+    meta = obj.get("metadata") or {}
+    key = (meta.get("uid"), meta.get("resourceVersion"), rule)
+    if not key[0] or not key[1]:
+        return judge()
+    if key not in _SEEN:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[key] = judge()
+    return _SEEN[key]
+
+
 def judge_entry(obj: dict, index: int, entry: dict) -> tuple[str, str]:
-    """``(outcome, reason)`` of ``obj`` by the ``health_check_exprs`` entry at ``index``."""
+    """``(outcome, reason)`` of ``obj`` by the ``health_check_exprs`` entry at ``index``; the same
+    object version (uid and resourceVersion) is judged once."""
+    rule = (index,) + tuple(entry.get(field) for field, _outcome in _ORDER)
+    return _remembered(obj, rule, lambda: _judge_entry(obj, index, entry))
+
+
+def _judge_entry(obj: dict, index: int, entry: dict) -> tuple[str, str]:
     stale = generation_behind(obj)
     if stale:
         return IN_PROGRESS, stale
@@ -148,6 +172,11 @@ def check_annotations(objs) -> None:
 def judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
     """``(outcome, reason)`` of ``obj`` by its annotations ``rule`` (``annotation_rule``), or None when
     only failed-when is given and does not hold: the object's other rule then decides."""
+    key = ("annotations", rule.get(FAILED_WHEN), rule.get(READY_WHEN))
+    return _remembered(obj, key, lambda: _judge_annotations(obj, rule))
+
+
+def _judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
     activation = cel.Activation(obj)
     waiting = []
     for key, outcome in ((FAILED_WHEN, FAILED), (READY_WHEN, READY)):

@@ -110,7 +110,7 @@ def rollout(obj: dict) -> tuple[str, str]:
     replica counts before. Source: argo-rollouts pkg/apis/rollouts/v1alpha1/types.go (RolloutPhase,
     InvalidSpec and Progressing conditions); Argo CD resource_customizations/argoproj.io/Rollout."""
     status, conditions = _status(obj), conditions_of(_status(obj))
-    stale = generation_behind(obj)
+    stale = generation_behind(obj) or _workload_behind(obj)
     if stale:
         return IN_PROGRESS, stale
     if _is(conditions.get("InvalidSpec"), "True"):
@@ -133,7 +133,21 @@ def rollout(obj: dict) -> tuple[str, str]:
     return _rollout_by_replicas(obj)
 
 
+def _workload_behind(obj: dict) -> str | None:
+    """A Rollout with ``spec.workloadRef`` also observes its Deployment's generation, which the
+    controller records in an annotation and reports in ``status.workloadObservedGeneration``."""
+    if not _spec(obj).get("workloadRef"):
+        return None
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    wanted = _as_int(annotations.get("rollout.argoproj.io/workload-generation"))
+    seen = _as_int(_status(obj).get("workloadObservedGeneration"))
+    if wanted is None or wanted == seen:
+        return None
+    return f"waiting for the controller to observe generation {wanted} of the referenced workload (it has seen {seen})"
+
+
 def _rollout_by_replicas(obj: dict) -> tuple[str, str]:
+    """Rollouts before v1.0 report no phase: the replica counts and the stable ReplicaSet say it."""
     status, spec = _status(obj), _spec(obj)
     replicas = spec.get("replicas")
     want = replicas if isinstance(replicas, int) else 1
@@ -142,6 +156,14 @@ def _rollout_by_replicas(obj: dict) -> tuple[str, str]:
         return IN_PROGRESS, f"{updated}/{want} replicas updated"
     if available < updated:
         return IN_PROGRESS, f"{available}/{updated} updated replicas available"
+    if (status.get("replicas") or 0) > updated:
+        return IN_PROGRESS, f"{status['replicas'] - updated} old replicas pending termination"
+    strategy, current = spec.get("strategy") or {}, status.get("currentPodHash")
+    stable = status.get("stableRS") or (status.get("canary") or {}).get("stableRS")
+    if "blueGreen" in strategy and (status.get("blueGreen") or {}).get("activeSelector") not in (None, current):
+        return IN_PROGRESS, "switching the active service to the new ReplicaSet"
+    if "canary" in strategy and stable and current and stable != current:
+        return IN_PROGRESS, "canary steps not finished (the stable ReplicaSet is not the current one)"
     steps = ((spec.get("strategy") or {}).get("canary") or {}).get("steps")
     index = status.get("currentStepIndex")
     if isinstance(steps, list) and isinstance(index, int) and index < len(steps):
@@ -344,18 +366,26 @@ def route(obj: dict) -> tuple[str, str]:
     wanted = len(_spec(obj).get("parentRefs") or []) or 1
     current = [p for p in _status(obj).get("parents") or [] if isinstance(p, dict)
                and not any(_stale_condition(obj, c) for c in conditions_of(p).values())]
+    programming = backend = None
     for parent in current:
         name = (parent.get("parentRef") or {}).get("name")
         conditions = conditions_of(parent)
         accepted, refs = conditions.get("Accepted"), conditions.get("ResolvedRefs")
         if _is(accepted, "False") and accepted.get("reason") != "Pending":
             return FAILED, f"parent {name}: Accepted False: {explain(accepted)}"
-        if _is(refs, "False") and refs.get("reason") != "BackendNotFound":
-            return FAILED, f"parent {name}: ResolvedRefs False: {explain(refs)}"
+        if _is(refs, "False"):
+            if refs.get("reason") != "BackendNotFound":
+                return FAILED, f"parent {name}: ResolvedRefs False: {explain(refs)}"
+            backend = f"parent {name}: waiting for the backend: {explain(refs)}"
+        programmed = conditions.get("Programmed")  # some implementations report it per parent
+        if programmed is not None and not _is(programmed, "True"):
+            programming = f"parent {name}: Programmed {programmed.get('status')}: {explain(programmed)}"
     accepted_by = [p for p in current if _is(conditions_of(p).get("Accepted"), "True")
                    and not _is(conditions_of(p).get("ResolvedRefs"), "False")]
     if len(accepted_by) < wanted:
-        return IN_PROGRESS, f"accepted by {len(accepted_by)} of {wanted} parents"
+        return IN_PROGRESS, backend or f"accepted by {len(accepted_by)} of {wanted} parents"
+    if programming:
+        return IN_PROGRESS, programming
     return READY, f"accepted by {len(accepted_by)} of {wanted} parents"
 
 
@@ -377,6 +407,22 @@ def crossplane(obj: dict) -> tuple[str, str]:
         if not _is(condition, "True"):
             return IN_PROGRESS, f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}"
     return IN_PROGRESS, "not Ready"  # unreachable: one of the two is not True
+
+
+def crossplane_package(obj: dict) -> tuple[str, str]:
+    """Crossplane's packages (Provider, Configuration, Function) and their revisions: ``Installed``
+    and ``Healthy`` True (a revision: ``Healthy`` or ``RevisionHealthy``). An unhealthy package is not
+    a stop: its runtime often turns healthy once its dependencies are installed. Source: crossplane
+    apis/pkg/v1/ (TypeInstalled, TypeHealthy); Argo CD _.crossplane.io."""
+    conditions = conditions_of(_status(obj))
+    wanted = ("Healthy",) if "Installed" not in conditions and "Healthy" in conditions else ("Installed", "Healthy")
+    if "RevisionHealthy" in conditions:
+        wanted = ("RevisionHealthy",)
+    for kind in wanted:
+        if not _is(conditions.get(kind), "True"):
+            condition = conditions.get(kind)
+            return IN_PROGRESS, f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}"
+    return READY, " and ".join(wanted)
 
 
 def horizontal_pod_autoscaler(obj: dict) -> tuple[str, str]:
@@ -440,6 +486,8 @@ LIBRARY: dict = {
     **_entry("helm.toolkit.fluxcd.io", ("HelmRelease",), flux_object),
     **_entry("source.toolkit.fluxcd.io", ("GitRepository", "OCIRepository", "HelmRepository", "HelmChart",
                                           "Bucket"), flux_object),
+    **_entry("pkg.crossplane.io", ("Provider", "Configuration", "Function", "ProviderRevision",
+                                   "ConfigurationRevision", "FunctionRevision"), crossplane_package),
     **_entry("autoscaling", ("HorizontalPodAutoscaler",), horizontal_pod_autoscaler, needs_status=False),
     **_entry("networking.k8s.io", ("Ingress",), ingress, needs_status=False, load_balancers_only=True),
 }
