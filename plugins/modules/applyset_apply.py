@@ -463,6 +463,20 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Deploy certificates and a Flux Kustomization, judged by rules pasted from Flux
+  applyset.kubernetes.applyset_apply:
+    parent: platform
+    namespace: platform
+    src: manifests/platform/
+    wait: true
+    on_failure: rollback      # a failed verdict starts the rollback at once, not at wait_timeout
+    wait_rules:
+      health_check_exprs:
+        - apiVersion: kustomize.toolkit.fluxcd.io/v1
+          kind: Kustomization
+          current: status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')
+          failed: status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')
+
 - name: Deploy the shop and prune what was removed
   applyset.kubernetes.applyset_apply:
     parent: shop            # a Secret named shop in the namespace below
@@ -598,6 +612,11 @@ objects:
       C(kept live value) or C(left out)) and C(owners).
     - In check mode, a member whose apply conflicts with another field manager is previewed as a forced dry run and
       reported with a C(reason) saying that a real run refuses it without O(force_conflicts); the preview does not fail.
+    - C(readiness_rule) (with O(wait), and in check mode) names the rule the member is judged by, first that applies:
+      C(annotation) (its C(applyset.kubernetes.ansible/ready-when) annotation), C(health_check_exprs[N]),
+      C(override KEY), C(built-in) (the kind's own rule), C(library NAME) (the bundled library, for example
+      C(library Certificate.cert-manager.io)), C(generic) (a Ready or Available condition) or C(none) (a kind with
+      nothing to wait for); a C(failed-when) annotation alone shows as C(annotation failed-when, then RULE).
   returned: always
   type: list
   elements: dict
