@@ -612,7 +612,7 @@ objects:
       C(kept live value) or C(left out)) and C(owners).
     - In check mode, a member whose apply conflicts with another field manager is previewed as a forced dry run and
       reported with a C(reason) saying that a real run refuses it without O(force_conflicts); the preview does not fail.
-    - C(readiness_rule) (with O(wait), and in check mode) names the rule the member is judged by, first that applies:
+    - C(readiness_rule) (with O(wait), and in check mode) names the rule the member is judged by, the first that applies of
       C(annotation) (its C(applyset.kubernetes.ansible/ready-when) annotation), C(health_check_exprs[N]),
       C(override KEY), C(built-in) (the kind's own rule), C(library NAME) (the bundled library, for example
       C(library Certificate.cert-manager.io)), C(generic) (a Ready or Available condition) or C(none) (a kind with

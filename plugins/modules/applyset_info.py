@@ -301,7 +301,7 @@ applysets:
           type: str
         readiness_rule:
           description:
-            - The rule the member is judged by, first that applies: C(annotation) (its ready-when annotation),
+            - The rule the member is judged by, the first that applies of C(annotation) (its ready-when annotation),
               C(health_check_exprs[N]), C(override KEY), C(built-in) (the kind's own rule), C(library NAME) (the bundled
               library's rule, for example C(library Rollout.argoproj.io)), C(generic) (Ready or Available condition), or
               C(none) (a kind with nothing to wait for). A failed-when annotation alone is shown as
