@@ -699,10 +699,12 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     fail_from_error,
     fail_missing_library,
     fail_option,
+    health_check_exprs,
     module_argument_spec,
     options_from,
     protected_src_contents,
     start,
+    wait_rules_spec,
     warn_all,
 )
 
@@ -755,18 +757,7 @@ def argument_spec():
         crd_timeout=dict(type="int", default=60),
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=300),
-        wait_rules=dict(
-            type="dict",
-            default={},
-            options=dict(
-                fail_closed=dict(type="bool", default=False),
-                overrides=dict(type="dict", default={}),
-                load_balancers=dict(type="bool", default=False),
-                health_check_exprs=dict(type="list", elements="dict", options=dict(
-                    apiVersion=dict(type="str"), kind=dict(type="str"), current=dict(type="str"),
-                    inProgress=dict(type="str"), failed=dict(type="str"))),
-            ),
-        ),
+        wait_rules=wait_rules_spec(),
         claim_ttl=dict(type="int", default=60, aliases=["lock_ttl"]),
         claim_wait=dict(type="int", default=120, aliases=["lock_wait"]),
         history_max=dict(type="int", default=10),
@@ -776,11 +767,6 @@ def argument_spec():
         rollback_timeout=dict(type="int", default=300),
         provenance=dict(type="dict"),
     )
-
-
-def _without_unset(exprs):
-    """health_check_exprs as the user wrote them: Ansible fills every suboption not given with None."""
-    return [{key: value for key, value in entry.items() if value is not None} for entry in exprs or []]
 
 
 # The parameters that become a field of the run's Options (see ansible_support.options_from):
@@ -896,7 +882,7 @@ def checked_options(module, definition):
     history and adopt_legacy are added after the early reads; the engine checks them."""
     params = module.params
     options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff))
-    exprs = _without_unset(params["wait_rules"]["health_check_exprs"])
+    exprs = health_check_exprs(params["wait_rules"])
     if exprs:  # only then: a run without CEL rules passes the same rule keywords as before them
         options.wait_rules["health_check_exprs"] = exprs
     problems = options.problems()

@@ -349,7 +349,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils import bytecod
 bytecode_cache.install()
 
 from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_support import (  # noqa: E402
-    check_names, connect, fail_from_error, module_argument_spec, start, warn_all,
+    check_names, connect, fail_from_error, health_check_exprs, module_argument_spec, start, wait_rules_spec, warn_all,
 )
 
 try:
@@ -373,14 +373,7 @@ def argument_spec():
         member_count=dict(type="bool", default=False),
         full_objects=dict(type="bool", default=False),
         readiness=dict(type="bool", default=False),
-        wait_rules=dict(type="dict", default={}, options=dict(
-            fail_closed=dict(type="bool", default=False),
-            overrides=dict(type="dict", default={}),
-            load_balancers=dict(type="bool", default=False),
-            health_check_exprs=dict(type="list", elements="dict", options=dict(
-                apiVersion=dict(type="str"), kind=dict(type="str"), current=dict(type="str"),
-                inProgress=dict(type="str"), failed=dict(type="str"))),
-        )),
+        wait_rules=wait_rules_spec(),
         query=dict(type="str"),
         revisions=dict(type="bool", default=False),
         history_namespace=dict(type="str"),
@@ -404,8 +397,7 @@ def run_query(module, expression, data):
 def readiness_rules(wait_rules):
     """``is_ready``'s keywords from the wait_rules option, checked before any request (as applyset_apply's)."""
     wait_rules = wait_rules or {}
-    exprs = [{key: value for key, value in entry.items() if value is not None}
-             for entry in wait_rules.get("health_check_exprs") or []]
+    exprs = health_check_exprs(wait_rules)
     rules = {"fail_closed": bool(wait_rules.get("fail_closed")), "overrides": wait_rules.get("overrides") or None,
              "wait_for_load_balancers": bool(wait_rules.get("load_balancers")), "health_check_exprs": exprs or None}
     readiness.check_overrides(rules["overrides"])

@@ -109,19 +109,27 @@ def _judge_entry(obj: dict, index: int, entry: dict) -> tuple[str, str]:
     stale = generation_behind(obj)
     if stale:
         return IN_PROGRESS, stale
+    found = _first_holding(obj, [(field, entry.get(field), outcome) for field, outcome in _ORDER])
+    if isinstance(found, tuple):
+        outcome, name = found
+        return outcome, _said(f"health_check_exprs[{index}] {name} holds", obj, outcome)
+    return IN_PROGRESS, f"health_check_exprs[{index}]: {found or 'current does not hold yet'}"
+
+
+def _first_holding(obj: dict, expressions: list) -> tuple[str, str] | str:
+    """The ``(outcome, name)`` of the first of ``expressions`` (``(name, text or None, outcome)``, in
+    order) that holds on ``obj``; else why those that could not tell could not (``""`` if none)."""
     activation = cel.Activation(obj)
     waiting = []
-    for field, outcome in _ORDER:
-        text = entry.get(field)
+    for name, text, outcome in expressions:
         if not text:
             continue
         holds, why = cel.evaluate(text, activation)
         if holds:
-            return outcome, _said(f"health_check_exprs[{index}] {field} holds", obj, outcome)
+            return outcome, name
         if holds is None:
-            waiting.append(f"{field} {why}")
-    detail = "; ".join(waiting) if waiting else "current does not hold yet"
-    return IN_PROGRESS, f"health_check_exprs[{index}]: {detail}"
+            waiting.append(f"{name} {why}")
+    return "; ".join(waiting)
 
 
 def _said(head: str, obj: dict, outcome: str) -> str:
@@ -177,18 +185,11 @@ def judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
 
 
 def _judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
-    activation = cel.Activation(obj)
-    waiting = []
-    for key, outcome in ((FAILED_WHEN, FAILED), (READY_WHEN, READY)):
-        text = rule.get(key)
-        if not text:
-            continue
-        holds, why = cel.evaluate(text, activation)
-        if holds:
-            return outcome, _said(f"{key.rpartition('/')[2]} holds", obj, outcome)
-        if holds is None:
-            waiting.append(f"{key.rpartition('/')[2]} {why}")
+    found = _first_holding(obj, [("failed-when", rule.get(FAILED_WHEN), FAILED),
+                                 ("ready-when", rule.get(READY_WHEN), READY)])
+    if isinstance(found, tuple):
+        outcome, name = found
+        return outcome, _said(f"{name} holds", obj, outcome)
     if READY_WHEN not in rule:
         return None  # failed-when alone adds a failure to whatever rule judges the object
-    detail = "; ".join(waiting) if waiting else "ready-when does not hold yet"
-    return IN_PROGRESS, detail
+    return IN_PROGRESS, found or "ready-when does not hold yet"
