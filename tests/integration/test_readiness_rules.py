@@ -127,6 +127,7 @@ def fails_fast(cluster, namespace, objects, **options):
     elapsed = time.monotonic() - started
     assert elapsed < FAST, f"took {elapsed:.1f}s of a {WAIT_TIMEOUT}s wait_timeout: {caught.value}"
     assert "stopped waiting" in str(caught.value), str(caught.value)
+    print(f"failed verdict ended the run after {elapsed:.2f}s (wait_timeout {WAIT_TIMEOUT}s)")
     return str(caught.value), elapsed
 
 
