@@ -169,3 +169,28 @@ def test_an_object_version_is_judged_once():
     finally:
         expressions._judge_entry = real
     assert len(calls) == 2
+
+
+def test_without_cel_python_only_cel_rules_fail_and_say_what_to_install(monkeypatch):
+    import builtins
+    from applyset.wait import cel
+
+    real_import = builtins.__import__
+
+    def no_celpy(name, *args, **kwargs):
+        if name == "celpy":
+            raise ImportError("No module named 'celpy'")
+        return real_import(name, *args, **kwargs)
+
+    cel.compile_expression.cache_clear()
+    cel._environment.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", no_celpy)
+    try:
+        assert readiness.verdict(cert(("Ready", "True", "Issued", "")))[0] is True  # the library: no CEL
+        Options(wait_rules={"overrides": {"Widget": "status.ok"}}).validate()
+        with pytest.raises(InputError, match="needs the Python package 'cel-python'") as caught:
+            Options(wait_rules={"health_check_exprs": [dict(CERTIFICATE, current="status.never_compiled == 1")]}).validate()
+        assert "pip install cel-python" in caught.value.fix
+    finally:
+        cel.compile_expression.cache_clear()
+        cel._environment.cache_clear()

@@ -80,7 +80,8 @@ def check(text) -> str | None:
     try:
         compile_expression(text)
     except CelError as err:
-        return f"{err}{': ' + chr(10) + err.where if err.where else ''}"
+        # The caret line under the expression shows where it fails: keep it on lines of its own.
+        return f"{err}:\n{err.where}" if err.where else str(err)
     return None
 
 

@@ -12,6 +12,10 @@ caller asks to fail closed on custom resources).
 This module also owns the readiness ``overrides`` (JMESPath per kind, checked by
 ``check_overrides``), the options ``is_ready`` takes (``RULE_OPTIONS``) and how the
 Job controller's final Event says a Job finished (``job_outcome_from_events``).
+``verdict`` picks the rule: the rules users write in CEL first (``expressions``: an
+object's ready-when / failed-when annotations, then ``health_check_exprs``), then the
+overrides, the built-in rule of the kind, the bundled library (``library``) and the
+generic rule; ``rule_choice`` names the one it picks. A failure is a ``Final`` reason.
 Waiting until objects are ready or gone, which sends the requests, is ``waiting``.
 """
 
