@@ -335,3 +335,21 @@ def options_from(params, table, **fixed):
         target[last] = value
     fields.update(fixed)
     return fields
+
+
+def wait_rules_spec() -> dict:
+    """The ``wait_rules`` option as applyset_apply and applyset_info take it (readiness rules)."""
+    return dict(type="dict", default={}, options=dict(
+        fail_closed=dict(type="bool", default=False),
+        overrides=dict(type="dict", default={}),
+        load_balancers=dict(type="bool", default=False),
+        health_check_exprs=dict(type="list", elements="dict", options=dict(
+            apiVersion=dict(type="str"), kind=dict(type="str"), current=dict(type="str"),
+            inProgress=dict(type="str"), failed=dict(type="str"))),
+    ))
+
+
+def health_check_exprs(wait_rules) -> list:
+    """``wait_rules.health_check_exprs`` as the user wrote them: Ansible fills each suboption not given with None."""
+    return [{key: value for key, value in entry.items() if value is not None}
+            for entry in (wait_rules or {}).get("health_check_exprs") or []]

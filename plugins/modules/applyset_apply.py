@@ -400,9 +400,43 @@ options:
         type: dict
         default: {}
       load_balancers:
-        description: Services of type LoadBalancer wait until they have an ingress address.
+        description:
+          - Services of type LoadBalancer wait until they have an ingress address; so do Ingresses (the bundled
+            library's Ingress rule).
         type: bool
         default: false
+      health_check_exprs:
+        description:
+          - Readiness rules in CEL, in the form of Flux's Kustomization C(healthCheckExprs), so that Flux's rules (and the
+            Flux CEL cheatsheet's) can be pasted. Each entry names an C(apiVersion) and C(kind) (matched by API group and
+            kind, any version) and CEL expressions over the object, whose top-level fields are the variables
+            (C(status.conditions.exists(c, c.type == 'Ready' && c.status == 'True'))); C(self) is the whole object.
+          - As in Flux, an object whose C(status.observedGeneration) is behind its C(metadata.generation) is in progress;
+            then C(inProgress), C(failed) and C(current) are evaluated in that order and the first that holds decides;
+            none holding is in progress. A C(failed) that holds stops the wait at once (and starts I(on_failure)).
+          - Unlike Flux, an expression that reads a field that is not there yet means in progress, not an error. An
+            expression that does not compile is refused before any request, naming the entry and where it fails.
+          - These rules win over I(wait_rules.overrides), the built-in rules and the bundled library. Per object, the
+            annotations C(applyset.kubernetes.ansible/ready-when) and C(applyset.kubernetes.ansible/failed-when) (CEL,
+            the same variables) win over everything. Needs the Python package C(cel-python).
+        type: list
+        elements: dict
+        suboptions:
+          apiVersion:
+            description: The API version of the objects (C(cert-manager.io/v1)); the version is not compared.
+            type: str
+          kind:
+            description: Their kind.
+            type: str
+          current:
+            description: CEL expression that holds when the object is ready. Required.
+            type: str
+          inProgress:
+            description: CEL expression that holds while the object is still on its way.
+            type: str
+          failed:
+            description: CEL expression that holds when the object has failed; the wait stops at once.
+            type: str
   claim_ttl:
     description:
       - While a run changes the set, it claims the parent; another run waits for it (up to I(claim_wait)).
@@ -476,6 +510,20 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Deploy certificates and a Flux Kustomization, judged by rules pasted from Flux
+  applyset.kubernetes.applyset_apply:
+    parent: platform
+    namespace: platform
+    src: manifests/platform/
+    wait: true
+    on_failure: rollback      # a failed verdict starts the rollback at once, not at wait_timeout
+    wait_rules:
+      health_check_exprs:
+        - apiVersion: kustomize.toolkit.fluxcd.io/v1
+          kind: Kustomization
+          current: status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')
+          failed: status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')
+
 - name: Deploy the shop and prune what was removed
   applyset.kubernetes.applyset_apply:
     parent: shop            # a Secret named shop in the namespace below
@@ -649,6 +697,11 @@ objects:
       C(kept live value) or C(left out)) and C(owners).
     - In check mode, a member whose apply conflicts with another field manager is previewed as a forced dry run and
       reported with a C(reason) saying that a real run refuses it without O(force_conflicts); the preview does not fail.
+    - C(readiness_rule) (with O(wait), and in check mode) names the rule the member is judged by, the first that applies of
+      C(annotation) (its C(applyset.kubernetes.ansible/ready-when) annotation), C(health_check_exprs[N]),
+      C(override KEY), C(built-in) (the kind's own rule), C(library NAME) (the bundled library, for example
+      C(library Certificate.cert-manager.io)), C(generic) (a Ready or Available condition) or C(none) (a kind with
+      nothing to wait for); a C(failed-when) annotation alone shows as C(annotation failed-when, then RULE).
   returned: always
   type: list
   elements: dict
@@ -764,10 +817,12 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     fail_from_error,
     fail_missing_library,
     fail_option,
+    health_check_exprs,
     module_argument_spec,
     options_from,
     protected_src_contents,
     start,
+    wait_rules_spec,
     warn_all,
 )
 
@@ -820,15 +875,7 @@ def argument_spec():
         crd_timeout=dict(type="int", default=60),
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=300),
-        wait_rules=dict(
-            type="dict",
-            default={},
-            options=dict(
-                fail_closed=dict(type="bool", default=False),
-                overrides=dict(type="dict", default={}),
-                load_balancers=dict(type="bool", default=False),
-            ),
-        ),
+        wait_rules=wait_rules_spec(),
         claim_ttl=dict(type="int", default=60, aliases=["lock_ttl"]),
         claim_wait=dict(type="int", default=120, aliases=["lock_wait"]),
         history_max=dict(type="int", default=10),
@@ -964,6 +1011,9 @@ def checked_options(module, definition):
     params = module.params
     options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff),
                       **helm_fields(params))
+    exprs = health_check_exprs(params["wait_rules"])
+    if exprs:  # only then: a run without CEL rules passes the same rule keywords as before them
+        options.wait_rules["health_check_exprs"] = exprs
     problems = options.problems()
     if problems:
         fail_option(module, *problems[0])  # one at a time, in the order of Options.problems

@@ -96,6 +96,36 @@ options:
       - Whole objects are read to judge their status.
     type: bool
     default: false
+  wait_rules:
+    description:
+      - With O(readiness), the readiness rules to judge members by, as
+        O(applyset.kubernetes.applyset_apply#module:wait_rules) takes them, so that info judges as the apply waits.
+      - Each member's ready-when / failed-when annotations and the bundled library apply in any case.
+    type: dict
+    default: {}
+    suboptions:
+      fail_closed:
+        description: A custom resource without any status counts as not ready.
+        type: bool
+        default: false
+      overrides:
+        description: Per-kind JMESPath readiness expressions, C(Kind) or C(Kind.group) to an expression.
+        type: dict
+        default: {}
+      load_balancers:
+        description: Services of type LoadBalancer and Ingresses are ready once they have an address.
+        type: bool
+        default: false
+      health_check_exprs:
+        description: Readiness rules in CEL, in the form of Flux's C(healthCheckExprs) (see applyset_apply).
+        type: list
+        elements: dict
+        suboptions:
+          apiVersion: {description: The API version of the objects; the version is not compared., type: str}
+          kind: {description: Their kind., type: str}
+          current: {description: CEL expression that holds when the object is ready. Required., type: str}
+          inProgress: {description: CEL expression that holds while the object is on its way., type: str}
+          failed: {description: CEL expression that holds when the object has failed., type: str}
   revisions:
     description:
       - Also list each set's release history (see O(applyset.kubernetes.applyset_apply#module:history_max)), each
@@ -269,6 +299,16 @@ applysets:
           description: Why the member is or is not ready, for example C(1/3 replicas available).
           returned: when O(readiness=true)
           type: str
+        readiness_rule:
+          description:
+            - The rule the member is judged by, the first that applies of C(annotation) (its ready-when annotation),
+              C(health_check_exprs[N]), C(override KEY), C(built-in) (the kind's own rule), C(library NAME) (the bundled
+              library's rule, for example C(library Rollout.argoproj.io)), C(generic) (Ready or Available condition), or
+              C(none) (a kind with nothing to wait for). A failed-when annotation alone is shown as
+              C(annotation failed-when, then RULE).
+          returned: when O(readiness=true)
+          type: str
+          sample: library Certificate.cert-manager.io
 complete:
   description: False when some LIST failed (see RV(unlisted) and RV(reduced_coverage)), so sets or members may be
     missing.
@@ -299,6 +339,8 @@ error:
   type: dict
 """
 
+import functools  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 # First: the collection's module_utils below are then compiled once per host, not on every run.
@@ -307,16 +349,17 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils import bytecod
 bytecode_cache.install()
 
 from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_support import (  # noqa: E402
-    check_names, connect, fail_from_error, module_argument_spec, start, warn_all,
+    check_names, connect, fail_from_error, health_check_exprs, module_argument_spec, start, wait_rules_spec, warn_all,
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.wait import readiness
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.wait import readiness, rule_choice
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.history import revisions as history
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.verify import inventory
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import redact
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import spec
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.wait import expressions
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError, InputError
     IMPORT_ERROR = None
 except ImportError as err:  # PyYAML or kubernetes missing
     IMPORT_ERROR = err
@@ -330,6 +373,7 @@ def argument_spec():
         member_count=dict(type="bool", default=False),
         full_objects=dict(type="bool", default=False),
         readiness=dict(type="bool", default=False),
+        wait_rules=wait_rules_spec(),
         query=dict(type="str"),
         revisions=dict(type="bool", default=False),
         history_namespace=dict(type="str"),
@@ -350,6 +394,20 @@ def run_query(module, expression, data):
         module.fail_json(msg=f"query {expression!r} is not a valid JMESPath expression: {err}")
 
 
+def readiness_rules(wait_rules):
+    """``is_ready``'s keywords from the wait_rules option, checked before any request (as applyset_apply's)."""
+    wait_rules = wait_rules or {}
+    exprs = health_check_exprs(wait_rules)
+    rules = {"fail_closed": bool(wait_rules.get("fail_closed")), "overrides": wait_rules.get("overrides") or None,
+             "wait_for_load_balancers": bool(wait_rules.get("load_balancers")), "health_check_exprs": exprs or None}
+    readiness.check_overrides(rules["overrides"])
+    problems = expressions.problems_in_exprs(rules["health_check_exprs"])
+    if problems:
+        raise InputError("; ".join(problems), obj="wait_rules.health_check_exprs",
+                         fix="correct the expressions named (CEL, as in Flux's healthCheckExprs)")
+    return rules
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
@@ -359,6 +417,7 @@ def main():
         members = params["parent"] is not None
     try:
         check_names(module)  # before any request
+        rules = readiness_rules(params["wait_rules"]) if params["readiness"] else None
         client = connect(module, kubeconfig)
         report = inventory.describe(
             client,
@@ -367,7 +426,8 @@ def main():
             members=members,
             member_count=params["member_count"],
             full_objects=params["full_objects"],
-            readiness=readiness.is_ready if params["readiness"] else None,
+            readiness=functools.partial(readiness.is_ready, **rules) if rules is not None else None,
+            readiness_rule=functools.partial(rule_choice.rule_for, **rules) if rules is not None else None,
         )
         result = report.to_dict()
         if params["revisions"]:

@@ -30,6 +30,7 @@ from .parent.model import Parent
 from .inputs.manifests import Manifest
 from .run.options import Options
 from .run.report import Recorder, Report
+from .wait import expressions, readiness, rule_choice
 from .steps.without_claim import StartOver
 
 
@@ -165,7 +166,14 @@ class Engine:
         return self.report
 
     def _apply(self, manifests: list[Manifest]) -> None:
-        self._attempts(routes.APPLY, manifests, may_skip_claim=self.opts.reapply == "changed" and not self.opts.dry_run)
+        # The ready-when / failed-when annotations compile before the first request, like wait_rules.
+        expressions.check_annotations((m.source, m.mapping) for m in manifests)
+        try:
+            self._attempts(routes.APPLY, manifests,
+                           may_skip_claim=self.opts.reapply == "changed" and not self.opts.dry_run)
+        finally:
+            if self.opts.wait or self.opts.dry_run:
+                _show_rules(self.report, manifests, self.opts.wait_rules or {})
 
     def _teardown(self, entry: str, manifests: list[Manifest] | None = None) -> None:
         self._attempts(entry, manifests, may_skip_claim=False)
@@ -194,3 +202,20 @@ class Engine:
                 races += 1
                 if races >= RACES_BEFORE_GIVING_UP:
                     raise lost.error from None
+
+
+# Actions after which nothing of the object is waited for to be ready.
+_NOT_AWAITED = frozenset({"pruned", "deleted", "kept", "disbanded", "failed", "skipped"})
+
+
+def _show_rules(report: Report, manifests: list[Manifest], rule_options: dict) -> None:
+    """Each applied (or, in check mode, previewed) member's result names the readiness rule it is
+    judged by (``readiness_rule``), found from its manifest: kind, annotations and spec."""
+    by_name: dict = {}
+    for manifest in manifests:
+        gk = readiness.group_kind_of(manifest.mapping)
+        by_name.setdefault((gk.group, gk.kind, manifest.metadata.get("name")), manifest.mapping)
+    for result in report.objects:
+        obj = by_name.get((result.id.group, result.kind, result.name))
+        if obj is not None and result.action not in _NOT_AWAITED:
+            result.readiness_rule = rule_choice.rule_for(obj, **rule_options)

@@ -115,8 +115,21 @@ class Options:
             raise InputError("; ".join(f"{name} {why}" for name, why in problems), obj="options",
                              fix="correct the options named; nothing was changed")
         readiness.check_overrides((self.wait_rules or {}).get("overrides"))
+        self._check_cel_rules()
         field_policy.parse_rules(self.ignore_fields)
         if self.approved_plan is not None:
             from ..rules import plan_diff
 
             plan_diff.parse_approved(self.approved_plan)
+
+    def _check_cel_rules(self) -> None:
+        """Every ``wait_rules.health_check_exprs`` expression compiles (cel-python imported only then)."""
+        exprs = (self.wait_rules or {}).get("health_check_exprs")
+        if not exprs:
+            return
+        from ..wait import expressions
+
+        problems = expressions.problems_in_exprs(exprs)
+        if problems:
+            raise InputError("; ".join(problems), obj="wait_rules.health_check_exprs",
+                             fix="correct the expressions named (CEL, as in Flux's healthCheckExprs); nothing was changed")

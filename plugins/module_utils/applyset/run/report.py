@@ -44,6 +44,7 @@ class ObjectResult:
     changed_by: list | None = None  # drift.taken_fields: who changed it on the cluster
     drift_left_to_others: bool | None = None  # drift.Drift: every change is in fields ignore_fields leaves
     ignored_fields: list | None = None  # rules/field_policy.py: what each ignore_fields pointer did
+    readiness_rule: str | None = None  # wait/rule_choice.py: the rule a wait judges it by (wait or check mode)
 
     @property
     def ref(self) -> str:
@@ -66,7 +67,8 @@ class ObjectResult:
 
 
 # ObjectResult's keys that the module result shows only when set, in this order.
-_OPTIONAL_KEYS = ("reason", "uid", "error", "drift", "changed_by", "drift_left_to_others", "ignored_fields")
+_OPTIONAL_KEYS = ("reason", "uid", "error", "drift", "changed_by", "drift_left_to_others", "ignored_fields",
+                  "readiness_rule")
 
 # Why a member of the plan was not tried (action ``skipped``): a run that stops lists every member.
 NOT_TRIED_AFTER_FAILURE = "not tried: an earlier member failed, and what comes later may depend on it"

@@ -379,7 +379,8 @@ class InfoReport:
 
 
 def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = None, members: bool = False,
-             member_count: bool = False, full_objects: bool = False, readiness=None) -> InfoReport:
+             member_count: bool = False, full_objects: bool = False, readiness=None,
+             readiness_rule=None) -> InfoReport:
     """List sets (no parent) or view one set (parent given), for ``applyset_info``.
 
     :param client: the API client.
@@ -391,6 +392,8 @@ def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = No
     :param full_objects: add the whole objects to the member list (Secret data hidden).
     :param readiness: a function ``obj -> (ready, reason)`` (``wait.readiness.is_ready``) that adds
         ``ready`` and ``reason`` to each member; it implies the member list.
+    :param readiness_rule: with ``readiness``, a function ``obj -> str`` (``wait.rule_choice.rule_for``)
+        that adds ``readiness_rule``, the rule each member is judged by.
     :returns: the ``InfoReport``.
     :raises InputError: for a parent reference that cannot name a parent.
     :raises ApplySetError: when the one parent asked for cannot be read.
@@ -421,7 +424,7 @@ def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = No
             set_members = found.by_id[set_info.expected_id]
             entry["member_count"] = len(set_members)
             if list_members:
-                entry["members"] = [_member_entry(m, full_objects, readiness) for m in set_members]
+                entry["members"] = [_member_entry(m, full_objects, readiness, readiness_rule) for m in set_members]
         report.applysets.append(entry)
     return report
 
@@ -437,10 +440,12 @@ def _sort_refusals(unlisted: list, namespace: str | None, report: InfoReport) ->
                                "were not looked for everywhere; set namespace to list the sets of one namespace")
 
 
-def _member_entry(member: LiveMember, full_objects: bool, readiness) -> dict:
+def _member_entry(member: LiveMember, full_objects: bool, readiness, readiness_rule=None) -> dict:
     entry = member.to_dict(full_object=full_objects)
     if readiness is not None and member.full_object is not None:
         ready, reason = readiness(member.full_object)
         entry["ready"] = ready
         entry["reason"] = reason
+        if readiness_rule is not None:
+            entry["readiness_rule"] = readiness_rule(member.full_object)
     return entry

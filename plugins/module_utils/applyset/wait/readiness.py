@@ -12,6 +12,10 @@ caller asks to fail closed on custom resources).
 This module also owns the readiness ``overrides`` (JMESPath per kind, checked by
 ``check_overrides``), the options ``is_ready`` takes (``RULE_OPTIONS``) and how the
 Job controller's final Event says a Job finished (``job_outcome_from_events``).
+``verdict`` picks the rule: the rules users write in CEL first (``expressions``: an
+object's ready-when / failed-when annotations, then ``health_check_exprs``), then the
+overrides, the built-in rule of the kind, the bundled library (``library``) and the
+generic rule; ``rule_choice`` names the one it picks. A failure is a ``Final`` reason.
 Waiting until objects are ready or gone, which sends the requests, is ``waiting``.
 """
 
@@ -23,6 +27,7 @@ import json
 from ..errors import InputError
 from .. import spec
 from ..spec import GroupKind
+from . import expressions, library
 
 
 class Final(str):
@@ -290,8 +295,8 @@ def load_balancer_ready(obj: dict) -> tuple[bool, str]:
 def conditions_ready(obj: dict) -> tuple[bool, str]:
     """The generic rule for ``obj``: a current status whose Ready (or else Available) condition is True.
 
-    No status at all, or neither condition, is ready; ``Stalled`` or ``Reconciling`` True is not.
-    Returns ``(ready, reason)``.
+    No status at all, or neither condition, is ready; ``Stalled`` or ``Reconciling`` True is not
+    (Stalled with a ``Final`` reason). Returns ``(ready, reason)``.
     """
     if not _status(obj):
         return True, "no status to check"
@@ -300,9 +305,12 @@ def conditions_ready(obj: dict) -> tuple[bool, str]:
         return False, stale
     conditions = _conditions(obj)
     # kstatus' abnormal-true conditions: the controller says it is not done.
-    for kind in ("Stalled", "Reconciling"):
-        if _is_true(conditions.get(kind)):
-            return False, f"{kind}: {_explain(conditions[kind])}"
+    # Stalled is kstatus' Failed: the controller gave up, so waiting stops at once (cli-utils
+    # pkg/kstatus/status/core.go, checkGenericProperties).
+    if _is_true(conditions.get("Stalled")):
+        return False, Final(f"Stalled: {_explain(conditions['Stalled'])}")
+    if _is_true(conditions.get("Reconciling")):
+        return False, f"Reconciling: {_explain(conditions['Reconciling'])}"
     generation = (obj.get("metadata") or {}).get("generation")
     for kind in ("Ready", "Available"):
         condition = conditions.get(kind)
@@ -443,14 +451,15 @@ def group_kind_of(obj: dict) -> GroupKind:
 
 
 def is_ready(obj: dict, *, fail_closed: bool = False, overrides: dict | None = None,
-             wait_for_load_balancers: bool = False) -> tuple[bool, str]:
+             wait_for_load_balancers: bool = False, health_check_exprs: list | None = None) -> tuple[bool, str]:
     """Say whether one live object is ready, and why (or why not).
 
     ``fail_closed``: a custom resource without any status is not ready (by default it is,
     because many custom resources have no controller reporting status at all).
     ``overrides``: ``{"Kind" or "Kind.group": JMESPath expression}``; a truthy result on
     the object means ready, and replaces the built-in rule of that kind.
-    ``wait_for_load_balancers``: Services of type LoadBalancer wait for an address.
+    ``wait_for_load_balancers``: Services of type LoadBalancer (and Ingresses) wait for an address.
+    ``health_check_exprs``: Flux's ``healthCheckExprs`` (``expressions``), CEL per kind.
 
     Args:
         obj: the object as read from the server (status included).
@@ -459,16 +468,22 @@ def is_ready(obj: dict, *, fail_closed: bool = False, overrides: dict | None = N
         ``(ready, reason)``, the reason a plain string (``1/3 replicas available``).
 
     Raises:
-        InputError: an override expression that does not compile, or ``jmespath`` is missing.
+        InputError: an override expression that does not compile, or ``jmespath`` (or, for CEL
+            rules, ``cel-python``) is missing.
     """
     ready, reason = verdict(obj, fail_closed=fail_closed, overrides=overrides,
-                            wait_for_load_balancers=wait_for_load_balancers)
+                            wait_for_load_balancers=wait_for_load_balancers, health_check_exprs=health_check_exprs)
     return ready, str(reason)  # a plain str: results are serialised by type
 
 
 def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = None,
-            wait_for_load_balancers: bool = False) -> tuple[bool, str]:
-    """``is_ready`` of ``obj``, keeping a ``Final`` reason recognisable for the waiting loop."""
+            wait_for_load_balancers: bool = False, health_check_exprs: list | None = None) -> tuple[bool, str]:
+    """``is_ready`` of ``obj``, keeping a ``Final`` reason recognisable for the waiting loop.
+
+    The rules, first that applies: the object's ready-when / failed-when annotations, the
+    ``health_check_exprs`` entry of its kind, the ``overrides`` expression of its kind, the built-in
+    rule of its kind, the bundled library's (``library``), then the generic rule.
+    """
     group_kind = group_kind_of(obj)
     if (obj.get("metadata") or {}).get("deletionTimestamp"):
         if group_kind == spec.JOB_KIND and _job_finished(obj):
@@ -476,6 +491,14 @@ def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = No
             # readable, with its final condition, until its Pods are gone.
             return job_ready(obj)
         return False, "being deleted"
+    annotated = expressions.annotation_rule(obj)
+    if annotated:
+        decided = expressions.judge_annotations(obj, annotated)
+        if decided is not None:
+            return _answer(*decided)
+    chosen = expressions.entry_for(group_kind, health_check_exprs)
+    if chosen is not None:
+        return _answer(*expressions.judge_entry(obj, *chosen))
     expression = _override_for(group_kind, overrides)
     if expression is not None:
         return _override_ready(obj, expression)
@@ -484,21 +507,36 @@ def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = No
     rule = RULES.get(group_kind)
     if rule is not None:
         return rule(obj)
+    entry = library.entry_for(group_kind, obj, custom=is_custom(group_kind), load_balancers=wait_for_load_balancers)
+    if entry is not None:
+        if entry.needs_status and not _status(obj):
+            return False, f"no status reported yet ({entry.name} needs its controller's status)"
+        return _answer(*entry.judge(obj))
     if fail_closed and is_custom(group_kind) and not _status(obj):
         return False, "no status reported yet (fail_closed)"
     return conditions_ready(obj)
 
 
-def needs_reading(group_kind: GroupKind, overrides: dict | None, wait_for_load_balancers: bool) -> bool:
+def _answer(outcome: str, reason: str) -> tuple[bool, str]:
+    """A ``library`` outcome as a verdict: a failure is ``Final``, so that waiting stops at once."""
+    if outcome == library.FAILED:
+        return False, Final(f"failed: {reason}")
+    return outcome == library.READY, reason
+
+
+def needs_reading(group_kind: GroupKind, overrides: dict | None, wait_for_load_balancers: bool,
+                  health_check_exprs: list | None = None) -> bool:
     """Whether waiting must read objects of ``group_kind`` to judge them, given the rule options."""
     if _override_for(group_kind, overrides) is not None:
+        return True
+    if expressions.entry_for(group_kind, health_check_exprs) is not None:
         return True
     if group_kind == spec.SERVICE_KIND:
         return wait_for_load_balancers
     return group_kind not in ALWAYS_READY
 
 
-RULE_OPTIONS = frozenset({"fail_closed", "overrides", "wait_for_load_balancers"})  # is_ready's keywords
+RULE_OPTIONS = frozenset({"fail_closed", "overrides", "wait_for_load_balancers", "health_check_exprs"})  # is_ready's
 
 
 # ----- how a Job finished, by its events -------------------------------------------------------

@@ -160,7 +160,8 @@ def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_
     check_overrides(rule_options.get("overrides"))
     overrides = rule_options.get("overrides")
     load_balancers = bool(rule_options.get("wait_for_load_balancers"))
-    to_read = [t for t in _normalise(targets) if needs_reading(t[0].group_kind, overrides, load_balancers)]
+    exprs = rule_options.get("health_check_exprs")
+    to_read = [t for t in _normalise(targets) if needs_reading(t[0].group_kind, overrides, load_balancers, exprs)]
     known = {(res, ns if res.namespaced else None, name): obj for (res, ns, name), obj in (applied or {}).items()}
     tracker = _GoneTracker(client)
 

@@ -1,0 +1,195 @@
+"""The readiness rules users write in CEL: ``wait_rules.health_check_exprs`` and per-object annotations.
+
+``health_check_exprs`` is Flux's ``healthCheckExprs`` (kustomize-controller, docs/spec/v1/
+kustomizations.md and RFC-0009), so a Flux user pastes theirs: a list of ``apiVersion``,
+``kind`` and CEL expressions ``current`` (required), ``inProgress`` and ``failed``. As in Flux,
+an object whose ``status.observedGeneration`` is behind its ``metadata.generation`` is in
+progress without evaluating anything; then ``inProgress``, ``failed`` and ``current`` are
+evaluated in that order and the first that is true decides; none true is in progress. An entry
+matches by API group and kind (any version), as Flux's status reader does. Unlike Flux, an
+expression that reads a field that is not there yet is "in progress", not an error.
+
+Per object, the annotations ``applyset.kubernetes.ansible/failed-when`` and ``.../ready-when``
+(CEL, the same variables) are evaluated in that order; none true is in progress.
+
+Every expression is compiled before the run's first request (``problems_in_exprs``,
+``problems_in_annotations``) and cached; judging returns a ``library`` outcome, which
+``readiness.verdict`` turns into its answer (a failure becomes ``Final``).
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ..spec import GroupKind
+from . import cel
+from .library import FAILED, IN_PROGRESS, READY, controller_reason, generation_behind
+
+READY_WHEN = "applyset.kubernetes.ansible/ready-when"
+FAILED_WHEN = "applyset.kubernetes.ansible/failed-when"
+# Flux's order: the first expression that holds decides.
+_ORDER = (("inProgress", IN_PROGRESS), ("failed", FAILED), ("current", READY))
+_KNOWN_FIELDS = frozenset({"apiVersion", "kind", "current", "inProgress", "failed"})
+
+
+def _group_kind(entry: dict) -> GroupKind:
+    api_version = entry.get("apiVersion") or ""
+    return GroupKind(api_version.rpartition("/")[0], entry.get("kind") or "")
+
+
+def _name(index: int, entry) -> str:
+    if not isinstance(entry, dict):
+        return f"wait_rules.health_check_exprs[{index}]"
+    return f"wait_rules.health_check_exprs[{index}] ({entry.get('apiVersion')}/{entry.get('kind')})"
+
+
+def problems_in_exprs(exprs) -> list[str]:
+    """What is wrong with ``exprs`` (``health_check_exprs``, or None): each problem names the entry
+    (index, apiVersion/kind), the expression and where it fails to compile."""
+    if exprs is None:
+        return []
+    if not isinstance(exprs, list):
+        return ["wait_rules.health_check_exprs must be a list of {apiVersion, kind, current, inProgress, failed}"]
+    found = []
+    for index, entry in enumerate(exprs):
+        name = _name(index, entry)
+        if not isinstance(entry, dict):
+            found.append(f"{name} must be a mapping with apiVersion, kind and current")
+            continue
+        unknown = sorted(set(entry) - _KNOWN_FIELDS)
+        if unknown:
+            found.append(f"{name} has unknown fields {', '.join(map(str, unknown))} "
+                         "(expected apiVersion, kind, current, inProgress, failed)")
+        for field in ("apiVersion", "kind", "current"):
+            if not isinstance(entry.get(field), str) or not entry[field].strip():
+                found.append(f"{name} needs {field}")
+        for field, _state in _ORDER:
+            text = entry.get(field)
+            if text is None or (field == "current" and not isinstance(text, str)):
+                continue
+            why = cel.check(text)
+            if why:
+                found.append(f"{name} {field} {why}")
+    return found
+
+
+def entry_for(group_kind: GroupKind, exprs) -> tuple[int, dict] | None:
+    """The first ``health_check_exprs`` entry for ``group_kind``, with its index, or None."""
+    for index, entry in enumerate(exprs or ()):
+        if isinstance(entry, dict) and _group_kind(entry) == group_kind:
+            return index, entry
+    return None
+
+
+# Verdicts by (uid, resourceVersion, rule): a cel-python evaluation costs about a millisecond, and
+# a wait judges an object every round although most rounds find it unchanged.
+_SEEN: dict = {}
+_SEEN_MAX = 20000
+
+
+def _remembered(obj: dict, rule: tuple, judge):
+    meta = obj.get("metadata") or {}
+    key = (meta.get("uid"), meta.get("resourceVersion"), rule)
+    if not key[0] or not key[1]:
+        return judge()
+    if key not in _SEEN:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[key] = judge()
+    return _SEEN[key]
+
+
+def judge_entry(obj: dict, index: int, entry: dict) -> tuple[str, str]:
+    """``(outcome, reason)`` of ``obj`` by the ``health_check_exprs`` entry at ``index``; the same
+    object version (uid and resourceVersion) is judged once."""
+    rule = (index,) + tuple(entry.get(field) for field, _outcome in _ORDER)
+    return _remembered(obj, rule, lambda: _judge_entry(obj, index, entry))
+
+
+def _judge_entry(obj: dict, index: int, entry: dict) -> tuple[str, str]:
+    stale = generation_behind(obj)
+    if stale:
+        return IN_PROGRESS, stale
+    found = _first_holding(obj, [(field, entry.get(field), outcome) for field, outcome in _ORDER])
+    if isinstance(found, tuple):
+        outcome, name = found
+        return outcome, _said(f"health_check_exprs[{index}] {name} holds", obj, outcome)
+    return IN_PROGRESS, f"health_check_exprs[{index}]: {found or 'current does not hold yet'}"
+
+
+def _first_holding(obj: dict, expressions: list) -> tuple[str, str] | str:
+    """The ``(outcome, name)`` of the first of ``expressions`` (``(name, text or None, outcome)``, in
+    order) that holds on ``obj``; else why those that could not tell could not (``""`` if none)."""
+    activation = cel.Activation(obj)
+    waiting = []
+    for name, text, outcome in expressions:
+        if not text:
+            continue
+        holds, why = cel.evaluate(text, activation)
+        if holds:
+            return outcome, name
+        if holds is None:
+            waiting.append(f"{name} {why}")
+    return "; ".join(waiting)
+
+
+def _said(head: str, obj: dict, outcome: str) -> str:
+    if outcome != FAILED:
+        return head
+    said = controller_reason(obj)
+    return f"{head}: {said}" if said else head
+
+
+# ----- per-object annotations ---------------------------------------------------------------------
+
+
+def annotation_rule(obj: dict) -> dict:
+    """The ready-when / failed-when annotations of ``obj`` (``{}`` when it has none)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if not isinstance(annotations, dict):
+        return {}
+    return {key: annotations[key] for key in (FAILED_WHEN, READY_WHEN) if key in annotations}
+
+
+def problems_in_annotations(obj: dict) -> list[str]:
+    """What is wrong with the readiness annotations of ``obj`` (a manifest), each naming the annotation."""
+    found = []
+    for key, text in annotation_rule(obj).items():
+        why = cel.check(text)
+        if why:
+            found.append(f"annotation {key} {why}")
+    return found
+
+
+def check_annotations(objs) -> None:
+    """Check the ready-when / failed-when annotations of the manifests ``objs`` (``(source, obj)``
+    pairs) before any request.
+
+    Raises:
+        InputError: naming the object, the annotation and where its expression fails.
+    """
+    problems = [(source, obj, why) for source, obj in objs for why in problems_in_annotations(obj)]
+    if problems:
+        source, obj, _why = problems[0]
+        meta = obj.get("metadata") or {}
+        raise InputError("; ".join(f"{src}: {why}" for src, _obj, why in problems),
+                         obj=f"{source} ({obj.get('kind')} {meta.get('name')})",
+                         fix="correct the CEL expression of the annotation (evaluated with the object's fields "
+                             "as variables, e.g. status.phase == 'Ready'); nothing was changed")
+
+
+def judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
+    """``(outcome, reason)`` of ``obj`` by its annotations ``rule`` (``annotation_rule``), or None when
+    only failed-when is given and does not hold: the object's other rule then decides."""
+    key = ("annotations", rule.get(FAILED_WHEN), rule.get(READY_WHEN))
+    return _remembered(obj, key, lambda: _judge_annotations(obj, rule))
+
+
+def _judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
+    found = _first_holding(obj, [("failed-when", rule.get(FAILED_WHEN), FAILED),
+                                 ("ready-when", rule.get(READY_WHEN), READY)])
+    if isinstance(found, tuple):
+        outcome, name = found
+        return outcome, _said(f"{name} holds", obj, outcome)
+    if READY_WHEN not in rule:
+        return None  # failed-when alone adds a failure to whatever rule judges the object
+    return IN_PROGRESS, found or "ready-when does not hold yet"

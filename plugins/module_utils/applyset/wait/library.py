@@ -1,0 +1,530 @@
+"""The bundled readiness library: how popular custom resources (and two built-in kinds) say done.
+
+The generic rule (``readiness.conditions_ready``) reads a ``Ready`` or ``Available`` condition,
+and calls an object without status ready: right for many kinds, wrong for those whose
+controllers say more (a Rollout paused or degraded, a Certificate still issuing, a Gateway route
+refused by one of its parents). Each entry here reads one kind the way its project documents it,
+and answers ``(outcome, reason)``: ``READY``, ``IN_PROGRESS``, or ``FAILED`` with the
+controller's own reason, which the waiting turns into a stop at once. ``needs_status`` says that
+an object without a status is not ready yet (its controller has not looked at it).
+
+Written in Python, not CEL: the library judges every member of every wait round, and a Python
+rule costs a few microseconds where a cel-python expression costs about a millisecond
+(docs/user-guide.md, "Readiness rules"). Each rule cites its source; tests/unit/wait/
+test_library.py runs them over the status documents the projects (and Argo CD's
+resource_customizations) publish, kept under tests/unit/wait/data/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, TypeGuard
+
+from ..spec import GroupKind
+
+READY = "ready"
+IN_PROGRESS = "in progress"
+FAILED = "failed"
+
+
+# ----- what the rules share ---------------------------------------------------------------------
+
+
+def _status(obj: dict) -> dict:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def _spec(obj: dict) -> dict:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def conditions_of(holder: dict) -> dict[str, dict]:
+    """The ``conditions`` of ``holder`` (a status, a route parent, a listener) by type."""
+    found: dict[str, dict] = {}
+    for condition in holder.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type"):
+            found[condition["type"]] = condition
+    return found
+
+
+def _is(condition: dict | None, status: str) -> TypeGuard[dict]:
+    return condition is not None and condition.get("status") == status
+
+
+def explain(condition: Any) -> str:
+    """``reason: message`` of a condition (or event), whichever parts it has."""
+    parts = [condition.get("reason"), condition.get("message")]
+    return ": ".join(str(p).strip() for p in parts if p) or f"status {condition.get('status')}"
+
+
+def _as_int(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.lstrip("-").isdigit():
+        return int(value)  # Argo Rollouts reports observedGeneration as a string
+    return None
+
+
+def generation_behind(obj: dict) -> str | None:
+    """Why the status is older than the spec (``status.observedGeneration`` behind
+    ``metadata.generation``, both present), or None."""
+    generation = _as_int((obj.get("metadata") or {}).get("generation"))
+    observed = _as_int(_status(obj).get("observedGeneration"))
+    if generation is None or observed is None or observed >= generation:
+        return None
+    return f"waiting for the controller to observe generation {generation} (it has seen {observed})"
+
+
+def _stale_condition(obj: dict, condition: Any) -> bool:
+    generation = _as_int((obj.get("metadata") or {}).get("generation"))
+    observed = _as_int(condition.get("observedGeneration"))
+    return generation is not None and observed is not None and observed < generation
+
+
+def controller_reason(obj: dict) -> str:
+    """What the object's controller says is wrong, for a failure's message: a Stalled condition, a
+    Ready condition that is False, any other condition that is False, or the status' message."""
+    conditions = conditions_of(_status(obj))
+    for kind in ("Stalled",):
+        if _is(conditions.get(kind), "True"):
+            return f"{kind}: {explain(conditions[kind])}"
+    for kind in ("Ready", "Available"):
+        if _is(conditions.get(kind), "False"):
+            return f"{kind} False: {explain(conditions[kind])}"
+    for kind, condition in conditions.items():
+        if _is(condition, "False") and condition.get("reason"):
+            return f"{kind} False: {explain(condition)}"
+    message = _status(obj).get("message")
+    return str(message) if message else ""
+
+
+# ----- the rules ---------------------------------------------------------------------------------
+
+
+def rollout(obj: dict) -> tuple[str, str]:
+    """Argo Rollouts' Rollout: ``status.phase`` (Healthy, Progressing, Paused, Degraded) since v1.0,
+    replica counts before. Source: argo-rollouts pkg/apis/rollouts/v1alpha1/types.go (RolloutPhase,
+    InvalidSpec and Progressing conditions); Argo CD resource_customizations/argoproj.io/Rollout."""
+    status, conditions = _status(obj), conditions_of(_status(obj))
+    stale = generation_behind(obj) or _workload_behind(obj)
+    if stale:
+        return IN_PROGRESS, stale
+    if _is(conditions.get("InvalidSpec"), "True"):
+        return FAILED, f"invalid spec: {explain(conditions['InvalidSpec'])}"
+    progressing = conditions.get("Progressing") or {}
+    if status.get("abort") or progressing.get("reason") == "RolloutAborted":
+        return FAILED, f"aborted: {explain(progressing) if progressing else status.get('message') or 'abort'}"
+    if progressing.get("reason") == "ProgressDeadlineExceeded":
+        return FAILED, f"rollout failed: {explain(progressing)}"
+    phase = status.get("phase")
+    if phase == "Degraded":
+        return FAILED, f"Degraded: {status.get('message') or controller_reason(obj) or 'no message'}"
+    if status.get("pauseConditions") or _spec(obj).get("paused") or phase == "Paused":
+        why = ", ".join(str(p.get("reason")) for p in status.get("pauseConditions") or [] if isinstance(p, dict))
+        return IN_PROGRESS, f"paused{': ' + why if why else ''} (waiting to be promoted or resumed)"
+    if phase == "Healthy":
+        return READY, "Healthy"
+    if phase == "Progressing":
+        return IN_PROGRESS, f"Progressing: {status.get('message') or 'rollout in progress'}"
+    return _rollout_by_replicas(obj)
+
+
+def _workload_behind(obj: dict) -> str | None:
+    """A Rollout with ``spec.workloadRef`` also observes its Deployment's generation, which the
+    controller records in an annotation and reports in ``status.workloadObservedGeneration``."""
+    if not _spec(obj).get("workloadRef"):
+        return None
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    wanted = _as_int(annotations.get("rollout.argoproj.io/workload-generation"))
+    seen = _as_int(_status(obj).get("workloadObservedGeneration"))
+    if wanted is None or wanted == seen:
+        return None
+    return f"waiting for the controller to observe generation {wanted} of the referenced workload (it has seen {seen})"
+
+
+def _rollout_by_replicas(obj: dict) -> tuple[str, str]:
+    """Rollouts before v1.0 report no phase: the replica counts and the stable ReplicaSet say it."""
+    status, spec = _status(obj), _spec(obj)
+    replicas = spec.get("replicas")
+    want = replicas if isinstance(replicas, int) else 1
+    updated, available = status.get("updatedReplicas") or 0, status.get("availableReplicas") or 0
+    if updated < want:
+        return IN_PROGRESS, f"{updated}/{want} replicas updated"
+    if available < updated:
+        return IN_PROGRESS, f"{available}/{updated} updated replicas available"
+    if (status.get("replicas") or 0) > updated:
+        return IN_PROGRESS, f"{status['replicas'] - updated} old replicas pending termination"
+    strategy, current = spec.get("strategy") or {}, status.get("currentPodHash")
+    stable = status.get("stableRS") or (status.get("canary") or {}).get("stableRS")
+    if "blueGreen" in strategy and (status.get("blueGreen") or {}).get("activeSelector") not in (None, current):
+        return IN_PROGRESS, "switching the active service to the new ReplicaSet"
+    if "canary" in strategy and stable and current and stable != current:
+        return IN_PROGRESS, "canary steps not finished (the stable ReplicaSet is not the current one)"
+    steps = ((spec.get("strategy") or {}).get("canary") or {}).get("steps")
+    index = status.get("currentStepIndex")
+    if isinstance(steps, list) and isinstance(index, int) and index < len(steps):
+        return IN_PROGRESS, f"canary step {index + 1} of {len(steps)}"
+    return READY, f"{available}/{want} replicas available"
+
+
+def certificate(obj: dict) -> tuple[str, str]:
+    """cert-manager's Certificate: ``Issuing`` True is in progress, ``Ready`` decides. A Ready False
+    while the first issuance is on its way (DoesNotExist, Pending, InProgress) is in progress; any other
+    reason (ConfigError, Failed...) is the controller refusing. Issuing False with reason Failed is a
+    failed issuance (it backs off for an hour). Source: cert-manager pkg/apis/certmanager/v1/types_certificate.go
+    (CertificateConditionReady, CertificateConditionIssuing); Argo CD cert-manager.io/Certificate."""
+    conditions = conditions_of(_status(obj))
+    issuing = conditions.get("Issuing")
+    if _is(issuing, "True"):
+        return IN_PROGRESS, f"issuing: {explain(issuing)}"
+    if _is(issuing, "False") and issuing.get("reason") == "Failed":
+        return FAILED, f"issuing failed: {explain(issuing)}"
+    return _ready_condition(obj, conditions, waiting_reasons=("DoesNotExist", "Pending", "InProgress", "Issuing"))
+
+
+def issuer(obj: dict) -> tuple[str, str]:
+    """cert-manager's Issuer and ClusterIssuer: the ``Ready`` condition; False is the issuer's
+    configuration or its CA refusing (ErrRegisterACMEAccount, ErrInitIssuer...). Source: cert-manager
+    pkg/apis/certmanager/v1/types_issuer.go (IssuerConditionReady); Argo CD cert-manager.io/Issuer."""
+    return _ready_condition(obj, conditions_of(_status(obj)), waiting_reasons=("Pending",))
+
+
+def _ready_condition(obj: dict, conditions: dict, waiting_reasons=()) -> tuple[str, str]:
+    ready = conditions.get("Ready")
+    if ready is None:
+        return IN_PROGRESS, "no Ready condition yet"
+    if _stale_condition(obj, ready):
+        return IN_PROGRESS, f"Ready is from generation {ready.get('observedGeneration')}"
+    if _is(ready, "True"):
+        return READY, f"Ready: {explain(ready)}"
+    if _is(ready, "False") and ready.get("reason") not in waiting_reasons:
+        return FAILED, f"Ready False: {explain(ready)}"
+    return IN_PROGRESS, f"Ready {ready.get('status')}: {explain(ready)}"
+
+
+# CloudNativePG's phases that wait for a person (pkg/apis/v1/cluster_types.go, PhaseUnrecoverable and
+# the phases its docs say need manual intervention).
+_CNPG_STUCK = frozenset({
+    "Cluster is unrecoverable and needs manual intervention",
+    "Unable to create required cluster objects",
+    "Cluster has incomplete or invalid image catalog",
+    "Cluster cannot proceed to reconciliation due to an unknown plugin being required",
+    "Cluster cannot execute instance online upgrade due to missing architecture binary",
+    "Waiting for user action",
+})
+
+
+def cnpg_cluster(obj: dict) -> tuple[str, str]:
+    """CloudNativePG's Cluster: ``Cluster in healthy state`` with Ready True is ready; a hibernated
+    cluster or one whose reconciliation loop is disabled has nothing to wait for; the phases that
+    need manual intervention fail. Source: cloudnative-pg api/v1/cluster_types.go (Phase*,
+    ConditionClusterReady); Argo CD postgresql.cnpg.io/Cluster."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if annotations.get("cnpg.io/reconciliationLoop") == "disabled":
+        return READY, "reconciliation loop disabled (cnpg.io/reconciliationLoop): nothing to wait for"
+    status, conditions = _status(obj), conditions_of(_status(obj))
+    hibernation = conditions.get("cnpg.io/hibernation")
+    if _is(hibernation, "True"):
+        return READY, f"hibernated: {explain(hibernation)}"
+    phase, why = status.get("phase") or "", status.get("phaseReason") or ""
+    if phase in _CNPG_STUCK:
+        return FAILED, f"{phase}{': ' + why if why else ''}"
+    if phase == "Cluster in healthy state" and _is(conditions.get("Ready"), "True"):
+        return READY, phase
+    return IN_PROGRESS, f"{phase or 'no phase yet'}{': ' + why if why else ''}"
+
+
+def strimzi(obj: dict) -> tuple[str, str]:
+    """Strimzi's Kafka (and its other operands): ``Ready`` True is ready; ``NotReady`` True with a reason
+    other than Creating is the operator giving up (an exception it names). Source: strimzi api
+    io.strimzi.api.kafka.model.common.Condition and its docs ("Checking the status of a custom
+    resource"); Argo CD kafka.strimzi.io/Kafka."""
+    stale = generation_behind(obj)
+    if stale:
+        return IN_PROGRESS, stale
+    conditions = conditions_of(_status(obj))
+    not_ready = conditions.get("NotReady")
+    if _is(not_ready, "True") and not_ready.get("reason") != "Creating":
+        return FAILED, f"NotReady: {explain(not_ready)}"
+    if _is(conditions.get("Ready"), "True"):
+        return READY, "Ready"
+    return IN_PROGRESS, explain(not_ready) if not_ready else "no Ready condition yet"
+
+
+def scaled_object(obj: dict) -> tuple[str, str]:
+    """KEDA's ScaledObject: ``Ready`` True is ready (Paused True too: nothing to wait for); Ready False
+    is the ScaledObject refused (ScaledObjectCheckFailed). Fallback True is not a failure to stop on: the
+    scaler's source is unreachable and KEDA holds the fallback replicas. Source: keda apis/keda/v1alpha1/
+    condition_types.go; Argo CD keda.sh/ScaledObject."""
+    conditions = conditions_of(_status(obj))
+    ready = conditions.get("Ready")
+    if _is(ready, "False"):
+        return FAILED, f"Ready False: {explain(ready)}"
+    if _is(ready, "True"):
+        paused = " (paused)" if _is(conditions.get("Paused"), "True") else ""
+        fallback = conditions.get("Fallback")
+        if _is(fallback, "True"):
+            return READY, f"Ready{paused}, but a trigger is falling back: {explain(fallback)}"
+        return READY, f"Ready{paused}"
+    return IN_PROGRESS, "no Ready condition yet"
+
+
+def knative_service(obj: dict) -> tuple[str, str]:
+    """Knative Serving's Service: ``Ready`` True for the current generation; False is a failed revision
+    or route (RevisionFailed, ContainerMissing...), Unknown is a rollout in progress. Source: knative
+    serving pkg/apis/serving/v1/service_lifecycle.go; Argo CD serving.knative.dev/Service."""
+    stale = generation_behind(obj)
+    if stale:
+        return IN_PROGRESS, stale
+    return _ready_condition(obj, conditions_of(_status(obj)))
+
+
+def flux_object(obj: dict) -> tuple[str, str]:
+    """Flux's Kustomization and HelmRelease (and sources): kstatus, as Flux writes it. ``Stalled`` True
+    fails; ``Ready`` False fails once the controller stopped reconciling (no ``Reconciling``), or when
+    it retries after a failed attempt (``ProgressingWithRetry``); Ready True for the current generation
+    is ready. Source: fluxcd/pkg apis/meta conditions.go (ReadyCondition, StalledCondition,
+    ReconcilingCondition, ProgressingWithRetryReason); Argo CD's Flux resource_customizations."""
+    stale = generation_behind(obj)
+    if stale:
+        return IN_PROGRESS, stale
+    conditions = conditions_of(_status(obj))
+    stalled, ready, reconciling = conditions.get("Stalled"), conditions.get("Ready"), conditions.get("Reconciling")
+    if _is(stalled, "True"):
+        return FAILED, f"Stalled: {explain(stalled)}"
+    if ready is None:
+        return IN_PROGRESS, "no Ready condition yet"
+    if _is(ready, "True") and not _stale_condition(obj, ready):
+        return READY, f"Ready: {explain(ready)}"
+    retrying = _is(reconciling, "True") and reconciling.get("reason") == "ProgressingWithRetry"
+    if _is(ready, "False") and (retrying or not _is(reconciling, "True")):
+        return FAILED, f"Ready False: {explain(ready)}"
+    return IN_PROGRESS, f"Ready {ready.get('status')}: {explain(ready)}"
+
+
+def argocd_application(obj: dict) -> tuple[str, str]:
+    """Argo CD's Application: healthy and synced is ready; an operation (a sync) that ended Failed or
+    Error fails. Degraded alone is not final: Argo CD reports it while pods restart. Source: argo-cd
+    pkg/apis/application/v1alpha1/types.go (ApplicationStatus, OperationState, health.HealthStatusCode)."""
+    status = _status(obj)
+    operation = status.get("operationState") or {}
+    if operation.get("phase") in ("Failed", "Error"):
+        return FAILED, f"sync {operation['phase']}: {operation.get('message') or 'no message'}"
+    health = (status.get("health") or {}).get("status")
+    sync = (status.get("sync") or {}).get("status")
+    if health == "Healthy" and sync == "Synced":
+        return READY, "Healthy and Synced"
+    return IN_PROGRESS, f"health {health or 'unknown'}, sync {sync or 'unknown'}"
+
+
+def gateway(obj: dict) -> tuple[str, str]:
+    """Gateway API's Gateway: ``Accepted`` and ``Programmed`` True for the current generation, every
+    listener accepted with its references resolved. Accepted False (but Pending), Programmed False with
+    reason Invalid, a listener refused or conflicted fail. Source: gateway-api apis/v1/gateway_types.go
+    (GatewayConditionType, ListenerConditionType and their reasons); Argo CD gateway.networking.k8s.io."""
+    status, conditions = _status(obj), conditions_of(_status(obj))
+    for kind in ("Accepted", "ResolvedRefs"):
+        condition = conditions.get(kind)
+        if _is(condition, "False") and condition.get("reason") != "Pending" and not _stale_condition(obj, condition):
+            return FAILED, f"{kind} False: {explain(condition)}"
+    programmed = conditions.get("Programmed")
+    if _is(programmed, "False") and programmed.get("reason") == "Invalid":
+        return FAILED, f"Programmed False: {explain(programmed)}"
+    for listener in status.get("listeners") or []:
+        problem = _listener_problem(listener)
+        if problem:
+            return FAILED, problem
+    for kind in ("Accepted", "Programmed"):
+        condition = conditions.get(kind)
+        if not _is(condition, "True") or _stale_condition(obj, condition):
+            return IN_PROGRESS, f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}"
+    return READY, "Accepted and Programmed"
+
+
+def _listener_problem(listener) -> str | None:
+    if not isinstance(listener, dict):
+        return None
+    conditions = conditions_of(listener)
+    for kind in ("Accepted", "ResolvedRefs"):
+        if _is(conditions.get(kind), "False") and conditions[kind].get("reason") != "Pending":
+            return f"listener {listener.get('name')}: {kind} False: {explain(conditions[kind])}"
+    if _is(conditions.get("Conflicted"), "True"):
+        return f"listener {listener.get('name')}: Conflicted: {explain(conditions['Conflicted'])}"
+    return None
+
+
+def route(obj: dict) -> tuple[str, str]:
+    """Gateway API's routes (HTTPRoute, GRPCRoute...): each parent (Gateway) reports on its own in
+    ``status.parents``; the route is ready when every parent it names accepted it, for the current
+    generation, with its references resolved. Accepted False (but Pending) or ResolvedRefs False fail,
+    except BackendNotFound: the Service may be on its way. Source: gateway-api apis/v1/shared_types.go
+    (RouteParentStatus, RouteConditionType and reasons); Argo CD gateway.networking.k8s.io/HTTPRoute."""
+    wanted = len(_spec(obj).get("parentRefs") or []) or 1
+    current = [p for p in _status(obj).get("parents") or [] if isinstance(p, dict)
+               and not any(_stale_condition(obj, c) for c in conditions_of(p).values())]
+    programming = backend = None
+    for parent in current:
+        name = (parent.get("parentRef") or {}).get("name")
+        conditions = conditions_of(parent)
+        accepted, refs = conditions.get("Accepted"), conditions.get("ResolvedRefs")
+        if _is(accepted, "False") and accepted.get("reason") != "Pending":
+            return FAILED, f"parent {name}: Accepted False: {explain(accepted)}"
+        if _is(refs, "False"):
+            if refs.get("reason") != "BackendNotFound":
+                return FAILED, f"parent {name}: ResolvedRefs False: {explain(refs)}"
+            backend = f"parent {name}: waiting for the backend: {explain(refs)}"
+        programmed = conditions.get("Programmed")  # some implementations report it per parent
+        if programmed is not None and not _is(programmed, "True"):
+            programming = f"parent {name}: Programmed {programmed.get('status')}: {explain(programmed)}"
+    accepted_by = [p for p in current if _is(conditions_of(p).get("Accepted"), "True")
+                   and not _is(conditions_of(p).get("ResolvedRefs"), "False")]
+    if len(accepted_by) < wanted:
+        return IN_PROGRESS, backend or f"accepted by {len(accepted_by)} of {wanted} parents"
+    if programming:
+        return IN_PROGRESS, programming
+    return READY, f"accepted by {len(accepted_by)} of {wanted} parents"
+
+
+def crossplane(obj: dict) -> tuple[str, str]:
+    """Crossplane's claims, composite and managed resources: ``Ready`` and ``Synced`` True. Synced False
+    with ReconcileError is the provider or composition refusing the spec; ReconcilePaused has nothing to
+    wait for. Matched by shape (a custom resource with a Synced condition and a Ready condition or
+    Crossplane's spec fields), as claims and composites live in the user's own API groups. Source: crossplane-runtime apis/common/v1/condition.go (TypeReady,
+    TypeSynced, ReasonReconcileError, ReasonReconcilePaused); Argo CD _.crossplane.io, _.upbound.io."""
+    conditions = conditions_of(_status(obj))
+    synced, ready = conditions.get("Synced"), conditions.get("Ready")
+    if _is(synced, "False") and synced.get("reason") == "ReconcileError":
+        return FAILED, f"Synced False: {explain(synced)}"
+    if synced is not None and synced.get("reason") == "ReconcilePaused":
+        return READY, "reconciliation paused (crossplane.io/paused): nothing to wait for"
+    if _is(synced, "True") and _is(ready, "True"):
+        return READY, "Ready and Synced"
+    for kind, condition in (("Synced", synced), ("Ready", ready)):
+        if not _is(condition, "True"):
+            return IN_PROGRESS, f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}"
+    return IN_PROGRESS, "not Ready"  # unreachable: one of the two is not True
+
+
+def crossplane_package(obj: dict) -> tuple[str, str]:
+    """Crossplane's packages (Provider, Configuration, Function) and their revisions: ``Installed``
+    and ``Healthy`` True (a revision: ``Healthy`` or ``RevisionHealthy``). An unhealthy package is not
+    a stop: its runtime often turns healthy once its dependencies are installed. Source: crossplane
+    apis/pkg/v1/ (TypeInstalled, TypeHealthy); Argo CD _.crossplane.io."""
+    conditions = conditions_of(_status(obj))
+    wanted = ("Healthy",) if "Installed" not in conditions and "Healthy" in conditions else ("Installed", "Healthy")
+    if "RevisionHealthy" in conditions:
+        wanted = ("RevisionHealthy",)
+    for kind in wanted:
+        if not _is(conditions.get(kind), "True"):
+            condition = conditions.get(kind)
+            return IN_PROGRESS, f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}"
+    return READY, " and ".join(wanted)
+
+
+def horizontal_pod_autoscaler(obj: dict) -> tuple[str, str]:
+    """HorizontalPodAutoscaler: AbleToScale False is a target it cannot scale (FailedGetScale: no such
+    workload, no scale subresource). Metrics not yet available are not waited for (a cluster may have no
+    metrics server): the autoscaler scales once they are. Source: Kubernetes autoscaling/v2 types
+    (HorizontalPodAutoscalerConditionType) and the HPA controller's reasons."""
+    conditions = conditions_of(_status(obj))
+    able = conditions.get("AbleToScale")
+    if _is(able, "False"):
+        return FAILED, f"AbleToScale False: {explain(able)}"
+    if able is None:
+        return READY, "not evaluated yet (the autoscaler syncs every 15s)"
+    active = conditions.get("ScalingActive")
+    note = f"; ScalingActive {active.get('status')}: {explain(active)}" if active and not _is(active, "True") else ""
+    return READY, f"able to scale{note}"
+
+
+def ingress(obj: dict) -> tuple[str, str]:
+    """Ingress, with ``wait_rules.load_balancers``: ready once its controller published an address in
+    ``status.loadBalancer.ingress``, as for a Service of type LoadBalancer. Source: Kubernetes
+    networking/v1 IngressStatus; Argo CD's Ingress health."""
+    found = ((_status(obj).get("loadBalancer") or {}).get("ingress")) or []
+    addresses = [str(e.get("ip") or e.get("hostname")) for e in found
+                 if isinstance(e, dict) and (e.get("ip") or e.get("hostname"))]
+    if addresses:
+        return READY, f"load balancer at {', '.join(addresses)}"
+    return IN_PROGRESS, "waiting for the ingress controller to publish an address"
+
+
+# ----- the table --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One library rule: its name (shown as the member's readiness rule), whether an object without
+    status is not ready yet, and the rule."""
+
+    name: str
+    needs_status: bool
+    judge: Callable[[dict], tuple]
+    load_balancers_only: bool = False  # judged only when wait_rules.load_balancers is on
+
+
+def _entry(group: str, kinds: tuple, judge, needs_status: bool = True, **more) -> dict:
+    return {GroupKind(group, kind): Entry(f"{kind}.{group}", needs_status, judge, **more) for kind in kinds}
+
+
+LIBRARY: dict = {
+    **_entry("argoproj.io", ("Rollout",), rollout),
+    **_entry("argoproj.io", ("Application",), argocd_application),
+    **_entry("cert-manager.io", ("Certificate",), certificate),
+    **_entry("cert-manager.io", ("Issuer", "ClusterIssuer"), issuer),
+    **_entry("postgresql.cnpg.io", ("Cluster",), cnpg_cluster),
+    **_entry("kafka.strimzi.io", ("Kafka", "KafkaTopic", "KafkaUser", "KafkaConnect", "KafkaNodePool"), strimzi),
+    **_entry("keda.sh", ("ScaledObject", "ScaledJob"), scaled_object),
+    **_entry("serving.knative.dev", ("Service",), knative_service),
+    **_entry("gateway.networking.k8s.io", ("Gateway",), gateway),
+    **_entry("gateway.networking.k8s.io", ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"), route),
+    **_entry("kustomize.toolkit.fluxcd.io", ("Kustomization",), flux_object),
+    **_entry("helm.toolkit.fluxcd.io", ("HelmRelease",), flux_object),
+    **_entry("source.toolkit.fluxcd.io", ("GitRepository", "OCIRepository", "HelmRepository", "HelmChart",
+                                          "Bucket"), flux_object),
+    **_entry("pkg.crossplane.io", ("Provider", "Configuration", "Function", "ProviderRevision",
+                                   "ConfigurationRevision", "FunctionRevision"), crossplane_package),
+    **_entry("autoscaling", ("HorizontalPodAutoscaler",), horizontal_pod_autoscaler, needs_status=False),
+    **_entry("networking.k8s.io", ("Ingress",), ingress, needs_status=False, load_balancers_only=True),
+}
+
+CROSSPLANE = Entry("crossplane (Ready and Synced)", True, crossplane)
+
+
+def entry_for(group_kind: GroupKind, obj: dict | None = None, *, custom: bool = True,
+              load_balancers: bool = False) -> Entry | None:
+    """The library entry that judges ``group_kind`` (and, for rules matched by shape, ``obj``), or None.
+
+    ``custom``: the kind is a custom resource (only those are matched by shape).
+    """
+    entry = LIBRARY.get(group_kind)
+    if entry is not None:
+        return entry if load_balancers or not entry.load_balancers_only else None
+    if custom and obj is not None and _looks_like_crossplane(obj):
+        return CROSSPLANE
+    return None
+
+
+# The spec fields Crossplane adds to claims (resourceRef, compositeDeletePolicy), composites
+# (compositionRef..., resourceRefs, crossplane in v2) and managed resources (forProvider, providerConfigRef).
+_CROSSPLANE_SPEC = frozenset({"compositionRef", "compositionSelector", "compositionRevisionRef",
+                              "compositionUpdatePolicy", "compositeDeletePolicy", "resourceRef", "resourceRefs",
+                              "crossplane", "forProvider", "providerConfigRef"})
+
+
+def _looks_like_crossplane(obj: dict) -> bool:
+    """Crossplane's objects report Synced (and Ready); a Synced condition alone, on an object without
+    Crossplane's spec fields, is some other controller's and stays with the generic rule."""
+    conditions = conditions_of(_status(obj))
+    crossplane_spec = bool(_CROSSPLANE_SPEC & set(_spec(obj)))
+    if not conditions:
+        # Not reported yet (or a manifest, for check mode's readiness_rule): the spec says whose it is.
+        return crossplane_spec and ("compositionRef" in _spec(obj) or "resourceRef" in _spec(obj)
+                                    or "forProvider" in _spec(obj) or "crossplane" in _spec(obj))
+    if "Synced" not in conditions:
+        return False
+    return "Ready" in conditions or crossplane_spec
