@@ -107,6 +107,70 @@ options:
         module invocation (C(-vvv), AWX job events) and the syslog/journal line never show it; Secret data
         is hidden in every result by structure, and nothing else is masked. See the collection's C(docs/secrets.md).
     type: raw
+  helm:
+    description:
+      - A Helm chart rendered by C(helm template) on the host that runs the module; what it renders
+        is the set's input, as if given as text in C(definition). Give either C(helm) or C(src)/C(definition).
+      - "It is rendered as C(helm install) would render it: with the cluster's version (C(--kube-version)) and
+        each served group/version and group/version/Kind (C(--api-versions)), C(.Release.IsUpgrade) when the set
+        exists (C(.Release.IsInstall) on its first run), the release name and namespace."
+      - "Hooks follow C(helm.sh/hook) (install hooks on the first run, upgrade hooks on later ones); C(test)
+        hooks are left out with a warning. CRDs of the chart's C(crds/) directory are members, applied first."
+      - "The revision's provenance records the chart's name, version and source, a digest of the values
+        (never the values) and the helm version. C(rollback_to) applies a revision's recorded objects again
+        without rendering (give C(rollback_to) without C(helm))."
+      - Rendering writes nothing on the cluster, so check mode renders too. Every failure of helm (no
+        helm, one older than 3.8, a chart that does not render, a missing values file, an unreachable
+        repository, a version that does not exist) fails the task before any write, naming the chart.
+      - See the collection's C(docs/helm-charts.md).
+    type: dict
+    suboptions:
+      chart:
+        description:
+          - A chart directory or C(.tgz) on the module's host, a chart name in C(repo), or an C(oci://) reference.
+        type: str
+        required: true
+      repo:
+        description:
+          - The URL of the chart repository that holds C(chart) (C(helm template --repo)).
+        type: str
+      version:
+        description:
+          - The chart version (a version constraint as helm takes it); the newest when not given.
+        type: str
+      release_name:
+        description:
+          - The release name the chart renders with (C(.Release.Name)). Defaults to the parent's name.
+        type: str
+      namespace:
+        description:
+          - The release namespace (C(.Release.Namespace)), where namespaced objects the chart leaves
+            without a namespace go. Defaults to the set's C(namespace).
+        type: str
+      values:
+        description:
+          - Values, as C(helm --values) takes them, given after every file of C(values_files) (so they win).
+          - They reach helm through a file only the module's user can read, removed after. Errors and the
+            history never show them (a digest only); the task's invocation (C(-vvv)) does, as for any
+            option: keep secrets in C(values_files) on the host.
+        type: dict
+        default: {}
+      values_files:
+        description:
+          - Values files on the module's host, in order (C(helm --values)).
+        type: list
+        elements: path
+        default: []
+      include_crds:
+        description:
+          - Render the chart's C(crds/) directory too (C(--include-crds)); its CRDs become members applied first.
+        type: bool
+        default: true
+      binary:
+        description:
+          - The helm to run, a path or a name looked for on C(PATH). helm 3.8 or newer (helm 3 or helm 4).
+        type: str
+        default: helm
   state:
     description:
       - C(present) applies the set and, with I(prune), removes what left it.
@@ -719,6 +783,11 @@ def argument_spec():
         on_failure=dict(type="str", choices=["fail", "rollback"], default="fail"),
         rollback_timeout=dict(type="int", default=300),
         provenance=dict(type="dict"),
+        helm=dict(type="dict", options=dict(
+            chart=dict(type="str", required=True), repo=dict(type="str"), version=dict(type="str"),
+            release_name=dict(type="str"), namespace=dict(type="str"), values=dict(type="dict", default={}),
+            values_files=dict(type="list", elements="path", default=[]), include_crds=dict(type="bool", default=True),
+            binary=dict(type="str", default="helm"))),
     )
 
 
@@ -834,21 +903,47 @@ def checked_options(module, definition):
     (``Options.problems``) before any request, as is what the parameters ask together. The
     history and adopt_legacy are added after the early reads; the engine checks them."""
     params = module.params
-    options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff))
+    options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff),
+                      **helm_options(params))
     problems = options.problems()
     if problems:
         fail_option(module, *problems[0])  # one at a time, in the order of Options.problems
     target = params["rollback_to"]
     rollback_revision(target, module)
     if params["state"] == "present":
+        if params["helm"] is not None and (target is not None or params["src"] is not None or definition is not None):
+            fail_option(module, "helm", "helm renders the set's input: it goes with neither src, definition nor "
+                        "rollback_to", "give the chart alone; to roll back, give rollback_to without helm")
         if target is not None and (params["src"] is not None or definition is not None):
             fail_option(module, "rollback_to", "rollback_to applies a revision of the history, not src or "
                         "definition", "give either rollback_to or src/definition")
-        if (target is None and params["src"] is None and definition is None
+        if (target is None and params["src"] is None and definition is None and params["helm"] is None
                 and not params["guard"]["allow_empty"]):
             fail_option(module, "state", "state=present needs src or definition",
                         "give src or definition; to empty the set on purpose set guard.allow_empty: true")
     return options
+
+
+def helm_options(params):
+    """The ``helm`` option as ``Options`` fields: the chart (``inputs.helm_chart.Chart``) and the release
+    it renders as (the name defaults to the parent's, the namespace to the set's); {} without a chart."""
+    helm = params["helm"]
+    if helm is None:
+        return {}
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs.helm_chart import Chart
+
+    parent = params["parent"]
+    if isinstance(parent, dict):
+        parent_name = parent.get("name") or (parent.get("metadata") or {}).get("name")
+        parent_namespace = parent.get("namespace") or (parent.get("metadata") or {}).get("namespace")
+    else:
+        parent_name, parent_namespace = str(parent).rsplit("/", 1)[-1], None
+    release = helm["release_name"] or parent_name
+    namespace = helm["namespace"] or params["namespace"] or parent_namespace
+    chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
+                  values=helm["values"] or {}, values_files=tuple(helm["values_files"] or ()),
+                  include_crds=helm["include_crds"], binary=helm["binary"])
+    return {"helm_chart": chart, "helm_release": release, "helm_namespace": namespace}
 
 
 def rollback_revision(target, module):

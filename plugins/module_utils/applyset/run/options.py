@@ -13,6 +13,7 @@ from ..errors import InputError
 if TYPE_CHECKING:
     from ..rules import legacy as legacies
     from ..history.revisions import Settings
+    from ..inputs.helm_chart import Chart
     from ..rules import prune as prunes
 
 DEFAULT_FIELD_MANAGER = "applyset.kubernetes"
@@ -59,6 +60,11 @@ class Options:
     # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
     ignore_fields: tuple = ()
     history: Settings | None = None  # revisions kept, rollback; None keeps no history
+    # The helm option (steps/chart_render.py): the chart rendered into the desired objects, and
+    # the release it renders as (the given name or the parent's; the given namespace or the set's).
+    helm_chart: Chart | None = None
+    helm_release: str | None = None
+    helm_namespace: str | None = None
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:
