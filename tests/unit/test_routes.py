@@ -10,6 +10,7 @@ from applyset.run import runner
 from applyset import routes
 from applyset.errors import ApplySetError
 from applyset.history.revisions import Settings
+from applyset.inputs.helm_chart import Chart
 from applyset.rules.legacy import Options as LegacyOptions
 from applyset.run.options import Options
 from applyset.steps import without_claim
@@ -38,6 +39,13 @@ ROUTES = {
                 READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
     "preview, no prune": (routes.for_preview, Options(dry_run=True, prune=False),
                           READING + ["show-final-hint", "preview-namespace", "apply", "preview-hooks"]),
+    "apply, helm chart": (routes.for_apply, Options(helm_chart=Chart(chart="c", release="r", namespace="n")),
+                          ["read-parent", "render-chart", *READING[1:], "make-namespaces", "claim", *PRE, "apply",
+                           "prune", *POST, "release"]),
+    "preview, helm chart": (routes.for_preview, Options(dry_run=True, helm_chart=Chart(chart="c", release="r",
+                                                                                      namespace="n")),
+                            ["read-parent", "render-chart", *READING[1:], "show-final-hint", "preview-namespace",
+                             "apply", "prune", "preview-hooks"]),
     "update-only": (routes.for_update_only, Options(),
                     READING + ["update-in-place", "confirm-parent-unchanged", "record"]),
     "update-only, wait": (routes.for_update_only, Options(wait=True),

@@ -52,8 +52,10 @@ def test_every_row_names_a_parameter_and_a_field_and_every_field_has_its_source(
         assert field.partition(".")[0] in fields, field
     filled = {field.partition(".")[0] for _parameter, field, _convert in apply_module.OPTIONS}
     # Check mode and diff are no parameter; adopt_legacy and history are made after the early reads;
-    # recreate_timeout is no option of the module.
-    assert fields - filled == {"dry_run", "diff", "adopt_legacy", "history", "recreate_timeout"}
+    # recreate_timeout is no option of the module; the helm fields are made from the helm option
+    # and the parent (helm_options).
+    assert fields - filled == {"dry_run", "diff", "adopt_legacy", "history", "recreate_timeout",
+                               "helm_chart", "helm_release", "helm_namespace"}
 
 
 def test_the_table_gives_the_options_a_task_without_options_always_got(apply_module):

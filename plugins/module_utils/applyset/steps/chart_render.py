@@ -104,6 +104,8 @@ def render_chart(ctx: RunContext) -> None:
             objects that are no valid input; all before any write.
     """
     chart = ctx.opts.helm_chart
+    if chart is None:  # the route has this step only with a chart (renders_chart)
+        return
     missing = helm_chart.missing_values_files(chart)
     if missing:
         raise InputErrors(missing)
