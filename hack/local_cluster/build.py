@@ -262,10 +262,10 @@ def ensure_helm(log=lambda msg: print(msg, file=sys.stderr)) -> dict[str, Path]:
     return found
 
 
-def main() -> int:
+def main(helm: bool = False) -> int:
     try:
         binaries = ensure_binaries()
-        if "--helm" in sys.argv[1:]:
+        if helm or "--helm" in sys.argv[1:]:
             binaries.update(ensure_helm())
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
