@@ -14,6 +14,7 @@ nothing; check mode writes nothing; a rollback applies a recorded revision witho
 from __future__ import annotations
 
 import http.server
+import json
 import shutil
 import threading
 from functools import partial
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_cli import run_playbook
 from helm_bins import HELMS, helm, helm_binaries
 from test_history import run, task
 
@@ -231,3 +233,29 @@ def assert_nothing_written(kube, namespace):
         "kube-root-ca.crt"]
     crds = kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
     assert "widgets.shop.example.com" not in [c["metadata"]["name"] for c in crds]
+
+
+def test_the_deploy_role_deploys_each_chart_as_its_own_set_before_the_app(cluster, kube, namespace, tmp_path,
+                                                                         helm_name):
+    """deploy_helm_charts: a chart given relative to the playbook, as its own set (parent: its
+    release name), beside the app's set of inline objects."""
+    shutil.copytree(OWN, tmp_path / "charts" / "shopchart")
+    (tmp_path / "off.yaml").write_text("banner:\n  enabled: false\n")
+    book = tmp_path / "deploy.yml"
+    out = tmp_path / "out.json"
+    book.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "roles": [{
+        "role": "applyset.kubernetes.deploy", "vars": {
+            "deploy_app": "app", "deploy_namespace": namespace, "deploy_wait": False,
+            "deploy_definition": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app-settings"},
+                                   "data": {"a": "1"}}],
+            "deploy_helm_charts": [{"chart": "charts/shopchart", "release_name": "shop", "values_files": ["off.yaml"],
+                                    "binary": helm_binaries()[helm_name]}]}}],
+        "post_tasks": [{"copy": {"content": "{{ {'charts': deploy_helm_results, 'app': deploy_result} | to_nice_json }}",
+                                 "dest": str(out), "mode": "0644"}}]}]))
+    proc = run_playbook(cluster, book)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(out.read_text())
+    chart = results["charts"]["results"][0]
+    assert chart["applyset"]["parent"]["name"] == "shop" and ("ConfigMap", namespace, "shop-banner") not in members(chart)
+    assert members(chart) == expected_members(kube, helm_name, OWN, "shop", namespace, tmp_path / "off.yaml")
+    assert members(results["app"]) == {("ConfigMap", namespace, "app-settings")}
