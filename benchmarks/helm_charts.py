@@ -45,6 +45,12 @@ def playbook(path: Path, tasks: list) -> Path:
     return path
 
 
+def cleanup_cluster_scoped(release: str, env: dict) -> None:
+    """A release's cluster-scoped objects deleted (namespaces are deleted whole)."""
+    subprocess.run(["kubectl", "delete", "clusterrole,clusterrolebinding,ingressclass,validatingwebhookconfiguration",
+                    "-l", f"app.kubernetes.io/instance={release}", "--wait"], env=env, capture_output=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chart", default="podinfo", choices=sorted(CHANGES))
@@ -77,11 +83,15 @@ def main() -> None:
             helm_release, our_release = f"h{run}", f"o{run}"
             times["helm install"].append(timed([*base, "install", helm_release, chart, "-f", str(work / "first.json")], env))
             times["helm upgrade"].append(timed([*base, "upgrade", helm_release, chart, "-f", str(work / "second.json")], env))
+            # Gone before our side runs: a chart's fixed-name cluster-scoped objects (ingress-nginx's
+            # IngressClass "nginx") would otherwise be Helm's.
+            subprocess.run([*base, "uninstall", helm_release, "--wait"], env=env, capture_output=True)
             for values, label in ((first, "ours install"), (second, "ours upgrade")):
                 task = {"applyset.kubernetes.applyset_apply": {
                     "parent": our_release, "namespace": ns_ours,
                     "helm": {"chart": chart, "values": values, "binary": helm}}}
                 times[label].append(timed([str(bin_dir / "ansible-playbook"), str(playbook(work / "p.json", [task]))], env))
+            cleanup_cluster_scoped(our_release, env)
             # The same objects given as text (rendered beforehand, without Capabilities): what rendering costs.
             ns_text = f"bench-text-{secrets.token_hex(3)}"
             subprocess.run(["kubectl", "create", "namespace", ns_text], env=env, check=True, capture_output=True)
@@ -96,8 +106,7 @@ def main() -> None:
                 work / "d.json", [{"ansible.builtin.debug": {"msg": "start"}}]))], env))
             for ns in (ns_helm, ns_ours):
                 subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], env=env, capture_output=True)
-            subprocess.run(["kubectl", "delete", "clusterrole,clusterrolebinding,ingressclass,validatingwebhookconfiguration",
-                            "-l", "app.kubernetes.io/name=ingress-nginx", "--wait=false"], env=env, capture_output=True)
+            cleanup_cluster_scoped(f"t{run}", env)
     version = subprocess.run([helm, "version", "--template", "{{.Version}}"], capture_output=True, text=True).stdout
     print(f"chart {args.chart}, helm {version}, {args.runs} runs, seconds (median; every run):")
     for label, values in times.items():

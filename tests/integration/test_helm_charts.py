@@ -86,8 +86,10 @@ def writes(result) -> int:
     return (result.get("requests") or {}).get("writes", 0)
 
 
-def chart_task(name, register, namespace, helm_name, chart=OWN, check_mode=False, **helm_args):
-    return task(name, register, check_mode=check_mode, parent="shop", namespace=namespace,
+def chart_task(name, register, namespace, helm_name, chart=OWN, check_mode=False, state="present", guard=None,
+               **helm_args):
+    return task(name, register, check_mode=check_mode, parent="shop", namespace=namespace, state=state,
+                **({"guard": guard} if guard else {}),
                 helm={"chart": str(chart), "binary": helm_binaries()[helm_name], **helm_args})
 
 
@@ -160,6 +162,14 @@ def test_own_chart_install_rerun_values_change_and_rollback(cluster, kube, names
     assert back["revision"] == 3 and members(back) == expected
     assert kube.get(f"{base}/shop-banner")["data"] == {"text": "hello"}
     assert kube.get(f"/apis/shop.example.com/v1/namespaces/{namespace}/widgets/shop-widget")["spec"] == {"size": 3}
+
+    # state: absent with the chart: its pre-delete hook runs, then every member goes.
+    results, output = run(cluster, tmp_path, namespace, [
+        chart_task("uninstall", "rm", namespace, helm_name, state="absent",
+                   guard={"allow_prune_kinds": ["CustomResourceDefinition"]})], name="uninstall")
+    assert not results["rm"].get("failed"), (results["rm"], output)
+    assert kube.get(f"{base}/shop-deleting")["data"] == {"at": "delete"}
+    assert kube.get(f"{base}/shop-config") is None
 
 
 @pytest.mark.parametrize("chart", sorted(PUBLIC))

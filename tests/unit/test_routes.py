@@ -46,6 +46,9 @@ ROUTES = {
                                                                                       namespace="n")),
                             ["read-parent", "render-chart", *READING[1:], "show-final-hint", "preview-namespace",
                              "apply", "prune", "preview-hooks"]),
+    "uninstall, helm chart": (routes.for_uninstall, Options(helm_chart=Chart(chart="c", release="r", namespace="n")),
+                              ["read-parent", "render-chart", "list-members", "decide-removal", "find-hooks", "claim",
+                               "pre-delete-hooks", "delete-members", "post-delete-hooks", "delete-parent", "release"]),
     "update-only": (routes.for_update_only, Options(),
                     READING + ["update-in-place", "confirm-parent-unchanged", "record"]),
     "update-only, wait": (routes.for_update_only, Options(wait=True),
@@ -135,7 +138,8 @@ def test_the_update_only_route_with_a_history_shares_its_steps_with_the_one_with
 def test_the_reading_steps_read_and_decide_only(case):
     build, opts, _expected = ROUTES[case]
     route = build(opts)
-    assert route.steps[:route.reading] == tuple(routes.reading(routes.APPLY if route.reading > 1 else "x", opts))
+    entry = routes.UNINSTALL if route.name == routes.UNINSTALL else routes.APPLY if route.reading > 1 else "x"
+    assert route.steps[:route.reading] == tuple(routes.reading(entry, opts))
     assert {s.effect for s in route.steps[:route.reading]} <= {runner.READ, runner.DECIDE}
     assert route.rest == list(route.steps[route.reading:])
 

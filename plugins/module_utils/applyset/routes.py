@@ -25,7 +25,8 @@ decided when the route is built: a preview takes no claim and sends dry runs onl
 With a history (``history_steps.keeps_history``): apply adds record-revision before the release
 and trim-history after it, update-only ends with record-revision, uninstall and disband with
 delete-history; ``rollback_to`` adds load-revision after read-parent; a chart (``helm``) adds
-render-chart after read-parent (never with ``rollback_to``: the revision's objects are applied).
+render-chart after read-parent (never with ``rollback_to``: the revision's objects are applied),
+and to an uninstall, whose chart's pre-/post-delete hooks then run.
 
 ``docs/architecture.md`` shows the same tables; ``tests/unit/test_routes.py`` checks them.
 """
@@ -70,6 +71,8 @@ def reading(entry: str, opts) -> list[Step]:
             first.append(chart_render.RENDER_CHART)
         return [*first, Step("split-hooks", hook_run.split_hooks, DECIDE), Step("plan", decide.make_plan, DECIDE),
                 Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ)]
+    if entry == UNINSTALL and chart_render.renders_chart(opts):
+        return [READ_PARENT, chart_render.RENDER_CHART]  # for the chart's delete hooks
     return [READ_PARENT]
 
 
