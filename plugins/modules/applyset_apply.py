@@ -119,6 +119,7 @@ options:
       - "The revision's provenance records the chart's name, version and source, a digest of the values
         (never the values) and the helm version. C(rollback_to) applies a revision's recorded objects again
         without rendering (give C(rollback_to) without C(helm))."
+      - With C(state=absent), the chart is rendered for its C(pre-delete) and C(post-delete) hooks only.
       - Rendering writes nothing on the cluster, so check mode renders too. Every failure of helm (no
         helm, one older than 3.8, a chart that does not render, a missing values file, an unreachable
         repository, a version that does not exist) fails the task before any write, naming the chart.
@@ -150,9 +151,9 @@ options:
       values:
         description:
           - Values, as C(helm --values) takes them, given after every file of C(values_files) (so they win).
-          - They reach helm through a file only the module's user can read, removed after. Errors and the
+          - "They reach helm through a file only the module's user can read, removed after. Errors and the
             history never show them (a digest only); the task's invocation (C(-vvv)) does, as for any
-            option: keep secrets in C(values_files) on the host.
+            option: keep secrets in C(values_files) on the host."
         type: dict
         default: {}
       values_files:
@@ -556,6 +557,31 @@ EXAMPLES = r"""
     parent: shop
     namespace: shop
     state: absent
+
+- name: Deploy a Helm chart from its repository, rendered with the cluster's Capabilities
+  applyset.kubernetes.applyset_apply:
+    parent: web          # also the release name
+    namespace: apps
+    helm:
+      chart: podinfo
+      repo: https://stefanprodan.github.io/podinfo
+      version: 6.14.1
+      values:
+        replicaCount: 2
+      values_files: [/etc/deploy/podinfo-prod.yaml]
+
+- name: Deploy a chart from an OCI registry with helm 4 at a path of its own
+  applyset.kubernetes.applyset_apply:
+    parent: cert-manager
+    namespace: cert-manager
+    create_namespace: true
+    helm:
+      chart: oci://quay.io/jetstack/charts/cert-manager
+      version: v1.19.1
+      values: {crds: {enabled: true}}
+      binary: /opt/helm4/helm
+    guard:
+      allow_prune_kinds: [CustomResourceDefinition]
 """
 
 RETURN = r"""
