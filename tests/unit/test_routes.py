@@ -233,3 +233,14 @@ def test_an_interrupt_still_runs_the_release():
 def test_routes_do_not_share_mutable_state():
     one, two = routes.for_apply(Options()), routes.for_apply(replace(Options(), wait=True))
     assert one.steps != two.steps and isinstance(one.steps, tuple)
+
+
+def test_a_chart_is_rendered_after_read_parent_but_never_by_a_rollback():
+    chart = Chart(chart="./shop", release="shop", namespace="shop")
+    rendering = routes.reading(routes.APPLY, Options(helm_chart=chart, history=Settings()))
+    assert runner.names(rendering)[:2] == ["read-parent", "render-chart"]
+    # A rollback applies the revision's recorded objects (load-revision): the chart is not rendered again.
+    rolling_back = routes.reading(routes.APPLY, Options(helm_chart=chart, history=Settings(rollback_to=1)))
+    assert runner.names(rolling_back)[:2] == ["read-parent", "load-revision"]
+    assert "render-chart" not in runner.names(rolling_back)
+    assert runner.names(routes.reading(routes.DISBAND, Options(helm_chart=chart))) == ["read-parent"]
