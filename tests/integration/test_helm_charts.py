@@ -245,8 +245,8 @@ def assert_nothing_written(kube, namespace):
     assert "widgets.shop.example.com" not in [c["metadata"]["name"] for c in crds]
 
 
-def test_the_deploy_role_deploys_each_chart_as_its_own_set_before_the_app(cluster, kube, namespace, tmp_path,
-                                                                         helm_name):
+def test_the_deploy_role_deploys_each_chart_as_its_own_set_before_the_app(
+        cluster, kube, namespace, tmp_path, helm_name):
     """deploy_helm_charts: a chart given relative to the playbook, as its own set (parent: its
     release name), beside the app's set of inline objects."""
     shutil.copytree(OWN, tmp_path / "charts" / "shopchart")
