@@ -131,11 +131,25 @@ def _default_namespace(manifests: list, discovery, namespace: str | None) -> Non
     puts them), which may differ from the set's."""
     if not namespace:
         return
+    chart_scoped = _crd_scopes(manifests)
     for manifest in manifests:
         meta = manifest.metadata
         res = discovery.for_gvk(manifest.group or "", manifest.version or "", manifest.kind or "")
-        if res is not None and res.namespaced and not meta.get("namespace") and isinstance(manifest.obj, dict):
+        namespaced = res.namespaced if res is not None else chart_scoped.get((manifest.group, manifest.kind), False)
+        if namespaced and not meta.get("namespace") and isinstance(manifest.obj, dict):
             manifest.obj["metadata"] = {**meta, "namespace": namespace}
+
+
+def _crd_scopes(manifests: list) -> dict:
+    """``{(group, kind): namespaced}`` of the chart's own CRDs: their custom resources are not
+    served before the run applies the CRDs, so discovery cannot say their scope."""
+    scopes = {}
+    for manifest in manifests:
+        crd_spec = manifest.mapping.get("spec") if manifest.kind == "CustomResourceDefinition" else None
+        if isinstance(crd_spec, dict):
+            names = crd_spec.get("names") if isinstance(crd_spec.get("names"), dict) else {}
+            scopes[(crd_spec.get("group"), names.get("kind"))] = crd_spec.get("scope") == "Namespaced"
+    return scopes
 
 
 RENDER_CHART = Step("render-chart", render_chart, READ)
