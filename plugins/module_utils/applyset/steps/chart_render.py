@@ -147,8 +147,9 @@ def _crd_scopes(manifests: list) -> dict:
     for manifest in manifests:
         crd_spec = manifest.mapping.get("spec") if manifest.kind == "CustomResourceDefinition" else None
         if isinstance(crd_spec, dict):
-            names = crd_spec.get("names") if isinstance(crd_spec.get("names"), dict) else {}
-            scopes[(crd_spec.get("group"), names.get("kind"))] = crd_spec.get("scope") == "Namespaced"
+            names = crd_spec.get("names")
+            kind = names.get("kind") if isinstance(names, dict) else None
+            scopes[(crd_spec.get("group"), kind)] = crd_spec.get("scope") == "Namespaced"
     return scopes
 
 
