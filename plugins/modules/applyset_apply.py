@@ -152,8 +152,8 @@ options:
         description:
           - Values, as C(helm --values) takes them, given after every file of C(values_files) (so they win).
           - "They reach helm through a file only the module's user can read, removed after. Errors and the
-            history never show them (a digest only); the task's invocation (C(-vvv)) does, as for any
-            option: keep secrets in C(values_files) on the host."
+            history never show them (a digest only), and the action plugin hands them to the module in its
+            hidden C(no_log) parameter (as C(definition)), so the invocation (C(-vvv)) does not show them."
         type: dict
         default: {}
       values_files:
@@ -738,6 +738,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     fail_option,
     module_argument_spec,
     options_from,
+    protected_helm_values,
     protected_src_contents,
     start,
     warn_all,
@@ -930,7 +931,7 @@ def checked_options(module, definition):
     history and adopt_legacy are added after the early reads; the engine checks them."""
     params = module.params
     options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff),
-                      **helm_options(params))
+                      **helm_options(params, protected_helm_values(module)))
     problems = options.problems()
     if problems:
         fail_option(module, *problems[0])  # one at a time, in the order of Options.problems
@@ -950,9 +951,10 @@ def checked_options(module, definition):
     return options
 
 
-def helm_options(params):
-    """The ``helm`` option as ``Options`` fields: the chart (``inputs.helm_chart.Chart``) and the release
-    it renders as (the name defaults to the parent's, the namespace to the set's); {} without a chart."""
+def helm_options(params, values):
+    """The ``helm`` option as ``Options`` fields: the chart (``inputs.helm_chart.Chart``) with ``values``
+    (``protected_helm_values``) and the release it renders as (the name defaults to the parent's, the
+    namespace to the set's); {} without a chart."""
     helm = params["helm"]
     if helm is None:
         return {}
@@ -967,7 +969,7 @@ def helm_options(params):
     release = helm["release_name"] or parent_name
     namespace = helm["namespace"] or params["namespace"] or parent_namespace
     chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
-                  values=helm["values"] or {}, values_files=tuple(helm["values_files"] or ()),
+                  values=values, values_files=tuple(helm["values_files"] or ()),
                   include_crds=helm["include_crds"], binary=helm["binary"])
     return {"helm_chart": chart, "helm_release": release, "helm_namespace": namespace}
 

@@ -231,6 +231,8 @@ def test_chart_errors_name_the_chart_and_write_nothing(cluster, kube, namespace,
             assert word in result["msg"], (key, word, result["msg"])
         assert secret_value not in str(result), key
         assert writes(result) == 0, (key, result.get("requests"))
+    # Nor in the task's invocation (-vvv): the action plugin carries helm.values hidden.
+    assert secret_value not in output
     assert not results["fromrepo"].get("failed"), results["fromrepo"]
     assert len(members(results["fromrepo"])) == 6
     assert_nothing_written(kube, namespace)
