@@ -8,7 +8,7 @@ COLLECTION_LINK := .state/collections/ansible_collections/applyset/kubernetes
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: deps binaries cluster-up cluster-down demo test unit integration lint typecheck sanity bench chromium clean readme-check
+.PHONY: deps binaries helm cluster-up cluster-down demo test unit integration lint typecheck sanity bench chromium clean readme-check
 
 # Against an existing cluster (APPLYSET_TEST_KUBECONFIG) the tests need no local
 # control plane, so nothing is built.
@@ -16,6 +16,11 @@ ifeq ($(strip $(APPLYSET_TEST_KUBECONFIG)),)
 TEST_CLUSTER := binaries
 else
 TEST_CLUSTER := deps
+endif
+# The chart tests render with helm 3 and helm 4 built from their Go modules (hack/controlplane/helm3,
+# helm4), unless APPLYSET_TEST_HELM3 and APPLYSET_TEST_HELM4 name ready-made ones.
+ifeq ($(and $(strip $(APPLYSET_TEST_HELM3)),$(strip $(APPLYSET_TEST_HELM4))),)
+TEST_CLUSTER += helm
 endif
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -32,6 +37,10 @@ deps: $(STAMP) $(COLLECTION_LINK)
 
 binaries: deps
 	hack/local-cluster build
+
+# helm3 and helm4 (v3.22.0, v4.3.1) into the control plane's cache; prints every binary's path.
+helm: deps
+	hack/local-cluster build --helm
 
 cluster-up: deps
 	hack/local-cluster up

@@ -29,11 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop the processes this state directory started")
     sub.add_parser("status", help="print a JSON report: pids, liveness, memory")
     sub.add_parser("kubeconfig", help="print the admin kubeconfig path")
-    sub.add_parser("build", help="only build (or find) the binaries and print their paths")
+    build = sub.add_parser("build", help="only build (or find) the binaries and print their paths")
+    build.add_argument("--helm", action="store_true", help="also helm3 and helm4 (the chart tests' helm)")
     args = parser.parse_args(argv)
 
     if args.command == "build":
-        return build_main()
+        return build_main(helm=args.helm)
     cluster = LocalCluster(state_dir=args.state_dir.resolve())
     try:
         if args.command == "up":

@@ -44,6 +44,10 @@ class Component:
 
     def ldflags(self) -> str:
         flags = ["-s", "-w"]
+        if self.wrapper in HELM_VERSIONS:
+            # Without it `helm version` says v3.22 (the source's default), not the pinned release.
+            major = HELM_VERSIONS[self.wrapper].split(".")[0]
+            flags.append(f"-X helm.sh/helm/{major}/internal/version.version={HELM_VERSIONS[self.wrapper]}")
         if self.wrapper == "k8s":
             major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
             for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
@@ -72,6 +76,15 @@ COMPONENTS = (
 )
 
 ALL_BINARIES = tuple(b for c in COMPONENTS for b in c.binaries)
+
+# Helm, for the chart tests and benchmarks (not the control plane: `up` does not need it, and the
+# wrappers need a newer Go). hack/controlplane/helm3|helm4/go.mod require the same versions
+# (check_pins). The binaries are named helm3 and helm4, each in its own cache directory.
+HELM_VERSIONS = {"helm3": "v3.22.0", "helm4": "v4.3.1"}
+HELM_COMPONENTS = tuple(
+    Component(wrapper=name, binaries=(name,), packages=(f"helm.sh/helm/{version.split('.')[0]}/cmd/helm",))
+    for name, version in HELM_VERSIONS.items()
+)
 
 
 def cache_root() -> Path:
@@ -105,23 +118,23 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(numbers)
 
 
-def required_go_version() -> str:
+def required_go_version(components: tuple[Component, ...] = COMPONENTS) -> str:
     """The newest ``go`` directive of the wrapper modules: the oldest Go that can build them all.
 
     The build runs with GOTOOLCHAIN=local (no toolchain downloads), so an older Go
     fails on the first wrapper that needs more; checking up front gives a clear error.
     """
     versions = []
-    for component in COMPONENTS:
+    for component in components:
         for line in (WRAPPERS_DIR / component.wrapper / "go.mod").read_text().splitlines():
             if line.startswith("go "):
                 versions.append(line.split()[1])
     return max(versions, key=_version_tuple)
 
 
-def check_go_version(go_version: str) -> None:
-    """Refuse a Go older than the wrappers need, naming both versions."""
-    required = required_go_version()
+def check_go_version(go_version: str, helm: Component | None = None) -> None:
+    """Refuse a Go older than the wrappers need (or the one helm wrapper), naming both versions."""
+    required = required_go_version((helm,) if helm is not None else COMPONENTS)
     if _version_tuple(go_version) < _version_tuple(required):
         raise BuildError(
             f"{go_version} is too old to build the local control plane: the wrapper modules in "
@@ -166,6 +179,11 @@ def check_pins() -> None:
             f"hack/controlplane/k8s/go.mod does not require k8s.io/kubernetes {KUBERNETES_VERSION}; "
             "update KUBERNETES_VERSION in hack/local_cluster/build.py and the wrapper together"
         )
+    for name, version in HELM_VERSIONS.items():
+        major = version.split(".")[0]
+        if f"helm.sh/helm/{major} {version}" not in (WRAPPERS_DIR / name / "go.mod").read_text():
+            raise BuildError(f"hack/controlplane/{name}/go.mod does not require helm.sh/helm/{major} {version}; "
+                             "update HELM_VERSIONS in hack/local_cluster/build.py and the wrapper together")
 
 
 def _build_component(component: Component, go: str, out_dir: Path, log) -> None:
@@ -228,9 +246,27 @@ def ensure_binaries(log=lambda msg: print(msg, file=sys.stderr)) -> dict[str, Pa
     return found
 
 
-def main() -> int:
+def ensure_helm(log=lambda msg: print(msg, file=sys.stderr)) -> dict[str, Path]:
+    """Return the paths of helm3 and helm4, building what is missing into the same cache."""
+    check_pins()
+    go = _go()
+    go_version = _go_version(go)
+    found: dict[str, Path] = {}
+    for component in HELM_COMPONENTS:
+        out_dir = cache_root() / cache_key(component, go_version)
+        if not (out_dir / component.binaries[0]).is_file():
+            check_go_version(go_version, component)
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+            _build_component(component, go, out_dir, log)
+        found[component.binaries[0]] = out_dir / component.binaries[0]
+    return found
+
+
+def main(helm: bool = False) -> int:
     try:
         binaries = ensure_binaries()
+        if helm or "--helm" in sys.argv[1:]:
+            binaries.update(ensure_helm())
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

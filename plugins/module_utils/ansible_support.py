@@ -261,6 +261,14 @@ def protected_src_contents(module):
     return redact.unpack_protected_input(module.params.get(redact.PROTECTED_INPUT)).get("src_contents", {})
 
 
+def protected_helm_values(module):
+    """The ``helm.values`` the action plugin carried in the protected parameter, else the visible ones
+    (a module run without its action plugin); ``{}`` without a chart."""
+    carried = redact.unpack_protected_input(module.params.get(redact.PROTECTED_INPUT))
+    helm = module.params.get("helm") or {}
+    return carried.get("helm_values", helm.get("values") or {})
+
+
 def module_argument_spec(**options):
     """The argument spec of a module of the collection: the connection options (``AUTH_ARG_SPEC``),
     the hidden parameter of the action plugins (``protected_input_spec``) and ``options``."""

@@ -107,6 +107,95 @@ options:
         module invocation (C(-vvv), AWX job events) and the syslog/journal line never show it; Secret data
         is hidden in every result by structure, and nothing else is masked. See the collection's C(docs/secrets.md).
     type: raw
+  helm:
+    description:
+      - A Helm chart rendered by C(helm template) on the host that runs the module; what it renders
+        is the set's input, as if given as text in C(definition). Give either O(helm.chart) or C(src)/C(definition).
+      - "It is rendered as C(helm install) would render it: with the cluster's version (C(--kube-version)) and
+        each served group/version and group/version/Kind (C(--api-versions)), C(.Release.IsUpgrade) when the set
+        exists (C(.Release.IsInstall) on its first run), the release name and namespace."
+      - "Hooks follow C(helm.sh/hook) (install hooks on the first run, upgrade hooks on later ones); C(test)
+        hooks are left out with a warning. CRDs of the chart's C(crds/) directory are members, applied first."
+      - "The revision's provenance records the chart's name, version and source, a digest of the values
+        (never the values) and the helm version. C(rollback_to) applies a revision's recorded objects again
+        without rendering (give C(rollback_to) without C(helm))."
+      - With C(state=absent), the chart is rendered for its C(pre-delete) and C(post-delete) hooks only.
+      - Rendering writes nothing on the cluster, so check mode renders too. Every failure of helm (no
+        helm, one older than 3.8, a chart that does not render, a missing values file, an unreachable
+        repository, a version that does not exist) fails the task before any write, naming the chart.
+      - See the collection's C(docs/helm-charts.md).
+      - "With O(helm.take_over) and without O(helm.chart), O(helm) names the Helm release that the set's O(src)
+        or O(definition) take over (see O(helm.take_over))."
+      - Without O(helm), or without O(helm.take_over), a member whose live object belongs to a Helm release that
+        still exists (its C(meta.helm.sh/release-name) annotation names it and Helm keeps its records) is refused
+        before anything is written, naming the release (Helm would write it back on its next upgrade and delete it
+        on uninstall).
+    type: dict
+    suboptions:
+      chart:
+        description:
+          - A chart directory or C(.tgz) on the module's host, a chart name in C(repo), or an C(oci://) reference.
+        type: str
+      repo:
+        description:
+          - The URL of the chart repository that holds C(chart) (C(helm template --repo)).
+        type: str
+      version:
+        description:
+          - The chart version (a version constraint as helm takes it); the newest when not given.
+        type: str
+      release_name:
+        description:
+          - The release name the chart renders with (C(.Release.Name)). Defaults to the parent's name.
+        type: str
+      namespace:
+        description:
+          - The release namespace (C(.Release.Namespace)), where namespaced objects the chart leaves
+            without a namespace go. Defaults to the set's C(namespace).
+        type: str
+      values:
+        description:
+          - Values, as C(helm --values) takes them, given after every file of C(values_files) (so they win).
+          - "They reach helm through a file only the module's user can read, removed after. Errors and the
+            history never show them (a digest only), and the action plugin hands them to the module in its
+            hidden C(no_log) parameter (as C(definition)), so the invocation (C(-vvv)) does not show them."
+        type: dict
+        default: {}
+      values_files:
+        description:
+          - Values files on the module's host, in order (C(helm --values)).
+        type: list
+        elements: path
+        default: []
+      include_crds:
+        description:
+          - Render the chart's C(crds/) directory too (C(--include-crds)); its CRDs become members applied first.
+        type: bool
+        default: true
+      binary:
+        description:
+          - The helm to run, a path or a name looked for on C(PATH). helm 3.8 or newer (helm 3 or helm 4).
+        type: str
+        default: helm
+      take_over:
+        description:
+          - Take over the release, installed by Helm 3 or Helm 4 (or kubernetes.core's C(helm) module), into this
+            set. Every object of it keeps its UID (nothing is recreated, no pod restarts), becomes a member, and
+            Helm's field ownership becomes this set's field manager's, so that a field only Helm had set goes when
+            the manifests drop it; Helm's C(meta.helm.sh/*) annotations go too.
+          - The objects of the release that the manifests no longer contain are pruned under every rule of a prune
+            (guard, keep annotations), each exactly the object the release installed (by UID). With
+            O(prune=false) they are taken in and kept.
+          - Once every object is a member, the release's records (C(sh.helm.release.v1.NAME.vN), Secrets, or
+            ConfigMaps with C(HELM_DRIVER=configmap)) are deleted, so C(helm list) no longer shows it and C(helm uninstall) cannot remove what the set owns.
+            With a history, the set's revision records the release's chart and manifest digest (not its values).
+          - Refused before any write, naming the release, are objects of a release of another name, and a
+            release Helm is in the middle of (pending-install, pending-upgrade, pending-rollback, uninstalling).
+          - Check mode shows what would be done (RV(applyset.helm_take_over)) and writes nothing. Harmless to
+            keep; once the release is retired there is nothing left to take over, and a re-run writes nothing.
+          - See docs/helm-takeover.md.
+        type: bool
+        default: false
   state:
     description:
       - C(present) applies the set and, with I(prune), removes what left it.
@@ -252,40 +341,6 @@ options:
         an error, found before anything is written.
     type: bool
     default: false
-  helm:
-    description:
-      - The Helm release this set stands for.
-      - Without O(helm), or without O(helm.take_over), a member whose live object belongs to a Helm release that
-        still exists (its C(meta.helm.sh/release-name) annotation names it and Helm keeps its records) is refused
-        before anything is written, naming the release (Helm would write it back on its next upgrade and delete it
-        on uninstall).
-    type: dict
-    suboptions:
-      release_name:
-        description: The release's name. By default the parent's name.
-        type: str
-      namespace:
-        description: The release's namespace. By default the set's (O(namespace), else the parent's).
-        type: str
-      take_over:
-        description:
-          - Take over the release, installed by Helm 3 or Helm 4 (or kubernetes.core's C(helm) module), into this
-            set. Every object of it keeps its UID (nothing is recreated, no pod restarts), becomes a member, and
-            Helm's field ownership becomes this set's field manager's, so that a field only Helm had set goes when
-            the manifests drop it; Helm's C(meta.helm.sh/*) annotations go too.
-          - The objects of the release that the manifests no longer contain are pruned under every rule of a prune
-            (guard, keep annotations), each exactly the object the release installed (by UID). With
-            O(prune=false) they are taken in and kept.
-          - Once every object is a member, the release's records (C(sh.helm.release.v1.NAME.vN), Secrets, or
-            ConfigMaps with C(HELM_DRIVER=configmap)) are deleted, so C(helm list) no longer shows it and C(helm uninstall) cannot remove what the set owns.
-            With a history, the set's revision records the release's chart and manifest digest (not its values).
-          - Refused before any write, naming the release, are objects of a release of another name, and a
-            release Helm is in the middle of (pending-install, pending-upgrade, pending-rollback, uninstalling).
-          - Check mode shows what would be done (RV(applyset.helm_take_over)) and writes nothing. Harmless to
-            keep; once the release is retired there is nothing left to take over, and a re-run writes nothing.
-          - See docs/helm-takeover.md.
-        type: bool
-        default: false
   adopt_legacy:
     description:
       - Take over a set that C(kubectl apply --prune -l SELECTOR) managed. The objects that kubectl's legacy prune
@@ -611,6 +666,31 @@ EXAMPLES = r"""
     parent: shop
     namespace: shop
     state: absent
+
+- name: Deploy a Helm chart from its repository, rendered with the cluster's Capabilities
+  applyset.kubernetes.applyset_apply:
+    parent: web          # also the release name
+    namespace: apps
+    helm:
+      chart: podinfo
+      repo: https://stefanprodan.github.io/podinfo
+      version: 6.14.1
+      values:
+        replicaCount: 2
+      values_files: [/etc/deploy/podinfo-prod.yaml]
+
+- name: Deploy a chart from an OCI registry with helm 4 at a path of its own
+  applyset.kubernetes.applyset_apply:
+    parent: cert-manager
+    namespace: cert-manager
+    create_namespace: true
+    helm:
+      chart: oci://quay.io/jetstack/charts/cert-manager
+      version: v1.19.1
+      values: {crds: {enabled: true}}
+      binary: /opt/helm4/helm
+    guard:
+      allow_prune_kinds: [CustomResourceDefinition]
 """
 
 RETURN = r"""
@@ -820,6 +900,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     health_check_exprs,
     module_argument_spec,
     options_from,
+    protected_helm_values,
     protected_src_contents,
     start,
     wait_rules_spec,
@@ -885,14 +966,11 @@ def argument_spec():
         rollback_timeout=dict(type="int", default=300),
         provenance=dict(type="dict"),
         approved_plan=dict(type="raw"),
-        helm=dict(
-            type="dict",
-            options=dict(
-                release_name=dict(type="str"),
-                namespace=dict(type="str"),
-                take_over=dict(type="bool", default=False),
-            ),
-        ),
+        helm=dict(type="dict", options=dict(
+            chart=dict(type="str"), repo=dict(type="str"), version=dict(type="str"),
+            release_name=dict(type="str"), namespace=dict(type="str"), values=dict(type="dict", default={}),
+            values_files=dict(type="list", elements="path", default=[]), include_crds=dict(type="bool", default=True),
+            binary=dict(type="str", default="helm"), take_over=dict(type="bool", default=False))),
     )
 
 
@@ -1010,7 +1088,7 @@ def checked_options(module, definition):
     history and adopt_legacy are added after the early reads; the engine checks them."""
     params = module.params
     options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff),
-                      **helm_fields(params))
+                      **helm_options(params, protected_helm_values(module)))
     exprs = health_check_exprs(params["wait_rules"])
     if exprs:  # only then: a run without CEL rules passes the same rule keywords as before them
         options.wait_rules["health_check_exprs"] = exprs
@@ -1020,24 +1098,41 @@ def checked_options(module, definition):
     target = params["rollback_to"]
     rollback_revision(target, module)
     if params["state"] == "present":
+        chart = (params["helm"] or {}).get("chart")
+        if params["helm"] is not None and chart is None and not params["helm"]["take_over"]:
+            fail_option(module, "helm", "helm needs chart (a chart to render) or take_over (a Helm release to take "
+                        "over)", "give helm.chart, or helm.take_over: true with the set's src or definition")
+        if chart is not None and (target is not None or params["src"] is not None or definition is not None):
+            fail_option(module, "helm", "helm renders the set's input: it goes with neither src, definition nor "
+                        "rollback_to", "give the chart alone; to roll back, give rollback_to without helm")
         if target is not None and (params["src"] is not None or definition is not None):
             fail_option(module, "rollback_to", "rollback_to applies a revision of the history, not src or "
                         "definition", "give either rollback_to or src/definition")
-        if (target is None and params["src"] is None and definition is None
+        if (target is None and params["src"] is None and definition is None and chart is None
                 and not params["guard"]["allow_empty"]):
             fail_option(module, "state", "state=present needs src or definition",
                         "give src or definition; to empty the set on purpose set guard.allow_empty: true")
     return options
 
 
-def helm_fields(params):
-    """The ``Options`` fields of the ``helm`` option: the release's name (given, or the parent's),
-    its namespace (None: the set's) and ``take_over``; none without ``helm``."""
-    helm = params.get("helm")
-    if not helm:
+def helm_options(params, values):
+    """The ``helm`` option as ``Options`` fields: the release (the name defaults to the parent's),
+    ``take_over``, and with a chart the chart (``inputs.helm_chart.Chart``) with ``values``
+    (``protected_helm_values``) rendered in the release's namespace (given, or the set's); {} without helm."""
+    helm = params["helm"]
+    if helm is None:
         return {}
-    return {"helm_release": helm["release_name"] or parent_name(params["parent"]),
-            "helm_namespace": helm["namespace"], "helm_take_over": helm["take_over"]}
+    release = helm["release_name"] or parent_name(params["parent"])
+    fields = {"helm_release": release, "helm_namespace": helm["namespace"], "helm_take_over": helm["take_over"]}
+    if helm["chart"] is None:  # a take-over of objects given as src or definition
+        return fields
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs.helm_chart import Chart
+
+    namespace = helm["namespace"] or params["namespace"] or parent_namespace(params["parent"])
+    chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
+                  values=values, values_files=tuple(helm["values_files"] or ()),
+                  include_crds=helm["include_crds"], binary=helm["binary"])
+    return {**fields, "helm_chart": chart, "helm_namespace": namespace}
 
 
 def parent_name(parent):
@@ -1046,6 +1141,13 @@ def parent_name(parent):
         return parent.partition("/")[2] or parent
     if isinstance(parent, dict):
         return (parent.get("metadata") or {}).get("name") or parent.get("name")
+    return None
+
+
+def parent_namespace(parent):
+    """The namespace a ``parent`` reference or object dict gives (None for a ``RESOURCE/NAME`` string)."""
+    if isinstance(parent, dict):
+        return parent.get("namespace") or (parent.get("metadata") or {}).get("namespace")
     return None
 
 

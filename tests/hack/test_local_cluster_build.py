@@ -37,3 +37,15 @@ def test_an_older_go_is_refused_with_both_versions_named():
 def test_readme_names_the_go_version_the_build_needs():
     readme = (build.REPO_ROOT / "README.md").read_text()
     assert f"Go ({build.required_go_version().removesuffix('.0')} or newer)" in readme
+
+
+def test_the_helm_wrappers_pin_the_versions_build_names_and_set_them_in_the_binary():
+    build.check_pins()  # each helm wrapper's go.mod requires HELM_VERSIONS' release
+    for component in build.HELM_COMPONENTS:
+        version = build.HELM_VERSIONS[component.wrapper]
+        assert component.binaries == (component.wrapper,)
+        assert f"internal/version.version={version}" in component.ldflags()
+        assert build.cache_key(component, "go1.26.8").startswith(component.wrapper + "-")
+    # helm needs a newer Go than the control plane; it is checked on its own, not for `up`.
+    assert build.required_go_version((build.HELM_COMPONENTS[0],)) == "1.26.0"
+    assert not set(build.ALL_BINARIES) & {"helm3", "helm4"}

@@ -10,6 +10,7 @@ from applyset.run import runner
 from applyset import routes
 from applyset.errors import ApplySetError
 from applyset.history.revisions import Settings
+from applyset.inputs.helm_chart import Chart
 from applyset.rules.legacy import Options as LegacyOptions
 from applyset.run.options import Options
 from applyset.steps import without_claim
@@ -51,6 +52,16 @@ ROUTES = {
                 READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
     "preview, no prune": (routes.for_preview, Options(dry_run=True, prune=False),
                           READING + ["show-final-hint", "preview-namespace", "apply", "preview-hooks"]),
+    "apply, helm chart": (routes.for_apply, Options(helm_chart=Chart(chart="c", release="r", namespace="n")),
+                          ["read-parent", "render-chart", *READING[1:], "make-namespaces", "claim", *PRE, "apply",
+                           "prune", *POST, "release"]),
+    "preview, helm chart": (routes.for_preview,
+                            Options(dry_run=True, helm_chart=Chart(chart="c", release="r", namespace="n")),
+                            ["read-parent", "render-chart", *READING[1:], "show-final-hint", "preview-namespace",
+                             "apply", "prune", "preview-hooks"]),
+    "uninstall, helm chart": (routes.for_uninstall, Options(helm_chart=Chart(chart="c", release="r", namespace="n")),
+                              ["read-parent", "render-chart", "list-members", "decide-removal", "find-hooks", "plan-id", "claim",
+                               "pre-delete-hooks", "delete-members", "post-delete-hooks", "delete-parent", "release"]),
     "update-only": (routes.for_update_only, Options(),
                     READING + ["update-in-place", "confirm-parent-unchanged", "record"]),
     "update-only, wait": (routes.for_update_only, Options(wait=True),
@@ -140,7 +151,8 @@ def test_the_update_only_route_with_a_history_shares_its_steps_with_the_one_with
 def test_the_reading_steps_read_and_decide_only(case):
     build, opts, _expected = ROUTES[case]
     route = build(opts)
-    assert route.steps[:route.reading] == tuple(routes.reading(routes.APPLY if route.reading > 1 else "x", opts))
+    entry = routes.UNINSTALL if route.name == routes.UNINSTALL else routes.APPLY if route.reading > 1 else "x"
+    assert route.steps[:route.reading] == tuple(routes.reading(entry, opts))
     assert {s.effect for s in route.steps[:route.reading]} <= {runner.READ, runner.DECIDE}
     assert route.rest == list(route.steps[route.reading:])
 
@@ -234,3 +246,14 @@ def test_an_interrupt_still_runs_the_release():
 def test_routes_do_not_share_mutable_state():
     one, two = routes.for_apply(Options()), routes.for_apply(replace(Options(), wait=True))
     assert one.steps != two.steps and isinstance(one.steps, tuple)
+
+
+def test_a_chart_is_rendered_after_read_parent_but_never_by_a_rollback():
+    chart = Chart(chart="./shop", release="shop", namespace="shop")
+    rendering = routes.reading(routes.APPLY, Options(helm_chart=chart, history=Settings()))
+    assert runner.names(rendering)[:2] == ["read-parent", "render-chart"]
+    # A rollback applies the revision's recorded objects (load-revision): the chart is not rendered again.
+    rolling_back = routes.reading(routes.APPLY, Options(helm_chart=chart, history=Settings(rollback_to=1)))
+    assert runner.names(rolling_back)[:2] == ["read-parent", "load-revision"]
+    assert "render-chart" not in runner.names(rolling_back)
+    assert runner.names(routes.reading(routes.DISBAND, Options(helm_chart=chart))) == ["read-parent"]

@@ -24,7 +24,9 @@ decided when the route is built: a preview takes no claim and sends dry runs onl
 
 With a history (``history_steps.keeps_history``): apply adds record-revision before the release
 and trim-history after it, update-only ends with record-revision, uninstall and disband with
-delete-history; ``rollback_to`` adds load-revision after read-parent.
+delete-history; ``rollback_to`` adds load-revision after read-parent; a chart (``helm``) adds
+render-chart after read-parent (never with ``rollback_to``: the revision's objects are applied),
+and to an uninstall, whose chart's pre-/post-delete hooks then run.
 
 plan-id (steps/approval.py) is the plan and its id, and the refusal of a plan that is not the
 approved one: after every read, before every write.
@@ -37,7 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .apply import adoption, applying, namespaces
-from .steps import approval, claim, decide, helm_takeover, history_steps, hook_run, pruning, rollback
+from .steps import approval, chart_render, claim, decide, helm_takeover, history_steps, hook_run, pruning
+from .steps import rollback
 from .steps import settling, teardown, without_claim
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
 
@@ -68,9 +71,13 @@ def reading(entry: str, opts) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
         first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
+        if chart_render.renders_chart(opts):
+            first.append(chart_render.RENDER_CHART)
         return [*first, Step("split-hooks", hook_run.split_hooks, DECIDE), Step("plan", decide.make_plan, DECIDE),
                 Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ),
                 Step("plan-id", approval.plan_apply, DECIDE)]
+    if entry == UNINSTALL and chart_render.renders_chart(opts):
+        return [READ_PARENT, chart_render.RENDER_CHART]  # for the chart's delete hooks
     return [READ_PARENT]
 
 

@@ -81,6 +81,16 @@ def test_text_definitions_and_kubeconfig_paths_are_kept_as_given():
     assert redact.unpack_protected_input(packed[redact.PROTECTED_INPUT]) == {"definition": text}
 
 
+def test_a_charts_values_travel_hidden_and_the_rest_of_the_helm_option_stays_visible():
+    args = {"parent": "p", "helm": {"chart": "./shop", "values": {"db": {"password": "hunter2"}}}}
+    packed = redact.pack_protected_input(args)
+    assert packed["helm"] == {"chart": "./shop"} and "hunter2" not in str({**packed, redact.PROTECTED_INPUT: ""})
+    assert redact.unpack_protected_input(packed[redact.PROTECTED_INPUT]) == {
+        "helm_values": {"db": {"password": "hunter2"}}}
+    assert args["helm"]["values"]  # the task's own arguments are not modified
+    assert redact.pack_protected_input({"helm": {"chart": "c", "values": {}}}) == {"helm": {"chart": "c", "values": {}}}
+
+
 def test_nothing_to_protect_adds_no_parameter():
     assert redact.pack_protected_input({"parent": "p"}) == {"parent": "p"}
     assert redact.unpack_protected_input(None) == {}

@@ -36,7 +36,7 @@ import secrets
 PROTECTED_INPUT = "_protected_input"
 
 # Inputs that travel in the protected parameter instead of as visible parameters.
-_PROTECTED_KEYS = ("definition", "kubeconfig", "src_contents")
+_PROTECTED_KEYS = ("definition", "kubeconfig", "src_contents", "helm_values")
 
 HIDDEN = "<hidden>"
 # What the engine's diff writes: a keyed digest, so equal values stay visibly equal.
@@ -56,7 +56,7 @@ _MAX_TOKEN_FILE_BYTES = 64 * 1024
 
 
 def pack_protected_input(args: dict, src_contents: dict | None = None) -> dict:
-    """Move ``definition`` and an inline (dict) ``kubeconfig`` out of ``args`` into one JSON text.
+    """Move ``definition``, an inline (dict) ``kubeconfig`` and ``helm.values`` out of ``args`` into one JSON text.
 
     ``src_contents`` (real path of a ``src`` file: its bytes, decrypted from Ansible Vault on
     the controller) travels in the same text, base64-encoded. Returns a new dict of arguments.
@@ -69,6 +69,11 @@ def pack_protected_input(args: dict, src_contents: dict | None = None) -> dict:
         protected["definition"] = args.pop("definition")
     if isinstance(args.get("kubeconfig"), dict):
         protected["kubeconfig"] = args.pop("kubeconfig")
+    if isinstance(args.get("helm"), dict) and args["helm"].get("values"):
+        # A chart's values may hold passwords: they travel here, not in the visible helm option.
+        helm = dict(args["helm"])
+        protected["helm_values"] = helm.pop("values")
+        args["helm"] = helm
     if src_contents:
         protected["src_contents"] = {path: base64.b64encode(data).decode("ascii")
                                      for path, data in src_contents.items()}

@@ -13,6 +13,7 @@ from ..errors import InputError
 if TYPE_CHECKING:
     from ..rules import legacy as legacies
     from ..history.revisions import Settings
+    from ..inputs.helm_chart import Chart
     from ..rules import prune as prunes
 
 DEFAULT_FIELD_MANAGER = "applyset.kubernetes"
@@ -62,9 +63,13 @@ class Options:
     # steps/approval.py: the plan a real run must still have (a plan id, a plan list, or a check-mode
     # result); a run whose plan differs fails before any write. None binds the run to no plan.
     approved_plan: object = None
-    helm_release: str | None = None  # helm.release_name, or the parent's name; None without helm
-    helm_namespace: str | None = None  # helm.namespace; None: the set's namespace
-    helm_take_over: bool = False  # take over the Helm release helm_release (steps/helm_takeover.py)
+    # The helm option: the chart rendered into the desired objects (steps/chart_render.py), and the
+    # release it renders as or that is taken over (steps/helm_takeover.py): the given name or the
+    # parent's; the given namespace (with a chart, else the set's), None without helm.
+    helm_chart: Chart | None = None
+    helm_release: str | None = None
+    helm_namespace: str | None = None
+    helm_take_over: bool = False  # take over the Helm release helm_release
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:

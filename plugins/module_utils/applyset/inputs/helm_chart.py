@@ -1,0 +1,208 @@
+"""A Helm chart as the set's input: what ``helm template`` is asked, and what its answers mean (pure).
+
+The chart is rendered as ``helm install`` would render it, given what the cluster serves (as Argo
+CD renders charts): ``--kube-version`` and one ``--api-versions`` for each served group/version
+and group/version/Kind from discovery, ``--is-upgrade`` when the set exists, the release name and
+namespace, ``--include-crds``. The user's ``values`` go to helm through a file only it reads
+(mode 0600, removed after); they are never shown: errors name the chart and the values files,
+and the revision records a digest of the values (``values_digest``), not the values.
+
+Running helm is the step's (``steps.chart_render``); this module builds its command line
+(``template_args``), checks its version (``check_version``), turns its failures into errors a
+chart user expects (``render_error``) and its output into documents (``split_output``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tarfile
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+
+# The oldest helm whose template takes every flag used here: --kube-version and --is-upgrade
+# (3.6), and oci:// chart references without HELM_EXPERIMENTAL_OCI (3.8).
+MIN_VERSION = (3, 8, 0)
+WORKING_VERSIONS = "helm 3.8 or newer (helm 3 or helm 4)"
+HOW_TO_POINT = ("install helm (https://helm.sh/docs/intro/install/) on the host that runs the module, "
+                "or give its path in helm.binary")
+
+
+@dataclass(frozen=True)
+class Chart:
+    """The ``helm`` option, resolved: what to render and how (``release`` and ``namespace`` are
+    the given ones or the defaults: the parent's name and the set's namespace)."""
+
+    chart: str
+    release: str
+    namespace: str | None
+    repo: str | None = None
+    version: str | None = None
+    values: dict = field(default_factory=dict)
+    values_files: tuple = ()
+    include_crds: bool = True
+    binary: str = "helm"
+
+    @property
+    def source(self) -> str:
+        """Where the chart comes from, as messages and the provenance name it."""
+        if self.repo:
+            return f"{self.chart} from {self.repo}"
+        return self.chart
+
+    @property
+    def is_local(self) -> bool:
+        return not self.repo and not self.chart.startswith("oci://")
+
+    def named(self) -> str:
+        """``chart CHART`` (with its version when given), as errors name it."""
+        return f"chart {self.source}" + (f" version {self.version}" if self.version else "")
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """``v3.22.0`` (what ``helm version --template '{{.Version}}'`` prints) -> (3, 22, 0); None if no version."""
+    found = re.search(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if not found:
+        return None
+    return tuple(int(part or 0) for part in found.groups())
+
+
+def check_version(text: str, binary: str) -> tuple[int, ...]:
+    """The version of the helm at ``binary`` from its answer, refused when older than ``MIN_VERSION``.
+
+    Raises:
+        InputError: an answer that is no version, or a helm too old, naming the versions that work.
+    """
+    version = parse_version(text)
+    if version is None or version < MIN_VERSION:
+        shown = ".".join(map(str, version)) if version else repr((text or "").strip()[:80])
+        raise InputError(f"helm at {binary} is version {shown}; charts need {WORKING_VERSIONS}",
+                         obj="helm.binary", fix=HOW_TO_POINT)
+    return version
+
+
+def api_versions(resources) -> list[str]:
+    """What ``--api-versions`` gets for the served ``resources`` (``kube.discovery.Resource``, every
+    version): each group/version and each group/version/Kind, as ``.Capabilities.APIVersions.Has``
+    asks for either. Sorted, without duplicates."""
+    found = set()
+    for res in resources:
+        found.add(res.api_version)
+        found.add(f"{res.api_version}/{res.kind}")
+    return sorted(found)
+
+
+def template_args(chart: Chart, *, kube_version: str, apis: list[str], is_upgrade: bool,
+                  values_file: str | None) -> list[str]:
+    """The arguments of ``helm template`` for ``chart`` (the binary not included)."""
+    args = ["template", chart.release, chart.chart]
+    if chart.namespace:
+        args += ["--namespace", chart.namespace]
+    if chart.repo:
+        args += ["--repo", chart.repo]
+    if chart.version:
+        args += ["--version", chart.version]
+    args += ["--kube-version", kube_version]
+    for api in apis:
+        args += ["--api-versions", api]
+    if chart.include_crds:
+        args.append("--include-crds")
+    if is_upgrade:
+        args.append("--is-upgrade")
+    for path in chart.values_files:
+        args += ["--values", path]
+    if values_file is not None:
+        args += ["--values", values_file]  # last: the task's values win, as --set over -f
+    return args
+
+
+def missing_values_files(chart: Chart) -> list[InputError]:
+    """An error for each values file that is not there, before helm runs."""
+    return [InputError(f"values file {path} of {chart.named()} does not exist", obj="helm.values_files",
+                       fix="give the path of an existing file on the host that runs the module")
+            for path in chart.values_files if not os.path.isfile(path)]
+
+
+_API_VERSIONS = re.compile(r"(--api-versions \S+ ?)+")
+
+
+def render_error(chart: Chart, stderr: str) -> InputError:
+    """helm's failure as an error naming the chart and the fix: helm's own message (the template
+    file and line of a chart that does not render), the long --api-versions list left out."""
+    message = _API_VERSIONS.sub("", (stderr or "").strip()).removeprefix("Error: ").strip()
+    lowered = message.lower()
+    if "values file" in lowered or ("open " in lowered and "no such file" in lowered):
+        fix = "check the paths in helm.values_files"
+    elif "not found in" in lowered and "repository" in lowered or "no chart version found" in lowered:
+        fix = "check helm.version against the versions the repository lists (helm search repo --versions)"
+    elif any(word in lowered for word in ("no such host", "connection refused", "looks like", "i/o timeout",
+                                          "failed to fetch", "could not find protocol", "dial tcp")):
+        fix = "check helm.repo (its URL, and that the host that runs the module reaches it)"
+    elif "path" in lowered and "not found" in lowered or "no such file" in lowered:
+        fix = "check helm.chart: a chart directory, a .tgz, a chart name with helm.repo, or an oci:// reference"
+    else:
+        fix = "correct the chart or its values (helm template with the same values shows the same error)"
+    return InputError(f"helm template of {chart.named()} failed: {message or 'no message'}", obj=f"chart {chart.source}",
+                      fix=fix + "; nothing was changed")
+
+
+_DOCUMENT_START = re.compile(r"^---[ \t]*$", re.MULTILINE)
+
+
+def split_output(text: str) -> list[str]:
+    """helm template's output as one text per document, each starting with its ``# Source:`` line
+    (so that messages name the template that made it); documents with nothing but comments dropped."""
+    documents = []
+    for part in _DOCUMENT_START.split(text or ""):
+        body = [line for line in part.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        if body:
+            documents.append(part.strip("\n") + "\n")
+    return documents
+
+
+def values_digest(chart: Chart) -> str:
+    """A sha256 of the merged inputs of the values (the files' bytes in order, then ``values``):
+    a change of values changes it; the values themselves are never recorded (they may hold secrets)."""
+    digest = hashlib.sha256()
+    for path in chart.values_files:
+        with open(path, "rb") as handle:
+            digest.update(handle.read() + b"\0")
+    digest.update(json.dumps(chart.values, sort_keys=True, default=str).encode())
+    return "sha256:" + digest.hexdigest()
+
+
+def local_metadata(chart: Chart) -> dict:
+    """``name`` and ``version`` of a local chart (its ``Chart.yaml``, in a directory or a .tgz);
+    for a chart from a repository or registry, its reference and the version asked."""
+    if not chart.is_local:
+        return {"name": chart.chart.rstrip("/").rsplit("/", 1)[-1], "version": chart.version or "latest"}
+    text = ""
+    try:
+        if os.path.isdir(chart.chart):
+            with open(os.path.join(chart.chart, "Chart.yaml"), encoding="utf-8") as handle:
+                text = handle.read()
+        elif tarfile.is_tarfile(chart.chart):
+            with tarfile.open(chart.chart) as archive:
+                member = next((m for m in archive.getmembers() if m.name.count("/") == 1
+                               and m.name.endswith("/Chart.yaml")), None)
+                extracted = archive.extractfile(member) if member is not None else None
+                text = extracted.read().decode("utf-8") if extracted is not None else ""
+    except (OSError, tarfile.TarError, UnicodeDecodeError):
+        text = ""
+    found = {}
+    for key in ("name", "version"):
+        match = re.search(rf"^{key}:\s*['\"]?([^'\"\s#]+)", text, re.MULTILINE)
+        if match:
+            found[key] = match[1]
+    return found
+
+
+def provenance(chart: Chart, helm_version: tuple) -> dict:
+    """What a revision records of the chart: name, version, source, values digest and helm version."""
+    meta = local_metadata(chart)
+    return {"name": meta.get("name", chart.chart), "version": meta.get("version", chart.version or ""),
+            "source": chart.source, "release": chart.release, "namespace": chart.namespace or "",
+            "values_digest": values_digest(chart), "helm_version": "v" + ".".join(map(str, helm_version))}

@@ -1,0 +1,156 @@
+"""Step render-chart: a Helm chart rendered by ``helm template`` becomes the run's desired objects.
+
+It runs after read-parent, which it needs: discovery gives the served API versions, and whether
+the parent exists decides ``.Release.IsInstall`` or ``IsUpgrade`` (as ``helm install`` and ``helm
+upgrade`` would set them). One more read, ``GET /version``, gives ``--kube-version``. The output
+is then the set's input as if given as text (``inputs.manifests.load_definition``): hooks are
+split out by split-hooks (``helm.sh/hook``; ``test`` hooks are left out with a warning), CRDs of
+the chart's ``crds/`` directory are members applied first, and everything after is an ordinary
+run. Rendering writes nothing on the cluster, so check mode renders too.
+
+helm runs on the module's host with the environment of the module (its repository cache and
+registry logins, ``HELM_*`` variables); the task's ``values`` reach it through a file of mode 0600
+removed after (``values_file``). The revision's provenance gets the chart's name, version,
+source, values digest and the helm version (``inputs.helm_chart.provenance``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from ..errors import InputError, InputErrors
+from ..inputs import helm_chart
+from ..inputs.helm_chart import Chart
+from ..inputs.manifest_checks import validate
+from ..inputs.manifests import load_definition
+from ..run.runner import READ, RunContext, Step
+
+HELM_TIMEOUT = 600.0  # seconds: a chart from a slow repository is downloaded by helm template itself
+
+
+def renders_chart(opts) -> bool:
+    """Whether a run with ``opts`` renders a chart (not when it rolls back: the revision is applied)."""
+    rolls_back = opts.history is not None and opts.history.rollback_to is not None
+    return getattr(opts, "helm_chart", None) is not None and not rolls_back
+
+
+def find_binary(name: str) -> str:
+    """The path of the helm to run: ``name`` as a path, or looked for on PATH.
+
+    Raises:
+        InputError: no such helm, naming the versions that work and how to point at one.
+    """
+    found = shutil.which(name)
+    if found is None:
+        where = f"at {name}" if os.sep in name else "on PATH"
+        raise InputError(f"no helm {where} on the host that runs the module; charts need "
+                         f"{helm_chart.WORKING_VERSIONS}", obj="helm.binary", fix=helm_chart.HOW_TO_POINT)
+    return found
+
+
+def _run(args: list, chart: Chart) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=HELM_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"helm template of {chart.named()} took longer than {HELM_TIMEOUT:.0f}s", obj=f"chart {chart.source}",
+                         fix="check that the host reaches helm.repo; nothing was changed") from None
+    except OSError as err:
+        raise InputError(f"helm at {args[0]} could not run: {err.strerror}", obj="helm.binary",
+                         fix=helm_chart.HOW_TO_POINT) from None
+
+
+@contextlib.contextmanager
+def values_file(values: dict):
+    """A file of ``values`` (JSON, which helm reads as YAML) only this user can read, removed after;
+    None when there are no values."""
+    if not values:
+        yield None
+        return
+    handle, path = tempfile.mkstemp(prefix="applyset-values-", suffix=".yaml")  # mode 0600
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(values, out, default=str)
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def helm_version(chart: Chart) -> tuple[str, tuple]:
+    """``(path, version)`` of the helm to run, refused when missing or too old."""
+    binary = find_binary(chart.binary)
+    answer = _run([binary, "version", "--template", "{{.Version}}"], chart)
+    return binary, helm_chart.check_version(answer.stdout if answer.returncode == 0 else answer.stderr, binary)
+
+
+def server_version(client) -> str:
+    """The API server's ``gitVersion`` (``v1.34.4``), as ``helm install`` reads it."""
+    body = client.request("GET", "/version").body
+    return str((body or {}).get("gitVersion") or "")
+
+
+def render_chart(ctx: RunContext) -> None:
+    """Step render-chart: the chart rendered with the cluster's Capabilities; its objects become the
+    desired ones, its provenance the revision's.
+
+    Raises:
+        InputError(s): no helm or one too old, a missing values file, helm's own failure (a chart
+            that does not render, an unreachable repository, a version that does not exist),
+            objects that are no valid input; all before any write.
+    """
+    chart = ctx.opts.helm_chart
+    if chart is None:  # the route has this step only with a chart (renders_chart)
+        return
+    missing = helm_chart.missing_values_files(chart)
+    if missing:
+        raise InputErrors(missing)
+    binary, version = helm_version(chart)
+    with values_file(chart.values) as path:
+        args = helm_chart.template_args(chart, kube_version=server_version(ctx.client),
+                                        apis=helm_chart.api_versions(ctx.discovery.resources),
+                                        is_upgrade=ctx.parent.exists, values_file=path)
+        answer = _run([binary, *args], chart)
+    if answer.returncode != 0:
+        raise helm_chart.render_error(chart, answer.stderr)
+    manifests = load_definition(helm_chart.split_output(answer.stdout), source=f"chart {chart.source}")
+    _default_namespace(manifests, ctx.discovery, chart.namespace)
+    validate(manifests)
+    ctx.manifests = manifests
+    if ctx.opts.history is not None:
+        recorded = {**ctx.opts.history.provenance, "chart": helm_chart.provenance(chart, version)}
+        ctx.opts.history = dataclasses.replace(ctx.opts.history, provenance=recorded)
+
+
+def _default_namespace(manifests: list, discovery, namespace: str | None) -> None:
+    """Namespaced objects the chart left without a namespace go to the release's (as helm install
+    puts them), which may differ from the set's."""
+    if not namespace:
+        return
+    chart_scoped = _crd_scopes(manifests)
+    for manifest in manifests:
+        meta = manifest.metadata
+        res = discovery.for_gvk(manifest.group or "", manifest.version or "", manifest.kind or "")
+        namespaced = res.namespaced if res is not None else chart_scoped.get((manifest.group, manifest.kind), False)
+        if namespaced and not meta.get("namespace") and isinstance(manifest.obj, dict):
+            manifest.obj["metadata"] = {**meta, "namespace": namespace}
+
+
+def _crd_scopes(manifests: list) -> dict:
+    """``{(group, kind): namespaced}`` of the chart's own CRDs: their custom resources are not
+    served before the run applies the CRDs, so discovery cannot say their scope."""
+    scopes = {}
+    for manifest in manifests:
+        crd_spec = manifest.mapping.get("spec") if manifest.kind == "CustomResourceDefinition" else None
+        if isinstance(crd_spec, dict):
+            names = crd_spec.get("names")
+            kind = names.get("kind") if isinstance(names, dict) else None
+            scopes[(crd_spec.get("group"), kind)] = crd_spec.get("scope") == "Namespaced"
+    return scopes
+
+
+RENDER_CHART = Step("render-chart", render_chart, READ)

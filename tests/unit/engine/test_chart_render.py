@@ -1,0 +1,63 @@
+"""steps.chart_render: which helm runs, the values file, namespaces of the chart's objects (no cluster)."""
+
+import os
+import stat
+
+import pytest
+
+from applyset.errors import InputError
+from applyset.inputs.helm_chart import Chart
+from applyset.inputs.manifests import Manifest
+from applyset.kube.discovery import Discovery, Resource
+from applyset.steps import chart_render
+
+
+def fake_helm(tmp_path, version="v3.22.0"):
+    path = tmp_path / "helm"
+    path.write_text(f"#!/bin/sh\necho '{version}'\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_no_helm_names_the_versions_that_work_and_how_to_point_at_one(tmp_path):
+    with pytest.raises(InputError) as err:
+        chart_render.find_binary(str(tmp_path / "nowhere" / "helm"))
+    assert "no helm at" in str(err.value) and "helm 3.8 or newer" in str(err.value) and "helm.binary" in err.value.fix
+    with pytest.raises(InputError) as err:
+        chart_render.find_binary("helm-that-is-not-installed-anywhere")
+    assert "no helm on PATH" in str(err.value)
+
+
+def test_the_helm_found_is_asked_its_version_and_an_old_one_refused(tmp_path):
+    assert chart_render.helm_version(Chart(chart="c", release="r", namespace=None, binary=fake_helm(tmp_path)))[1] == (
+        3, 22, 0)
+    old = fake_helm(tmp_path, "v3.7.1")
+    with pytest.raises(InputError, match="is version 3.7.1"):
+        chart_render.helm_version(Chart(chart="c", release="r", namespace=None, binary=old))
+
+
+def test_values_go_through_a_file_only_the_user_reads_removed_after():
+    with chart_render.values_file({"password": "hunter2"}) as path:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert "hunter2" in open(path, encoding="utf-8").read()
+    assert not os.path.exists(path)
+    with chart_render.values_file({}) as nothing:
+        assert nothing is None
+
+
+def test_namespaced_objects_without_a_namespace_go_to_the_releases():
+    discovery = Discovery([Resource("", "v1", "ConfigMap", "configmaps", True),
+                           Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False)])
+    objects = [Manifest({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}, "t"),
+               Manifest({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "own"}}, "t"),
+               Manifest({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "c"}},
+                        "t"),
+               Manifest({"apiVersion": "example.com/v1", "kind": "Unknown", "metadata": {"name": "d"}}, "t"),
+               Manifest({"apiVersion": "shop.example.com/v1", "kind": "Widget", "metadata": {"name": "e"}}, "t"),
+               Manifest({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                         "metadata": {"name": "widgets.shop.example.com"},
+                         "spec": {"group": "shop.example.com", "scope": "Namespaced", "names": {"kind": "Widget"}}}, "t")]
+    chart_render._default_namespace(objects, discovery, "release-ns")
+    # A custom resource of the chart's own CRD (not served yet) goes by its CRD's scope; an unknown kind
+    # is left to the plan (the set's namespace, or an error naming it).
+    assert [m.metadata.get("namespace") for m in objects] == ["release-ns", "own", None, None, "release-ns", None]

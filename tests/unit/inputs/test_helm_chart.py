@@ -1,0 +1,122 @@
+"""inputs.helm_chart: helm template's command line, its version check, its errors and its output (pure)."""
+
+import io
+import tarfile
+
+import pytest
+
+from applyset.errors import InputError
+from applyset.inputs import helm_chart
+from applyset.inputs.helm_chart import Chart
+from applyset.kube.discovery import Resource
+
+CHART = Chart(chart="./shop", release="shop", namespace="prod")
+
+
+def test_the_command_line_gives_helm_what_helm_install_would_know():
+    args = helm_chart.template_args(
+        Chart(chart="ingress-nginx", release="edge", namespace="ingress", repo="https://repo.example", version="4.1.0",
+              values_files=("a.yaml", "b.yaml")),
+        kube_version="v1.34.4", apis=["apps/v1", "apps/v1/Deployment"], is_upgrade=True, values_file="/tmp/v.yaml")
+    assert args == ["template", "edge", "ingress-nginx", "--namespace", "ingress", "--repo", "https://repo.example",
+                    "--version", "4.1.0", "--kube-version", "v1.34.4", "--api-versions", "apps/v1",
+                    "--api-versions", "apps/v1/Deployment", "--include-crds", "--is-upgrade",
+                    "--values", "a.yaml", "--values", "b.yaml", "--values", "/tmp/v.yaml"]
+
+
+def test_a_first_install_without_crds_or_values_asks_for_neither():
+    args = helm_chart.template_args(Chart(chart="./c", release="r", namespace=None, include_crds=False),
+                                    kube_version="v1.30.0", apis=[], is_upgrade=False, values_file=None)
+    assert args == ["template", "r", "./c", "--kube-version", "v1.30.0"]
+
+
+def test_api_versions_are_each_group_version_and_group_version_kind_once():
+    resources = [Resource("apps", "v1", "Deployment", "deployments", True),
+                 Resource("apps", "v1", "StatefulSet", "statefulsets", True),
+                 Resource("", "v1", "ConfigMap", "configmaps", True),
+                 Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True)]
+    assert helm_chart.api_versions(resources) == [
+        "apps/v1", "apps/v1/Deployment", "apps/v1/StatefulSet", "autoscaling/v2",
+        "autoscaling/v2/HorizontalPodAutoscaler", "v1", "v1/ConfigMap"]
+
+
+@pytest.mark.parametrize("text,version", [("v3.22.0", (3, 22, 0)), ("v4.3.1", (4, 3, 1)), ("v3.8.0", (3, 8, 0)),
+                                          ("v3.22", (3, 22, 0))])
+def test_helm_3_8_and_newer_are_taken(text, version):
+    assert helm_chart.check_version(text, "/usr/bin/helm") == version
+
+
+@pytest.mark.parametrize("text", ["v3.7.2", "v2.17.0", "", "Error: unknown flag: --template"])
+def test_an_older_helm_or_no_version_is_refused_naming_what_works(text):
+    with pytest.raises(InputError) as err:
+        helm_chart.check_version(text, "/opt/helm")
+    assert "helm 3.8 or newer" in str(err.value) and "helm.binary" in str(err.value)
+
+
+def test_output_is_split_per_document_keeping_the_source_line_and_dropping_empty_ones():
+    text = ("---\n# Source: shop/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\n"
+            "---\n# Source: shop/templates/empty.yaml\n"
+            "---\n# Source: shop/templates/b.yaml\napiVersion: v1\nkind: Secret\n")
+    assert helm_chart.split_output(text) == [
+        "# Source: shop/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\n",
+        "# Source: shop/templates/b.yaml\napiVersion: v1\nkind: Secret\n"]
+
+
+@pytest.mark.parametrize("stderr,fix", [
+    ('Error: execution error at (shop/templates/x.yaml:3:4): boom', "correct the chart"),
+    ('Error: looks like "http://127.0.0.1:1" is not a valid chart repository or cannot be reached: '
+     'Get "http://127.0.0.1:1/index.yaml": dial tcp 127.0.0.1:1: connect: connection refused', "check helm.repo"),
+    ('Error: chart "shop" version "9.9.9" not found in http://r repository', "check helm.version"),
+    ("Error: path \"./nope\" not found", "check helm.chart"),
+])
+def test_helms_failure_names_the_chart_and_the_fix(stderr, fix):
+    err = helm_chart.render_error(CHART, stderr)
+    assert err.obj == "chart ./shop" and fix in err.fix and "nothing was changed" in err.fix
+    assert stderr.removeprefix("Error: ") in str(err)
+
+
+def test_the_long_api_versions_list_is_left_out_of_helms_message():
+    err = helm_chart.render_error(CHART, "Error: failed: helm template --api-versions v1 --api-versions apps/v1 x")
+    assert "--api-versions" not in str(err)
+
+
+def test_a_missing_values_file_is_named(tmp_path):
+    present = tmp_path / "here.yaml"
+    present.write_text("a: 1\n")
+    chart = Chart(chart="./c", release="r", namespace=None, values_files=(str(present), str(tmp_path / "gone.yaml")))
+    problems = helm_chart.missing_values_files(chart)
+    assert len(problems) == 1 and "gone.yaml" in str(problems[0]) and problems[0].obj == "helm.values_files"
+
+
+def test_the_values_digest_changes_with_the_values_and_never_holds_them(tmp_path):
+    values_file = tmp_path / "v.yaml"
+    values_file.write_text("password: hunter2\n")
+    one = helm_chart.values_digest(Chart(chart="c", release="r", namespace=None, values_files=(str(values_file),)))
+    two = helm_chart.values_digest(Chart(chart="c", release="r", namespace=None, values_files=(str(values_file),),
+                                         values={"replicas": 2}))
+    assert one != two and one.startswith("sha256:") and "hunter2" not in one
+
+
+def test_a_local_charts_name_and_version_come_from_its_chart_yaml_in_a_directory_or_tgz(tmp_path):
+    chart_yaml = b"apiVersion: v2\nname: shop\nversion: '1.2.3'\n"
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "Chart.yaml").write_bytes(chart_yaml)
+    archive = tmp_path / "shop-1.2.3.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("shop/Chart.yaml")
+        info.size = len(chart_yaml)
+        tar.addfile(info, io.BytesIO(chart_yaml))
+    for path in (tmp_path / "shop", archive):
+        meta = helm_chart.local_metadata(Chart(chart=str(path), release="r", namespace=None))
+        assert meta == {"name": "shop", "version": "1.2.3"}
+    remote = Chart(chart="oci://registry.example/charts/shop", release="r", namespace=None, version="2.0.0")
+    assert helm_chart.local_metadata(remote) == {"name": "shop", "version": "2.0.0"}
+
+
+def test_the_provenance_records_the_chart_and_a_digest_never_the_values():
+    chart = Chart(chart="podinfo", release="web", namespace="apps", repo="https://stefanprodan.github.io/podinfo",
+                  version="6.14.1", values={"secret": "hunter2"})
+    recorded = helm_chart.provenance(chart, (4, 3, 1))
+    assert recorded["name"] == "podinfo" and recorded["version"] == "6.14.1" and recorded["helm_version"] == "v4.3.1"
+    assert recorded["source"] == "podinfo from https://stefanprodan.github.io/podinfo"
+    assert "hunter2" not in str(recorded)
