@@ -14,6 +14,7 @@ import gzip
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,17 @@ def workload(kube, namespace):
             sorted(p["metadata"]["uid"] for p in pods))
 
 
+def settled_workload(kube, namespace, timeout=60.0):
+    """``workload`` once the controllers made the ReplicaSet and its pods (a loaded machine may take
+    seconds), so that the take-over is compared with a rollout that already happened."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sets, pods = workload(kube, namespace)
+        if (sets and pods) or time.monotonic() > deadline:
+            return sets, pods
+        time.sleep(0.2)
+
+
 def first_revision(kube, namespace):
     """The set's first revision as its Secret stores it (history.revisions: gzip-compressed JSON)."""
     secrets = kube.get(f"/api/v1/namespaces/{namespace}/secrets")["items"]
@@ -103,7 +115,7 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     helm.install(namespace)
     before = live(kube, namespace)
     assert "helm" in managers(before["ConfigMap"])
-    workload_before = workload(kube, namespace)
+    workload_before = settled_workload(kube, namespace)
     # The user's manifests: the chart rendered without the label only Helm set and without the Secret.
     desired = helm.template(namespace, extraLabel=False, withSecret=False)
     state = snapshot(kube, [namespace])
