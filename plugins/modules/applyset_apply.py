@@ -356,6 +356,17 @@ options:
         description: Services of type LoadBalancer wait until they have an ingress address.
         type: bool
         default: false
+  failure_logs:
+    description:
+      - When a wait, a gate of an ordered set or a hook fails (timeout, or an object that can never become
+        ready) on a Job, a Deployment, StatefulSet, DaemonSet, ReplicaSet or a Pod, the result carries the
+        last lines of the failing containers' logs (the previous container's after a restart), at most 20
+        lines and 4 KiB per container and 3 containers, beside the Warning events, in
+        C(details.unready[].pods[].containers[].log). Like all output, secret values are kept out.
+      - A log that cannot be read (not allowed on C(pods/log), no node to serve it) is left out with a note.
+      - Set to C(false) to read no logs.
+    type: bool
+    default: true
   claim_ttl:
     description:
       - While a run changes the set, it claims the parent; another run waits for it (up to I(claim_wait)).
@@ -711,6 +722,7 @@ def argument_spec():
                 load_balancers=dict(type="bool", default=False),
             ),
         ),
+        failure_logs=dict(type="bool", default=True),
         claim_ttl=dict(type="int", default=60, aliases=["lock_ttl"]),
         claim_wait=dict(type="int", default=120, aliases=["lock_wait"]),
         history_max=dict(type="int", default=10),
@@ -740,6 +752,7 @@ OPTIONS = (
     ("crd_timeout", "crd_timeout", float),
     ("wait", "wait", None),
     ("wait_timeout", "wait_timeout", float),
+    ("failure_logs", "failure_logs", None),
     ("wait_rules.fail_closed", "wait_rules.fail_closed", None),
     ("wait_rules.overrides", "wait_rules.overrides", lambda overrides: overrides or None),
     ("wait_rules.load_balancers", "wait_rules.wait_for_load_balancers", None),
