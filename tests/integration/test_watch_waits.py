@@ -180,3 +180,53 @@ def test_a_wait_on_many_objects_ends_at_its_timeout_and_leaves_no_thread(cluster
     assert [e["name"] for e in unready] == names
     assert 3 <= elapsed < 4, "a watch's read timeout never lets a wait overrun its deadline by a second"
     assert not [t for t in threading.enumerate() if t.name.startswith("applyset-watch")]
+
+
+# ----- what failed: the failing container's log (issue 38, item 5) ---------------------------------
+
+
+def test_a_crash_looping_deployment_asks_for_its_previous_containers_log(cluster, kube, namespace):
+    """No kubelet runs here (kwok fakes the node and serves no logs), so no log has lines: this
+    proves the request (tail, byte limit, previous=true after restarts, an Accept the server
+    takes) against the real server, and what an unscheduled pod's log is (empty, not an error).
+    tests/unit/wait/test_wait_reasons.py proves the lines when a log is served, and the note when
+    pods/log is forbidden."""
+    from applyset.errors import WaitTimeout
+    from applyset.wait import reasons
+
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "crashy"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "crashy"}},
+                     "template": {"metadata": {"labels": {"app": "crashy"}},
+                                  "spec": {"nodeSelector": {"applyset.example.com/nowhere": "true"},
+                                           "containers": [{"name": "app", "image": "registry.invalid/app:1"}]}}}}
+    kube.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", body)
+    pods = wait_for(lambda: kube.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector="app=crashy")["items"],
+                    30, what="the Deployment's pod")
+    pod = pods[0]["metadata"]["name"]
+    # What the kubelet would report for a container that keeps crashing.
+    kube.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{pod}/status", {"status": {"containerStatuses": [
+        {"name": "app", "image": "registry.invalid/app:1", "imageID": "", "ready": False, "restartCount": 3,
+         "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container"}}}]}},
+        content_type="application/strategic-merge-patch+json")
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
+    res = client.discover().for_group_kind(GroupKind("apps", "Deployment"))
+    with pytest.raises(WaitTimeout) as caught:
+        waiting.wait_ready(client, [(res, namespace, "crashy")], timeout=2)
+    sent = []
+    real = client.request
+
+    def recording(method, path, **kwargs):
+        sent.append((method, path, kwargs.get("query")))
+        return real(method, path, **kwargs)
+
+    client.request = recording
+    err = reasons.explain(client, caught.value, {("Deployment", namespace, "crashy"): body})
+    logs = [s for s in sent if s[1].endswith("/log")]
+    assert logs == [("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
+                     {"container": "app", "tailLines": "20", "limitBytes": "4096", "previous": "true"})]
+    container = err.details["unready"][0]["pods"][0]["containers"][0]
+    # A pod with no node: the server answers an empty log (no kubelet to ask), not an error.
+    assert container["reason"] == "CrashLoopBackOff" and container["log"] == [] and container["previous"] is True
+    without = reasons.explain(client, caught.value, {("Deployment", namespace, "crashy"): body}, logs=False)
+    assert len([s for s in sent if s[1].endswith("/log")]) == 1
+    assert "log" not in without.details["unready"][0]["pods"][0]["containers"][0]

@@ -47,7 +47,7 @@ def read_tail(client, namespace: str, pod: str, container: str, previous: bool) 
     """``{"log": [lines], "previous": bool}``, or ``{"log_unavailable": why}`` when it cannot be read."""
     try:
         body = client.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
-                              query=log_request_query(container, previous), accept="text/plain").body
+                              query=log_request_query(container, previous), accept="*/*").body
     except ApiError as err:
         why = "not allowed (needs get on pods/log)" if err.status in (401, 403) else _cut(err.message)
         return {"log_unavailable": why}
