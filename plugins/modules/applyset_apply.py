@@ -638,7 +638,13 @@ rolled_back_to:
   type: int
   sample: 2
 error:
-  description: On failure, the error with the object it is about and how to fix it.
+  description:
+    - On failure, the error with the object it is about and how to fix it.
+    - "When a wait, gate or hook failed, C(details.unready) lists each object not ready with its
+      C(reason), its latest Warning C(events) and its C(pods): each with its C(phase) and its failing
+      C(containers) (C(container), C(reason), C(message), C(restarts)); with I(failure_logs), each
+      failing container also has C(log) (its last lines, at most 20, and C(previous) when they are the
+      log of the container before a restart) or C(log_unavailable) (why the log could not be read)."
   returned: failed
   type: dict
   sample: {type: ParentError, message: "...", object: "parent secrets./shop", fix: "..."}
