@@ -83,7 +83,8 @@ def _poll(client, targets, *, timeout: float, interval: float, judge, metadata_o
     for key, listed in zip(keys, client.map(lambda key: _list(client, key, metadata_only), keys)):
         items[key], versions[key] = (listed, None) if isinstance(listed, Exception) else listed
     final = _judge(pending, [t for key in keys for t in groups[key]], items, judge)
-    if pending and not final and time.monotonic() < deadline:
+    progressed = until_any and len(pending) < total  # a gate opens on the first object ready
+    if pending and not final and not progressed and time.monotonic() < deadline:
         final = _follow(client, pending, items, versions, judge, deadline=deadline, interval=interval,
                         metadata_only=metadata_only, until_any=until_any, warn=warn)
     if not pending:
