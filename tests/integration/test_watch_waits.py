@@ -230,3 +230,43 @@ def test_a_crash_looping_deployment_asks_for_its_previous_containers_log(cluster
     without = reasons.explain(client, caught.value, {("Deployment", namespace, "crashy"): body}, logs=False)
     assert len([s for s in sent if s[1].endswith("/log")]) == 1
     assert "log" not in without.details["unready"][0]["pods"][0]["containers"][0]
+
+
+def test_a_gated_set_for_a_user_who_may_not_watch_applies_with_one_warning(cluster, kube, namespace, group):
+    """Through the engine: a ConfigMap that depends on a Widget, for a user who may not watch
+    Widgets: the gate polls, the run succeeds, and its warnings say so once."""
+    from applyset import engine
+    from applyset.inputs import manifests
+    from applyset.run.options import Options
+
+    user = f"gated-{uuid.uuid4().hex[:6]}"
+    kube.create(f"{RBAC}/namespaces/{namespace}/roles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": user},
+        "rules": [{"apiGroups": [group], "resources": ["widgets"], "verbs": ["get", "list", "create", "patch", "update"]},
+                  {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]})
+    kube.create(f"{RBAC}/namespaces/{namespace}/rolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": user},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": user},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
+    depends = f"{group}/namespaces/{namespace}/Widget/dep"
+    definition = [{**widget("dep", "False"), "apiVersion": f"{group}/v1"},
+                  {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
+                   "metadata": {"name": "after", "annotations": {"config.kubernetes.io/depends-on": depends}}}]
+    client = core_kube.connect({"kubeconfig": cluster.kubeconfig, "impersonate_user": user})
+    eng = engine.Engine(client, "configmaps/gated", namespace, Options(wait_timeout=30))
+
+    def ready_once_applied():
+        path = f"/apis/{group}/v1/namespaces/{namespace}/widgets/dep"
+        wait_for(lambda: kube.get(path), 30, what="the widget applied")
+        time.sleep(1)
+        live = kube.get(path)
+        live["status"] = widget("dep", "True")["status"]
+        kube.request("PUT", path, live)
+
+    thread = threading.Thread(target=ready_once_applied, daemon=True)
+    thread.start()
+    report = eng.apply(manifests.load_definition(definition))
+    thread.join()
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/after") is not None
+    polled = [w for w in report.warnings if "instead of watching" in w]
+    assert len(polled) == 1, report.warnings
