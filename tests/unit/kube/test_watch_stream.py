@@ -81,3 +81,19 @@ def test_lines_that_are_not_events_are_skipped():
     assert watch.parse_line(b"not json") is None
     assert watch.parse_line(b'{"kind":"Status"}') is None
     assert watch.parse_line(b"   ") is None
+
+
+def test_a_response_without_read1_is_read_a_byte_at_a_time():
+    class Old:
+        def __init__(self, data):
+            self.data = data
+
+        def read(self, amount):
+            chunk, self.data = self.data[:amount], self.data[amount:]
+            return chunk
+
+        def close(self):
+            pass
+
+    stream = watch.WatchStream(Old(b'{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n'))
+    assert [e.object["metadata"]["name"] for e in stream] == ["a"]

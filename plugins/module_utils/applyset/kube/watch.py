@@ -67,9 +67,12 @@ class WatchStream:
 
     def __iter__(self):
         pending = b""
+        # read1 gives what has arrived without waiting for more; an older urllib3 2.x without it
+        # is read a byte at a time (an event is a few KiB: slower, still at once).
+        read = getattr(self._resp, "read1", None) or (lambda _size: self._resp.read(1))
         try:
             while not self._closed.is_set():
-                chunk = self._resp.read1(_READ_SIZE)
+                chunk = read(_READ_SIZE)
                 if not chunk:
                     break
                 pending += chunk
@@ -94,7 +97,7 @@ class WatchStream:
         self._closed.set()
         try:
             self._resp.shutdown()  # unblocks a read in another thread (urllib3 2.3+)
-        except Exception:  # already closed, or an older urllib3: close() below still frees it
+        except Exception:  # already closed, or an older urllib3: the reader then ends at its read timeout
             pass
         self._release()
 
