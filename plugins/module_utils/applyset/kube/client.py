@@ -443,8 +443,6 @@ def _new_pool(client: KubeClient, args: dict):
     return client._urllib3.PoolManager(**args)
 
 
-
-
 def _settle(future, call):
     """``call()``, its answer or error also set on ``future`` (which is never left pending)."""
     try:
