@@ -1,12 +1,13 @@
 """The apply of a set with an order (ordering.py): members sent as soon as what they wait for is
-applied or ready, the rest polled for readiness, each gate bounded by ``wait_timeout``.
+applied or ready, the rest watched for readiness, each gate bounded by ``wait_timeout``.
 
 A round sends every member whose edges are all satisfied (``client.map``, as a phase is sent
 today); when none is, one readiness round lists what the waiting members need (one LIST per
 resource and namespace) and watches it until one of them is ready (``waiting.wait_ready`` with
 ``until_any``), so that a dependent is sent within a round trip of its dependency's readiness.
-A member left ``unchanged`` by the decide step is sent nothing and waits for nothing. A gate that times out, or an object that can never become ready (a failed Job), stops
-the run: nothing after it is applied, and the claim's release keeps the parent as the union.
+A member left ``unchanged`` by the decide step is sent nothing and waits for nothing. A gate
+that times out, or an object that can never become ready (a failed Job), stops the run:
+nothing after it is applied, and the claim's release keeps the parent as the union.
 Outcomes are recorded once, in plan order (the order ``applying.apply_phases`` records in), so
 the report does not depend on which object became ready first.
 """
