@@ -492,6 +492,17 @@ options:
           failed:
             description: CEL expression that holds when the object has failed; the wait stops at once.
             type: str
+  failure_logs:
+    description:
+      - When a wait, a gate of an ordered set or a hook fails (timeout, or an object that can never become
+        ready) on a Job, a Deployment, StatefulSet, DaemonSet, ReplicaSet or a Pod, the result carries the
+        last lines of the failing containers' logs (the previous container's after a restart), at most 20
+        lines and 4 KiB per container and 3 containers, beside the Warning events, in
+        C(details.unready[].pods[].containers[].log). Like all output, secret values are kept out.
+      - A log that cannot be read (not allowed on C(pods/log), no node to serve it) is left out with a note.
+      - Set to C(false) to read no logs.
+    type: bool
+    default: true
   claim_ttl:
     description:
       - While a run changes the set, it claims the parent; another run waits for it (up to I(claim_wait)).
@@ -878,7 +889,13 @@ rolled_back_to:
   type: int
   sample: 2
 error:
-  description: On failure, the error with the object it is about and how to fix it.
+  description:
+    - On failure, the error with the object it is about and how to fix it.
+    - "When a wait, gate or hook failed, C(details.unready) lists each object not ready with its
+      C(reason), its latest Warning C(events) and its C(pods): each with its C(phase) and its failing
+      C(containers) (C(container), C(reason), C(message), C(restarts)); with I(failure_logs), each
+      failing container also has C(log) (its last lines, at most 20, and C(previous) when they are the
+      log of the container before a restart) or C(log_unavailable) (why the log could not be read)."
   returned: failed
   type: dict
   sample: {type: ParentError, message: "...", object: "parent secrets./shop", fix: "..."}
@@ -957,6 +974,7 @@ def argument_spec():
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=300),
         wait_rules=wait_rules_spec(),
+        failure_logs=dict(type="bool", default=True),
         claim_ttl=dict(type="int", default=60, aliases=["lock_ttl"]),
         claim_wait=dict(type="int", default=120, aliases=["lock_wait"]),
         history_max=dict(type="int", default=10),
@@ -992,6 +1010,7 @@ OPTIONS = (
     ("crd_timeout", "crd_timeout", float),
     ("wait", "wait", None),
     ("wait_timeout", "wait_timeout", float),
+    ("failure_logs", "failure_logs", None),
     ("wait_rules.fail_closed", "wait_rules.fail_closed", None),
     ("wait_rules.overrides", "wait_rules.overrides", lambda overrides: overrides or None),
     ("wait_rules.load_balancers", "wait_rules.wait_for_load_balancers", None),

@@ -10,6 +10,8 @@ kubeconfig. Faults, counted over POST/PUT/PATCH/DELETE only:
   500      answer 500 without forwarding
   409      answer 409 Conflict without forwarding
   kill     forward the request, then SIGKILL the client process (``kill_pid``)
+
+Watches (GET with ``watch=true``) are streamed through as they come, never faulted: waits follow them.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ class FaultProxy:
                               "reason": "Conflict" if code == 409 else "InternalError",
                               "message": f"injected fault {code}"}
                     return self._reply(code, json.dumps(status).encode(), "application/json", [])
+                if self.command == "GET" and "watch=true" in self.path:
+                    return self._stream()
                 resp = proxy._forward(self.command, self.path, self.headers, body)
                 if fault == "kill" and proxy.kill_pid:
                     os.kill(proxy.kill_pid, signal.SIGKILL)
@@ -118,6 +122,28 @@ class FaultProxy:
                     self.send_header("Warning", warning)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _stream(self):
+                """A watch: forwarded as it comes, event by event (chunked), until either side ends it."""
+                keep = {k: v for k, v in self.headers.items() if k.lower() in ("accept", "user-agent")}
+                resp = proxy._pool.request("GET", proxy.upstream + self.path, headers=keep, timeout=None,
+                                           preload_content=False)
+                try:
+                    self.send_response(resp.status)
+                    self.send_header("Content-Type", resp.headers.get("Content-Type", "application/json"))
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    while True:
+                        chunk = resp.read1(65536)
+                        if not chunk:
+                            break
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:  # the client closed its watch: the wait is over
+                    self.close_connection = True
+                finally:
+                    resp.close()
 
             def _drop(self):
                 self.close_connection = True

@@ -281,6 +281,9 @@ class FakeApi:
         if req.method == "GET" and req.path in ("/api", "/apis"):
             return 200, self._discovery(core=req.path == "/api")
         kind, namespace, name = self._route(req.path)
+        if req.method == "GET" and req.query.get("watch") == "true":
+            # Not served: waits then poll (wait/watching.py); tests/integration proves watching.
+            raise HttpError(405, "MethodNotAllowed", "the fake does not serve watches")
         if req.method == "GET":
             return (200, self._get(kind, namespace, name)) if name else (200, self._list(kind, namespace, req))
         if name is None and req.method != "POST":
@@ -528,7 +531,7 @@ def _response(status: int, payload, warnings=()) -> SimpleNamespace:
     headers = urllib3.HTTPHeaderDict()
     for text in warnings:
         headers.add("Warning", f'299 - "{text}"')
-    return SimpleNamespace(status=status, data=data, headers=headers)
+    return SimpleNamespace(status=status, data=data, headers=headers, read=lambda **_: data, close=lambda: None)
 
 
 def _without_version(obj: dict) -> dict:
@@ -639,7 +642,7 @@ def client(api: FakeApi, parallelism: int = 1, **kwargs) -> kube.KubeClient:
                           proxy=None, no_proxy=None, proxy_headers=None, tls_server_name=None,
                           refresh_api_key_hook=None, get_api_key_with_prefix=lambda *a, **k: "Bearer t0k3n")
     c = kube.KubeClient(cfg, parallelism=parallelism, retry_seconds=0, **kwargs)
-    c._pool = api
+    c._pool = c._watch_pool = api
     return c
 
 

@@ -77,7 +77,7 @@ def test_the_table_gives_the_options_a_task_without_options_always_got(apply_mod
     assert options_from(params, apply_module.OPTIONS, dry_run=True, diff=False) == dict(
         field_manager="applyset.kubernetes", force_conflicts=False, field_validation="Strict", prune=True,
         propagation_policy="Background", takeover=False, adopt=False, allow_empty=False, max_prune_percent=50,
-        allow_prune_kinds=frozenset(), crd_timeout=60.0, wait=False, wait_timeout=300.0,
+        allow_prune_kinds=frozenset(), crd_timeout=60.0, wait=False, wait_timeout=300.0, failure_logs=True,
         wait_rules=dict(fail_closed=False, overrides=None, wait_for_load_balancers=False),
         claim_ttl=60.0, claim_wait=120.0, create_namespace=False, recreate_on_immutable=frozenset(),
         reapply="changed", ignore_fields=(), approved_plan=None, dry_run=True, diff=False)

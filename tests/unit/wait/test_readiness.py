@@ -331,6 +331,10 @@ class FakeClient:
         for item in found:
             yield {k: v for k, v in item.items() if k not in ("apiVersion", "kind")}  # as a LIST returns them
 
+    def list_with_version(self, res, namespace=None, *, metadata_only=True):
+        """kube.watch.list_with_version's answer; no resourceVersion, so the wait polls, round by round."""
+        return list(self.list(res, namespace, metadata_only=metadata_only)), None
+
     def map(self, func, items):
         results = []
         for item in items:
@@ -348,6 +352,8 @@ def clock(monkeypatch):
     now = [1000.0]
     monkeypatch.setattr(waiting.time, "monotonic", lambda: now[0])
     monkeypatch.setattr(waiting.time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
+    monkeypatch.setattr(waiting.kube_watch, "list_with_version",
+                        lambda client, res, ns, metadata_only: client.list_with_version(res, ns, metadata_only=metadata_only))
     return now
 
 

@@ -11,12 +11,19 @@ FAILED_CREATE = ('Error creating: pods "patch-" is forbidden: error looking up s
 
 
 class Client:
-    """Answers the two reads ``explain`` sends: the namespace's Warning events and a pod LIST."""
+    """Answers the reads ``explain`` sends: the namespace's Warning events, a pod LIST and logs."""
 
-    def __init__(self, events, pods):
+    def __init__(self, events, pods, logs=None):
         self.events, self.pods, self.selectors = events, pods, []
+        self.logs, self.log_reads = logs or {}, []  # container -> text, or an error to raise
 
-    def request(self, method, path, query=None):
+    def request(self, method, path, query=None, accept="application/json"):
+        if path.endswith("/log"):  # the failing containers' logs (container_logs.py)
+            self.log_reads.append((path, query))
+            found = self.logs.get(query["container"], "")
+            if isinstance(found, Exception):
+                raise found
+            return SimpleNamespace(body=found)
         assert (method, path, query["fieldSelector"]) == ("GET", "/api/v1/namespaces/shop/events", "type=Warning")
         return SimpleNamespace(body={"items": self.events})
 
@@ -58,3 +65,41 @@ def test_a_job_pod_that_is_stuck_is_named_with_its_container_reason():
                                                 "message": 'secret "tls" not found'}}}]}}
     err = wait_reasons.explain(Client([], [pod]), job_timeout(), {("Job", "shop", "patch"): applied_job()})
     assert "why: Job shop/patch: pod patch-x1 container patch: CreateContainerConfigError" in err.message
+
+
+def crashing_pod():
+    return {"metadata": {"name": "patch-x1", "uid": "p1"}, "status": {"phase": "Running", "containerStatuses": [
+        {"name": "patch", "restartCount": 4, "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+        {"name": "sidecar", "restartCount": 0, "state": {"running": {}}}]}}
+
+
+def test_a_crashing_container_carries_the_last_lines_of_its_previous_log():
+    text = "".join(f"line {i}\n" for i in range(30)) + "\x1b[31mpanic: no database\x1b[0m\n"
+    client = Client([], [crashing_pod()], logs={"patch": text})
+    err = wait_reasons.explain(client, job_timeout(), {("Job", "shop", "patch"): applied_job()})
+    container = err.details["unready"][0]["pods"][0]["containers"][0]
+    assert container["log"][-1] == "panic: no database" and len(container["log"]) == 20
+    assert container["previous"] is True
+    assert client.log_reads == [("/api/v1/namespaces/shop/pods/patch-x1/log",
+                                 {"container": "patch", "tailLines": "20", "limitBytes": "4096", "previous": "true"})]
+    assert err.message.endswith("CrashLoopBackOff; its log ends: panic: no database"), err.message
+
+
+def test_a_log_that_cannot_be_read_is_a_note_and_logs_can_be_turned_off():
+    from applyset.errors import ApiError
+
+    forbidden = ApiError("pods/log is forbidden", status=403)
+    client = Client([], [crashing_pod()], logs={"patch": forbidden})
+    err = wait_reasons.explain(client, job_timeout(), {("Job", "shop", "patch"): applied_job()})
+    container = err.details["unready"][0]["pods"][0]["containers"][0]
+    assert container["log_unavailable"] == "not allowed (needs get on pods/log)" and "log" not in container
+    quiet = Client([], [crashing_pod()], logs={"patch": "x"})
+    err = wait_reasons.explain(quiet, job_timeout(), {("Job", "shop", "patch"): applied_job()}, logs=False)
+    assert quiet.log_reads == [] and "log" not in err.details["unready"][0]["pods"][0]["containers"][0]
+
+
+def test_logs_are_bounded_to_a_few_containers_per_failure():
+    pods = [dict(crashing_pod(), metadata={"name": f"patch-{i}", "uid": f"p{i}"}) for i in range(3)]
+    client = Client([], pods, logs={"patch": "boom\n"})
+    wait_reasons.explain(client, job_timeout(), {("Job", "shop", "patch"): applied_job()})
+    assert len(client.log_reads) == 3  # MAX_PODS pods, one failing container each: within MAX_CONTAINERS

@@ -1,12 +1,13 @@
 """The apply of a set with an order (ordering.py): members sent as soon as what they wait for is
-applied or ready, the rest polled for readiness, each gate bounded by ``wait_timeout``.
+applied or ready, the rest watched for readiness, each gate bounded by ``wait_timeout``.
 
 A round sends every member whose edges are all satisfied (``client.map``, as a phase is sent
 today); when none is, one readiness round lists what the waiting members need (one LIST per
-resource and namespace, waiting.wait_ready with no timeout of its own), then sleeps
-``_INTERVAL``. A member left ``unchanged`` by the decide step is sent nothing and waits for
-nothing. A gate that times out, or an object that can never become ready (a failed Job), stops
-the run: nothing after it is applied, and the claim's release keeps the parent as the union.
+resource and namespace) and watches it until one of them is ready (``waiting.wait_ready`` with
+``until_any``), so that a dependent is sent within a round trip of its dependency's readiness.
+A member left ``unchanged`` by the decide step is sent nothing and waits for nothing. A gate
+that times out, or an object that can never become ready (a failed Job), stops the run:
+nothing after it is applied, and the claim's release keeps the parent as the union.
 Outcomes are recorded once, in plan order (the order ``applying.apply_phases`` records in), so
 the report does not depend on which object became ready first.
 """
@@ -24,7 +25,6 @@ from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutco
 from ..run.runner import RunContext, StepOrderError
 from ..rules.ordering import Order
 
-_INTERVAL = 1.0
 _APPLIED = ("created", "configured", "replaced", "unchanged")
 
 
@@ -116,23 +116,26 @@ def apply_in_order(ctx: RunContext) -> None:
 
 
 def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
-    """One readiness round over what the pending members wait for; raises when a gate times out
-    or cannot open."""
+    """Wait until one of what the pending members wait for is ready (one LIST per resource and
+    namespace, then watches: ``waiting.wait_ready`` with ``until_any``), at most until the
+    earliest gate's ``wait_timeout``; raises when a gate times out or cannot open."""
     blocking = state.blocking(pending)
     if not blocking:
         raise ApplySetError("internal error: objects wait for nothing that can become ready: "
                             + ", ".join(m.ref for m in pending), obj=ctx.set_ref)
-    now = time.monotonic()
+    timeout = ctx.opts.wait_timeout
+    started = time.monotonic()
     for node in blocking:
-        state.since.setdefault(node, now)
+        state.since.setdefault(node, started)
     targets = {_target(ctx, node): node for node in blocking}
     # The objects as applied, with their UIDs: the wait then knows a Job its TTL removed.
     applied = {t: {**state.bodies[n], "metadata": {**state.bodies[n]["metadata"], "uid": state.applied[n]}}
                for t, n in targets.items() if state.applied.get(n) and n in state.bodies}
-    unready = waiting.wait_ready(ctx.client, list(targets), timeout=0, interval=0, raise_on_timeout=False,
-                                 applied=applied, **ctx.opts.wait_rules)
+    left = min(state.since[node] + timeout for node in blocking) - started
+    unready = waiting.wait_ready(ctx.client, list(targets), timeout=max(0.0, left), raise_on_timeout=False,
+                                 applied=applied, until_any=True, warn=ctx.record.warn, **ctx.opts.wait_rules)
     reasons = {(e["kind"], e["namespace"] or "", e["name"]): e["reason"] for e in unready}
-    timeout = ctx.opts.wait_timeout
+    now = time.monotonic()
     for target, node in targets.items():
         reason = reasons.get((node.kind, node.namespace, node.name))
         if reason is None:
@@ -141,9 +144,8 @@ def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
             # Say why, as the members' wait does: events and pods of the gate (a Job whose pods
             # cannot be created names the cause).
             bodies = {(res.kind, ns, name): body for (res, ns, name), body in applied.items()}
-            raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], reason), bodies)
-    if any(node not in state.ready for node in blocking.keys()):
-        time.sleep(_INTERVAL)
+            raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], reason), bodies,
+                                       logs=ctx.opts.failure_logs)
 
 
 def _gate_closed(ctx: RunContext, node, blocked: tuple, reason) -> WaitTimeout:

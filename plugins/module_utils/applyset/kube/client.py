@@ -153,11 +153,10 @@ class KubeClient:
             pool_args["server_hostname"] = cfg.tls_server_name
         if not cfg.verify_ssl:
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        self._pool_args = pool_args
+        self._watch_pool: urllib3.PoolManager | None = None  # made on the first watch (watch())
         self._pool: urllib3.PoolManager
-        if cfg.proxy and not bypasses_proxy(self.host, cfg.no_proxy):
-            self._pool = urllib3.ProxyManager(cfg.proxy, proxy_headers=cfg.proxy_headers, **pool_args)
-        else:
-            self._pool = urllib3.PoolManager(**pool_args)
+        self._pool = _new_pool(self, pool_args)
         self._static_headers = urllib3.HTTPHeaderDict({"User-Agent": USER_AGENT})
         if impersonate_user:
             self._static_headers["Impersonate-User"] = impersonate_user
@@ -410,6 +409,38 @@ def connect(auth: dict, **kwargs) -> KubeClient:
 
 
 # ----- helpers ----------------------------------------------------------------------------
+
+
+def send_streaming(client: KubeClient, req: ApiRequest, read_timeout: float):
+    """Send ``req`` (a watch) once with ``client``'s headers and credential and return urllib3's
+    answer unread, to stream from (``watch.open_watch``). It holds its connection while it runs, so
+    it goes through a pool of its own, outside the flow limit (which bounds requests answered in a
+    round trip); ``read_timeout`` bounds each read. Counted in ``requests_sent``.
+
+    Raises:
+        ConnectionFailed: no answer.
+    """
+    if client._watch_pool is None:  # one connection per watch, closed when it ends
+        client._watch_pool = _new_pool(client, {**client._pool_args, "maxsize": 1, "block": False})
+    headers, started = client._headers(req.accept, req.content_type), time.monotonic()
+    with client._count_lock:
+        client.requests_sent += 1
+    urllib3 = client._urllib3
+    try:
+        resp = client._watch_pool.request(req.method, client.host + req.target, headers=headers, preload_content=False,
+                                          timeout=urllib3.Timeout(connect=10.0, read=max(0.1, read_timeout)))
+    except urllib3.exceptions.HTTPError as err:
+        raise connection_failed(client.host, client.source, req.method, req.path, err, 1,
+                                time.monotonic() - started) from None
+    client._answered = True
+    return resp
+
+
+def _new_pool(client: KubeClient, args: dict):
+    cfg = client.cfg
+    if cfg.proxy and not bypasses_proxy(client.host, cfg.no_proxy):
+        return client._urllib3.ProxyManager(cfg.proxy, proxy_headers=cfg.proxy_headers, **args)
+    return client._urllib3.PoolManager(**args)
 
 
 def _settle(future, call):

@@ -23,6 +23,8 @@ APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+# A watch's events carry one object each: metadata only, as PartialObjectMetadata.
+METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 # Methods that change something (or would, as a dry run): counted apart in ``writes_sent``.
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -149,3 +151,18 @@ def _manager_query(field_manager: str, dry_run: bool) -> dict:
     if dry_run:
         query["dryRun"] = "All"
     return query
+
+
+def watch_request(res: Resource, namespace: str | None, resource_version: str, *, timeout_seconds: int,
+                  field_selector: str | None = None, metadata_only: bool = True) -> ApiRequest:
+    """The WATCH of ``res`` (in ``namespace``, or in all) from ``resource_version``: a streaming GET
+    with ``watch=true``, bookmarks asked for (so that a quiet watch still learns a newer
+    resourceVersion to resume from) and ``timeoutSeconds`` (the server ends the stream then);
+    ``field_selector`` narrows it (``metadata.name=NAME``, as kubectl wait does). Not retried:
+    a watch that fails is resumed by its follower (``wait.watching``), not by the client."""
+    query = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
+             "timeoutSeconds": str(max(1, int(timeout_seconds)))}
+    if field_selector:
+        query["fieldSelector"] = field_selector
+    return build_request("GET", res.path(namespace), query=query,
+                         accept=METADATA_WATCH if metadata_only else "application/json", retry=False)

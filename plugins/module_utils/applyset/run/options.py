@@ -49,6 +49,7 @@ class Options:
     wait: bool = False  # after a successful run: applied objects ready, pruned ones gone
     wait_timeout: float = 300.0
     wait_rules: dict = field(default_factory=dict)  # readiness.is_ready keywords
+    failure_logs: bool = True  # a failed wait, gate or hook carries its failing containers' last log lines
     adopt_legacy: legacies.Options | None = None  # take over a `kubectl apply --prune -l` set
     create_namespace: bool = False  # create the parent's namespace when missing (not a member)
     recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable

@@ -244,9 +244,10 @@ def _wait(ctx: RunContext, obj, uid: str | None) -> None:
     applied = {**obj.body, "metadata": {**obj.body["metadata"], "uid": uid}}
     try:
         waiting.wait_ready(ctx.client, [target], timeout=ctx.opts.wait_timeout, applied={target: applied},
-                           **ctx.opts.wait_rules)
+                           warn=ctx.record.warn, **ctx.opts.wait_rules)
     except WaitTimeout as err:
-        raise wait_reasons.explain(ctx.client, err, {(obj.resource.kind, obj.namespace, obj.name): applied}) from None
+        raise wait_reasons.explain(ctx.client, err, {(obj.resource.kind, obj.namespace, obj.name): applied},
+                                   logs=ctx.opts.failure_logs) from None
 
 
 def _delete_existing(ctx: RunContext, obj) -> bool:
@@ -262,7 +263,7 @@ def _delete_existing(ctx: RunContext, obj) -> bool:
         if err.status not in (404, 409):
             raise
     settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
-                       timeout=ctx.opts.wait_timeout)
+                       timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)
     return True
 
 
@@ -275,7 +276,7 @@ def _delete(ctx: RunContext, hook, entry: dict) -> bool:
         ctx.client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
         if hook.succeeded_scope == hks.AFTER_PHASE:
             settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
-                               timeout=ctx.opts.wait_timeout)
+                               timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)
     except ApiError as err:
         if err.status in (404, 409):
             return True  # gone already (a Job's ttlSecondsAfterFinished), or replaced by someone else's

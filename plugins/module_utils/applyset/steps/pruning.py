@@ -142,4 +142,4 @@ def _wait_stage_gone(ctx: RunContext, pruned: list) -> None:
         return
     settling.wait_gone(ctx.client, [settling.Gone(d.resource, d.meta.get("namespace"), d.meta["name"],
                                                   d.meta.get("uid")) for d in pruned],
-                       timeout=ctx.opts.wait_timeout)
+                       timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)

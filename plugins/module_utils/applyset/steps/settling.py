@@ -60,7 +60,8 @@ def wait_pruned_gone(ctx: RunContext, timeout: float | None = None) -> None:
             res = by_kind.get(o.id.group_kind) or ctx.discovery.for_group_kind(o.id.group_kind)
             if res is not None:
                 gone_targets.append(Gone(res, o.namespace, o.name, o.uid))
-    wait_gone(ctx.client, gone_targets, timeout=ctx.opts.wait_timeout if timeout is None else timeout)
+    wait_gone(ctx.client, gone_targets, timeout=ctx.opts.wait_timeout if timeout is None else timeout,
+              warn=ctx.record.warn)
 
 
 def wait_applied_ready(ctx: RunContext) -> None:
@@ -73,10 +74,12 @@ def wait_applied_ready(ctx: RunContext) -> None:
     as_applied = {(m.resource, m.namespace, m.name): {**m.body, "metadata": {**m.body["metadata"], "uid": applied[m.key]}}
                   for m in plan.members if m.key in applied}
     try:
-        waiting.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied, **opts.wait_rules)
-    except WaitTimeout as err:  # say why: events and pod states of what is not ready (bounded reads)
+        waiting.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied,
+                           warn=ctx.record.warn, **opts.wait_rules)
+    except WaitTimeout as err:  # say why: events, pod states and logs of what is not ready (bounded reads)
         raise wait_reasons.explain(ctx.client, err, {(res.kind, ns if res.namespaced else None, name): body
-                                                     for (res, ns, name), body in as_applied.items()}) from None
+                                                     for (res, ns, name), body in as_applied.items()},
+                                   logs=opts.failure_logs) from None
 
 
 def wait_members_gone(ctx: RunContext) -> None:
@@ -86,10 +89,12 @@ def wait_members_gone(ctx: RunContext) -> None:
     by_uid = {o.uid: o.resource for o in ctx.removal.members}
     gone = [Gone(by_uid[o.uid], o.namespace, o.name, o.uid)
             for o in ctx.report.objects if o.action == "pruned" and o.uid in by_uid]
-    wait_gone(ctx.client, gone, timeout=ctx.opts.wait_timeout)
+    wait_gone(ctx.client, gone, timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)
 
 
-def wait_gone(client, targets: list[Gone], timeout: float) -> None:
-    """Wait until the ``targets`` are gone, finalizers included (as ``kubectl delete`` does)."""
+def wait_gone(client, targets: list[Gone], timeout: float, warn=None) -> None:
+    """Wait until the ``targets`` are gone, finalizers included (as ``kubectl delete`` does);
+    ``warn`` is told once if the credentials may not watch (the wait then polls)."""
     where = {t: (t.resource, t.namespace, t.name) for t in targets}
-    waiting.wait_gone(client, list(where.values()), timeout=timeout, uids={where[t]: t.uid for t in targets if t.uid})
+    waiting.wait_gone(client, list(where.values()), timeout=timeout, uids={where[t]: t.uid for t in targets if t.uid},
+                      warn=warn)

@@ -1,12 +1,13 @@
 """Why a wait failed: for each object that did not become ready, its latest Warning events and
 its pods' states (container waiting reasons such as ``ImagePullBackOff`` or ``CrashLoopBackOff``,
 a pod the scheduler could not place; a Job whose pods cannot be created has its controller's
-``FailedCreate`` event, such as a ServiceAccount not found), so that an operator without kubectl reads the cause in
+``FailedCreate`` event, such as a ServiceAccount not found) and what the failing containers
+printed last (``container_logs``), so that an operator without kubectl reads the cause in
 the result.
 
 Bounded: at most ``MAX_OBJECTS`` unready objects are explained, with one LIST of Warning events
 per namespace and one LIST of pods per workload (by its selector); every read that fails is left
-out (a hint, never a second error). Texts are cut to ``MAX_TEXT`` characters; the module's
+out (a hint, never a second error); at most ``container_logs.MAX_CONTAINERS`` logs are read. Texts are cut to ``MAX_TEXT`` characters; the module's
 result masking applies to them as to the rest of the result.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from ..errors import ApplySetError, WaitTimeout
 from ..kube.discovery import Resource
+from . import container_logs
 
 MAX_OBJECTS = 5
 MAX_EVENTS = 3
@@ -23,13 +25,16 @@ _POD = Resource(group="", version="v1", kind="Pod", plural="pods", namespaced=Tr
 _JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # set by the Job controller on its pods (Kubernetes 1.27+)
 
 
-def explain(client, err: WaitTimeout, bodies: dict) -> WaitTimeout:
+def explain(client, err: WaitTimeout, bodies: dict, *, logs: bool = True) -> WaitTimeout:
     """``err`` with each unready object's events and pods added to ``details.unready`` and a
     short cause per object appended to the message.
 
     Args:
         bodies: ``{(kind, namespace, name): object as applied}`` (for the pod selector and uid).
+        logs: read the last lines of the failing containers' logs into their entries
+            (``pods[].containers[].log``; the option ``failure_logs``).
     """
+    log_budget = container_logs.MAX_CONTAINERS if logs else 0
     unready = list((err.details or {}).get("unready") or [])
     events_by_ns: dict = {}
     causes = []
@@ -44,6 +49,7 @@ def explain(client, err: WaitTimeout, bodies: dict) -> WaitTimeout:
         pods = _pods(client, namespace, body) if namespace else []
         if pods:
             entry["pods"] = [_pod_state(p, events) for p in pods]
+            log_budget = _add_logs(client, namespace, pods, entry["pods"], log_budget)
         cause = _cause(entry)
         if cause:
             causes.append(f"{entry['kind']} {namespace + '/' if namespace else ''}{entry['name']}: {cause}")
@@ -142,12 +148,28 @@ def _pod_state(pod: dict, events: list) -> dict:
     return state
 
 
+def _add_logs(client, namespace: str, pods: list, states: list, budget: int) -> int:
+    """Read the log tail of each failing container of ``pods`` into its entry in ``states``, while
+    ``budget`` (containers) lasts; the budget left."""
+    for pod, state in zip(pods, states):
+        statuses = {cs.get("name"): cs for cs in ((pod.get("status") or {}).get("initContainerStatuses") or [])
+                    + ((pod.get("status") or {}).get("containerStatuses") or [])}
+        for container in state.get("containers") or []:
+            if budget <= 0:
+                return 0
+            previous = container_logs.wants_previous(statuses.get(container["container"]) or {})
+            container.update(container_logs.read_tail(client, namespace, state["name"], container["container"], previous))
+            budget -= 1
+    return budget
+
+
 def _cause(entry: dict) -> str:
     """The first cause found, in a few words: a container reason, unschedulable, or an event."""
     for pod in entry.get("pods") or []:
         for container in pod.get("containers") or []:
             return f"pod {pod['name']} container {container['container']}: {container['reason']}" + (
-                f" ({container['message']})" if container.get("message") else "")
+                f" ({container['message']})" if container.get("message") else "") + (
+                f"; its log ends: {container['log'][-1]}" if container.get("log") else "")
         if pod.get("unschedulable"):
             sched = pod["unschedulable"]
             return f"pod {pod['name']} cannot be scheduled: {sched['reason']} ({sched['message']})"

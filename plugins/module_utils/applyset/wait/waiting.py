@@ -1,9 +1,9 @@
 """Waiting: until a set of objects is ready, until it is gone, until CRDs are Established; with timeouts.
 
 Whether one object is ready is ``readiness``'s pure rules; this module sends the
-requests and sleeps between rounds. Waiting polls with one LIST per (resource,
-namespace) and round, not one GET per object, and drops objects from the rounds as
-soon as they are ready. A timeout (or an object that can never become ready, such as
+requests. Waiting lists once per (resource, namespace), not one GET per object, then
+follows each (resource, namespace) with a watch (``watching``: polled with one LIST
+a second where watch is not allowed), judging an object again each time it changes. A timeout (or an object that can never become ready, such as
 a failed Job) raises ``WaitTimeout`` naming every object still waited for and why,
 for example ``Deployment shop/web: 1/3 replicas available``. ``wait_for_crds`` GETs
 the CustomResourceDefinitions a run applied until they are Established.
@@ -15,6 +15,8 @@ import time
 
 from ..errors import ApiError, ApplySetError, WaitTimeout
 from .. import spec
+from ..kube import watch as kube_watch
+from . import watching
 from .readiness import (
     RULE_OPTIONS, Final, check_overrides, crd_ready, job_outcome_from_events, needs_reading, ttl_after_finished,
     verdict,
@@ -48,47 +50,117 @@ def _normalise(targets) -> list:
     return result
 
 
-def _list_by_name(client, res, namespace, metadata_only: bool) -> dict:
-    items: dict = {}
-    for item in client.list(res, namespace, metadata_only=metadata_only):
-        # LIST items carry no apiVersion/kind of their own; the rules need them.
-        item.setdefault("apiVersion", res.api_version)
-        item.setdefault("kind", res.kind)
-        items.setdefault((item.get("metadata") or {}).get("name"), item)
-    return items
+def _groups(targets) -> dict:
+    """Targets by (resource, namespace): what one LIST or one watch covers."""
+    groups: dict = {}
+    for target in targets:
+        groups.setdefault(target[:2], []).append(target)
+    return groups
+
+
+def _list(client, key, metadata_only: bool):
+    """The group's objects by name and the list's resourceVersion (or the error, as ``map`` gives it)."""
+    found, version = kube_watch.list_with_version(client, key[0], key[1], metadata_only=metadata_only)
+    return watching.by_name(key[0], found), version
 
 
 def _poll(client, targets, *, timeout: float, interval: float, judge, metadata_only: bool,
-          waiting_for: str, raise_on_timeout: bool) -> list[dict]:
-    """Poll until ``judge(target, item or None)`` says done for every target.
+          waiting_for: str, raise_on_timeout: bool, until_any: bool = False, warn=None) -> list[dict]:
+    """Wait until ``judge(target, item or None)`` says done for every target: one LIST per
+    (resource, namespace), then a watch of each (``watching``; polled where watch is refused).
 
-    ``judge`` returns ``(done, reason)``; a ``Final`` reason stops the wait early.
+    ``judge`` returns ``(done, reason)``; a ``Final`` reason stops the wait early. With
+    ``until_any`` the wait also returns as soon as one target is done (the gates of an ordered
+    apply); ``warn`` is told once when the credentials may not watch.
     """
     total = len(targets)
     pending = {target: "not checked yet" for target in targets}
     deadline = time.monotonic() + max(0.0, float(timeout))
-    while pending:
-        groups: dict = {}
-        for target in pending:
-            groups.setdefault(target[:2], []).append(target)
-        keys = list(groups)
-        listed = client.map(lambda key: _list_by_name(client, key[0], key[1], metadata_only), keys)
-        final = False
-        for key, items in zip(keys, listed):
-            for target in groups[key]:
-                done, reason = _judge_listed(target, items, judge)
-                if done:
-                    del pending[target]
-                else:
-                    pending[target] = reason
-                    final = final or isinstance(reason, Final)
-        now = time.monotonic()
-        if not pending:
-            break
-        if final or now >= deadline:
-            return _give_up(pending, total, timeout, waiting_for, final, raise_on_timeout)
-        time.sleep(max(0.0, min(interval, deadline - now)))
+    groups = _groups(pending)
+    keys = list(groups)
+    items: dict = {}
+    versions: dict = {}
+    for key, listed in zip(keys, client.map(lambda key: _list(client, key, metadata_only), keys)):
+        items[key], versions[key] = (listed, None) if isinstance(listed, Exception) else listed
+    final = _judge(pending, [t for key in keys for t in groups[key]], items, judge)
+    progressed = until_any and len(pending) < total  # a gate opens on the first object ready
+    if pending and not final and not progressed and time.monotonic() < deadline:
+        final = _follow(client, pending, items, versions, judge, deadline=deadline, interval=interval,
+                        metadata_only=metadata_only, until_any=until_any, warn=warn)
+    if not pending:
+        return []
+    return _give_up(pending, total, timeout, waiting_for, final, raise_on_timeout)
+
+
+def _judge(pending: dict, targets, items: dict, judge) -> bool:
+    """Judge the ``targets`` still pending on their group's ``items``; whether one is Final."""
+    final = False
+    for target in targets:
+        if target not in pending:
+            continue
+        done, reason = _judge_listed(target, items[target[:2]], judge)
+        if done:
+            del pending[target]
+        else:
+            pending[target] = reason
+            final = final or isinstance(reason, Final)
+    return final
+
+
+def _follow(client, pending: dict, items: dict, versions: dict, judge, *, deadline: float, interval: float,
+            metadata_only: bool, until_any: bool, warn) -> bool:
+    """Follow the pending targets' groups until each is done, one is Final (True), the deadline
+    passes or, with ``until_any``, one is done. Groups that cannot be watched are listed again
+    every ``interval``, when targets found absent are judged again too (a Job's final Event may
+    land after the Job is gone)."""
+    start, groups = len(pending), _groups(pending)
+    feeds = watching.Feeds(client, metadata_only, deadline, warn)
+    try:
+        for key, targets in groups.items():
+            feeds.follow(key, versions.get(key), [t[2] for t in targets])
+        next_round = time.monotonic() + max(interval, 0.05)
+        while pending:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            touched = _take(feeds, feeds.next(min(deadline, next_round) - now), items, groups)
+            if time.monotonic() >= next_round:
+                touched += _round(client, feeds, pending, items, groups, metadata_only)
+                next_round = time.monotonic() + max(interval, 0.05)
+            if _judge(pending, touched, items, judge):
+                return True
+            if until_any and len(pending) < start:
+                return False
+        return False
+    finally:
+        feeds.close()
+
+
+def _take(feeds, message, items: dict, groups: dict) -> list:
+    """Apply one feed message to ``items``; the targets it may have changed."""
+    if message is None:
+        return []
+    what, key, payload = message
+    if what == "event" and isinstance(items.get(key), dict):
+        name = watching.apply_event(items[key], key[0], payload)
+        return [t for t in groups[key] if t[2] == name]
+    if what == "listed":
+        items[key] = payload
+        return list(groups[key])
+    if what == "refused":
+        feeds.refused(key, payload)
+    else:
+        feeds.poll(key)
     return []
+
+
+def _round(client, feeds, pending: dict, items: dict, groups: dict, metadata_only: bool) -> list:
+    """One polling round: the polled groups listed again; their targets and the absent ones to judge."""
+    keys = [key for key in feeds.polled if any(t in pending for t in groups[key])]
+    for key, listed in zip(keys, client.map(lambda key: _list(client, key, metadata_only), keys)):
+        items[key] = listed if isinstance(listed, Exception) else listed[0]
+    absent = [t for t in pending if isinstance(items.get(t[:2]), dict) and t[2] not in items[t[:2]]]
+    return list(dict.fromkeys([t for key in keys for t in groups[key]] + absent))
 
 
 def _judge_listed(target, items, judge) -> tuple[bool, str]:
@@ -131,11 +203,15 @@ def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final:
 
 
 def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
-               applied: dict | None = None, **rule_options) -> list[dict]:
+               applied: dict | None = None, until_any: bool = False, warn=None, **rule_options) -> list[dict]:
     """Wait until every target is ready; ``targets`` are ``(Resource, namespace or None, name)``.
 
-    ``client`` is the ``KubeClient`` that lists them, once per (resource, namespace) every
-    ``interval`` seconds; objects of kinds with nothing to wait for are not read at all.
+    ``client`` is the ``KubeClient`` that lists them, once per (resource, namespace), then
+    watches each (resource, namespace) (``watching``); where the credentials may not watch, it
+    lists them again every ``interval`` seconds and tells ``warn`` (a callable taking one
+    message) once. Objects of kinds with nothing to wait for are not read at all. With
+    ``until_any``, it returns as soon as one target is ready (the list of the others), as the
+    gates of an ordered apply want.
 
     ``rule_options`` are ``is_ready``'s keywords (``fail_closed``, ``overrides``,
     ``wait_for_load_balancers``). ``applied`` maps targets to the objects as this run
@@ -178,7 +254,7 @@ def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_
         return verdict(item, **rule_options)
 
     return _poll(client, to_read, timeout=timeout, interval=interval, judge=judge, metadata_only=False,
-                 waiting_for="ready", raise_on_timeout=raise_on_timeout)
+                 waiting_for="ready", raise_on_timeout=raise_on_timeout, until_any=until_any, warn=warn)
 
 
 # ----- objects that go away -------------------------------------------------------------------
@@ -263,7 +339,7 @@ def _still_there(item) -> tuple[bool, str]:
 
 
 def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
-              uids: dict | None = None) -> list[dict]:
+              uids: dict | None = None, warn=None) -> list[dict]:
     """Wait until no target exists any more (deleted objects whose finalizers are done).
 
     Same ``client``, targets, ``interval``, result, ``raise_on_timeout`` and ``WaitTimeout`` after
@@ -279,7 +355,7 @@ def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_o
         return _still_there(item)
 
     return _poll(client, _normalise(targets), timeout=timeout, interval=interval, judge=judge,
-                 metadata_only=True, waiting_for="gone", raise_on_timeout=raise_on_timeout)
+                 metadata_only=True, waiting_for="gone", raise_on_timeout=raise_on_timeout, warn=warn)
 
 
 # ----- CustomResourceDefinitions before their custom resources -----------------------------------
