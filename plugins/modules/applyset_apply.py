@@ -862,7 +862,8 @@ plan:
       C(unchanged) or C(skip) for a member (with C(body), the digest of the body it sends, and C(wave) and
       C(after) when ordered), C(prune), C(keep) or C(leave) for a prune candidate and C(delete), C(keep), C(leave)
       or C(unlabel) for a member of an uninstall or disband (with its C(uid)), C(adopt), C(create-namespace),
-      and C(run-hook) for each hook that runs (with its C(phase), C(body) and C(weight)).
+      C(run-hook) for each hook that runs (with its C(phase), C(body) and C(weight)), and C(retire-helm-release)
+        for a Helm release O(helm.take_over) takes over (with its C(revision) and C(status)).
     - A Secret's values are not in C(body) (its keys are); a changed value shows as C(unchanged) becoming C(configure).
   returned: with RV(plan_id)
   type: list

@@ -47,6 +47,12 @@ def test_a_release_is_taken_over_its_dropped_object_pruned_and_its_record_retire
     # The record goes last, after every member write.
     deletes = [r.path for r in api.writes() if r.method == "DELETE"]
     assert deletes[-1].startswith(RECORD_PATH)
+    # The plan an approver sees says so: the dropped object adopted and pruned, the release retired.
+    plan = report.to_dict()["plan"]
+    assert {e["action"] for e in plan if e["object"] == "ConfigMap shop/b"} == {"adopt", "prune"}
+    retired = next(e for e in plan if e["object"] == "Helm release shop/shop")
+    assert retired == {"object": "Helm release shop/shop", "action": "retire-helm-release", "revision": 1,
+                       "status": "deployed"}
 
 
 def test_without_take_over_helms_objects_are_refused_before_any_write(api):

@@ -132,6 +132,8 @@ def _appeared(now: dict) -> str:
         return "it joined the set on the cluster since (an object labelled part of the set)"
     if action == plans.CREATE_NAMESPACE:
         return "the namespace was deleted on the cluster since"
+    if action == plans.RETIRE_HELM_RELEASE:
+        return "Helm installed or upgraded the release since"
     return ""
 
 
@@ -147,4 +149,6 @@ def _gone(was: dict) -> str:
         return "it was deleted on the cluster since, or left the set"
     if action == plans.CREATE_NAMESPACE:
         return "the namespace was created on the cluster since"
+    if action == plans.RETIRE_HELM_RELEASE:
+        return "Helm keeps no record of the release any more (uninstalled, or taken over)"
     return ""

@@ -39,6 +39,7 @@ CREATE, CONFIGURE, UNCHANGED, SKIP = "create", "configure", "unchanged", "skip" 
 ADOPT, CREATE_NAMESPACE, RUN_HOOK = "adopt", "create-namespace", "run-hook"
 PRUNE, KEEP, LEAVE = "prune", "keep", "leave"  # prune candidates: deleted, kept by annotation, left to their controller
 DELETE, UNLABEL = "delete", "unlabel"  # uninstall, disband
+RETIRE_HELM_RELEASE = "retire-helm-release"  # helm.take_over: the release's records deleted
 
 MEMBER_ACTIONS = frozenset({CREATE, CONFIGURE, UNCHANGED, SKIP})
 

@@ -55,7 +55,7 @@ def plan_disband(ctx: RunContext) -> None:
 
 def apply_entries(ctx: RunContext) -> list:
     """The entries of an apply's plan: the set, each member, each prune candidate, each legacy
-    object adopted, the namespace created, and the hooks when they run."""
+    object adopted, the namespace created, the Helm release taken over, and the hooks when they run."""
     decisions, live = ctx.decisions, ctx.live
     order = decisions.order
     waves = order.waves if order is not None and len(set(order.waves.values())) > 1 else {}
@@ -75,6 +75,10 @@ def apply_entries(ctx: RunContext) -> list:
     if decisions.namespace_to_create:
         entries.append(plans.entry(plans.ref_of(spec.ObjectId("", "Namespace", "", decisions.namespace_to_create)),
                                    plans.CREATE_NAMESPACE))
+    if decisions.helm is not None:  # the objects it drops are adopted above; its records go too
+        release = decisions.helm.release
+        entries.append(plans.entry(f"Helm release {release.ref}", plans.RETIRE_HELM_RELEASE,
+                                   revision=release.version, status=release.status))
     if hook_run.due(ctx):
         entries += _hook_entries(ctx, (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE), ctx.hooks.installing)
     return entries
