@@ -576,11 +576,17 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Deploy certificates and a Flux Kustomization, judged by rules pasted from Flux
+- name: Deploy the shop and prune what was removed
   applyset.kubernetes.applyset_apply:
-    parent: platform
-    namespace: platform
-    src: manifests/platform/
+    parent: shop            # a Secret named shop in the namespace below
+    namespace: shop
+    src: manifests/shop/
+
+- name: Wait with readiness rules pasted from Flux (here for the set's Flux Kustomizations, if any)
+  applyset.kubernetes.applyset_apply:
+    parent: shop
+    namespace: shop
+    src: manifests/shop/
     wait: true
     on_failure: rollback      # a failed verdict starts the rollback at once, not at wait_timeout
     wait_rules:
@@ -589,12 +595,6 @@ EXAMPLES = r"""
           kind: Kustomization
           current: status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')
           failed: status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')
-
-- name: Deploy the shop and prune what was removed
-  applyset.kubernetes.applyset_apply:
-    parent: shop            # a Secret named shop in the namespace below
-    namespace: shop
-    src: manifests/shop/
 
 - name: Preview another set, under a ConfigMap parent (run the play with --check --diff)
   applyset.kubernetes.applyset_apply:
@@ -678,6 +678,7 @@ EXAMPLES = r"""
     namespace: shop
     state: absent
 
+# example: not run: needs the chart repository on the network (tests/integration/test_helm_charts.py renders charts)
 - name: Deploy a Helm chart from its repository, rendered with the cluster's Capabilities
   applyset.kubernetes.applyset_apply:
     parent: web          # also the release name
@@ -690,6 +691,7 @@ EXAMPLES = r"""
         replicaCount: 2
       values_files: [/etc/deploy/podinfo-prod.yaml]
 
+# example: not run: needs the OCI registry on the network
 - name: Deploy a chart from an OCI registry with helm 4 at a path of its own
   applyset.kubernetes.applyset_apply:
     parent: cert-manager

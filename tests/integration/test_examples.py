@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -24,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_cli import REPO_ROOT, ansible_env, run_playbook
+from helm_bins import helm_binaries
 from kubeapi import wait_for
 from test_faults import two_namespaces  # noqa: F401  (a fixture: the test's namespace and a second one)
 
@@ -32,12 +35,36 @@ CR_PARENT_CRD = "applysets.example.com"
 TYPES = {"dict": dict, "list": list, "str": str, "bool": bool, "int": int, "float": (int, float)}
 
 
-def module_doc(module: str, constant: str):
+def module_doc_text(module: str, constant: str) -> str:
     tree = ast.parse((REPO_ROOT / "plugins" / "modules" / f"{module}.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == constant:
-            return yaml.safe_load(node.value.value)
+            return node.value.value
     raise AssertionError(f"{module} has no {constant}")
+
+
+def module_doc(module: str, constant: str):
+    return yaml.safe_load(module_doc_text(module, constant))
+
+
+# The marker for the rare module example that cannot run here (a chart repository on the network),
+# a comment on the line right before its task:  # example: not run: <reason>
+NOT_RUN_TASK = re.compile(r"^# example: not run: (.+)$")
+
+
+def not_run_examples(module: str) -> dict:
+    """{number of the example: why it is not run} for the examples marked not runnable."""
+    reasons, number, pending = {}, -1, None
+    for line in module_doc_text(module, "EXAMPLES").splitlines():
+        marker = NOT_RUN_TASK.match(line)
+        if marker:
+            pending = marker.group(1)
+        elif line.startswith("- "):
+            number += 1
+            if pending:
+                reasons[number] = pending
+            pending = None
+    return reasons
 
 
 def substitute(value, namespaces: dict):
@@ -88,6 +115,10 @@ def example_files(root: Path, ns_a: str, ns_b: str) -> None:
               containers: [{name: web, image: registry.example/web:1}]
         """)
     write(root / "manifests" / "argocd" / "migrate.yaml", MIGRATE_JOB)
+    # What helm template of the shop's chart would print (the take-over example's src).
+    (root / "rendered").mkdir()
+    (root / "rendered" / "shop.yaml").write_text("---\n".join(
+        (root / "manifests" / "shop" / name).read_text() for name in ("10-config.yaml", "20-web.yaml")))
     write(root / "manifests" / "cache" / "cache.yaml", """
         apiVersion: v1
         kind: ConfigMap
@@ -168,7 +199,10 @@ def example_play(module: str, namespaces: dict, out_file: Path) -> tuple[list, l
     """The play: setup, then every example in order, each module result registered."""
     tasks = setup_tasks(module, namespaces["shop"])
     registered = []
+    not_run = not_run_examples(module)
     for number, task in enumerate(module_doc(module, "EXAMPLES")):
+        if number in not_run:
+            continue
         task = substitute(task, namespaces)
         if any(key.startswith("applyset.kubernetes.") for key in task):
             task.setdefault("register", f"example_{number}")
@@ -288,8 +322,17 @@ def substitute_names(value, names: dict):
     return value
 
 
+def helm_on_path(bin_dir: Path, monkeypatch) -> None:
+    """``helm`` on PATH, as on a user's machine: helm 4 as built for the tests (helm_bins.py)."""
+    bin_dir.mkdir()
+    (bin_dir / "helm").symlink_to(helm_binaries()["helm4"])
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
 def doc_example_files(root: Path, names: dict) -> None:
     """Inputs the doc examples point at, besides example_files'."""
+    # A chart kept beside the playbook (docs/helm-charts.md): podinfo's source, as the chart tests keep it.
+    shutil.copytree(REPO_ROOT / "tests" / "integration" / "data" / "charts" / "src" / "podinfo", root / "charts" / "podinfo")
     # Literal paths (src: manifests/my-app/), and the looped ones by their namespace
     # (src: "manifests/{{ item }}/" with the namespace as item).
     for name, directory in (("my-app", "my-app"), ("common", "common"), ("looped", names.get("shop", "shop")),
@@ -351,11 +394,12 @@ def more_namespaces(kube, namespace):
 
 @pytest.mark.parametrize("page", [p for p in DOC_PAGES if doc_examples(p)])
 def test_the_yaml_examples_of_each_page_run_in_order(cluster, kube, two_namespaces, new_namespace, more_namespaces,
-                                                     cr_parent_kind, tmp_path, page):
+                                                     cr_parent_kind, tmp_path, monkeypatch, page):
     ns, ns_legacy = two_namespaces
     names = {"shop": ns, "legacy": ns_legacy, "argocd": new_namespace, "my-app": ns, **more_namespaces}
     example_files(tmp_path, ns, ns_legacy)
     doc_example_files(tmp_path, names)
+    helm_on_path(tmp_path / "bin", monkeypatch)
     plays, skipped = page_playbook(page, names)
     print(f"\n{page}: {len(plays)} plays run; not run: {skipped or 'none'}")
     if not plays:
