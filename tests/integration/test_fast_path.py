@@ -604,7 +604,7 @@ def test_check_mode_noop_sends_no_write_and_drift_is_reported_without_writing(cl
     assert result["changed"] is True and actions(result) == {"steady": "unchanged", "drifting": "configured"}
     # The diff shows the drifted member, and only it.
     assert f"--- before: ConfigMap {namespace}/drifting" in out and "+    tier: web" in out, out
-    assert f"ConfigMap {namespace}/steady" not in out, out
+    assert f"before: ConfigMap {namespace}/steady" not in out, out  # no diff (the plan names it: unchanged)
     assert versions(kube, namespace) == before  # dry runs only: nothing was written
     assert "tier" not in kube.get(cm_path(namespace, "drifting"))["metadata"]["labels"]
 
