@@ -52,7 +52,14 @@ def distributions_of(module: str) -> list[str]:
     try:
         return [importlib.metadata.distribution(module).metadata["Name"]]
     except importlib.metadata.PackageNotFoundError:
-        raise AssertionError(f"{module} is imported by plugins/ but not installed here") from None
+        pass
+    # A module named unlike its distribution, from a wheel without top_level.txt (cel-python's celpy):
+    # the distribution whose files hold it.
+    found = [dist.metadata["Name"] for dist in importlib.metadata.distributions()
+             if any(file.parts and file.parts[0] == module for file in dist.files or ())]
+    if found:
+        return found
+    raise AssertionError(f"{module} is imported by plugins/ but not installed here")
 
 
 def requirements(path: Path) -> dict[str, str]:
