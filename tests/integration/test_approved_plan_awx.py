@@ -12,59 +12,22 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 
 import pytest
 import yaml
-from ansible_cli import BIN, REPO_ROOT, WEB_MANIFEST
+import awx_jobs
+from ansible_cli import REPO_ROOT
+from awx_jobs import manifest_dir, run_job
 from kubeapi import wait_for
 
 ansible_runner = pytest.importorskip("ansible_runner")
-
-MANIFESTS = {
-    "20-config.yaml": """
-        apiVersion: v1
-        kind: ConfigMap
-        metadata: {name: shop-settings}
-        data: {currency: EUR}
-        """,
-    "30-web.yaml": WEB_MANIFEST,
-    "50-banner.yaml": """
-        apiVersion: v1
-        kind: ConfigMap
-        metadata: {name: holiday-banner}
-        data: {text: Happy holidays!}
-        """,
-}
 
 
 @pytest.fixture
 def job_env(monkeypatch, tmp_path, cluster):
     """The job's environment: the cluster's kubeconfig only, no ANSIBLE_* of ours."""
-    for var in list(os.environ):
-        if var.startswith(("K8S_AUTH_", "ANSIBLE_")) or var == "KUBECONFIG":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    awx_jobs.isolate_job_environment(monkeypatch, tmp_path)
     return {"K8S_AUTH_KUBECONFIG": cluster.kubeconfig, "ANSIBLE_NOCOLOR": "1"}
-
-
-def manifest_dir(tmp_path):
-    directory = tmp_path / "manifests"
-    directory.mkdir()
-    for name, text in MANIFESTS.items():
-        (directory / name).write_text(textwrap.dedent(text).lstrip())
-    return directory
-
-
-def run_job(tmp_path, envvars, playbook, extravars):
-    """One AWX job: the project checkout is the repository, the collection comes from its ansible.cfg."""
-    private_data_dir = tmp_path / f"job-{len(list(tmp_path.glob('job-*')))}"
-    private_data_dir.mkdir()
-    return ansible_runner.run(
-        private_data_dir=str(private_data_dir), project_dir=str(REPO_ROOT), playbook=playbook,
-        inventory=f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
-        envvars=envvars, extravars=extravars, process_isolation=False, quiet=True, timeout=240)
 
 
 def artifacts(run) -> dict:
@@ -75,12 +38,7 @@ def artifacts(run) -> dict:
 
 
 def module_result(run) -> dict:
-    for event in run.events:
-        data = event.get("event_data") or {}
-        if event.get("event") in ("runner_on_ok", "runner_on_failed") \
-                and data.get("resolved_action") == "applyset.kubernetes.applyset_apply":
-            return data["res"]
-    raise AssertionError("no applyset_apply result among the job events")
+    return awx_jobs.module_result(run, events=("runner_on_ok", "runner_on_failed"))
 
 
 def configmap_versions(kube, namespace):

@@ -9,14 +9,12 @@ nothing can come from a kubeconfig.
 
 from __future__ import annotations
 
-import os
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
-from ansible_cli import BIN, REPO_ROOT, WEB_MANIFEST
+import awx_jobs
+from awx_jobs import manifest_dir, module_result
 
 ansible_runner = pytest.importorskip("ansible_runner")
 
@@ -32,22 +30,6 @@ DEPLOYER_RULES = [
     {"apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["list", "create", "patch", "delete"]},
     {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "create", "patch", "delete"]},
 ]
-
-MANIFESTS = {
-    "20-config.yaml": """
-        apiVersion: v1
-        kind: ConfigMap
-        metadata: {name: shop-settings}
-        data: {currency: EUR}
-        """,
-    "30-web.yaml": WEB_MANIFEST,
-    "50-banner.yaml": """
-        apiVersion: v1
-        kind: ConfigMap
-        metadata: {name: holiday-banner}
-        data: {text: Happy holidays!}
-        """,
-}
 
 
 @pytest.fixture
@@ -82,51 +64,17 @@ def bearer_credential(cluster, kube, namespace):
 @pytest.fixture
 def runner_env(monkeypatch, tmp_path):
     """The job's process environment: no K8S_AUTH_* of ours, no usable kubeconfig anywhere."""
-    for var in list(os.environ):
-        if var.startswith(("K8S_AUTH_", "ANSIBLE_")) or var == "KUBECONFIG":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.kube/config either
-
-
-def manifest_dir(tmp_path):
-    directory = tmp_path / "manifests"
-    directory.mkdir()
-    for name, text in MANIFESTS.items():
-        (directory / name).write_text(textwrap.dedent(text).lstrip())
-    return directory
+    awx_jobs.isolate_job_environment(monkeypatch, tmp_path)
 
 
 def run_job(tmp_path, credential, extravars, cmdline=None):
-    """One AWX job: the project checkout is the repository, the collection comes from its ansible.cfg."""
-    private_data_dir = tmp_path / f"job-{len(list(tmp_path.glob('job-*')))}"
-    private_data_dir.mkdir()
+    """One AWX job of playbooks/deploy.yml with the bearer-token ``credential`` and no kubeconfig."""
     envvars = dict(credential, KUBECONFIG=str(tmp_path / "no-such-kubeconfig"), ANSIBLE_NOCOLOR="1")
-    return ansible_runner.run(
-        private_data_dir=str(private_data_dir),
-        project_dir=str(REPO_ROOT),
-        playbook="playbooks/deploy.yml",
-        inventory=f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
-        envvars=envvars,
-        extravars=extravars,
-        cmdline=cmdline,
-        process_isolation=False,
-        quiet=True,
-        timeout=240,
-    )
+    return awx_jobs.run_job(tmp_path, envvars, "playbooks/deploy.yml", extravars, cmdline)
 
 
 def job_output(run) -> str:
     return run.stdout.read()
-
-
-def module_result(run) -> dict:
-    """The applyset_apply task's result, from the job events (as AWX stores them)."""
-    for event in run.events:
-        data = event.get("event_data") or {}
-        if event.get("event") == "runner_on_ok" and data.get("resolved_action") == "applyset.kubernetes.applyset_apply":
-            return data["res"]
-    raise AssertionError("no applyset_apply result among the job events")
 
 
 def test_deploy_playbook_runs_under_ansible_runner_with_the_bearer_token_credential(

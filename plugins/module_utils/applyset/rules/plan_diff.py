@@ -124,31 +124,30 @@ def _action_changed(a: str, b: str) -> str:
     return "its annotations or its owner changed on the cluster since" if {a, b} <= {plans.PRUNE, plans.KEEP, plans.LEAVE} else ""
 
 
+_REMOVALS = (plans.PRUNE, plans.KEEP, plans.LEAVE, plans.DELETE, plans.UNLABEL)
+
+# Why an entry is in the current plan and not in the approved one, by its action.
+_APPEARED = {
+    **dict.fromkeys((*plans.MEMBER_ACTIONS, plans.RUN_HOOK), "it is new in the manifests"),
+    **dict.fromkeys(_REMOVALS, "it joined the set on the cluster since (an object labelled part of the set)"),
+    plans.CREATE_NAMESPACE: "the namespace was deleted on the cluster since",
+    plans.RETIRE_HELM_RELEASE: "Helm installed or upgraded the release since",
+}
+
+# Why an entry of the approved plan is not in the current one, by its action.
+_GONE = {
+    **dict.fromkeys(plans.MEMBER_ACTIONS, "it was removed from the manifests since (and is no member on the cluster)"),
+    plans.CREATE: "it was removed from the manifests since",
+    plans.RUN_HOOK: "it was removed from the manifests since, or no member changes any more",
+    **dict.fromkeys(_REMOVALS, "it was deleted on the cluster since, or left the set"),
+    plans.CREATE_NAMESPACE: "the namespace was created on the cluster since",
+    plans.RETIRE_HELM_RELEASE: "Helm keeps no record of the release any more (uninstalled, or taken over)",
+}
+
+
 def _appeared(now: dict) -> str:
-    action = now.get("action")
-    if action in plans.MEMBER_ACTIONS or action == plans.RUN_HOOK:
-        return "it is new in the manifests"
-    if action in (plans.PRUNE, plans.KEEP, plans.LEAVE, plans.DELETE, plans.UNLABEL):
-        return "it joined the set on the cluster since (an object labelled part of the set)"
-    if action == plans.CREATE_NAMESPACE:
-        return "the namespace was deleted on the cluster since"
-    if action == plans.RETIRE_HELM_RELEASE:
-        return "Helm installed or upgraded the release since"
-    return ""
+    return _APPEARED.get(str(now.get("action")), "")
 
 
 def _gone(was: dict) -> str:
-    action = was.get("action")
-    if action == plans.CREATE:
-        return "it was removed from the manifests since"
-    if action in plans.MEMBER_ACTIONS:
-        return "it was removed from the manifests since (and is no member on the cluster)"
-    if action == plans.RUN_HOOK:
-        return "it was removed from the manifests since, or no member changes any more"
-    if action in (plans.PRUNE, plans.KEEP, plans.LEAVE, plans.DELETE, plans.UNLABEL):
-        return "it was deleted on the cluster since, or left the set"
-    if action == plans.CREATE_NAMESPACE:
-        return "the namespace was created on the cluster since"
-    if action == plans.RETIRE_HELM_RELEASE:
-        return "Helm keeps no record of the release any more (uninstalled, or taken over)"
-    return ""
+    return _GONE.get(str(was.get("action")), "")

@@ -1,0 +1,67 @@
+"""Jobs run the way AWX runs them, through ansible-runner: the project checkout is the repository
+and the collection comes from its ansible.cfg (tests/integration/test_awx.py and
+test_approved_plan_awx.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+from ansible_cli import BIN, REPO_ROOT, WEB_MANIFEST
+
+# The shop the jobs deploy: playbooks/deploy.yml and preview.yml read it from shop_manifests.
+MANIFESTS = {
+    "20-config.yaml": """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: shop-settings}
+        data: {currency: EUR}
+        """,
+    "30-web.yaml": WEB_MANIFEST,
+    "50-banner.yaml": """
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: holiday-banner}
+        data: {text: Happy holidays!}
+        """,
+}
+
+
+def isolate_job_environment(monkeypatch, tmp_path) -> None:
+    """The job's process environment as on an AWX node: no K8S_AUTH_*, ANSIBLE_* or KUBECONFIG of
+    ours, no ~/.kube/config (HOME is empty), our ansible on PATH."""
+    for var in list(os.environ):
+        if var.startswith(("K8S_AUTH_", "ANSIBLE_")) or var == "KUBECONFIG":
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+def manifest_dir(tmp_path):
+    directory = tmp_path / "manifests"
+    directory.mkdir()
+    for name, text in MANIFESTS.items():
+        (directory / name).write_text(textwrap.dedent(text).lstrip())
+    return directory
+
+
+def run_job(tmp_path, envvars, playbook, extravars, cmdline=None):
+    """One AWX job of ``playbook``, in a private data directory of its own under ``tmp_path``."""
+    import ansible_runner  # the tests importorskip it
+
+    private_data_dir = tmp_path / f"job-{len(list(tmp_path.glob('job-*')))}"
+    private_data_dir.mkdir()
+    return ansible_runner.run(
+        private_data_dir=str(private_data_dir), project_dir=str(REPO_ROOT), playbook=playbook,
+        inventory=f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
+        envvars=envvars, extravars=extravars, cmdline=cmdline, process_isolation=False, quiet=True, timeout=240)
+
+
+def module_result(run, events=("runner_on_ok",)) -> dict:
+    """The applyset_apply task's result, from the job events of the kinds ``events`` (as AWX stores them)."""
+    for event in run.events:
+        data = event.get("event_data") or {}
+        if event.get("event") in events and data.get("resolved_action") == "applyset.kubernetes.applyset_apply":
+            return data["res"]
+    raise AssertionError("no applyset_apply result among the job events")
