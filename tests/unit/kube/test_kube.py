@@ -200,6 +200,26 @@ def stalled_client(monkeypatch, responses, per_request=70.0):
     return c
 
 
+QUOTA_TIMED_OUT = {"kind": "Status", "status": "Failure", "reason": "InternalError", "code": 500,
+                   "message": "Internal error occurred: resource quota evaluation timed out"}
+
+
+def test_a_500_caused_by_a_timeout_inside_the_server_is_retried_like_a_429(monkeypatch):
+    # A server catching up after a stall: its quota admission times out several times in a row
+    # (the sleeps are the fake clock's, well within the retry deadline).
+    c = stalled_client(monkeypatch, [(500, QUOTA_TIMED_OUT, None)] * 3 + [(200, {"ok": 1}, None)], per_request=0.0)
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}
+    assert c.apply(DEPLOYMENTS, obj, field_manager="m").body == {"ok": 1}
+    assert len(c._pool.sent) == 4  # a lasting 500 gets three tries only
+
+
+def test_a_500_caused_by_a_timeout_inside_the_server_is_not_retried_for_a_plain_post():
+    c = client([(500, QUOTA_TIMED_OUT, None), (200, {}, None)])
+    with pytest.raises(ApiError, match="resource quota evaluation timed out"):
+        c.request("POST", "/api/v1/namespaces", body={})
+    assert len(c._pool.sent) == 1
+
+
 def test_a_server_timeout_answer_to_an_idempotent_request_is_retried_after_the_deadline(monkeypatch):
     c = stalled_client(monkeypatch, [(504, TIMEOUT_504, None), (504, TIMEOUT_504, None), (200, {"ok": 1}, None)])
     obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}

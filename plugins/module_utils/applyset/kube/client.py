@@ -456,10 +456,27 @@ def _settle(future, call):
 
 def _lasting_failure(resp) -> bool:
     """Whether an answer worth a retry is as likely to last: a 500, or a 429 that names a failed
-    conversion webhook."""
+    conversion webhook. A 500 whose cause is a timeout inside the server ("resource quota evaluation
+    timed out", "etcdserver: request timed out", "context deadline exceeded") is not: it comes from a
+    server catching up after a stall, and is retried like a 429 until the retry deadline."""
     if resp.status == 500:
-        return True
+        return not _internal_timeout(resp)
     return resp.status == 429 and b"conversion webhook" in (resp.data or b"")
+
+
+# Words of a 500's Status message that say the server timed out waiting on itself (an admission
+# plugin, etcd, a context deadline), not that it refused the request.
+_INTERNAL_TIMEOUT_WORDS = ("timed out", "timeout", "deadline exceeded")
+
+
+def _internal_timeout(resp) -> bool:
+    """Whether a 500 says the server ran out of time inside itself (a passing condition)."""
+    try:
+        status = json.loads(resp.data or b"{}")
+    except ValueError:
+        return False
+    message = str(status.get("message") or "").lower() if isinstance(status, dict) else ""
+    return any(word in message for word in _INTERNAL_TIMEOUT_WORDS)
 
 
 def _stalled_answer(resp) -> bool:
