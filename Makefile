@@ -8,7 +8,7 @@ COLLECTION_LINK := .state/collections/ansible_collections/applyset/kubernetes
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 
-.PHONY: deps binaries helm cluster-up cluster-down demo test unit integration lint typecheck sanity bench chromium clean readme-check
+.PHONY: deps binaries helm cluster-up cluster-down demo test unit integration sweeps lint typecheck sanity bench chromium clean readme-check
 
 # Against an existing cluster (APPLYSET_TEST_KUBECONFIG) the tests need no local
 # control plane, so nothing is built.
@@ -91,13 +91,32 @@ unit: deps
 	$(PY) -m coverage run --source=plugins/module_utils/applyset -m pytest tests/unit tests/hack tests/benchmarks -q
 	$(PY) -m coverage report --fail-under=90
 
-integration: $(TEST_CLUSTER)
-	$(PY) -m pytest tests/integration -q -ra
+# The suite runs on TEST_WORKERS pytest-xdist workers (measured on 2 cores: docs/testing.md), a test
+# file to a worker (module fixtures set up once); each worker that runs integration tests starts a
+# control plane of its own, so tests that change cluster-wide state (CRDs, webhooks, flow control,
+# the server itself) never meet another file's tests. Against an existing cluster
+# (APPLYSET_TEST_KUBECONFIG) the files share it, so they run one after another.
+TEST_WORKERS ?= 4
+ifeq ($(strip $(APPLYSET_TEST_KUBECONFIG)),)
+XDIST := -n $(TEST_WORKERS) --dist loadfile
+else
+XDIST := -p no:xdist
+endif
 
-# All tests. The integration session starts its own control plane (or uses
+integration: $(TEST_CLUSTER)
+	$(PY) -m pytest tests/integration -q -ra $(XDIST)
+
+# All tests, with the time per file, the slowest tests, the budget (tests/conftest.py) and no skip
+# that the suite does not allow. Each integration worker starts its own control plane (or uses
 # APPLYSET_TEST_KUBECONFIG) and stops it at the end.
 test: $(TEST_CLUSTER)
-	$(PY) -m pytest tests/unit tests/hack tests/benchmarks tests/integration -q -ra
+	APPLYSET_WHOLE_SUITE=1 $(PY) -m pytest tests/unit tests/hack tests/benchmarks tests/integration -q -ra $(XDIST)
+
+# The full fault sweep (every k of every scenario) and 20 rounds of each concurrency race: what the
+# suite samples, whole (docs/testing.md). Not part of make test or CI.
+sweeps: $(TEST_CLUSTER)
+	APPLYSET_FAULT_SWEEP=full APPLYSET_CONCURRENCY_ROUNDS=20 $(PY) -m pytest tests/integration/test_faults.py \
+	  tests/integration/test_concurrency.py -q -ra $(XDIST)
 
 # The Python x ansible-core matrix (noxfile.py, docs/compatibility.md): unit tests and the
 # integration smoke test on every combination ansible-core supports on the controller, and

@@ -34,9 +34,15 @@ def test_an_older_go_is_refused_with_both_versions_named():
     build.check_go_version("go" + required)  # the minimum itself is fine
 
 
-def test_readme_names_the_go_version_the_build_needs():
+def test_readme_names_the_go_version_every_build_of_make_test_needs():
+    # Every go.mod under hack/ (the control plane's and the helm wrappers': `make test` builds them
+    # all), so that a newcomer with an older Go learns it from the README, not from a failed build.
+    directives = [line.split()[1] for gomod in sorted((build.REPO_ROOT / "hack").rglob("go.mod"))
+                  for line in gomod.read_text().splitlines() if line.startswith("go ")]
+    assert len(directives) >= len(build.COMPONENTS) + len(build.HELM_COMPONENTS)
+    newest = max(directives, key=build._version_tuple)
     readme = (build.REPO_ROOT / "README.md").read_text()
-    assert f"Go ({build.required_go_version().removesuffix('.0')} or newer)" in readme
+    assert f"Go ({newest.removesuffix('.0')} or newer)" in readme
 
 
 def test_the_helm_wrappers_pin_the_versions_build_names_and_set_them_in_the_binary():
@@ -49,3 +55,33 @@ def test_the_helm_wrappers_pin_the_versions_build_names_and_set_them_in_the_bina
     # helm needs a newer Go than the control plane; it is checked on its own, not for `up`.
     assert build.required_go_version((build.HELM_COMPONENTS[0],)) == "1.26.0"
     assert not set(build.ALL_BINARIES) & {"helm3", "helm4"}
+
+
+def test_missing_components_build_side_by_side_largest_first(monkeypatch, tmp_path):
+    import threading
+    import time as clock
+
+    running, most, order = [0], [0], []
+    lock = threading.Lock()
+
+    def fake_build(component, go, out_dir, log):
+        with lock:
+            order.append(component.wrapper)
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        clock.sleep(0.05)
+        with lock:
+            running[0] -= 1
+
+    monkeypatch.setattr(build, "_build_component", fake_build)
+    monkeypatch.setenv("APPLYSET_BUILD_JOBS", "2")
+    every = build.COMPONENTS + build.HELM_COMPONENTS
+    build._build_all(list(reversed(every)), "go", {c: tmp_path / c.wrapper for c in every}, log=lambda msg: None)
+    assert order[:2] == ["k8s", "helm4"] and sorted(order) == sorted(c.wrapper for c in every)
+    assert most[0] == 2
+
+
+def test_a_bad_build_jobs_value_is_refused(monkeypatch):
+    monkeypatch.setenv("APPLYSET_BUILD_JOBS", "zero")
+    with pytest.raises(build.BuildError, match="APPLYSET_BUILD_JOBS='zero'"):
+        build.build_jobs()

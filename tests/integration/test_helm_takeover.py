@@ -3,8 +3,8 @@ control plane: UIDs kept, no rollout, Helm's field ownership ours, the release r
 empty, ``helm uninstall`` finds nothing), what the chart no longer renders pruned, a re-run writes
 nothing, check mode previews it all and writes nothing, and every refusal comes before any write.
 
-The helm binaries: ``APPLYSET_TEST_HELM3`` / ``APPLYSET_TEST_HELM4``, else /work/helm-bin/v3|v4/helm;
-a test of a version that is not there is skipped, saying so.
+The helm binaries: the ones the chart tests use (``helm_bins``: ``APPLYSET_TEST_HELM3`` /
+``APPLYSET_TEST_HELM4``, else the helm 3 and helm 4 that ``make helm`` builds); never skipped.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -20,12 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_cli import ansible_env
+from helm_bins import HELMS, helm_binaries
 from test_apply import PART_OF, apply, snapshot
 
 CHARTS = Path(__file__).parent / "data" / "charts"
 CHART = CHARTS / "takeover"
-HELMS = {"helm3": ("APPLYSET_TEST_HELM3", "/work/helm-bin/v3/helm"),
-         "helm4": ("APPLYSET_TEST_HELM4", "/work/helm-bin/v4/helm")}
 RELEASE = "demo"
 
 
@@ -55,13 +53,9 @@ class Helm:
         return self.run("list", "-n", namespace, "-q", *every).stdout.split()
 
 
-@pytest.fixture(params=sorted(HELMS))
+@pytest.fixture(params=HELMS)
 def helm(request, cluster):
-    variable, default = HELMS[request.param]
-    binary = os.environ.get(variable) or (default if os.access(default, os.X_OK) else None)
-    if binary is None:
-        pytest.skip(f"{request.param}: no helm binary (set {variable}, or build it at {default})")
-    return Helm(binary, cluster, request.param)
+    return Helm(helm_binaries()[request.param], cluster, request.param)
 
 
 def take_over(cluster, namespace, definition, check=False, **helm):
