@@ -70,11 +70,16 @@ class SuiteClock:
         self.per_file: dict[str, float] = defaultdict(float)
         self.per_test: dict[str, float] = defaultdict(float)
         self.skips: list[tuple[str, str]] = []
+        # Seeds of sampled sweeps (a test's record_property named *_SEED), to repeat a run's sample.
+        self.seeds: dict[str, str] = {}
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report):
         self.per_file[report.nodeid.split("::")[0]] += report.duration
         self.per_test[report.nodeid] += report.duration
+        for name, value in getattr(report, "user_properties", ()):
+            if name.endswith("_SEED"):
+                self.seeds[report.nodeid] = f"{name}={value}"
         if report.skipped and not hasattr(report, "wasxfail"):
             self.skips.append((report.nodeid, _skip_reason(report)))
 
@@ -121,6 +126,10 @@ class SuiteClock:
         terminalreporter.section(f"{SLOWEST_TESTS} slowest tests")
         for nodeid, seconds in sorted(self.per_test.items(), key=lambda item: (-item[1], item[0]))[:SLOWEST_TESTS]:
             write(f"{seconds:8.1f} s  {nodeid}")
+        if self.seeds:
+            terminalreporter.section("seeds of sampled sweeps (set one to repeat its sample)")
+            for nodeid, seed in sorted(self.seeds.items()):
+                write(f"{seed}  {nodeid}")
         self._summarize_budget(terminalreporter)
         self._summarize_skips(terminalreporter)
 
