@@ -104,10 +104,11 @@ def tests(session: nox.Session, core: str) -> None:
     started = time.monotonic()
     outcome = "fail (install)"
     try:
-        _install(session, core, "pytest", "cryptography")
+        _install(session, core, "pytest", "pytest-xdist", "cryptography")
         _collection_link()
         env = {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_DEPRECATION_WARNINGS": "True"}
-        steps = {"unit": ["tests/unit"], "smoke": ["-s", "tests/integration/test_matrix_smoke.py"]}
+        # The unit tests on two workers (the machine's cores; several start ansible-inventory or ansible-doc).
+        steps = {"unit": ["-n", "2", "tests/unit"], "smoke": ["-s", "tests/integration/test_matrix_smoke.py"]}
         failed = []
         for step, args in steps.items():  # both steps run, so one result row tells all
             try:

@@ -41,6 +41,11 @@ ALLOWED_SKIPS = {
     "the test cluster's kubeconfig has no client-key-data": "an existing cluster may use a token",
 }
 
+# The slowest files of a serial run at the time of writing (seconds), for a machine that has no
+# TIMES_FILE yet (a fresh clone, CI): with workers, the longest start first.
+FILE_TIMES = {
+}
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TIMES_FILE = REPO_ROOT / ".state" / "test-times.tsv"
 SLOWEST_FILES, SLOWEST_TESTS = 25, 15
@@ -109,10 +114,14 @@ class SuiteClock:
         if self.unallowed_skips() or self.budget_verdict() == "fail":
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _times_file(self) -> Path:
+        # Only a whole run replaces the table the next run orders its files by.
+        return TIMES_FILE if _whole_suite() else TIMES_FILE.with_name("test-times-partial.tsv")
+
     def _write_times(self) -> None:
         TIMES_FILE.parent.mkdir(parents=True, exist_ok=True)
         rows = [f"{seconds:.1f}\t{path}" for path, seconds in self.slowest_files(len(self.per_file))]
-        TIMES_FILE.write_text("seconds\tfile\n" + "".join(row + "\n" for row in rows))
+        self._times_file().write_text("seconds\tfile\n" + "".join(row + "\n" for row in rows))
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter):
@@ -122,7 +131,7 @@ class SuiteClock:
                                  f"{self.wall():.0f} s wall clock)")
         for path, seconds in self.slowest_files(SLOWEST_FILES):
             write(f"{seconds:8.1f} s  {path}")
-        write(f"(all files: {TIMES_FILE.relative_to(REPO_ROOT)})")
+        write(f"(all files: {self._times_file().relative_to(REPO_ROOT)})")
         terminalreporter.section(f"{SLOWEST_TESTS} slowest tests")
         for nodeid, seconds in sorted(self.per_test.items(), key=lambda item: (-item[1], item[0]))[:SLOWEST_TESTS]:
             write(f"{seconds:8.1f} s  {nodeid}")
@@ -152,6 +161,34 @@ class SuiteClock:
         terminalreporter.write_line("make test builds or installs every tool the tests need: a skip hides an untested "
                                     "behaviour. Fix the lookup, or list the reason in ALLOWED_SKIPS (tests/conftest.py) "
                                     "with why it is right.", red=True)
+
+
+def _known_file_times() -> dict[str, float]:
+    """Each test file's time in the last run on this machine (``TIMES_FILE``), else ``FILE_TIMES``."""
+    times = dict(FILE_TIMES)
+    try:
+        rows = TIMES_FILE.read_text().splitlines()[1:]
+    except OSError:
+        return times
+    for row in rows:
+        seconds, _, path = row.partition("\t")
+        try:
+            times[path] = float(seconds)
+        except ValueError:
+            continue
+    return times
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Longest files first, so that with workers the last file to start is a short one (the wall
+    clock is the slowest worker's). Inside a file the order stays the file's own. Deterministic for
+    a given times file, so every xdist worker collects the same order."""
+    times = _known_file_times()
+    position = {}
+    for index, item in enumerate(items):
+        position.setdefault(item.nodeid.split("::")[0], index)
+    items.sort(key=lambda item: (-times.get(item.nodeid.split("::")[0], 0.0), position[item.nodeid.split("::")[0]]))
 
 
 def pytest_configure(config):
