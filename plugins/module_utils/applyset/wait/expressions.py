@@ -10,7 +10,8 @@ matches by API group and kind (any version), as Flux's status reader does. Unlik
 expression that reads a field that is not there yet is "in progress", not an error.
 
 Per object, the annotations ``applyset.kubernetes.ansible/failed-when`` and ``.../ready-when``
-(CEL, the same variables) are evaluated in that order; none true is in progress.
+(CEL, the same variables) are evaluated in that order, once the status is not behind the spec (as
+for ``health_check_exprs``); none true is in progress.
 
 Every expression is compiled before the run's first request (``problems_in_exprs``,
 ``problems_in_annotations``) and cached; judging returns a ``library`` outcome, which
@@ -185,6 +186,10 @@ def judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
 
 
 def _judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
+    # As for health_check_exprs (and kstatus): a status behind the spec says nothing of it.
+    stale = generation_behind(obj)
+    if stale:
+        return (IN_PROGRESS, stale) if READY_WHEN in rule else None
     found = _first_holding(obj, [("failed-when", rule.get(FAILED_WHEN), FAILED),
                                  ("ready-when", rule.get(READY_WHEN), READY)])
     if isinstance(found, tuple):
