@@ -73,6 +73,22 @@ def test_a_controller_that_reports_its_generation_is_judged_by_it_not_by_time():
     obj["status"]["observedGeneration"] = 2
     assert freshness.reports_generation(obj)
     assert freshness.older_than_our_write(obj, MANAGER) is None
+    obj["status"]["observedGeneration"] = 1
+    assert "reported for generation 1, not 2" in freshness.older_than_our_write(obj, MANAGER)
+
+
+def test_a_failure_in_conditions_of_an_earlier_generation_waits_whatever_the_rule():
+    # Crossplane's conditions record their generation; its rule reads Synced without it.
+    managed = {"apiVersion": "s3.aws.upbound.io/v1beta1", "kind": "Bucket",
+               "metadata": {"name": "b", "generation": 3}, "spec": {"forProvider": {"region": "eu-west-1"}},
+               "status": {"conditions": [
+                   {"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "bucket name taken",
+                    "observedGeneration": 2},
+                   {"type": "Ready", "status": "False", "reason": "Creating", "observedGeneration": 2}]}}
+    got, reason = outcome(managed, field_manager=MANAGER)
+    assert got == PROGRESS and "bucket name taken" in reason and "generation 2, not 3" in reason
+    managed["status"]["conditions"][0]["observedGeneration"] = 3
+    assert outcome(managed, field_manager=MANAGER)[0] == FAILED
 
 
 def application(phase, started, applied_at):

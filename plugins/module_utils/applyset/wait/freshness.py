@@ -86,15 +86,32 @@ def reports_generation(obj: dict) -> bool:
                for c in status.get("conditions") or ())
 
 
+def _behind(obj: dict) -> str | None:
+    """Why the status of a controller that reports generations describes an earlier spec: its
+    ``observedGeneration``, else the newest generation any of its conditions records, is behind
+    ``metadata.generation``. (A rule may have read one condition more closely already.)"""
+    generation = as_int((obj.get("metadata") or {}).get("generation"))
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return None
+    observed = as_int(status.get("observedGeneration"))
+    if observed is None:
+        seen = [as_int(c.get("observedGeneration")) for c in status.get("conditions") or () if isinstance(c, dict)]
+        observed = max((g for g in seen if g is not None), default=None)
+    if generation is None or observed is None or observed >= generation:
+        return None
+    return f"reported for generation {observed}, not {generation}; waiting for the controller to observe it"
+
+
 def older_than_our_write(obj: dict, field_manager: str | None, reported=status_write) -> str | None:
     """Why a failure in the status of ``obj`` predates our last write (a phrase for the reason),
     or None when it may count: it was reported after our write, or nothing says when.
 
     ``reported(obj)`` is when the failure was reported (by default the last status write).
-    Objects whose controller reports a generation are left to it (``reports_generation``).
+    Objects whose controller reports a generation are judged by it instead (``reports_generation``).
     """
     if reports_generation(obj):
-        return None
+        return _behind(obj)
     ours = our_write(obj, field_manager)
     when = reported(obj)
     if ours is None or when is None or when > ours:
