@@ -470,7 +470,9 @@ options:
             then C(inProgress), C(failed) and C(current) are evaluated in that order and the first that holds decides;
             none holding is in progress. A C(failed) that holds stops the wait at once (and starts I(on_failure)).
           - Unlike Flux, an expression that reads a field that is not there yet means in progress, not an error. An
-            expression that does not compile is refused before any request, naming the entry and where it fails.
+            expression that does not compile, or that cannot work whatever the object (a name not declared, such as
+            C(True) for C(true); a function CEL does not have; a result that cannot be a boolean), is refused before
+            any request, naming the entry and where it fails.
           - These rules win over I(wait_rules.overrides), the built-in rules and the bundled library. Per object, the
             annotations C(applyset.kubernetes.ansible/ready-when) and C(applyset.kubernetes.ansible/failed-when) (CEL,
             the same variables) win over everything. Needs the Python package C(cel-python).
@@ -481,7 +483,8 @@ options:
             description: The API version of the objects (C(cert-manager.io/v1)); the version is not compared.
             type: str
           kind:
-            description: Their kind.
+            description: Their kind; left out, the entry judges every kind of the group (as in Flux), after the
+              entries that name the kind.
             type: str
           current:
             description: CEL expression that holds when the object is ready. Required.
