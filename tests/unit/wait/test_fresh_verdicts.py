@@ -208,3 +208,27 @@ def test_entries_say_when_a_failure_was_reported():
     assert app.reported is library.application_reported
     keda = library.LIBRARY[readiness.group_kind_of({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject"})]
     assert keda.reported is freshness.status_write
+
+
+# ----- Gateway API: the Programmed reasons that need the spec changed ------------------------------------
+
+
+def gateway(programmed_reason, generation=1, observed=1, listener=None):
+    status = {"conditions": [
+        {"type": "Accepted", "status": "True", "reason": "Accepted", "observedGeneration": observed},
+        {"type": "Programmed", "status": "False", "reason": programmed_reason, "message": "10.0.0.9 is in use",
+         "observedGeneration": observed}]}
+    if listener:
+        status["listeners"] = [{"name": "https", "conditions": [listener]}]
+    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "generation": generation}, "spec": {}, "status": status}
+
+
+def test_a_gateway_address_that_cannot_be_used_fails_and_one_not_yet_assigned_waits():
+    assert outcome(gateway("AddressNotUsable"))[0] == FAILED
+    assert outcome(gateway("AddressNotAssigned"))[0] == PROGRESS
+    assert outcome(gateway("NoResources"))[0] == PROGRESS
+    assert outcome(gateway("AddressNotUsable", generation=2, observed=1))[0] == PROGRESS
+    invalid = {"type": "Programmed", "status": "False", "reason": "Invalid", "message": "no TLS certificate"}
+    got, reason = outcome(gateway("Pending", listener=invalid))
+    assert got == FAILED and "listener https: Programmed False: Invalid" in reason

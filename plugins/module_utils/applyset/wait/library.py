@@ -102,7 +102,8 @@ def controller_reason(obj: dict) -> str:
 def rollout(obj: dict) -> tuple[str, str]:
     """Argo Rollouts' Rollout: ``status.phase`` (Healthy, Progressing, Paused, Degraded) since v1.0,
     replica counts before. Source: argo-rollouts pkg/apis/rollouts/v1alpha1/types.go (RolloutPhase,
-    InvalidSpec and Progressing conditions); Argo CD resource_customizations/argoproj.io/Rollout."""
+    InvalidSpec and Progressing conditions), utils/conditions/conditions.go (RolloutAbortedReason,
+    TimedOutReason), commit 9f8d111d8f8e3e88b6d7f8bbdf62fd3cd863ef9d; Argo CD argoproj.io/Rollout."""
     status, conditions = _status(obj), conditions_of(_status(obj))
     stale = generation_behind(obj) or _workload_behind(obj)
     if stale:
@@ -210,7 +211,8 @@ def _also(condition: dict | None) -> str:
 def issuer(obj: dict) -> tuple[str, str]:
     """cert-manager's Issuer and ClusterIssuer: the ``Ready`` condition; False is the issuer's
     configuration or its CA refusing (ErrRegisterACMEAccount, ErrInitIssuer...). Source: cert-manager
-    pkg/apis/certmanager/v1/types_issuer.go (IssuerConditionReady); Argo CD cert-manager.io/Issuer."""
+    pkg/apis/certmanager/v1/types_issuer.go (IssuerConditionReady), pkg/issuer/*/setup.go, commit
+    2d0d7f7f74241a9cbf79f0e2a7bb247238ee09fd; Argo CD cert-manager.io/Issuer."""
     return _ready_condition(obj, conditions_of(_status(obj)), waiting_reasons=("Pending",))
 
 
@@ -306,7 +308,8 @@ def scaled_object(obj: dict) -> tuple[str, str]:
 def knative_service(obj: dict) -> tuple[str, str]:
     """Knative Serving's Service: ``Ready`` True for the current generation; False is a failed revision
     or route (RevisionFailed, ContainerMissing...), Unknown is a rollout in progress. Source: knative
-    serving pkg/apis/serving/v1/service_lifecycle.go; Argo CD serving.knative.dev/Service."""
+    serving pkg/apis/serving/v1/service_lifecycle.go, commit 98e5ef90aa7033797aa0a61ef97f3ff7e49a3944;
+    Argo CD serving.knative.dev/Service."""
     stale = generation_behind(obj)
     if stale:
         return IN_PROGRESS, stale
@@ -317,8 +320,9 @@ def flux_object(obj: dict) -> tuple[str, str]:
     """Flux's Kustomization and HelmRelease (and sources): kstatus, as Flux writes it. ``Stalled`` True
     fails; ``Ready`` False fails once the controller stopped reconciling (no ``Reconciling``), or when
     it retries after a failed attempt (``ProgressingWithRetry``); Ready True for the current generation
-    is ready. Source: fluxcd/pkg apis/meta conditions.go (ReadyCondition, StalledCondition,
-    ReconcilingCondition, ProgressingWithRetryReason); Argo CD's Flux resource_customizations."""
+    is ready. Source: fluxcd/pkg apis/meta/conditions.go (ReadyCondition, StalledCondition,
+    ReconcilingCondition, ProgressingWithRetryReason), commit e2cfd1a2d1815a81b3e77ef750e6528282ccccd6;
+    Argo CD's Flux resource_customizations."""
     stale = generation_behind(obj)
     if stale:
         return IN_PROGRESS, stale
@@ -377,15 +381,18 @@ def application_reported(obj: dict):
 def gateway(obj: dict) -> tuple[str, str]:
     """Gateway API's Gateway: ``Accepted`` and ``Programmed`` True for the current generation, every
     listener accepted with its references resolved. Accepted False (but Pending), Programmed False with
-    reason Invalid, a listener refused or conflicted fail. Source: gateway-api apis/v1/gateway_types.go
-    (GatewayConditionType, ListenerConditionType and their reasons); Argo CD gateway.networking.k8s.io."""
+    reason Invalid or AddressNotUsable (an address of the spec), a listener refused, conflicted or invalid
+    fail; NoResources and AddressNotAssigned wait. Source: gateway-api apis/v1/gateway_types.go
+    (GatewayConditionType, ListenerConditionType and their reasons), commit
+    4564255ac2c35d582249b3cdf261bdf51c8bca32; Argo CD gateway.networking.k8s.io."""
     status, conditions = _status(obj), conditions_of(_status(obj))
     for kind in ("Accepted", "ResolvedRefs"):
         condition = conditions.get(kind)
         if _is(condition, "False") and condition.get("reason") != "Pending" and not _stale_condition(obj, condition):
             return FAILED, f"{kind} False: {explain(condition)}"
     programmed = conditions.get("Programmed")
-    if _is(programmed, "False") and programmed.get("reason") == "Invalid":
+    if (_is(programmed, "False") and programmed.get("reason") in ("Invalid", "AddressNotUsable")
+            and not _stale_condition(obj, programmed)):
         return FAILED, f"Programmed False: {explain(programmed)}"
     for listener in status.get("listeners") or []:
         problem = _listener_problem(listener)
@@ -407,6 +414,8 @@ def _listener_problem(listener) -> str | None:
             return f"listener {listener.get('name')}: {kind} False: {explain(conditions[kind])}"
     if _is(conditions.get("Conflicted"), "True"):
         return f"listener {listener.get('name')}: Conflicted: {explain(conditions['Conflicted'])}"
+    if _is(conditions.get("Programmed"), "False") and conditions["Programmed"].get("reason") == "Invalid":
+        return f"listener {listener.get('name')}: Programmed False: {explain(conditions['Programmed'])}"
     return None
 
 
