@@ -1,11 +1,12 @@
 """Whether a failure the object's status reports describes the spec we applied, or an earlier one.
 
 A wait starts right after the apply, so the first status it reads is the one the controller wrote
-for the previous spec. kstatus (sigs.k8s.io/cli-utils pkg/kstatus/status, core.go:
-checkGenericProperties and generic.go) answers this with ``status.observedGeneration``: while it is
-behind ``metadata.generation`` nothing in the status counts. Every rule here does the same where
-the controller reports a generation (``status.observedGeneration``, or per condition as
-cert-manager and the Gateway API do).
+for the previous spec. kstatus (sigs.k8s.io/cli-utils pkg/kstatus/status/generic.go:
+checkGenericProperties, checkGeneration; commit 321951179c8f76296f4e5a6bd2b9d1f15aeb3f95) answers
+this with ``status.observedGeneration``: while it differs from ``metadata.generation`` the object is
+in progress, whatever else its status says. Every rule here does the same where the controller
+reports a generation (``status.observedGeneration``, or per condition as cert-manager and the
+Gateway API do). kstatus has no answer for a controller that reports none.
 
 Some controllers report no generation at all: KEDA's ScaledObject conditions carry neither a
 generation nor a transition time (keda apis/keda/v1alpha1/condition_types.go), Argo CD's
