@@ -470,7 +470,9 @@ options:
             then C(inProgress), C(failed) and C(current) are evaluated in that order and the first that holds decides;
             none holding is in progress. A C(failed) that holds stops the wait at once (and starts I(on_failure)).
           - Unlike Flux, an expression that reads a field that is not there yet means in progress, not an error. An
-            expression that does not compile is refused before any request, naming the entry and where it fails.
+            expression that does not compile, or that cannot work whatever the object (a name not declared, such as
+            C(True) for C(true); a function CEL does not have; a result that cannot be a boolean), is refused before
+            any request, naming the entry and where it fails.
           - These rules win over I(wait_rules.overrides), the built-in rules and the bundled library. Per object, the
             annotations C(applyset.kubernetes.ansible/ready-when) and C(applyset.kubernetes.ansible/failed-when) (CEL,
             the same variables) win over everything. Needs the Python package C(cel-python).
@@ -481,7 +483,8 @@ options:
             description: The API version of the objects (C(cert-manager.io/v1)); the version is not compared.
             type: str
           kind:
-            description: Their kind.
+            description: Their kind; left out, the entry judges every kind of the group (as in Flux), after the
+              entries that name the kind.
             type: str
           current:
             description: CEL expression that holds when the object is ready. Required.
@@ -1042,6 +1045,62 @@ def load_manifests(params, definition, src_contents=None):
     return loaded
 
 
+# The annotation prefix of the per-object readiness rules (applyset.kubernetes.ansible/ready-when, ...).
+READINESS_ANNOTATIONS = "applyset.kubernetes.ansible/"
+
+
+def input_with_readiness_rules(module, definition):
+    """The manifests, read and their ready-when / failed-when annotations checked before the first
+    request, when the input may carry such annotations (its text names their prefix); else None,
+    and the input is read while the early reads travel. A bad CEL annotation is refused without
+    a single request, as a bad wait_rules expression is."""
+    params = module.params
+    if params["state"] != "present" or params["rollback_to"] is not None:
+        return None
+    contents = protected_src_contents(module)
+    if not _names_readiness_annotations(params["src"], definition, contents):
+        return None
+    try:
+        from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifests
+        from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.wait import expressions
+    except ImportError as err:  # PyYAML missing
+        fail_missing_library(module, err)
+    fail_missing_library(module, manifests.YAML_IMPORT_ERROR)
+    desired = load_manifests(params, definition, contents)
+    expressions.check_annotations((m.source, m.mapping) for m in desired)
+    return desired
+
+
+def _names_readiness_annotations(src, definition, contents) -> bool:
+    """Whether the input's text names the readiness annotations' prefix (a cheap look, no YAML)."""
+    import json
+
+    if definition is not None:
+        text = definition if isinstance(definition, str) else json.dumps(definition, default=str)
+        if READINESS_ANNOTATIONS in text:
+            return True
+    if not src:
+        return False
+    import os
+
+    try:
+        from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifests
+    except ImportError:
+        return False  # said once the input is read
+    files, _problems = manifests.source_files(src)  # the problems are said when the input is read
+    for path, _shown in files:
+        try:
+            data = contents.get(os.path.realpath(path))
+            if data is None:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+        except OSError:
+            continue
+        if any(READINESS_ANNOTATIONS.encode(codec) in data for codec in ("utf-8", "utf-16-le", "utf-16-be")):
+            return True
+    return False
+
+
 def legacy_options(params):
     if not params:
         return None
@@ -1061,6 +1120,7 @@ def main():
     runs = []  # the engines of the run: one, or two when a failed release rolled back
     try:
         check_names(module)  # the engine may take this over
+        desired = input_with_readiness_rules(module, definition)
         client, connect_error = connect_and_read_early(module, kubeconfig)
         try:
             from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine
@@ -1071,8 +1131,7 @@ def main():
         fail_missing_library(module, manifests.YAML_IMPORT_ERROR)
         options.adopt_legacy = legacy_options(params["adopt_legacy"])
         options.history = history_settings(module)
-        desired = None
-        if params["state"] == "present":
+        if params["state"] == "present" and desired is None:
             if params["rollback_to"] is not None:
                 definition = []
             desired = load_manifests(params, definition, protected_src_contents(module))

@@ -122,7 +122,7 @@ options:
         elements: dict
         suboptions:
           apiVersion: {description: The API version of the objects; the version is not compared., type: str}
-          kind: {description: Their kind., type: str}
+          kind: {description: "Their kind; left out, every kind of the group (as in Flux).", type: str}
           current: {description: CEL expression that holds when the object is ready. Required., type: str}
           inProgress: {description: CEL expression that holds while the object is on its way., type: str}
           failed: {description: CEL expression that holds when the object has failed., type: str}

@@ -161,3 +161,21 @@ def test_a_bad_value_fails_the_module_before_it_connects(args, message):
     assert lines[-1]["failed"] and lines[-1]["changed"] is False and message in lines[-1]["msg"]
     assert lines[-1]["error"]["type"] == "InputError"
     assert {"connected": True} not in lines
+
+
+def test_the_input_is_read_before_the_early_reads_only_when_it_names_the_readiness_annotations(apply_module, tmp_path):
+    # Such an input is read, and its annotations checked, before the first request (issue 45); any
+    # other keeps its manifests read while the early reads travel.
+    names = apply_module._names_readiness_annotations
+    annotated = {"metadata": {"annotations": {"applyset.kubernetes.ansible/ready-when": "status.phase == 'Done'"}}}
+    assert names(None, [annotated], {})
+    assert names(None, "metadata:\n  annotations:\n    applyset.kubernetes.ansible/failed-when: 'true'\n", {})
+    assert not names(None, [{"metadata": {"name": "plain"}}], {})
+    (tmp_path / "plain.yaml").write_text("kind: ConfigMap\n")
+    assert not names([str(tmp_path)], None, {})
+    (tmp_path / "wide.yaml").write_text("x: applyset.kubernetes.ansible/ready-when\n", encoding="utf-16")
+    assert names([str(tmp_path)], None, {})
+    vaulted = tmp_path / "vaulted.yaml"
+    vaulted.write_text("$ANSIBLE_VAULT;1.1;AES256\n")
+    (tmp_path / "wide.yaml").unlink()
+    assert names([str(vaulted)], None, {os.path.realpath(vaulted): b"applyset.kubernetes.ansible/ready-when: x"})

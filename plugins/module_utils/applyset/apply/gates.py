@@ -133,7 +133,8 @@ def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
                for t, n in targets.items() if state.applied.get(n) and n in state.bodies}
     left = min(state.since[node] + timeout for node in blocking) - started
     unready = waiting.wait_ready(ctx.client, list(targets), timeout=max(0.0, left), raise_on_timeout=False,
-                                 applied=applied, until_any=True, warn=ctx.record.warn, **ctx.opts.wait_rules)
+                                 applied=applied, until_any=True, warn=ctx.record.warn,
+                                 field_manager=ctx.opts.field_manager, **ctx.opts.wait_rules)
     reasons = {(e["kind"], e["namespace"] or "", e["name"]): e["reason"] for e in unready}
     now = time.monotonic()
     for target, node in targets.items():

@@ -244,7 +244,7 @@ def _wait(ctx: RunContext, obj, uid: str | None) -> None:
     applied = {**obj.body, "metadata": {**obj.body["metadata"], "uid": uid}}
     try:
         waiting.wait_ready(ctx.client, [target], timeout=ctx.opts.wait_timeout, applied={target: applied},
-                           warn=ctx.record.warn, **ctx.opts.wait_rules)
+                           warn=ctx.record.warn, field_manager=ctx.opts.field_manager, **ctx.opts.wait_rules)
     except WaitTimeout as err:
         raise wait_reasons.explain(ctx.client, err, {(obj.resource.kind, obj.namespace, obj.name): applied},
                                    logs=ctx.opts.failure_logs) from None

@@ -75,7 +75,7 @@ def wait_applied_ready(ctx: RunContext) -> None:
                   for m in plan.members if m.key in applied}
     try:
         waiting.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied,
-                           warn=ctx.record.warn, **opts.wait_rules)
+                           warn=ctx.record.warn, field_manager=opts.field_manager, **opts.wait_rules)
     except WaitTimeout as err:  # say why: events, pod states and logs of what is not ready (bounded reads)
         raise wait_reasons.explain(ctx.client, err, {(res.kind, ns if res.namespaced else None, name): body
                                                      for (res, ns, name), body in as_applied.items()},

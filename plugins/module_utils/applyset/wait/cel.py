@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 
 from ..errors import InputError
+from . import cel_check
 
 # cel-python has no optional-field syntax (`status.?conditions.orValue([])`); Flux users write it
 # only to survive missing fields, which need no guard here.
@@ -59,6 +60,13 @@ def compile_expression(text: str):
             field syntax, which cel-python does not have.
         InputError: cel-python is not installed.
     """
+    return _environment().program(parse(text))
+
+
+@functools.lru_cache(maxsize=512)
+def parse(text: str):
+    """The parsed CEL expression ``text`` (celpy's tree), once per text (cached); raises as
+    ``compile_expression``."""
     celpy = _celpy("a CEL readiness rule")
     if any(token in text for token in _OPTIONAL_SYNTAX):
         raise CelError("the optional-field syntax (.?field, orValue(), optional.of) is not supported; a field "
@@ -70,11 +78,14 @@ def compile_expression(text: str):
         at = f"at line {line}, column {column}" if line and column else "where marked"
         caret = str(err.args[0]).rstrip("\n") if err.args else ""
         raise CelError(f"does not parse {at}", where=caret) from None
-    return _environment().program(ast)
+    return ast
 
 
-def check(text) -> str | None:
-    """Why ``text`` is not a usable CEL expression (not a string, empty, does not compile), or None."""
+def check(text, fields: frozenset | None = None) -> str | None:
+    """Why ``text`` is not a usable CEL expression, or None: not a string, empty, does not compile,
+    or a mistake that compiles but can be known without the object (``cel_check``: an identifier
+    that is not declared, a function CEL does not have, a result that cannot be boolean).
+    ``fields``: the top-level fields of the object judged, when known (an annotation's manifest)."""
     if not isinstance(text, str) or not text.strip():
         return "must be a non-empty CEL expression (a string)"
     try:
@@ -82,7 +93,7 @@ def check(text) -> str | None:
     except CelError as err:
         # The caret line under the expression shows where it fails: keep it on lines of its own.
         return f"{err}:\n{err.where}" if err.where else str(err)
-    return None
+    return cel_check.problem(parse(text), text, fields)
 
 
 class Activation:
@@ -131,3 +142,32 @@ def _eval_error(err) -> str:
         return f"reads a field that is not there yet{named}"
     text = str(args[0]) if args else str(err)
     return f"failed: {text[:200]}"
+
+
+@functools.lru_cache(maxsize=512)
+def _all_receivers(text: str) -> tuple:
+    """The lists the ``all()`` macros of ``text`` run over: ``(their source text, program)``."""
+    found = []
+    for node in parse(text).iter_subtrees_topdown():
+        if node.data == "member_dot_arg" and len(node.children) > 1 and str(node.children[1]) == "all":
+            receiver = node.children[0]
+            source = text[receiver.meta.start_pos:receiver.meta.end_pos]
+            found.append((source, _environment().program(receiver)))
+    return tuple(found)
+
+
+def empty_all(text: str, activation: Activation) -> str | None:
+    """The source of a list that an ``all()`` of ``text`` (checked already) runs over and that is
+    empty on the object of ``activation``, or None. ``all()`` of nothing is true, so
+    ``status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')`` holds on a first
+    status without a Ready condition: that is no failure the controller reported."""
+    celpy = _celpy("a CEL readiness rule")
+    for source, program in _all_receivers(text):
+        try:
+            value = program.evaluate(activation.values())
+        except celpy.CELEvalError:
+            continue  # reads a macro's variable (an all() inside another macro) or a missing field
+        if isinstance(value, list) and not value:
+            return source
+    return None
+

@@ -6,11 +6,14 @@ kustomizations.md and RFC-0009), so a Flux user pastes theirs: a list of ``apiVe
 an object whose ``status.observedGeneration`` is behind its ``metadata.generation`` is in
 progress without evaluating anything; then ``inProgress``, ``failed`` and ``current`` are
 evaluated in that order and the first that is true decides; none true is in progress. An entry
-matches by API group and kind (any version), as Flux's status reader does. Unlike Flux, an
+matches by API group and kind (any version), as Flux's status reader does; an entry without ``kind``
+matches every kind of its group, after those naming the kind. A ``failed`` that holds only because
+an ``all()`` ran over an empty list (no such condition yet) is in progress, not a failure. Unlike Flux, an
 expression that reads a field that is not there yet is "in progress", not an error.
 
 Per object, the annotations ``applyset.kubernetes.ansible/failed-when`` and ``.../ready-when``
-(CEL, the same variables) are evaluated in that order; none true is in progress.
+(CEL, the same variables) are evaluated in that order, once the status is not behind the spec (as
+for ``health_check_exprs``); none true is in progress.
 
 Every expression is compiled before the run's first request (``problems_in_exprs``,
 ``problems_in_annotations``) and cached; judging returns a ``library`` outcome, which
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..spec import GroupKind
-from . import cel
+from . import cel, cel_check
 from .library import FAILED, IN_PROGRESS, READY, controller_reason, generation_behind
 
 READY_WHEN = "applyset.kubernetes.ansible/ready-when"
@@ -39,6 +42,8 @@ def _group_kind(entry: dict) -> GroupKind:
 def _name(index: int, entry) -> str:
     if not isinstance(entry, dict):
         return f"wait_rules.health_check_exprs[{index}]"
+    if not entry.get("kind"):  # Flux's group-wide entry
+        return f"wait_rules.health_check_exprs[{index}] ({entry.get('apiVersion')}, every kind of its group)"
     return f"wait_rules.health_check_exprs[{index}] ({entry.get('apiVersion')}/{entry.get('kind')})"
 
 
@@ -59,9 +64,11 @@ def problems_in_exprs(exprs) -> list[str]:
         if unknown:
             found.append(f"{name} has unknown fields {', '.join(map(str, unknown))} "
                          "(expected apiVersion, kind, current, inProgress, failed)")
-        for field in ("apiVersion", "kind", "current"):
+        for field in ("apiVersion", "current"):
             if not isinstance(entry.get(field), str) or not entry[field].strip():
                 found.append(f"{name} needs {field}")
+        if "kind" in entry and (not isinstance(entry["kind"], str) or not entry["kind"].strip()):
+            found.append(f"{name} kind must be a kind's name, or left out for every kind of the group")
         for field, _state in _ORDER:
             text = entry.get(field)
             if text is None or (field == "current" and not isinstance(text, str)):
@@ -73,11 +80,19 @@ def problems_in_exprs(exprs) -> list[str]:
 
 
 def entry_for(group_kind: GroupKind, exprs) -> tuple[int, dict] | None:
-    """The first ``health_check_exprs`` entry for ``group_kind``, with its index, or None."""
+    """The ``health_check_exprs`` entry for ``group_kind``, with its index, or None: the first naming
+    its kind, else the first for its whole API group (no ``kind``), as Flux matches them
+    (kustomize-controller docs/spec/v1/kustomizations.md, "Health check expressions")."""
+    group_wide = None
     for index, entry in enumerate(exprs or ()):
-        if isinstance(entry, dict) and _group_kind(entry) == group_kind:
+        if not isinstance(entry, dict):
+            continue
+        entry_kind = _group_kind(entry)
+        if entry_kind == group_kind:
             return index, entry
-    return None
+        if not entry_kind.kind and entry_kind.group == group_kind.group and group_wide is None:
+            group_wide = index, entry
+    return group_wide
 
 
 # Verdicts by (uid, resourceVersion, rule): a cel-python evaluation costs about a millisecond, and
@@ -125,6 +140,12 @@ def _first_holding(obj: dict, expressions: list) -> tuple[str, str] | str:
         if not text:
             continue
         holds, why = cel.evaluate(text, activation)
+        if holds and outcome == FAILED:
+            empty = cel.empty_all(text, activation)
+            if empty:
+                waiting.append(f"{name} holds only because {empty} is empty (all() of nothing is true): "
+                               "waiting for the controller to report")
+                continue
         if holds:
             return outcome, name
         if holds is None:
@@ -153,8 +174,10 @@ def annotation_rule(obj: dict) -> dict:
 def problems_in_annotations(obj: dict) -> list[str]:
     """What is wrong with the readiness annotations of ``obj`` (a manifest), each naming the annotation."""
     found = []
+    # An annotation judges the object it sits on: only that object's top-level fields exist.
+    fields = frozenset(key for key in obj if isinstance(key, str)) | cel_check.STANDARD_FIELDS
     for key, text in annotation_rule(obj).items():
-        why = cel.check(text)
+        why = cel.check(text, fields)
         if why:
             found.append(f"annotation {key} {why}")
     return found
@@ -167,14 +190,18 @@ def check_annotations(objs) -> None:
     Raises:
         InputError: naming the object, the annotation and where its expression fails.
     """
-    problems = [(source, obj, why) for source, obj in objs for why in problems_in_annotations(obj)]
+    problems = [(_object_name(source, obj), why) for source, obj in objs for why in problems_in_annotations(obj)]
     if problems:
-        source, obj, _why = problems[0]
-        meta = obj.get("metadata") or {}
-        raise InputError("; ".join(f"{src}: {why}" for src, _obj, why in problems),
-                         obj=f"{source} ({obj.get('kind')} {meta.get('name')})",
+        first = problems[0][0]
+        # The error names the first object; others' problems name theirs (once each, never the first's again).
+        raise InputError("; ".join(why if name == first else f"{name}: {why}" for name, why in problems),
+                         obj=first,
                          fix="correct the CEL expression of the annotation (evaluated with the object's fields "
                              "as variables, e.g. status.phase == 'Ready'); nothing was changed")
+
+
+def _object_name(source: str, obj: dict) -> str:
+    return f"{source} ({obj.get('kind')} {(obj.get('metadata') or {}).get('name')})"
 
 
 def judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
@@ -185,6 +212,10 @@ def judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
 
 
 def _judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
+    # As for health_check_exprs (and kstatus): a status behind the spec says nothing of it.
+    stale = generation_behind(obj)
+    if stale:
+        return (IN_PROGRESS, stale) if READY_WHEN in rule else None
     found = _first_holding(obj, [("failed-when", rule.get(FAILED_WHEN), FAILED),
                                  ("ready-when", rule.get(READY_WHEN), READY)])
     if isinstance(found, tuple):

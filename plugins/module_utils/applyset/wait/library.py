@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeGuard
 
 from ..spec import GroupKind
+from . import freshness
 
 READY = "ready"
 IN_PROGRESS = "in progress"
@@ -59,14 +60,7 @@ def explain(condition: Any) -> str:
     return ": ".join(str(p).strip() for p in parts if p) or f"status {condition.get('status')}"
 
 
-def _as_int(value) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        return int(value)  # Argo Rollouts reports observedGeneration as a string
-    return None
+_as_int = freshness.as_int
 
 
 def generation_behind(obj: dict) -> str | None:
@@ -108,7 +102,8 @@ def controller_reason(obj: dict) -> str:
 def rollout(obj: dict) -> tuple[str, str]:
     """Argo Rollouts' Rollout: ``status.phase`` (Healthy, Progressing, Paused, Degraded) since v1.0,
     replica counts before. Source: argo-rollouts pkg/apis/rollouts/v1alpha1/types.go (RolloutPhase,
-    InvalidSpec and Progressing conditions); Argo CD resource_customizations/argoproj.io/Rollout."""
+    InvalidSpec and Progressing conditions), utils/conditions/conditions.go (RolloutAbortedReason,
+    TimedOutReason), commit 9f8d111d8f8e3e88b6d7f8bbdf62fd3cd863ef9d; Argo CD argoproj.io/Rollout."""
     status, conditions = _status(obj), conditions_of(_status(obj))
     stale = generation_behind(obj) or _workload_behind(obj)
     if stale:
@@ -171,25 +166,53 @@ def _rollout_by_replicas(obj: dict) -> tuple[str, str]:
     return READY, f"{available}/{want} replicas available"
 
 
+# The reasons cert-manager's readiness controller writes Ready False with: the checks of its readiness
+# policy chain, which are those of the trigger policy chain (the expiry check aside), whose violation
+# makes the trigger controller set Issuing True and reissue. Ready False with one of them is a reissue
+# on its way (a DNS name added: RequestChanged), not a failure. Source: cert-manager
+# internal/controller/certificates/policies/policies.go (NewReadinessPolicyChain,
+# NewTriggerPolicyChain), checks.go and constants.go, commit 2d0d7f7f74241a9cbf79f0e2a7bb247238ee09fd.
+_CERT_REISSUE = frozenset({"DoesNotExist", "MissingData", "InvalidKeyPair", "InvalidCertificate",
+                           "InvalidCertificateRequest", "SecretMismatch", "IncorrectIssuer", "IncorrectCertificate",
+                           "RequestChanged", "Renewing", "Expired"})
+# Ready reasons of cert-manager before v1.0 (and Argo CD's fixtures) for an issuance on its way.
+_CERT_WAITING = _CERT_REISSUE | {"Pending", "InProgress", "Issuing"}
+
+
 def certificate(obj: dict) -> tuple[str, str]:
-    """cert-manager's Certificate: ``Issuing`` True is in progress, ``Ready`` decides. A Ready False
-    while the first issuance is on its way (DoesNotExist, Pending, InProgress) is in progress; any other
-    reason (ConfigError, Failed...) is the controller refusing. Issuing False with reason Failed is a
-    failed issuance (it backs off for an hour). Source: cert-manager pkg/apis/certmanager/v1/types_certificate.go
-    (CertificateConditionReady, CertificateConditionIssuing); Argo CD cert-manager.io/Certificate."""
+    """cert-manager's Certificate: ``Issuing`` True is in progress; Issuing False is a failed issuance
+    (its reason is the CertificateRequest's: Failed, Denied, InvalidRequest...; cert-manager backs off
+    for an hour), except ``Issued``, which its server-side-apply mode writes after a success. Then
+    ``Ready`` decides: False with a reason of the readiness policy chain is a reissue on its way, any
+    other reason (ConfigError of cert-manager < 1.0...) the controller refusing. A condition of an
+    earlier generation (cert-manager records it per condition) is ignored. Source: cert-manager
+    pkg/controller/certificates/issuing/issuing_controller.go (failIssueCertificate,
+    updateOrApplyStatus), pkg/apis/certmanager/v1/types_certificate.go (CertificateConditionReady,
+    CertificateConditionIssuing), commit 2d0d7f7f74241a9cbf79f0e2a7bb247238ee09fd; Argo CD
+    cert-manager.io/Certificate."""
     conditions = conditions_of(_status(obj))
-    issuing = conditions.get("Issuing")
+    issuing, ready = conditions.get("Issuing"), conditions.get("Ready")
+    if issuing is not None and _stale_condition(obj, issuing):
+        issuing = None  # the outcome of an issuance for an earlier spec
     if _is(issuing, "True"):
-        return IN_PROGRESS, f"issuing: {explain(issuing)}"
-    if _is(issuing, "False") and issuing.get("reason") == "Failed":
-        return FAILED, f"issuing failed: {explain(issuing)}"
-    return _ready_condition(obj, conditions, waiting_reasons=("DoesNotExist", "Pending", "InProgress", "Issuing"))
+        return IN_PROGRESS, f"Issuing: {explain(issuing)}{_also(ready)}"
+    if _is(issuing, "False") and issuing.get("reason") != "Issued":
+        return FAILED, f"Issuing False: {explain(issuing)}{_also(ready)}"
+    outcome, why = _ready_condition(obj, conditions, waiting_reasons=_CERT_WAITING)
+    if outcome == IN_PROGRESS and _is(ready, "False") and ready.get("reason") in _CERT_REISSUE:
+        why += " (cert-manager reissues the certificate on this reason)"
+    return outcome, why
+
+
+def _also(condition: dict | None) -> str:
+    return f"; Ready {condition.get('status')}: {explain(condition)}" if condition else ""
 
 
 def issuer(obj: dict) -> tuple[str, str]:
     """cert-manager's Issuer and ClusterIssuer: the ``Ready`` condition; False is the issuer's
     configuration or its CA refusing (ErrRegisterACMEAccount, ErrInitIssuer...). Source: cert-manager
-    pkg/apis/certmanager/v1/types_issuer.go (IssuerConditionReady); Argo CD cert-manager.io/Issuer."""
+    pkg/apis/certmanager/v1/types_issuer.go (IssuerConditionReady), pkg/issuer/*/setup.go, commit
+    2d0d7f7f74241a9cbf79f0e2a7bb247238ee09fd; Argo CD cert-manager.io/Issuer."""
     return _ready_condition(obj, conditions_of(_status(obj)), waiting_reasons=("Pending",))
 
 
@@ -206,13 +229,19 @@ def _ready_condition(obj: dict, conditions: dict, waiting_reasons=()) -> tuple[s
     return IN_PROGRESS, f"Ready {ready.get('status')}: {explain(ready)}"
 
 
-# CloudNativePG's phases that wait for a person (pkg/apis/v1/cluster_types.go, PhaseUnrecoverable and
-# the phases its docs say need manual intervention).
+# CloudNativePG's phases that wait for a person: PhaseUnrecoverable, PhaseCannotCreateClusterObjects,
+# PhaseImageCatalogError, PhaseUnknownPlugin, PhaseFailurePlugin (a plugin that keeps failing;
+# the operator retries every 15 s, to no avail until the plugin is fixed), PhaseArchitectureBinaryMissing,
+# PhaseWaitingForUser and PhaseDefinitionInvalid (the definition the webhook would have refused).
+# Source: cloudnative-pg api/v1/cluster_types.go (Phase*), api/v1/cluster_funcs.go (SetAdmissionError),
+# internal/controller/cluster_controller.go, commit a95a534dbe0854495b863bbc1b7651f74d310916.
 _CNPG_STUCK = frozenset({
     "Cluster is unrecoverable and needs manual intervention",
     "Unable to create required cluster objects",
     "Cluster has incomplete or invalid image catalog",
     "Cluster cannot proceed to reconciliation due to an unknown plugin being required",
+    "Cluster cannot proceed to reconciliation due to an error while interacting with plugins",
+    "Invalid cluster definition",
     "Cluster cannot execute instance online upgrade due to missing architecture binary",
     "Waiting for user action",
 })
@@ -257,9 +286,12 @@ def strimzi(obj: dict) -> tuple[str, str]:
 
 def scaled_object(obj: dict) -> tuple[str, str]:
     """KEDA's ScaledObject: ``Ready`` True is ready (Paused True too: nothing to wait for); Ready False
-    is the ScaledObject refused (ScaledObjectCheckFailed). Fallback True is not a failure to stop on: the
-    scaler's source is unreachable and KEDA holds the fallback replicas. Source: keda apis/keda/v1alpha1/
-    condition_types.go; Argo CD keda.sh/ScaledObject."""
+    is the ScaledObject refused (ScaledObjectCheckFailed, ScaledJobCheckFailed) or its scaling failing
+    (TriggerError, ErrorGettingCurrentReplicas). Fallback True is not a failure to stop on: the scaler's
+    source is unreachable and KEDA holds the fallback replicas. KEDA's conditions carry no generation and
+    no transition time: a failure counts when the status was written after our apply (freshness).
+    Source: keda apis/keda/v1alpha1/condition_types.go, controllers/keda/scaledobject_controller.go,
+    pkg/scaling/executor/, commit 8b4f083ca8c8c2baf8477e322bd4d16ac4dfa09a; Argo CD keda.sh/ScaledObject."""
     conditions = conditions_of(_status(obj))
     ready = conditions.get("Ready")
     if _is(ready, "False"):
@@ -276,7 +308,8 @@ def scaled_object(obj: dict) -> tuple[str, str]:
 def knative_service(obj: dict) -> tuple[str, str]:
     """Knative Serving's Service: ``Ready`` True for the current generation; False is a failed revision
     or route (RevisionFailed, ContainerMissing...), Unknown is a rollout in progress. Source: knative
-    serving pkg/apis/serving/v1/service_lifecycle.go; Argo CD serving.knative.dev/Service."""
+    serving pkg/apis/serving/v1/service_lifecycle.go, commit 98e5ef90aa7033797aa0a61ef97f3ff7e49a3944;
+    Argo CD serving.knative.dev/Service."""
     stale = generation_behind(obj)
     if stale:
         return IN_PROGRESS, stale
@@ -287,8 +320,9 @@ def flux_object(obj: dict) -> tuple[str, str]:
     """Flux's Kustomization and HelmRelease (and sources): kstatus, as Flux writes it. ``Stalled`` True
     fails; ``Ready`` False fails once the controller stopped reconciling (no ``Reconciling``), or when
     it retries after a failed attempt (``ProgressingWithRetry``); Ready True for the current generation
-    is ready. Source: fluxcd/pkg apis/meta conditions.go (ReadyCondition, StalledCondition,
-    ReconcilingCondition, ProgressingWithRetryReason); Argo CD's Flux resource_customizations."""
+    is ready. Source: fluxcd/pkg apis/meta/conditions.go (ReadyCondition, StalledCondition,
+    ReconcilingCondition, ProgressingWithRetryReason), commit e2cfd1a2d1815a81b3e77ef750e6528282ccccd6;
+    Argo CD's Flux resource_customizations."""
     stale = generation_behind(obj)
     if stale:
         return IN_PROGRESS, stale
@@ -308,31 +342,57 @@ def flux_object(obj: dict) -> tuple[str, str]:
 
 def argocd_application(obj: dict) -> tuple[str, str]:
     """Argo CD's Application: healthy and synced is ready; an operation (a sync) that ended Failed or
-    Error fails. Degraded alone is not final: Argo CD reports it while pods restart. Source: argo-cd
-    pkg/apis/application/v1alpha1/types.go (ApplicationStatus, OperationState, health.HealthStatusCode)."""
+    Error fails, and so does an ``InvalidSpecError`` condition (a project that does not permit the
+    destination or source: it never syncs). Degraded alone is not final: Argo CD reports it while pods
+    restart. The Application reports no generation; ``application_reported`` says when the failure
+    was. Source: argo-cd pkg/apis/application/v1alpha1/types.go (ApplicationStatus, OperationState,
+    ApplicationConditionInvalidSpecError, health.HealthStatusCode), commit
+    37ee0097cf851bc2dd7665fc081bbce61a7e836e."""
     status = _status(obj)
     operation = status.get("operationState") or {}
     if operation.get("phase") in ("Failed", "Error"):
         return FAILED, f"sync {operation['phase']}: {operation.get('message') or 'no message'}"
+    invalid = _invalid_spec(status)
+    if invalid is not None:
+        return FAILED, f"InvalidSpecError: {invalid.get('message') or 'no message'}"
     health = (status.get("health") or {}).get("status")
     sync = (status.get("sync") or {}).get("status")
     if health == "Healthy" and sync == "Synced":
         return READY, "Healthy and Synced"
-    return IN_PROGRESS, f"health {health or 'unknown'}, sync {sync or 'unknown'}"
+    running = f"; sync {operation['phase']}" if operation.get("phase") else ""
+    return IN_PROGRESS, f"health {health or 'unknown'}, sync {sync or 'unknown'}{running}"
+
+
+def _invalid_spec(status: dict) -> dict | None:
+    return next((c for c in status.get("conditions") or () if isinstance(c, dict)
+                 and c.get("type") == "InvalidSpecError"), None)
+
+
+def application_reported(obj: dict):
+    """When an Application's failure was reported: the failed operation's start (a sync that started
+    after our write synced what we applied), else the InvalidSpecError condition's last transition."""
+    status = _status(obj)
+    operation = status.get("operationState") or {}
+    if operation.get("phase") in ("Failed", "Error"):
+        return freshness.parse_time(operation.get("startedAt"))
+    return freshness.parse_time((_invalid_spec(status) or {}).get("lastTransitionTime"))
 
 
 def gateway(obj: dict) -> tuple[str, str]:
     """Gateway API's Gateway: ``Accepted`` and ``Programmed`` True for the current generation, every
     listener accepted with its references resolved. Accepted False (but Pending), Programmed False with
-    reason Invalid, a listener refused or conflicted fail. Source: gateway-api apis/v1/gateway_types.go
-    (GatewayConditionType, ListenerConditionType and their reasons); Argo CD gateway.networking.k8s.io."""
+    reason Invalid or AddressNotUsable (an address of the spec), a listener refused, conflicted or invalid
+    fail; NoResources and AddressNotAssigned wait. Source: gateway-api apis/v1/gateway_types.go
+    (GatewayConditionType, ListenerConditionType and their reasons), commit
+    4564255ac2c35d582249b3cdf261bdf51c8bca32; Argo CD gateway.networking.k8s.io."""
     status, conditions = _status(obj), conditions_of(_status(obj))
     for kind in ("Accepted", "ResolvedRefs"):
         condition = conditions.get(kind)
         if _is(condition, "False") and condition.get("reason") != "Pending" and not _stale_condition(obj, condition):
             return FAILED, f"{kind} False: {explain(condition)}"
     programmed = conditions.get("Programmed")
-    if _is(programmed, "False") and programmed.get("reason") == "Invalid":
+    if (_is(programmed, "False") and programmed.get("reason") in ("Invalid", "AddressNotUsable")
+            and not _stale_condition(obj, programmed)):
         return FAILED, f"Programmed False: {explain(programmed)}"
     for listener in status.get("listeners") or []:
         problem = _listener_problem(listener)
@@ -354,6 +414,8 @@ def _listener_problem(listener) -> str | None:
             return f"listener {listener.get('name')}: {kind} False: {explain(conditions[kind])}"
     if _is(conditions.get("Conflicted"), "True"):
         return f"listener {listener.get('name')}: Conflicted: {explain(conditions['Conflicted'])}"
+    if _is(conditions.get("Programmed"), "False") and conditions["Programmed"].get("reason") == "Invalid":
+        return f"listener {listener.get('name')}: Programmed False: {explain(conditions['Programmed'])}"
     return None
 
 
@@ -465,6 +527,8 @@ class Entry:
     needs_status: bool
     judge: Callable[[dict], tuple]
     load_balancers_only: bool = False  # judged only when wait_rules.load_balancers is on
+    # When a failure was reported, for kinds whose controller reports no generation (freshness).
+    reported: Callable[[dict], Any] = freshness.status_write
 
 
 def _entry(group: str, kinds: tuple, judge, needs_status: bool = True, **more) -> dict:
@@ -473,7 +537,7 @@ def _entry(group: str, kinds: tuple, judge, needs_status: bool = True, **more) -
 
 LIBRARY: dict = {
     **_entry("argoproj.io", ("Rollout",), rollout),
-    **_entry("argoproj.io", ("Application",), argocd_application),
+    **_entry("argoproj.io", ("Application",), argocd_application, reported=application_reported),
     **_entry("cert-manager.io", ("Certificate",), certificate),
     **_entry("cert-manager.io", ("Issuer", "ClusterIssuer"), issuer),
     **_entry("postgresql.cnpg.io", ("Cluster",), cnpg_cluster),

@@ -27,7 +27,7 @@ import json
 from ..errors import InputError
 from .. import spec
 from ..spec import GroupKind
-from . import expressions, library
+from . import expressions, freshness, library
 
 
 class Final(str):
@@ -477,12 +477,15 @@ def is_ready(obj: dict, *, fail_closed: bool = False, overrides: dict | None = N
 
 
 def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = None,
-            wait_for_load_balancers: bool = False, health_check_exprs: list | None = None) -> tuple[bool, str]:
+            wait_for_load_balancers: bool = False, health_check_exprs: list | None = None,
+            field_manager: str | None = None) -> tuple[bool, str]:
     """``is_ready`` of ``obj``, keeping a ``Final`` reason recognisable for the waiting loop.
 
     The rules, first that applies: the object's ready-when / failed-when annotations, the
     ``health_check_exprs`` entry of its kind, the ``overrides`` expression of its kind, the built-in
     rule of its kind, the bundled library's (``library``), then the generic rule.
+    ``field_manager``: the field manager the run applied with; a failure the status reported before
+    that apply does not count, for objects whose controller reports no generation (``freshness``).
     """
     group_kind = group_kind_of(obj)
     if (obj.get("metadata") or {}).get("deletionTimestamp"):
@@ -495,10 +498,10 @@ def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = No
     if annotated:
         decided = expressions.judge_annotations(obj, annotated)
         if decided is not None:
-            return _answer(*decided)
+            return _answer(obj, *decided, field_manager=field_manager)
     chosen = expressions.entry_for(group_kind, health_check_exprs)
     if chosen is not None:
-        return _answer(*expressions.judge_entry(obj, *chosen))
+        return _answer(obj, *expressions.judge_entry(obj, *chosen), field_manager=field_manager)
     expression = _override_for(group_kind, overrides)
     if expression is not None:
         return _override_ready(obj, expression)
@@ -511,15 +514,25 @@ def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = No
     if entry is not None:
         if entry.needs_status and not _status(obj):
             return False, f"no status reported yet ({entry.name} needs its controller's status)"
-        return _answer(*entry.judge(obj))
+        return _answer(obj, *entry.judge(obj), field_manager=field_manager, reported=entry.reported)
     if fail_closed and is_custom(group_kind) and not _status(obj):
         return False, "no status reported yet (fail_closed)"
-    return conditions_ready(obj)
+    ready, reason = conditions_ready(obj)
+    if isinstance(reason, Final):
+        older = freshness.older_than_our_write(obj, field_manager)
+        if older:
+            return False, f"{reason} ({older})"
+    return ready, reason
 
 
-def _answer(outcome: str, reason: str) -> tuple[bool, str]:
-    """A ``library`` outcome as a verdict: a failure is ``Final``, so that waiting stops at once."""
+def _answer(obj: dict, outcome: str, reason: str, *, field_manager: str | None,
+            reported=freshness.status_write) -> tuple[bool, str]:
+    """A ``library`` outcome as a verdict: a failure is ``Final``, so that waiting stops at once,
+    unless the status reported it before our apply (then it waits for the controller's next word)."""
     if outcome == library.FAILED:
+        older = freshness.older_than_our_write(obj, field_manager, reported)
+        if older:
+            return False, f"{reason} ({older})"
         return False, Final(f"failed: {reason}")
     return outcome == library.READY, reason
 

@@ -203,7 +203,8 @@ def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final:
 
 
 def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
-               applied: dict | None = None, until_any: bool = False, warn=None, **rule_options) -> list[dict]:
+               applied: dict | None = None, until_any: bool = False, warn=None, field_manager: str | None = None,
+               **rule_options) -> list[dict]:
     """Wait until every target is ready; ``targets`` are ``(Resource, namespace or None, name)``.
 
     ``client`` is the ``KubeClient`` that lists them, once per (resource, namespace), then
@@ -214,7 +215,8 @@ def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_
     gates of an ordered apply want.
 
     ``rule_options`` are ``is_ready``'s keywords (``fail_closed``, ``overrides``,
-    ``wait_for_load_balancers``). ``applied`` maps targets to the objects as this run
+    ``wait_for_load_balancers``). ``field_manager`` is the one the run applied with: a failure a
+    status reported before that apply does not stop the wait (``readiness.verdict``). ``applied`` maps targets to the objects as this run
     applied them, ``metadata.uid`` included: it tells the object we applied from one that
     replaced it, and an object that went away by design (a finished Job removed by its
     ``ttlSecondsAfterFinished``) from one deleted by someone (see ``_gone_verdict``).
@@ -251,7 +253,7 @@ def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_
                 return False, "not found"
             return tracker.verdict(target, mine)
         tracker.seen[target] = item
-        return verdict(item, **rule_options)
+        return verdict(item, field_manager=field_manager, **rule_options)
 
     return _poll(client, to_read, timeout=timeout, interval=interval, judge=judge, metadata_only=False,
                  waiting_for="ready", raise_on_timeout=raise_on_timeout, until_any=until_any, warn=warn)
