@@ -1195,7 +1195,7 @@ def connect_and_read_early(module, kubeconfig):
     applies = params["state"] == "present" and params["rollback_to"] is None
     early.start(client, params["parent"], params["namespace"], takeover=params["takeover"], lists=applies,
                 list_whole=bool(module._diff or module.check_mode or params["reapply"] == "changed"
-                                or params["ignore_fields"]))
+                                or params["ignore_fields"] or params["approved_plan"] is not None))
     return client, None
 
 

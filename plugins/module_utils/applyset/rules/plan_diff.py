@@ -101,9 +101,21 @@ def _why(was: dict | None, now: dict | None) -> str:
         return "it was recreated on the cluster with a new UID since"
     if was.get("body") and now.get("body") and was.get("body") != now.get("body"):
         return "it was changed in the manifests since"
+    if was.get("values") != now.get("values"):
+        return _values_changed(was, now)
+    if a == b == plans.CONFIGURE and was.get("start") != now.get("start"):
+        return "it was changed on the cluster since, in a field the plan sends"
     if (was.get("wave"), was.get("after")) != (now.get("wave"), now.get("after")):
         return "its order was changed in the manifests since"
     return _action_changed(a, b)
+
+
+def _values_changed(was: dict, now: dict) -> str:
+    if was.get("values") and now.get("values"):
+        return "its values were changed in the manifests since"
+    if now.get("values"):
+        return "the set got its plan key since, so its values are bound now and were not when it was approved"
+    return "the set's plan key is gone since (its parent was written without it), so its values cannot be bound"
 
 
 def _action_changed(a: str, b: str) -> str:

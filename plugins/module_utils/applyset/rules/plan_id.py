@@ -14,8 +14,9 @@ already holds every value the run sends (``nochange.py``: ``unchanged``) or not 
 so a label someone else added leaves it as it was, and a value of ours that someone changed
 makes it ``configure``. A body's digest is the applied-digest annotation the run already
 computed (``nochange.request_digest``): a Secret's values are not in it (its keys are), as they
-are kept out of every digest the collection shows; a changed value still shows as
-``unchanged`` becoming ``configure``. Fields ``ignore_fields`` leaves to others are hidden in it too.
+are kept out of every unkeyed digest the collection shows; they are bound by the entry's
+``values``, a keyed digest, and a member to configure by its ``start``, the live values it starts
+from (``plan_bind.py``). Fields ``ignore_fields`` leaves to others are hidden in it too.
 
 Pure: values in, a value out; the same input gives the same id on every Python (sorted keys,
 no ``hash()``, no set order).
