@@ -31,7 +31,7 @@ from . import nochange
 from .. import spec
 
 PLAN_VERSION = "plan-v1"
-_ID_HEX_DIGITS = 24
+ID_HEX_DIGITS = 24
 _BODY_CHARS = 16  # of a body's base64url digest: 96 bits, enough to tell two bodies apart
 
 # The actions of a plan's entries.
@@ -43,6 +43,7 @@ DELETE, UNLABEL = "delete", "unlabel"  # uninstall, disband
 RETIRE_HELM_RELEASE = "retire-helm-release"  # helm.take_over: the release's records deleted
 
 MEMBER_ACTIONS = frozenset({CREATE, CONFIGURE, UNCHANGED, SKIP})
+SET_ACTIONS = frozenset({SET_APPLY, SET_UNINSTALL, SET_DISBAND})
 
 
 def ref_of(key: spec.ObjectId) -> str:
@@ -77,13 +78,13 @@ def entry_key(item: dict) -> tuple:
 def canonical(entries: list) -> list:
     """The plan as it is digested and shown: the set's entry first, then by object."""
     # Two entries of one key never come from one run; the action and the UID still order a hand-made plan.
-    return sorted(entries, key=lambda e: (e.get("action") not in (SET_APPLY, SET_UNINSTALL, SET_DISBAND),
+    return sorted(entries, key=lambda e: (e.get("action") not in SET_ACTIONS,
                                           entry_key(e), str(e.get("action", "")), str(e.get("uid", ""))))
 
 
 def digest(plan: list) -> str:
     """The plan's id: ``plan-v1:`` and 24 hex digits of the sha256 of its canonical JSON."""
-    return f"{PLAN_VERSION}:" + hashlib.sha256(_json(canonical(plan)).encode("utf-8")).hexdigest()[:_ID_HEX_DIGITS]
+    return f"{PLAN_VERSION}:" + hashlib.sha256(_json(canonical(plan)).encode("utf-8")).hexdigest()[:ID_HEX_DIGITS]
 
 
 def _json(value) -> str:

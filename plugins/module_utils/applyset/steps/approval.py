@@ -145,16 +145,22 @@ def settle(ctx: RunContext, entries: list) -> None:
 
 def refusal(approved: plan_diff.Approved, plan: list, plan_id: str, set_ref: str) -> PlanChanged:
     """The error of a run whose plan ``plan`` (id ``plan_id``) is not the ``approved`` one."""
-    head = f"the plan is not the approved one (approved {approved.plan_id}, now {plan_id}); nothing was written"
+    theirs = plan_diff.other_set(approved.plan, plan[0]) if approved.plan is not None and plan else None
+    what = "the approved plan is for another set or run" if theirs else "the plan is not the approved one"
+    head = f"{what} (approved {approved.plan_id}, now {plan_id}); nothing was written"
     if not approved.plan_id.startswith(plans.PLAN_VERSION + ":"):
         head += f"; the approved id was made by another version of the plan ({approved.plan_id.partition(':')[0]})"
-    if approved.plan is not None:
+    if theirs is not None:
+        # Its members would each read as removed from the manifests: say whose plan it is instead.
+        found = [f"{theirs['object']}: the approved plan is for this set ({theirs['action']}, id {theirs.get('id')}), "
+                 f"not for {plan[0]['object']} ({plan[0]['action']}, id {plan[0].get('id')})"]
+    elif approved.plan is not None:
         found = plan_diff.differences(approved.plan, plan)
-        body = "\n".join(f"- {line}" for line in found)
     else:
         found = []
-        body = ("only the plan id was approved, so the differences cannot be named; the plan now is:\n"
-                + "\n".join(f"- {line}" for line in plans.as_lines(plan)))
+    body = "\n".join(f"- {line}" for line in found) if approved.plan is not None else (
+        "only the plan id was approved, so the differences cannot be named; the plan now is:\n"
+        + "\n".join(f"- {line}" for line in plans.as_lines(plan)))
     return PlanChanged(
         f"{head}:\n{body}", obj=set_ref,
         fix=f"preview again (check mode), review the new plan and approve it ({plan_id}); give approved_plan the "
