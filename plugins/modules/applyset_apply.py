@@ -254,6 +254,13 @@ options:
       - Give the RV(plan_id) of a check-mode run, its RV(plan) list, or a dict with C(plan) and C(plan_id) (the
         check-mode result itself, or what C(playbooks/preview.yml) publishes for an AWX workflow). Only a plan
         lets a refusal name each difference; with the id alone it says the plan differs and shows the plan now.
+        An id that is not C(plan-v1:) and 24 hex digits is refused as such; a plan made for another set, or for
+        another kind of run, is refused saying so.
+      - What it binds besides each body's digest (see RV(plan)) are the values of each Secret it sends (a keyed
+        digest whose key the parent Secret keeps) and the live values of the fields it sends to each member it
+        configures, so that a Secret value changed in the manifests or a field changed on the cluster after the
+        preview is refused and named. With an approved plan the run lists the kinds it applies as whole
+        objects (as O(reapply=changed) does), with the same requests (larger answers with O(reapply=always)).
       - Works with O(state=present) (a rollback with O(rollback_to) included), O(state=absent) and
         O(state=disbanded). A rollback that O(on_failure=rollback) starts is bound to no plan.
       - In check mode the preview fails the same way, which tells whether an approved plan still holds.
@@ -869,14 +876,27 @@ plan:
       or C(unlabel) for a member of an uninstall or disband (with its C(uid)), C(adopt), C(create-namespace),
       C(run-hook) for each hook that runs (with its C(phase), C(body) and C(weight)), and C(retire-helm-release)
         for a Helm release O(helm.take_over) takes over (with its C(revision) and C(status)).
-    - A Secret's values are not in C(body) (its keys are); a changed value shows as C(unchanged) becoming C(configure).
+    - A Secret's values are not in C(body) (its keys are); its entry has C(values), a keyed digest (HMAC-SHA256)
+      of them whose key is random and kept in the parent Secret's data, never shown, so that nobody can test a
+      guess of a value against it. A set gets its key at the first run that writes its parent; until then, and
+      for a ConfigMap or custom-resource parent, Secret entries have no C(values) and a warning says so.
+    - A member to C(configure) has C(start), the digest of the live values of the fields its body sends, as read
+      before the preview; a change there on the cluster since changes the plan, fields only others set do not.
   returned: with RV(plan_id)
   type: list
   elements: dict
   sample:
     - {object: ApplySet Secret shop/shop, action: apply, id: "applyset-...-v1"}
     - {object: ConfigMap shop/banner, action: prune, uid: 0f4c...}
-    - {object: Deployment.apps shop/web, action: configure, body: 3q2-7wAbCdEfGhIj}
+    - {object: Deployment.apps shop/web, action: configure, body: 3q2-7wAbCdEfGhIj, start: Qm9vT3c2WmRkM1pV}
+    - {object: Secret shop/db, action: create, body: Hx81c0dQfT2LwPzA, values: u0Jk3dP-sV9aQe1L}
+rollback_plan_id:
+  description:
+    - With O(on_failure=rollback), the plan id of the rollback a failed release started; RV(plan_id) and RV(plan)
+      stay the failed release's (the approved ones).
+  returned: when a failed release was rolled back (or its rollback failed too)
+  type: str
+  sample: plan-v1:0c9d2e4f6a8b1c3d5e7f9a0b
 check_mode:
   description:
     - Whether the run was a preview (check mode), whose RV(plan_id) is what an approver approves. Given because
@@ -1254,7 +1274,7 @@ def connect_and_read_early(module, kubeconfig):
     applies = params["state"] == "present" and params["rollback_to"] is None
     early.start(client, params["parent"], params["namespace"], takeover=params["takeover"], lists=applies,
                 list_whole=bool(module._diff or module.check_mode or params["reapply"] == "changed"
-                                or params["ignore_fields"]))
+                                or params["ignore_fields"] or params["approved_plan"] is not None))
     return client, None
 
 

@@ -38,6 +38,19 @@ def isolate_job_environment(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
+def job_environment(monkeypatch, tmp_path, cluster) -> dict:
+    """The job's environment (``isolate_job_environment``): the cluster's kubeconfig only."""
+    isolate_job_environment(monkeypatch, tmp_path)
+    return {"K8S_AUTH_KUBECONFIG": cluster.kubeconfig, "ANSIBLE_NOCOLOR": "1"}
+
+
+def artifacts(run) -> dict:
+    """The job's artifacts as AWX stores them: set_stats' data in the playbook_on_stats event."""
+    stats = [e for e in run.events if e.get("event") == "playbook_on_stats"]
+    assert stats, "no playbook_on_stats event"
+    return stats[-1]["event_data"].get("artifact_data") or {}
+
+
 def manifest_dir(tmp_path):
     directory = tmp_path / "manifests"
     directory.mkdir()

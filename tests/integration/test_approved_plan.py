@@ -18,15 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_cli import run_playbook
+from plan_runs import approved_from, ok, refused, run, versions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
-from applyset import engine  # noqa: E402
-from applyset.errors import ApplySetError, PlanChanged  # noqa: E402
+from applyset.errors import PlanChanged  # noqa: E402
 from applyset.history.revisions import Settings  # noqa: E402
-from applyset.inputs import manifests  # noqa: E402
-from applyset.kube import client as core_kube  # noqa: E402
-from applyset.run.options import Options  # noqa: E402
 from applyset.steps import approval  # noqa: E402
 
 PART_OF = "applyset.kubernetes.io/part-of"
@@ -44,51 +41,6 @@ def web(image="nginx:1.27"):
 
 
 SHOP = [cm("banner"), cm("settings"), cm("extra"), web()]
-
-
-def run(cluster, namespace, objs=None, *, state="present", **options):
-    """One run with a client of its own: its Report, or the ApplySetError it raised."""
-    client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    eng = engine.Engine(client, "secrets/shop", namespace, Options(**options))
-    try:
-        if state == "absent":
-            return eng.uninstall()
-        return eng.apply(manifests.load_definition(objs if objs is not None else []))
-    except ApplySetError as err:
-        return err
-
-
-def ok(result):
-    assert not isinstance(result, ApplySetError), f"{result}\n{getattr(result, 'fix', '')}"
-    return result
-
-
-def versions(kube, namespace):
-    """The resourceVersion of every ConfigMap and Secret (the parent among them) in ``namespace``, and
-    the generation and labels of every Deployment (whose status its controller updates meanwhile)."""
-    found = {}
-    for path in ("/api/v1/namespaces/{ns}/configmaps", "/api/v1/namespaces/{ns}/secrets"):
-        for item in kube.get(path.format(ns=namespace))["items"]:
-            found[(path, item["metadata"]["name"])] = item["metadata"]["resourceVersion"]
-    for item in kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments")["items"]:
-        meta = item["metadata"]
-        found[("deployments", meta["name"])] = (meta["generation"], meta.get("labels"), meta.get("annotations"))
-    return found
-
-
-def approved_from(preview):
-    """What an approver hands on: the check-mode result's plan and id (as preview.yml publishes it)."""
-    return {"plan_id": preview.plan_id, "plan": preview.plan}
-
-
-def refused(cluster, kube, namespace, objs, approved, **options):
-    """A real run bound to ``approved`` that must be refused before any write: its PlanChanged."""
-    before = versions(kube, namespace)
-    err = run(cluster, namespace, objs, approved_plan=approved, **options)
-    assert isinstance(err, PlanChanged), err
-    assert err.report.requests["writes"] == 0, err.report.requests
-    assert versions(kube, namespace) == before
-    return err
 
 
 def test_a_preview_s_plan_is_carried_out_and_two_previews_agree(cluster, kube, namespace):

@@ -17,7 +17,7 @@ import pytest
 import yaml
 import awx_jobs
 from ansible_cli import REPO_ROOT
-from awx_jobs import manifest_dir, run_job
+from awx_jobs import artifacts, manifest_dir, run_job
 from kubeapi import wait_for
 
 ansible_runner = pytest.importorskip("ansible_runner")
@@ -26,15 +26,7 @@ ansible_runner = pytest.importorskip("ansible_runner")
 @pytest.fixture
 def job_env(monkeypatch, tmp_path, cluster):
     """The job's environment: the cluster's kubeconfig only, no ANSIBLE_* of ours."""
-    awx_jobs.isolate_job_environment(monkeypatch, tmp_path)
-    return {"K8S_AUTH_KUBECONFIG": cluster.kubeconfig, "ANSIBLE_NOCOLOR": "1"}
-
-
-def artifacts(run) -> dict:
-    """The job's artifacts as AWX stores them: set_stats' data in the playbook_on_stats event."""
-    stats = [e for e in run.events if e.get("event") == "playbook_on_stats"]
-    assert stats, "no playbook_on_stats event"
-    return stats[-1]["event_data"].get("artifact_data") or {}
+    return awx_jobs.job_environment(monkeypatch, tmp_path, cluster)
 
 
 def module_result(run) -> dict:

@@ -49,3 +49,22 @@ def test_an_id_of_another_plan_version_is_named_in_the_refusal():
     err = approval.refusal(plan_diff.Approved("plan-v0:abc"), plan, "plan-v1:def", "ApplySet ConfigMap shop/shop")
     assert "made by another version of the plan (plan-v0)" in err.message
     assert err.details == {"approved_plan_id": "plan-v0:abc", "plan_id": "plan-v1:def", "differences": []}
+
+
+def test_a_plan_for_another_set_is_refused_as_such_not_as_members_removed():
+    theirs = [{"object": "ApplySet Secret shop/other", "action": "apply", "id": "applyset-o-v1"},
+              {"object": "ConfigMap shop/a", "action": "create", "body": "x"}]
+    ours = [{"object": "ApplySet Secret shop/shop", "action": "apply", "id": "applyset-s-v1"},
+            {"object": "ConfigMap shop/b", "action": "create", "body": "y"}]
+    err = approval.refusal(plan_diff.Approved("plan-v1:" + "0" * 24, theirs), ours, "plan-v1:" + "1" * 24,
+                           "ApplySet Secret shop/shop")
+    assert err.message.startswith("the approved plan is for another set or run"), err.message
+    assert err.details["differences"] == [
+        "ApplySet Secret shop/other: the approved plan is for this set (apply, id applyset-o-v1), not for "
+        "ApplySet Secret shop/shop (apply, id applyset-s-v1)"]
+    assert "removed from the manifests" not in err.message
+    # The same set previewed for an uninstall: another kind of run, said the same way.
+    uninstall = [dict(ours[0], action="uninstall")]
+    err = approval.refusal(plan_diff.Approved("plan-v1:" + "0" * 24, uninstall), ours, "plan-v1:" + "1" * 24,
+                           "ApplySet Secret shop/shop")
+    assert "approved plan is for this set (uninstall" in err.details["differences"][0]

@@ -146,3 +146,13 @@ def test_a_known_plan_has_a_known_id_on_every_python():
             plans.entry("ConfigMap shop/é", plans.CREATE, body="x", wave=-1, after=["Job.batch shop/m"]),
             plans.entry("ConfigMap shop/old", plans.PRUNE, uid="u-1")]
     assert plans.digest(plan) == "plan-v1:7bb9160019d8599a9afdea01"
+
+
+@pytest.mark.parametrize("value", ["plan-v1:7bb9160019d8599a9afdea0", "plan-v1:7bb9160019d8599a9afdea01 ",
+                                   "plan-v1:7BB9160019D8599A9AFDEA01", "plan-v1:", "plan-vX:abc", "plan-v1:xyz"])
+def test_a_malformed_plan_id_is_refused_before_it_is_compared(value):
+    with pytest.raises(InputError) as err:
+        plan_diff.parse_approved(value)
+    assert err.value.obj == "approved_plan" and "is not a plan id" in err.value.message
+    assert plan_diff.parse_approved({"plan_id": "plan-v1:7bb9160019d8599a9afdea01"}).plan_id.endswith("01")
+    assert plan_diff.parse_approved("plan-v0:abc").plan_id == "plan-v0:abc"  # another version's: named, not refused

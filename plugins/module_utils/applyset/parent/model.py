@@ -14,6 +14,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
+from . import plan_key as plan_keys
 from .. import spec
 from ..kube.discovery import Discovery, Resource
 from ..spec import GroupKind
@@ -76,6 +77,7 @@ class LiveParent:
     last_written: str | None = None  # newest managedFields time: when any tool last changed the parent
     revision: int | None = None  # the current revision (history/revisions.py), None when no history was recorded
     revision_digest: str | None = None  # the digest of what the current revision applied
+    plan_key: bytes | None = field(default=None, repr=False, compare=False)  # plan_key.py; never shown
 
     def claimed(self, now: float | None = None) -> bool:
         """Whether a run of applyset_apply holds an unexpired claim on the set.
@@ -193,7 +195,8 @@ def inspect(res: Resource, obj: dict, discovery: Discovery) -> LiveParent:
     """Parse a live parent object's id label, tooling, hints and claim; never raises on their content.
 
     :param res: the parent's resource (its kind, as discovery serves it).
-    :param obj: the parent object as a GET or LIST returned it (only ``metadata`` is read).
+    :param obj: the parent object as a GET or LIST returned it (its ``metadata``, and a Secret's
+        plan key when listed whole).
     :param discovery: maps the legacy ``resource.group`` entries to kinds; entries it does
         not serve are kept apart in ``unmapped_resources``.
     :returns: the ``LiveParent``.
@@ -226,6 +229,7 @@ def inspect(res: Resource, obj: dict, discovery: Discovery) -> LiveParent:
         last_written=_last_written(meta),
         revision=parse_revision(annotations.get(spec.ANNOTATION_REVISION)),
         revision_digest=annotations.get(spec.ANNOTATION_REVISION_DIGEST),
+        plan_key=plan_keys.read(res, obj),
     )
 
 
@@ -286,6 +290,7 @@ class Parent:
     record_members: frozenset | None = None  # members.py: the digests the next parent write records
     revision: int | None = None  # the current revision (history/revisions.py); the release writes the new one
     revision_digest: str | None = None  # the digest of what the current revision applied
+    plan_key: bytes | None = field(default=None, repr=False, compare=False)  # plan_key.py; never shown
 
     @classmethod
     def from_live(cls, live: LiveParent, *, definition: dict | None = None) -> Parent:
@@ -300,7 +305,7 @@ class Parent:
                    exists=True, uid=live.uid, resource_version=live.resource_version, tooling=live.tooling,
                    group_kinds=set(live.group_kinds), namespaces=set(live.namespaces), definition=definition,
                    legacy_annotation=live.legacy_annotation, claim=live.claim, revision=live.revision,
-                   revision_digest=live.revision_digest)
+                   revision_digest=live.revision_digest, plan_key=live.plan_key)
 
     def claimed_by_other(self, run_id: str, now: float) -> bool:
         """Whether another run's claim on the set has not expired.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from . import members
+from . import plan_key as plan_keys
 from .. import spec
 from ..errors import ApiError, ParentChanged, ParentError, missing_namespace
 from ..kube.client import KubeClient
@@ -31,8 +32,8 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
     :param namespaces: the namespaces to record; the parent's own is left out of the annotation.
     :param claim: with a claim (``{"run", "expires"}``), the body also claims the set for one
         run; without it, server-side apply drops a claim this field manager made before.
-    :returns: the body, with our tooling value and, when the parent was read, its
-        resourceVersion as a precondition.
+    :returns: the body, with our tooling value, a Secret parent's plan key (``plan_key.py``) and,
+        when the parent was read, its resourceVersion as a precondition.
     """
     meta: dict = {
         "name": parent.name,
@@ -52,10 +53,14 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
         meta["annotations"][spec.ANNOTATION_REVISION_DIGEST] = parent.revision_digest or ""
     if parent.namespace:
         meta["namespace"] = parent.namespace
+    body = {"apiVersion": parent.resource.api_version, "kind": parent.resource.kind, "metadata": meta}
+    if parent.plan_key is not None and plan_keys.holds_key(parent.resource):
+        # Sent with every write: an apply of ours that left it out would remove it.
+        body["data"] = plan_keys.data(parent.plan_key)
     if parent.resource_version:
         # Optimistic concurrency: the write fails with 409 if anyone changed the parent since we read it.
         meta["resourceVersion"] = parent.resource_version
-    return {"apiVersion": parent.resource.api_version, "kind": parent.resource.kind, "metadata": meta}
+    return body
 
 
 def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, claim: dict | None = None,
@@ -72,6 +77,8 @@ def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, claim:
         was created by someone else meanwhile.
     :raises ParentError: when the write fails otherwise (the message names the cause).
     """
+    if parent.plan_key is None and plan_keys.holds_key(parent.resource) and not dry_run:
+        parent.plan_key = plan_keys.new()  # the set's first write since it has none (plan_key.py)
     if not parent.exists:
         # Created without the claim: a field set by a create is owned through an
         # Update operation, which our later server-side applies could not remove.

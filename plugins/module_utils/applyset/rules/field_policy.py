@@ -181,7 +181,7 @@ def _apply_rules(member, live: dict | None, matching: list, manager: str, result
     member.body = nochange.with_digest(body, digest_of=member.digest_source)
 
 
-_HIDDEN = "(ignored)"
+HIDDEN = "(ignored)"
 
 
 def digest_source(body: dict, pointers: tuple) -> dict:
@@ -190,7 +190,7 @@ def digest_source(body: dict, pointers: tuple) -> dict:
     apply makes), what it sets it to is not (the field is left to others)."""
     for segments in pointers:
         if _get(body, segments) is not _ABSENT:
-            body = _set(body, segments, _HIDDEN)
+            body = _set(body, segments, HIDDEN)
     return body
 
 

@@ -211,7 +211,7 @@ def apply_fields(live: dict, manager: str) -> dict | None:
     return None if entry is None else entry.get("fieldsV1") or {}
 
 
-def _not_listed_whole(live_obj: dict | None) -> str | None:
+def why_not_whole(live_obj: dict | None) -> str | None:
     """Why ``live_obj`` cannot be judged at all (missing, metadata only, being deleted), or None."""
     if live_obj is None:
         return "not found"
@@ -238,7 +238,7 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
     Returns:
         A short reason ("not found", "applied by another request", ...), or None.
     """
-    problem = _not_listed_whole(live_obj)
+    problem = why_not_whole(live_obj)
     if problem or live_obj is None:
         return problem
     meta = live_obj.get("metadata") or {}
@@ -282,7 +282,7 @@ def in_place_blocker(live_obj: dict | None, manager: str, set_id: str, set_manag
     Returns:
         A short reason ("not found", "not yet a member of this set", ...), or None.
     """
-    problem = _not_listed_whole(live_obj)
+    problem = why_not_whole(live_obj)
     if problem or live_obj is None:
         return problem
     meta = live_obj.get("metadata") or {}

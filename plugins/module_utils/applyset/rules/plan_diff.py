@@ -11,6 +11,7 @@ Pure: values in, a value out.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from . import plan_id as plans
@@ -18,6 +19,9 @@ from ..errors import InputError
 
 _FIX = ("give approved_plan the plan_id of a check-mode run, its plan list, or the check-mode result "
         "(a dict with plan and plan_id)")
+
+
+_ID = re.compile(r"(plan-v[0-9]+):([0-9a-f]+)")
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,9 @@ def parse_approved(value) -> Approved:
             or a dict whose ``plan_id`` is not the id of its ``plan`` (edited after the preview).
     """
     if isinstance(value, str):
-        if not value.startswith("plan-v") or ":" not in value:
-            raise InputError(f"approved_plan {value!r} is not a plan id (plan-v1:...)", obj="approved_plan", fix=_FIX)
+        problem = malformed(value)
+        if problem:
+            raise InputError(f"approved_plan {value!r} is not a plan id: {problem}", obj="approved_plan", fix=_FIX)
         return Approved(value)
     if isinstance(value, dict) and "plan" not in value and isinstance(value.get("plan_id"), str):
         return parse_approved(value["plan_id"])
@@ -51,6 +56,28 @@ def parse_approved(value) -> Approved:
                          "changed after the preview", obj="approved_plan",
                          fix="give the plan exactly as the check-mode run returned it")
     return Approved(computed, list(plan))
+
+
+def malformed(plan_id: str) -> str | None:
+    """What is wrong with ``plan_id`` as a plan id, or None when it is one: ``plan-vN:`` and hex
+    digits, 24 of them for this version's ids (an id cut short or retyped is never compared)."""
+    match = _ID.fullmatch(plan_id)
+    if match is None:
+        return f"a plan id is {plans.PLAN_VERSION}: and {plans.ID_HEX_DIGITS} hex digits"
+    if match.group(1) == plans.PLAN_VERSION and len(match.group(2)) != plans.ID_HEX_DIGITS:
+        return (f"a {plans.PLAN_VERSION} id has {plans.ID_HEX_DIGITS} hex digits, this one {len(match.group(2))} "
+                "(cut short or retyped?)")
+    return None
+
+
+def other_set(approved: list, set_entry: dict) -> dict | None:
+    """The set entry of an ``approved`` plan made for another set or another kind of run than the
+    one of ``set_entry`` (the current plan's), or None when it is this set's."""
+    theirs = next((e for e in approved if e.get("action") in plans.SET_ACTIONS), None)
+    fields = ("object", "id", "action")
+    if theirs is None or all(theirs.get(f) == set_entry.get(f) for f in fields):
+        return None
+    return theirs
 
 
 def differences(approved: list, current: list) -> list[str]:
@@ -95,15 +122,27 @@ def _why(was: dict | None, now: dict | None) -> str:
     if now is None:
         return _gone(was)
     a, b = was["action"], now["action"]
-    if a in (plans.SET_APPLY, plans.SET_UNINSTALL, plans.SET_DISBAND):
+    if a in plans.SET_ACTIONS:
         return "another set, or another kind of run, than the one approved"
     if a == b and was.get("uid") != now.get("uid"):
         return "it was recreated on the cluster with a new UID since"
     if was.get("body") and now.get("body") and was.get("body") != now.get("body"):
         return "it was changed in the manifests since"
+    if was.get("values") != now.get("values"):
+        return _values_changed(was, now)
+    if a == b == plans.CONFIGURE and was.get("start") != now.get("start"):
+        return "it was changed on the cluster since, in a field the plan sends"
     if (was.get("wave"), was.get("after")) != (now.get("wave"), now.get("after")):
         return "its order was changed in the manifests since"
     return _action_changed(a, b)
+
+
+def _values_changed(was: dict, now: dict) -> str:
+    if was.get("values") and now.get("values"):
+        return "its values were changed in the manifests since"
+    if now.get("values"):
+        return "the set got its plan key since, so its values are bound now and were not when it was approved"
+    return "the set's plan key is gone since (its parent was written without it), so its values cannot be bound"
 
 
 def _action_changed(a: str, b: str) -> str:

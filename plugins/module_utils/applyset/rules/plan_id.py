@@ -14,8 +14,9 @@ already holds every value the run sends (``nochange.py``: ``unchanged``) or not 
 so a label someone else added leaves it as it was, and a value of ours that someone changed
 makes it ``configure``. A body's digest is the applied-digest annotation the run already
 computed (``nochange.request_digest``): a Secret's values are not in it (its keys are), as they
-are kept out of every digest the collection shows; a changed value still shows as
-``unchanged`` becoming ``configure``. Fields ``ignore_fields`` leaves to others are hidden in it too.
+are kept out of every unkeyed digest the collection shows; they are bound by the entry's
+``values``, a keyed digest, and a member to configure by its ``start``, the live values it starts
+from (``plan_bind.py``). Fields ``ignore_fields`` leaves to others are hidden in it too.
 
 Pure: values in, a value out; the same input gives the same id on every Python (sorted keys,
 no ``hash()``, no set order).
@@ -30,7 +31,7 @@ from . import nochange
 from .. import spec
 
 PLAN_VERSION = "plan-v1"
-_ID_HEX_DIGITS = 24
+ID_HEX_DIGITS = 24
 _BODY_CHARS = 16  # of a body's base64url digest: 96 bits, enough to tell two bodies apart
 
 # The actions of a plan's entries.
@@ -42,6 +43,7 @@ DELETE, UNLABEL = "delete", "unlabel"  # uninstall, disband
 RETIRE_HELM_RELEASE = "retire-helm-release"  # helm.take_over: the release's records deleted
 
 MEMBER_ACTIONS = frozenset({CREATE, CONFIGURE, UNCHANGED, SKIP})
+SET_ACTIONS = frozenset({SET_APPLY, SET_UNINSTALL, SET_DISBAND})
 
 
 def ref_of(key: spec.ObjectId) -> str:
@@ -76,13 +78,13 @@ def entry_key(item: dict) -> tuple:
 def canonical(entries: list) -> list:
     """The plan as it is digested and shown: the set's entry first, then by object."""
     # Two entries of one key never come from one run; the action and the UID still order a hand-made plan.
-    return sorted(entries, key=lambda e: (e.get("action") not in (SET_APPLY, SET_UNINSTALL, SET_DISBAND),
+    return sorted(entries, key=lambda e: (e.get("action") not in SET_ACTIONS,
                                           entry_key(e), str(e.get("action", "")), str(e.get("uid", ""))))
 
 
 def digest(plan: list) -> str:
     """The plan's id: ``plan-v1:`` and 24 hex digits of the sha256 of its canonical JSON."""
-    return f"{PLAN_VERSION}:" + hashlib.sha256(_json(canonical(plan)).encode("utf-8")).hexdigest()[:_ID_HEX_DIGITS]
+    return f"{PLAN_VERSION}:" + hashlib.sha256(_json(canonical(plan)).encode("utf-8")).hexdigest()[:ID_HEX_DIGITS]
 
 
 def _json(value) -> str:

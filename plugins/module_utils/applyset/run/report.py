@@ -102,6 +102,8 @@ class Report:
     order: list = field(default_factory=list)  # ordering.describe: waves and gates, when the set has them
     plan_id: str | None = None  # steps/approval.py: the id of the plan, once the run made it
     plan: list = field(default_factory=list)  # rules/plan_id.py: what the id digests
+    # on_failure: rollback: the rollback's own plan id (plan_id stays the failed release's, the approved one)
+    rollback_plan_id: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -141,6 +143,8 @@ class Report:
             # Whose plan: a preview's is what an approver approves (a role cannot tell check mode set
             # by a play's check_mode keyword: ansible_check_mode follows --check only).
             data["check_mode"] = self.dry_run
+        if self.rollback_plan_id is not None:
+            data["rollback_plan_id"] = self.rollback_plan_id
         return data
 
 

@@ -16,9 +16,12 @@ wrote changes the plan by itself.
 from __future__ import annotations
 
 from .. import spec
+from ..inputs import redact
+from ..parent import plan_key as plan_keys
 from ..errors import PlanChanged
 from ..rules import hooks as hks
-from ..rules import plan_diff
+from ..rules import nochange
+from ..rules import plan_bind, plan_diff
 from ..rules import plan_id as plans
 from ..rules import prune as prunes
 from ..run.runner import RunContext
@@ -60,13 +63,16 @@ def apply_entries(ctx: RunContext) -> list:
     order = decisions.order
     waves = order.waves if order is not None and len(set(order.waves.values())) > 1 else {}
     entries = [plans.entry(ctx.set_ref, plans.SET_APPLY, id=ctx.parent.id)]
+    secret_key = ctx.parent.plan_key
     for member in ctx.plan.members:
         key = member.key
         action = (plans.SKIP if key in decisions.policies.skipped else plans.UNCHANGED if key in decisions.unchanged
                   else plans.CONFIGURE if live.get(key) is not None else plans.CREATE)
         entries.append(plans.entry(
             plans.ref_of(key), action, body=plans.body_digest(member.body), wave=waves.get(key),
-            after=sorted(plans.ref_of(dep) for dep in order.explicit(key)) if order is not None else None))
+            after=sorted(plans.ref_of(dep) for dep in order.explicit(key)) if order is not None else None,
+            values=plan_bind.values_digest(member.body, secret_key) if action != plans.SKIP else None,
+            start=_start(member, live.get(key), secret_key) if action == plans.CONFIGURE else None))
     for decision in decisions.prune.all:
         verdict = _PRUNE_ACTIONS.get(decision.verdict)
         if verdict is not None:
@@ -81,7 +87,32 @@ def apply_entries(ctx: RunContext) -> list:
                                    revision=release.version, status=release.status))
     if hook_run.due(ctx):
         entries += _hook_entries(ctx, (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE), ctx.hooks.installing)
+    if secret_key is None and (ctx.opts.dry_run or ctx.opts.approved_plan is not None):
+        _warn_unbound(ctx)
     return entries
+
+
+def _warn_unbound(ctx: RunContext) -> None:
+    """Say so when the plan cannot bind the values of the Secrets it sends (no plan key)."""
+    secrets = sorted(m.ref for m in ctx.plan.members if redact.is_secret(m.body))
+    if not secrets:
+        return
+    named = ", ".join(secrets[:3]) + (f" and {len(secrets) - 3} more" if len(secrets) > 3 else "")
+    why = ("the set has no plan key yet: the first run that writes its parent makes one"
+           if plan_keys.holds_key(ctx.parent.resource) else
+           f"its parent is a {ctx.parent.resource.kind}, which cannot keep the key that would bind them unseen "
+           "(use a Secret parent)")
+    ctx.record.warn(f"this plan does not bind the values of {named}: {why}; a value changed after the "
+                    "approval would not be refused")
+
+
+def _start(member, found, secret_key: bytes | None) -> str | None:
+    """The starting point of a member the plan configures (``plan_bind.start_digest``); None when
+    the live object was listed by its metadata only (a real run with ``reapply: always`` and no
+    ``approved_plan``: nothing is compared there)."""
+    if found is None or nochange.why_not_whole(found.obj) is not None:
+        return None
+    return plan_bind.start_digest(member.digest_source or member.body, found.obj, secret_key)
 
 
 def _live_entry(resource, meta: dict, action: str) -> dict:
@@ -114,16 +145,22 @@ def settle(ctx: RunContext, entries: list) -> None:
 
 def refusal(approved: plan_diff.Approved, plan: list, plan_id: str, set_ref: str) -> PlanChanged:
     """The error of a run whose plan ``plan`` (id ``plan_id``) is not the ``approved`` one."""
-    head = f"the plan is not the approved one (approved {approved.plan_id}, now {plan_id}); nothing was written"
+    theirs = plan_diff.other_set(approved.plan, plan[0]) if approved.plan is not None and plan else None
+    what = "the approved plan is for another set or run" if theirs else "the plan is not the approved one"
+    head = f"{what} (approved {approved.plan_id}, now {plan_id}); nothing was written"
     if not approved.plan_id.startswith(plans.PLAN_VERSION + ":"):
         head += f"; the approved id was made by another version of the plan ({approved.plan_id.partition(':')[0]})"
-    if approved.plan is not None:
+    if theirs is not None:
+        # Its members would each read as removed from the manifests: say whose plan it is instead.
+        found = [f"{theirs['object']}: the approved plan is for this set ({theirs['action']}, id {theirs.get('id')}), "
+                 f"not for {plan[0]['object']} ({plan[0]['action']}, id {plan[0].get('id')})"]
+    elif approved.plan is not None:
         found = plan_diff.differences(approved.plan, plan)
-        body = "\n".join(f"- {line}" for line in found)
     else:
         found = []
-        body = ("only the plan id was approved, so the differences cannot be named; the plan now is:\n"
-                + "\n".join(f"- {line}" for line in plans.as_lines(plan)))
+    body = "\n".join(f"- {line}" for line in found) if approved.plan is not None else (
+        "only the plan id was approved, so the differences cannot be named; the plan now is:\n"
+        + "\n".join(f"- {line}" for line in plans.as_lines(plan)))
     return PlanChanged(
         f"{head}:\n{body}", obj=set_ref,
         fix=f"preview again (check mode), review the new plan and approve it ({plan_id}); give approved_plan the "

@@ -187,8 +187,9 @@ def list_live(ctx: RunContext) -> None:
         selector_for=lambda pair: None if pair in desired_pairs else selector, obj=ctx.set_ref,
         # Full objects where the run compares them: diffs, check mode, and reapply: changed.
         # ignore_fields rules read live values.
+        # An approved plan binds the live values of the members it configures (approval.py).
         full_for=desired_pairs if opts.diff or opts.dry_run or opts.reapply == "changed" or opts.ignore_fields
-        else frozenset(),
+        or opts.approved_plan is not None else frozenset(),
         fallback=fallback)
     ctx.record.warn(*fallback.notes)
     ctx.live = LiveState({o.key: o for o in live_objects(listed)}, not_listed)

@@ -166,6 +166,8 @@ def apply_or_roll_back(make_engine, opts, manifests):
     except ApplySetError as err:
         settings = opts.history
         parent = engine.parent
+        if rolls_back(opts):  # a rollback whose wait failed is no deployed revision
+            _mark_failed(engine, parent, settings, err)
         refused = isinstance(err, (InputError, GuardError, ParentError))  # before any member write
         if opts.dry_run or settings is None or settings.on_failure != "rollback" or parent is None or refused:
             raise
@@ -186,8 +188,33 @@ def apply_or_roll_back(make_engine, opts, manifests):
         except ApplySetError as second:
             second.message = (f"the release failed ({err.message}), and so did the rollback to revision "
                               f"{target}: {second.message}")
+            _mark_failed(rollback, parent, settings, second)
+            _keep_release_plan(rollback.report, err.report)
             raise
         raise _rolled_back(err, rollback.report, target) from err
+
+
+def _keep_release_plan(report, release) -> None:
+    """The result of a release rolled back shows the release's plan (the one approved) as
+    ``plan_id`` and ``plan``, and the rollback's id apart, as ``rollback_plan_id``."""
+    if release is None or release.plan_id is None:
+        return
+    report.rollback_plan_id = report.plan_id
+    report.plan_id, report.plan = release.plan_id, release.plan
+
+
+def _mark_failed(engine, parent, settings, err: ApplySetError) -> None:
+    """The revision a rollback recorded marked failed, as it failed after recording it (its wait);
+    when it cannot be, ``err`` says so (the history then shows it deployed)."""
+    number, discovery = engine.recorded_revision, engine.parent_discovery
+    namespace = history.home(parent, settings) if parent is not None and settings is not None else None
+    if number is None or namespace is None or discovery is None:
+        return
+    try:
+        history.mark_failed(engine.client, discovery.for_group_kind(spec.SECRET_KIND), parent, namespace, number)
+    except ApplySetError as failed:
+        _say(err, f"revision {number} could not be marked failed in the history ({failed.message}), so it is listed "
+                  "as deployed though it did not go through")
 
 
 def _wrote_members(report) -> bool:
@@ -212,6 +239,7 @@ def _rolled_back(err, report, target: int) -> RolledBack:
     if err.report is not None:
         report.hooks[:0] = err.report.hooks
         report.warnings[:0] = err.report.warnings
+    _keep_release_plan(report, err.report)
     done.report, done.revision, done.cause = report, target, err
     return done
 
