@@ -170,4 +170,3 @@ def empty_all(text: str, activation: Activation) -> str | None:
         if isinstance(value, list) and not value:
             return source
     return None
-
