@@ -196,7 +196,7 @@ def _known_file_times() -> dict[str, float]:
     except OSError:
         return times
     for row in rows:
-        seconds, _, path = row.partition("\t")
+        seconds, _tab, path = row.partition("\t")
         try:
             times[path] = float(seconds)
         except ValueError:
