@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 # The budget of `make test` (warm build cache, the machine CI runs on: 2 cores). The aim is 30
-# minutes; the suite is not there yet (45-51 min measured on 4 workers with other work beside it,
-# docs/testing.md), so the budget starts at 35: it warns past 35 and fails CI past 52.5.
-SUITE_BUDGET_MINUTES = 35
+# minutes; the suite is not there yet (48-51 min measured on 4 workers with other work beside it,
+# docs/testing.md), so the budget starts at 40: it warns past 40 and fails CI past 60.
+SUITE_BUDGET_MINUTES = 40
 FAIL_FACTOR = 1.5
 
 # The skips that are right even in a whole run, each with why. A reason is matched from its start.
