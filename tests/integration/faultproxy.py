@@ -55,26 +55,49 @@ class FaultProxy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def reset(self, fault: str | None, fail_at: int | None, kill_pid: int | None = None) -> None:
+    def reset(self, fault: str | None, fail_at: int | None, kill_pid: int | None = None,
+              match: tuple[str, str] | None = None) -> None:
+        """The next run's fault: ``fault`` into the ``fail_at``-th mutating request, counting only those
+        whose (method, path) is ``match`` when given (a path ending in ``*`` matches its prefix), so a
+        retry the load caused elsewhere does not move the fault off the request it is meant for."""
         with self._lock:
-            self.fault, self.fail_at, self.kill_pid = fault, fail_at, kill_pid
+            self.fault, self.fail_at, self.kill_pid, self.match = fault, fail_at, kill_pid, match
             self.mutating_seen = 0
             self.injected = False
+            self.mutating_log: list[tuple[str, str, str | None]] = []  # (method, path, fault injected)
 
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
 
-    def _decide(self, method: str) -> str | None:
-        """Count mutating requests; the fault to inject into this one, if any."""
+    def _matches(self, method: str, path: str) -> bool:
+        if self.match is None:
+            return True
+        want_method, want_path = self.match
+        path = path.partition("?")[0]
+        if want_path.endswith("*"):
+            return method == want_method and path.startswith(want_path[:-1])
+        return method == want_method and path == want_path
+
+    def _decide(self, method: str, path: str) -> str | None:
+        """Count mutating requests (those that match); the fault to inject into this one, if any."""
         if method not in MUTATING:
             return None
         with self._lock:
-            self.mutating_seen += 1
-            if self.fault and self.mutating_seen == self.fail_at:
-                self.injected = True
-                return self.fault
-        return None
+            fault = None
+            if self._matches(method, path):
+                self.mutating_seen += 1
+                if self.fault and self.mutating_seen == self.fail_at:
+                    self.injected = True
+                    fault = self.fault
+            self.mutating_log.append((method, path.partition("?")[0], fault))
+            return fault
+
+    def log_text(self) -> str:
+        """The mutating requests of the last run, numbered, the faulted one marked: what a violation
+        prints, so the request the fault met is never a guess."""
+        return "\n".join(f"  {n:3d} {method} {path}" + (f"  <- {fault}" if fault else "")
+                         for n, (method, path, fault) in enumerate(self.mutating_log, 1))
 
     def _forward(self, method, path, headers, body):
         keep = {k: v for k, v in headers.items() if k.lower() in ("content-type", "accept", "user-agent")}
@@ -93,7 +116,7 @@ class FaultProxy:
             def _handle(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                fault = proxy._decide(self.command)
+                fault = proxy._decide(self.command, self.path)
                 if fault in ("500", "409"):
                     code = int(fault)
                     status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,

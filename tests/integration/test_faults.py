@@ -285,6 +285,32 @@ def _drive(job):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def revision_and_release(log, namespace):
+    """{what: ((method, path), k)}: the revision's write and the parent write after it in the
+    mutating requests ``log`` of a run without a fault, each as the k-th request of its method and
+    path (the revision's Secret as a prefix: its name holds its number), so that a retry the machine's
+    load adds elsewhere in a faulted run (the client's timeout is 1.5 s) cannot move the fault onto
+    another request."""
+    secrets = f"/api/v1/namespaces/{namespace}/secrets"
+    parent, revision_prefix = f"{secrets}/{PARENT}", f"{secrets}/applyset.{PARENT}."
+    # The claim's route applies the revision's Secret by name; the update-only route creates it (POST).
+    writes = [n for n, (method, path, _) in enumerate(log)
+              if path.startswith(revision_prefix) or (method, path) == ("POST", secrets)]
+    assert writes, "no revision was written:\n" + "\n".join(map(str, log))
+    revision = writes[0]
+    release = next(n for n, (method, path, _) in enumerate(log) if n > revision and path == parent)
+    found = {}
+    revision_pattern = secrets if log[revision][0] == "POST" else revision_prefix + "*"
+    for what, n, pattern in (("the revision write", revision, revision_pattern),
+                             ("the parent write after it", release, parent)):
+        method = log[n][0]
+        match = (method, pattern)
+        k = sum(1 for m, p, _ in log[:n + 1] if m == method and
+                (p.startswith(pattern[:-1]) if pattern.endswith("*") else p == pattern))
+        found[what] = (match, k)
+    return found
+
+
 def revisions_kept(kube, namespace, set_id):
     """{number: summary} of the set's revisions, and the parent's pointer."""
     items = kube.get(f"/api/v1/namespaces/{namespace}/secrets",
@@ -322,15 +348,16 @@ def test_faults_around_the_revision_write_lose_or_duplicate_no_revision(cluster,
         proxy.reset(None, None)
         rc, out, err = _drive(job)
         assert rc == 0, out + err
-        total = proxy.mutating_seen  # ... the revision's write, then the parent's
+        print(f"the change without a fault:\n{proxy.log_text()}")
+        targets = revision_and_release(proxy.mutating_log, ns1)
         runs = violations = 0
         for fault in FAULTS:
-            for k in (total - 1, total):
+            for what, (match, k) in targets.items():
                 direct(state_a)
                 before = revisions_kept(kube, ns1, set_id)[1]
                 proc = subprocess.Popen([sys.executable, str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
-                proxy.reset(fault, k, kill_pid=proc.pid)
+                proxy.reset(fault, k, kill_pid=proc.pid, match=match)
                 out, err = proc.communicate(json.dumps(job), timeout=120)
                 runs += 1
                 problems = []
@@ -350,9 +377,10 @@ def test_faults_around_the_revision_write_lose_or_duplicate_no_revision(cluster,
                     problems.append(f"the current revision holds {kept.get(pointer)}")
                 if problems:
                     violations += 1
-                    print(f"VIOLATION fault={fault} k={k} rc={proc.returncode}: {problems}\n{out[-400:]}{err[-400:]}")
-        print(f"revision fault sweep {scenario}: {runs} injected runs (the revision write, k={total - 1}, and the "
-              f"parent write after it, k={total}, x {len(FAULTS)} fault kinds), {violations} violations")
+                    print(f"VIOLATION fault={fault} at {what} rc={proc.returncode}: {problems}\n{out[-400:]}{err[-400:]}"
+                          f"\nits mutating requests:\n{proxy.log_text()}")
+        print(f"revision fault sweep {scenario}: {runs} injected runs (the revision write and the parent write "
+              f"after it, x {len(FAULTS)} fault kinds), {violations} violations")
         assert violations == 0
     finally:
         proxy.close()
