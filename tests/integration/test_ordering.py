@@ -266,17 +266,20 @@ def test_a_run_killed_during_the_wait_before_prune_leaves_the_union_and_the_next
     proc = subprocess.Popen([sys.executable, str(driver)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     proc.stdin.write(json.dumps(job_input))
     proc.stdin.close()
+    web = f"/apis/apps/v1/namespaces/{namespace}/deployments/web"
     deadline = time.monotonic() + 60
-    while not exists(kube, f"/api/v1/namespaces/{namespace}/configmaps/cfg-2"):
+    # The Deployment is the last member applied: once it is, the run is in the wait before the prune.
+    while not (exists(kube, f"/api/v1/namespaces/{namespace}/configmaps/cfg-2")
+               and kube.get(web)["spec"]["template"]["spec"].get("nodeSelector") == UNSCHEDULABLE):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.2)
-    time.sleep(1.5)  # applied; now in the wait before the prune
+    assert proc.poll() is None, "the run ended before its wait"
     proc.kill()
     proc.wait()
     parent = kube.get(f"/api/v1/namespaces/{namespace}/configmaps/order-set")
     assert "ConfigMap" in parent["metadata"]["annotations"]["applyset.kubernetes.io/contains-group-kinds"]
     assert exists(kube, f"/api/v1/namespaces/{namespace}/configmaps/cfg-1"), "nothing pruned before the wait ended"
-    time.sleep(3.5)  # the killed run's claim expires (claim_ttl 3 s)
+    # The killed run's claim (claim_ttl 3 s) still stands: this run waits for it to expire (claim_wait).
     report = run(client, namespace, [configmap("cfg-2"), deployment("web", config="cfg-2")], wait=True)
     assert [o.name for o in report.objects if o.action == "pruned"] == ["cfg-1"]
 
