@@ -1,4 +1,7 @@
-"""applyset_apply against the real control plane, driven through the ansible CLI as users do.
+"""applyset_apply against the real control plane: the module's own code, forked from a warm process
+(``module_runner``), and through the ansible CLI where a test reads what Ansible prints (a diff, a
+warning). Playbooks and roles run the whole Ansible path elsewhere (test_roles.py, test_examples.py,
+test_shell_examples.py).
 
 Assertions read the cluster through the independent test client (kubeapi.KubeAPI),
 never through the product's own HTTP layer.
@@ -13,7 +16,8 @@ import subprocess
 
 import pytest
 import yaml
-from ansible_cli import ansible_env, run_module, run_playbook
+from ansible_cli import ansible_env, run_playbook
+from module_runner import module_run
 from applyset_ids import expected_id
 from kubeapi import wait_for
 
@@ -32,9 +36,11 @@ def cm(name, namespace=None, **extra):
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": extra or {"v": name}}
 
 
-def apply(cluster, namespace, definition, parent="set1", check=False, diff=False, **options):
+def apply(cluster, namespace, definition, parent="set1", check=False, diff=False, cli=False, **options):
+    """applyset_apply once: forked, or through the ``ansible`` command when the test reads what
+    Ansible prints (``cli``, ``diff``: ``module_runner.module_run``)."""
     args = {"parent": parent, "namespace": namespace, "definition": definition, **options}
-    return run_module(cluster, "applyset_apply", args, check=check, diff=diff)
+    return module_run(cluster, "applyset_apply", args, check=check, diff=diff, cli=cli)
 
 
 def names(kube, namespace, plural="configmaps", group_path="/api/v1"):
@@ -358,7 +364,7 @@ def test_guard_refuses_empty_set_and_large_prunes_and_shows_the_list(cluster, ku
 def test_uninstall_and_disband(cluster, kube, namespace):
     rc, _, out = apply(cluster, namespace, [cm("u1"), cm("u2")], parent="gone")
     assert rc == 0, out
-    rc, result, out = run_module(cluster, "applyset_apply", {"parent": "gone", "namespace": namespace,
+    rc, result, out = module_run(cluster, "applyset_apply", {"parent": "gone", "namespace": namespace,
                                                               "state": "absent"})
     assert rc == 0, out
     assert names(kube, namespace) == []
@@ -366,7 +372,7 @@ def test_uninstall_and_disband(cluster, kube, namespace):
 
     rc, _, out = apply(cluster, namespace, [cm("d1")], parent="loose")
     assert rc == 0, out
-    rc, result, out = run_module(cluster, "applyset_apply", {"parent": "loose", "namespace": namespace,
+    rc, result, out = module_run(cluster, "applyset_apply", {"parent": "loose", "namespace": namespace,
                                                               "state": "disbanded"})
     assert rc == 0, out
     assert names(kube, namespace) == ["d1"]
@@ -542,7 +548,7 @@ def test_api_server_warnings_reach_the_user(cluster, kube, namespace):
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": "legacy", "annotations": {"seccomp.security.alpha.kubernetes.io/pod": "runtime/default"}},
            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}
-    rc, result, out = apply(cluster, namespace, [pod])
+    rc, result, out = apply(cluster, namespace, [pod], cli=True)
     assert rc == 0, out
     assert "[WARNING]" in out and "Pod " + namespace + "/legacy" in out and "seccomp" in out, out
 

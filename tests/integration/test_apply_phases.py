@@ -3,7 +3,7 @@ its own (plan.phase_of). Assertions read the cluster through the independent tes
 
 from __future__ import annotations
 
-from ansible_cli import run_module
+from module_runner import module_run
 
 
 def cm(name, **data):
@@ -26,7 +26,7 @@ PDB = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"n
 
 
 def apply(cluster, namespace, definition):
-    return run_module(cluster, "applyset_apply", {"parent": "set1", "namespace": namespace, "definition": definition})
+    return module_run(cluster, "applyset_apply", {"parent": "set1", "namespace": namespace, "definition": definition})
 
 
 def actions(result):

@@ -1,6 +1,8 @@
 """The fast path (issue 11): a re-run writes only what differs, and never reports a false "unchanged".
 
-Every case of issue 11 point 2, against the real control plane, through the module as users run it.
+Every case of issue 11 point 2, against the real control plane, through the module as users run it:
+its own code, in a fork of a warm process (``module_runner``); a run whose diff the test reads goes
+through the ``ansible`` command, which prints it.
 A member may be skipped only when the live object provably holds what we would apply; each test
 below changes the live object (or the request) in one way that must cost a write, and checks the
 outcome against the old behaviour (``reapply: always``) on an identical setup where it matters.
@@ -22,7 +24,8 @@ import time
 
 import pytest
 import yaml
-from ansible_cli import ansible_env, run_module
+from ansible_cli import ansible_env
+from module_runner import module_run
 from faultproxy import FaultProxy
 from mutating_webhook import MUTATED, SELECT_LABEL, MutatingWebhook
 
@@ -78,7 +81,7 @@ def deployment(name, replicas=2, resources=None, **pod_spec):
 
 def apply(cluster, namespace, definition, parent="set1", check=False, diff=False, **options):
     args = {"parent": parent, "namespace": namespace, "definition": definition, **options}
-    return run_module(cluster, "applyset_apply", args, check=check, diff=diff)
+    return module_run(cluster, "applyset_apply", args, check=check, diff=diff)
 
 
 def applied(cluster, namespace, definition, **options):
@@ -161,7 +164,7 @@ def test_noop_rerun_writes_nothing_and_always_patches_every_member(cluster, kube
 
     proxy = RecordingProxy(cluster.kubeconfig)
     try:
-        rc, result, out = run_module(cluster, "applyset_apply", {
+        rc, result, out = module_run(cluster, "applyset_apply", {
             "parent": "set1", "namespace": namespace, "definition": members, "reapply": "always", "host": proxy.url})
     finally:
         proxy.close()
@@ -546,7 +549,7 @@ def test_server_normalised_values_never_leave_a_wrong_live_value(cluster, kube, 
     try:
         for run in (2, 3):
             proxy.writes.clear()
-            rc, result, out = run_module(cluster, "applyset_apply", {
+            rc, result, out = module_run(cluster, "applyset_apply", {
                 "parent": "set1", "namespace": namespace, "definition": members, "host": proxy.url})
             assert rc == 0, out
             check_live()
@@ -655,7 +658,7 @@ def test_a_noop_run_takes_no_claim_and_falls_back_when_the_parent_changes_meanwh
 
     proxy = ParentWriterProxy(cluster.kubeconfig, secret_path(namespace, "set1"), another_writer)
     try:
-        rc, result, out = run_module(cluster, "applyset_apply",
+        rc, result, out = module_run(cluster, "applyset_apply",
                                      {"parent": "set1", "namespace": namespace, "definition": members,
                                       "host": proxy.url})
     finally:
@@ -724,7 +727,7 @@ class MemberHookProxy(FaultProxy):
 def through(cluster, proxy, namespace, members, diff=False, **options):
     """Run the module once through ``proxy`` (closed after); returns (result, output)."""
     try:
-        rc, result, out = run_module(cluster, "applyset_apply", {
+        rc, result, out = module_run(cluster, "applyset_apply", {
             "parent": "set1", "namespace": namespace, "definition": members, "host": proxy.url, **options},
             diff=diff)
     finally:

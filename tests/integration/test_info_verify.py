@@ -4,7 +4,8 @@ Sets are made by this collection (applyset_apply) and by kubectl itself, current
 parents only carry the legacy contains-group-resources). Every verify problem is produced on
 purpose, by editing parents and labelling objects by hand, and must be detected; the repair must
 do what it claims, and a following apply must then prune what it should. Most checks call the
-core library in-process (fast); the modules run through the ansible CLI and ansible-playbook.
+core library in-process (fast); the modules run forked from a warm process (``module_runner``), through
+the ansible CLI where a test reads what Ansible prints, and through ansible-playbook.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_cli import ansible_env, run_module, run_playbook
+from ansible_cli import ansible_env, run_playbook
+from module_runner import module_run
 from kubeapi import wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
@@ -109,7 +111,7 @@ def annotations_of(kube, path):
 
 
 def apply_set(cluster, parent, namespace, objects, **extra):
-    rc, result, output = run_module(cluster, "applyset_apply",
+    rc, result, output = module_run(cluster, "applyset_apply",
                                     {"parent": parent, "namespace": namespace, "definition": objects, **extra})
     assert rc == 0, output
     return result
@@ -148,7 +150,7 @@ def test_info_lists_sets_of_this_collection_and_of_kubectl(cluster, kube, core, 
         wait_for(lambda: any((item["metadata"].get("labels") or {}).items() >= labelled.items()
                              for item in kube.get(path)["items"]), timeout=30, what=f"labelled {path}")
 
-    rc, result, output = run_module(cluster, "applyset_info", {"namespace": namespace, "member_count": True})
+    rc, result, output = module_run(cluster, "applyset_info", {"namespace": namespace, "member_count": True})
     assert rc == 0, output
     assert result["complete"] is True and result["changed"] is False
     listed = {(s["parent"]["kind"], s["parent"]["name"]): s for s in result["applysets"]}
@@ -162,7 +164,7 @@ def test_info_lists_sets_of_this_collection_and_of_kubectl(cluster, kube, core, 
     assert [listed[k]["member_count"] for k in listed] == [2, 2, 2]
     assert all(s["namespaces"] == [namespace] for s in result["applysets"])
 
-    rc, result, output = run_module(cluster, "applyset_info", {
+    rc, result, output = module_run(cluster, "applyset_info", {
         "parent": "legacy", "namespace": namespace, "full_objects": True,
         "query": "applysets[0].members[].[kind, name]"})
     assert rc == 0, output
@@ -178,7 +180,7 @@ def test_info_lists_sets_of_this_collection_and_of_kubectl(cluster, kube, core, 
     assert codes(report) == ["legacy_hint"]
 
     assert inventory.describe(core, parent_spec="nope", namespace=namespace, members=True).applysets == []
-    rc, result, output = run_module(cluster, "applyset_info", {"namespace": namespace, "query": "applysets[?"})
+    rc, result, output = module_run(cluster, "applyset_info", {"namespace": namespace, "query": "applysets[?"})
     assert rc != 0 and "is not a valid JMESPath expression" in result["msg"], output
 
 
@@ -435,7 +437,7 @@ def test_verify_finds_leaks_and_after_the_fix_apply_prunes_them(cluster, kube, n
     assert pruned == sorted([("ConfigMap", namespace, "drop"), ("Service", namespace, "stray-kind"),
                              ("ConfigMap", second_namespace, "stray-namespace")])
     assert kube.get(f"/api/v1/namespaces/{namespace}/services/stray-kind") is None
-    rc, result, output = run_module(cluster, "applyset_verify", verify_args)
+    rc, result, output = module_run(cluster, "applyset_verify", verify_args)
     assert rc == 0 and result["ok"] and result["problems"] == [], output
 
 
@@ -491,7 +493,7 @@ def test_a_user_who_cannot_list_every_kind_gets_an_incomplete_check(cluster, kub
     env.pop("KUBECONFIG")  # only the token speaks
     args = {"parent": "shop", "namespace": namespace, **auth}
 
-    rc, result, output = run_module(cluster, "applyset_verify", {**args, "fail_on_problems": False}, env=env)
+    rc, result, output = module_run(cluster, "applyset_verify", {**args, "fail_on_problems": False}, env=env)
     assert rc == 0, output
     assert result["complete"] is False and result["ok"] is False
     unlisted = {u["group_kind"] for u in result["unlisted"]}
@@ -503,10 +505,10 @@ def test_a_user_who_cannot_list_every_kind_gets_an_incomplete_check(cluster, kub
     assert [(u["group_kind"], u["namespace"]) for u in result["unlisted"]] == [("Service", namespace)]
     assert result["fixes"] == [] and result["applysets"][0]["ok"] is False
 
-    rc, result, output = run_module(cluster, "applyset_verify", args, env=env)
+    rc, result, output = module_run(cluster, "applyset_verify", args, env=env)
     assert rc != 0 and "incomplete_scan" in result["msg"], output
 
-    rc, result, output = run_module(cluster, "applyset_info", args, env=env)
+    rc, result, output = module_run(cluster, "applyset_info", args, env=env)
     assert rc == 0, output
     assert result["complete"] is False
     assert [m["name"] for m in result["applysets"][0]["members"]] == ["settings"]

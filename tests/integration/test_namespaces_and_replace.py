@@ -1,6 +1,7 @@
 """Missing namespaces and changes the server refuses as immutable (issue #16 points 3 and 6).
 
-Driven through the ansible CLI; the cluster is read through the independent test client.
+The module runs forked from a warm process (``module_runner``), and through the ansible CLI where the
+test reads the diff Ansible prints; the cluster is read through the independent test client.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import secrets
 
 import pytest
 import yaml
-from ansible_cli import run_module, run_playbook
+from ansible_cli import run_playbook
+from module_runner import module_run
 
 PART_OF = "applyset.kubernetes.io/part-of"
 KINDS = "applyset.kubernetes.io/contains-group-kinds"
@@ -51,7 +53,7 @@ def pvc(storage_class, annotations=None):
 
 def apply(cluster, namespace, definition, parent="set1", check=False, diff=False, **options):
     args = {"parent": parent, "namespace": namespace, "definition": definition, **options}
-    return run_module(cluster, "applyset_apply", args, check=check, diff=diff)
+    return module_run(cluster, "applyset_apply", args, check=check, diff=diff)
 
 
 def by_ref(result):
@@ -128,7 +130,7 @@ def test_create_namespace_in_check_mode_then_for_real_and_left_by_uninstall(clus
     rc, result, out = apply(cluster, ns, [cm("a"), cm("b")], parent="argocd", create_namespace=True)
     assert rc == 0 and not result["changed"], out
     assert f"Namespace/{ns}" not in by_ref(result)
-    rc, result, out = run_module(cluster, "applyset_apply", {"parent": "argocd", "namespace": ns,
+    rc, result, out = module_run(cluster, "applyset_apply", {"parent": "argocd", "namespace": ns,
                                                               "state": "absent"})
     assert rc == 0, out
     assert kube.get(f"/api/v1/namespaces/{ns}/configmaps/a") is None

@@ -12,7 +12,8 @@ import secrets
 import subprocess
 
 import yaml
-from ansible_cli import ansible_env, run_module
+from ansible_cli import ansible_env
+from module_runner import module_run
 from kubeapi import wait_for
 from test_apply import KINDS, PART_OF, TOOLING, actions, apply, cm, crd, delete_crd, hints
 
@@ -124,7 +125,7 @@ def test_a_kind_whose_crd_serves_no_version_stays_recorded_and_its_members_are_p
         assert hints(kube, namespace)[1][KINDS] == f"ConfigMap,Widget.{group}"
 
         # applyset_verify reports it and a repair keeps it.
-        rc, verified, out = run_module(cluster, "applyset_verify",
+        rc, verified, out = module_run(cluster, "applyset_verify",
                                        {"parent": "set1", "namespace": namespace, "fix": True,
                                         "fail_on_problems": False})
         assert rc == 0, out
@@ -271,10 +272,10 @@ def test_verify_reports_a_legacy_annotation_left_beside_the_kinds_and_fix_remove
                {"apiVersion": "v1", "kind": "Secret",
                 "metadata": {"name": "set1", "annotations": {LEGACY: "configmaps"}}},
                field_manager="kubectl-applyset")
-    rc, verified, out = run_module(cluster, "applyset_verify", {"parent": "set1", "namespace": namespace,
+    rc, verified, out = module_run(cluster, "applyset_verify", {"parent": "set1", "namespace": namespace,
                                                                 "fail_on_problems": False})
     assert [p["code"] for p in verified["problems"]] == ["legacy_annotation"], verified["problems"]
-    rc, verified, out = run_module(cluster, "applyset_verify", {"parent": "set1", "namespace": namespace,
+    rc, verified, out = module_run(cluster, "applyset_verify", {"parent": "set1", "namespace": namespace,
                                                                 "fix": True})
     assert rc == 0, out
     assert LEGACY not in hints(kube, namespace)[1]

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible_cli import run_module
+from module_runner import module_run
 from kubeapi import KubeAPI, wait_for
 
 VAP_PATH = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
@@ -55,7 +55,7 @@ def test_a_namespace_refused_by_a_policy_is_reported_with_the_policy_and_its_mes
     definition = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                   {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": ns},
                    "data": {"k": "v"}}]
-    rc, result, out = run_module(cluster, "applyset_apply", {"parent": "shop", "namespace": ns,
+    rc, result, out = module_run(cluster, "applyset_apply", {"parent": "shop", "namespace": ns,
                                                              "definition": definition})
     assert rc != 0, out
     msg = result["msg"]
@@ -111,7 +111,7 @@ def test_a_run_outlives_an_api_server_stopped_for_45_seconds(own_control_plane, 
     staller = threading.Thread(target=stall, daemon=True)
     staller.start()
     try:
-        rc, result, out = run_module(cluster, "applyset_apply", {
+        rc, result, out = module_run(cluster, "applyset_apply", {
             "parent": "set1", "namespace": namespace, "src": str(src)}, timeout=900)
     finally:
         finished.set()

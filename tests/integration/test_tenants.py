@@ -12,7 +12,7 @@ import time
 
 import pytest
 import urllib3
-from ansible_cli import run_module
+from module_runner import module_run
 from faultproxy import FaultProxy
 from test_rbac_secrets import Bearer, bound, cm, secret, service
 
@@ -39,13 +39,13 @@ def tenant(cluster, kube, namespace, tmp_path, role) -> Bearer:
 
 
 def admin(cluster, module, args, **kwargs):
-    rc, result, out = run_module(cluster, module, args, **kwargs)
+    rc, result, out = module_run(cluster, module, args, **kwargs)
     assert rc == 0, out
     return result
 
 
 def as_tenant(bearer, cluster, tmp_path, module, args, **kwargs):
-    return run_module(cluster, module, args, env=bearer.env(cluster, tmp_path), **kwargs)
+    return module_run(cluster, module, args, env=bearer.env(cluster, tmp_path), **kwargs)
 
 
 def codes(result):
@@ -67,7 +67,7 @@ def test_a_tenant_checks_its_set_with_reduced_coverage(cluster, kube, namespace,
     bearer = tenant(cluster, kube, namespace, tmp_path, role)
 
     rc, result, out = as_tenant(bearer, cluster, tmp_path, "applyset_verify",
-                                {"parent": "set1", "namespace": namespace, "fail_on_problems": False})
+                                {"parent": "set1", "namespace": namespace, "fail_on_problems": False}, cli=True)
     assert rc == 0, out
     assert result["unlisted"] == [], result["unlisted"]
     assert result["applysets"][0]["member_count"] == MEMBERS + 1
@@ -195,7 +195,7 @@ def test_the_request_cost_of_a_tenants_verify(cluster, kube, namespace, tmp_path
     try:
         env = bearer.env(cluster, tmp_path)
         env["K8S_AUTH_HOST"] = proxy.url
-        rc, result, out = run_module(cluster, "applyset_verify", {"parent": "set1", "namespace": namespace}, env=env)
+        rc, result, out = module_run(cluster, "applyset_verify", {"parent": "set1", "namespace": namespace}, env=env)
         assert rc == 0, out
         kinds = len({k["group_kind"] for k in result["reduced_coverage"]["kinds"] if k["namespace"] is None})
         lists = [r for r in proxy.seen if r.startswith("GET") and not r.endswith("/set1")
@@ -263,7 +263,7 @@ def test_a_set_whose_conversion_webhook_is_down_is_counted_verified_and_uninstal
         print("LIST at v2:", body.get("message") if isinstance(body, dict) else body)
 
         started = time.monotonic()
-        rc, result, out = run_module(cluster, "applyset_info", {"parent": "set1", "namespace": namespace})
+        rc, result, out = module_run(cluster, "applyset_info", {"parent": "set1", "namespace": namespace}, cli=True)
         print(f"info with the fallback: {time.monotonic() - started:.1f} s")
         assert rc == 0, out
         entry = result["applysets"][0]
@@ -274,11 +274,11 @@ def test_a_set_whose_conversion_webhook_is_down_is_counted_verified_and_uninstal
                 "version of its CustomResourceDefinition) instead")
         assert f"[WARNING]: {note}" in out, out
 
-        rc, result, out = run_module(cluster, "applyset_verify", {"parent": "set1", "namespace": namespace})
+        rc, result, out = module_run(cluster, "applyset_verify", {"parent": "set1", "namespace": namespace})
         assert rc == 0, out
         assert result["ok"] is True and result["applysets"][0]["member_count"] == 3
 
-        rc, result, out = run_module(cluster, "applyset_apply", {"parent": "set1", "namespace": namespace,
+        rc, result, out = module_run(cluster, "applyset_apply", {"parent": "set1", "namespace": namespace,
                                                                  "state": "absent"})
         assert rc == 0, out
         print("uninstall requests:", result["requests"])
