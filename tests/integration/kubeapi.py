@@ -8,6 +8,7 @@ speaks plain HTTP through urllib3.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import urllib.parse
@@ -95,3 +96,23 @@ def wait_for(predicate, timeout: float = 60, interval: float = 0.25, what: str =
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+
+
+# What kube-controller-manager writes on a Deployment by itself, at any time after a write: its
+# status, and the revision annotation with the fields it manages.
+CONTROLLER = "kube-controller-manager"
+CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision",)
+
+
+def written_by_clients(item: dict) -> str:
+    """The resourceVersion of an object no controller writes; for one with a status (a Deployment),
+    what clients wrote: the object without its status and without what kube-controller-manager
+    manages, so a controller catching up after the snapshot is not a write by the run."""
+    if "status" not in item:
+        return item["metadata"]["resourceVersion"]
+    meta = dict(item["metadata"])
+    meta.pop("resourceVersion")
+    meta["annotations"] = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in CONTROLLER_ANNOTATIONS}
+    meta["managedFields"] = [f for f in meta.get("managedFields") or [] if f.get("manager") != CONTROLLER]
+    written = json.dumps({"metadata": meta, "spec": item.get("spec")}, sort_keys=True)
+    return f"generation {meta.get('generation')}, sha256 {hashlib.sha256(written.encode()).hexdigest()[:16]}"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from kubeapi import written_by_clients
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
 from applyset import engine  # noqa: E402
@@ -38,14 +40,14 @@ def ok(result):
 
 def versions(kube, namespace):
     """The resourceVersion of every ConfigMap and Secret (the parent among them) in ``namespace``, and
-    the generation and labels of every Deployment (whose status its controller updates meanwhile)."""
+    what clients wrote on every Deployment (``kubeapi.written_by_clients``: its controller updates its
+    status and its revision annotation meanwhile)."""
     found = {}
     for path in ("/api/v1/namespaces/{ns}/configmaps", "/api/v1/namespaces/{ns}/secrets"):
         for item in kube.get(path.format(ns=namespace))["items"]:
             found[(path, item["metadata"]["name"])] = item["metadata"]["resourceVersion"]
     for item in kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments")["items"]:
-        meta = item["metadata"]
-        found[("deployments", meta["name"])] = (meta["generation"], meta.get("labels"), meta.get("annotations"))
+        found[("deployments", item["metadata"]["name"])] = written_by_clients(item)
     return found
 
 

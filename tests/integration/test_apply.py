@@ -9,8 +9,6 @@ never through the product's own HTTP layer.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import secrets
 import subprocess
 
@@ -19,7 +17,7 @@ import yaml
 from ansible_cli import ansible_env, run_playbook
 from module_runner import module_run
 from applyset_ids import expected_id
-from kubeapi import wait_for
+from kubeapi import wait_for, written_by_clients
 
 PART_OF = "applyset.kubernetes.io/part-of"
 KINDS = "applyset.kubernetes.io/contains-group-kinds"
@@ -75,32 +73,12 @@ def snapshot(kube, namespaces, crd_groups=()):
     for path in paths:
         for item in kube.get(path)["items"]:
             meta = item["metadata"]
-            state[meta["uid"]] = (meta.get("namespace"), meta["name"], _written_by_clients(item))
+            state[meta["uid"]] = (meta.get("namespace"), meta["name"], written_by_clients(item))
     for item in kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]:
         meta = item["metadata"]
         if meta["name"].partition(".")[2] in crd_groups:
             state[meta["uid"]] = (None, meta["name"], meta["resourceVersion"])
     return state
-
-
-# What kube-controller-manager writes on a Deployment by itself, at any time after a write: its
-# status, and the revision annotation with the fields it manages.
-CONTROLLER = "kube-controller-manager"
-CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision",)
-
-
-def _written_by_clients(item: dict) -> str:
-    """The resourceVersion of an object no controller writes; for one with a status (a Deployment),
-    what clients wrote: the object without its status and without what kube-controller-manager
-    manages, so a controller catching up after the snapshot is not a write by the run."""
-    if "status" not in item:
-        return item["metadata"]["resourceVersion"]
-    meta = dict(item["metadata"])
-    meta.pop("resourceVersion")
-    meta["annotations"] = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in CONTROLLER_ANNOTATIONS}
-    meta["managedFields"] = [f for f in meta.get("managedFields") or [] if f.get("manager") != CONTROLLER]
-    written = json.dumps({"metadata": meta, "spec": item.get("spec")}, sort_keys=True)
-    return f"generation {meta.get('generation')}, sha256 {hashlib.sha256(written.encode()).hexdigest()[:16]}"
 
 
 # ----- the KEP's e2e sequence ---------------------------------------------------------------------
