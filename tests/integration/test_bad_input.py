@@ -436,10 +436,10 @@ def worker(number):
     return f"w{number % WORKERS}"
 
 
-def write_corpus_playbook(root, tokens):
+def write_corpus_playbook(root, tokens, cases):
     """One task per case, each on one worker, registered; then each worker writes its results."""
     tasks = []
-    for number, case in enumerate(CASES):
+    for number, case in enumerate(cases):
         case_tokens = dict(tokens, **{"@DIR@": str(root / case.id)})
         make_files(case, root / case.id, case_tokens)
         args = {"parent": "good", "namespace": tokens["@NS@"]}
@@ -452,7 +452,7 @@ def write_corpus_playbook(root, tokens):
         tasks.append(task)
     tasks.append({"name": "collect", "ansible.builtin.copy": {
         "dest": str(root / "results-{{ inventory_hostname }}.json"), "content": "{{ collected | to_json }}"},
-        "vars": {"collected": {c.id: "{{ case_%d }}" % n for n, c in enumerate(CASES)}}})
+        "vars": {"collected": {c.id: "{{ case_%d }}" % n for n, c in enumerate(cases)}}})
     play_dir = root / "play"  # the playbook's directory holds nothing else (see src-empty-entry)
     play_dir.mkdir()
     playbook = play_dir / "corpus.yml"
@@ -475,9 +475,24 @@ class CorpusRun:
     root: Path
 
 
+def selected_cases(session) -> list:
+    """The cases this session runs: all of them, unless every test of the corpus that was selected is
+    one case's (``-k`` picked a few, as docs/safety.md's example run does)."""
+    wanted = set()
+    for item in session.items:
+        if "corpus" not in getattr(item, "fixturenames", ()):
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "case_id" not in params:
+            return list(CASES)
+        wanted.add(params["case_id"])
+    return [case for case in CASES if case.id in wanted] or list(CASES)
+
+
 @pytest.fixture(scope="module")
-def corpus(cluster, kube, tmp_path_factory):
-    """Set the stage once, run every case as one task of one playbook, snapshot around it."""
+def corpus(request, cluster, kube, tmp_path_factory):
+    """Set the stage once, run every selected case as one task of one playbook, snapshot around it."""
+    cases = selected_cases(request.session)
     ns = f"bad-input-{secrets.token_hex(3)}"
     group = f"nomarker{secrets.token_hex(3)}.example.com"
     root = tmp_path_factory.mktemp("bad-input")
@@ -505,7 +520,7 @@ def corpus(cluster, kube, tmp_path_factory):
         wait_for(lambda: kube.request("GET", f"/apis/{group}/v1/things")[0] == 200, timeout=30, what="CRD served")
 
         tokens = {"@NS@": ns, "@GROUP@": group, "@GOODID@": good_id}
-        playbook, inventory = write_corpus_playbook(root, tokens)
+        playbook, inventory = write_corpus_playbook(root, tokens, cases)
         before = snapshot(kube, ns, crd_group=group)
         started = time.monotonic()
         # Pipelining spares each task the upload of the module to a temporary directory.
@@ -514,11 +529,11 @@ def corpus(cluster, kube, tmp_path_factory):
         seconds = time.monotonic() - started
         after = snapshot(kube, ns, crd_group=group)
         results = {}
-        for number, case in enumerate(CASES):
+        for number, case in enumerate(cases):
             results_file = root / f"results-{worker(number)}.json"
             assert results_file.exists(), proc.stdout[-5000:] + proc.stderr[-5000:]
             results[case.id] = json.loads(results_file.read_text())[case.id]
-        print(f"\nbad input corpus: {len(CASES)} cases in {seconds:.1f}s", flush=True)
+        print(f"\nbad input corpus: {len(cases)} cases in {seconds:.1f}s", flush=True)
         yield CorpusRun(results=results, before=before, after=after, seconds=seconds, tokens=tokens, root=root)
     finally:
         kube.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.{group}")

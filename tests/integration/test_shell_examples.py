@@ -334,6 +334,14 @@ def performance_page(ctx):
     assert list((ctx.repo / "benchmarks" / "results").glob("profile-*-50-noop.txt")), "no profile written"
 
 
+# The unit file whole, and one case of each kind from the two integration files (the corpus runs only
+# the cases selected): the page's control plane, its kubeconfig and the files' selection are what this
+# proves; the suite itself runs every case of these files.
+SAFETY_SAMPLE = " or ".join([
+    "test_bad_input_unit", "yaml-bad-indentation", "kind-in-wrong-apiversion", "parent-forged-id",
+    "test_user_who_cannot_list_a_recorded_kind", "test_secret_values_are_masked_in_diff_and_results"])
+
+
 @contextmanager
 def safety_page(ctx):
     """The page's control plane of your own, in the test's temporary directory."""
@@ -341,6 +349,8 @@ def safety_page(ctx):
     with stopped_afterwards(state_dir):
         yield PageRun(ctx.repo, base_env(ctx.cluster.kubeconfig, ctx.home), [
             ("/tmp/safety-cluster", str(state_dir), "the page's state directory"),
+            ("tests/integration/test_rbac_secrets.py -q -rxX", "tests/integration/test_rbac_secrets.py -q -rxX -k "
+             f"'{SAFETY_SAMPLE}'", "the suite runs these files in full; a few cases of each prove the page's commands"),
         ])
 
 
