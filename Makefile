@@ -96,7 +96,7 @@ unit: deps
 # control plane of its own, so tests that change cluster-wide state (CRDs, webhooks, flow control,
 # the server itself) never meet another file's tests. Against an existing cluster
 # (APPLYSET_TEST_KUBECONFIG) the files share it, so they run one after another.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 3
 ifeq ($(strip $(APPLYSET_TEST_KUBECONFIG)),)
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 else
