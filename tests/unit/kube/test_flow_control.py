@@ -226,7 +226,18 @@ def test_requests_one_after_another_count_one_round_trip_each_and_together_once(
     c.request("GET", "/a")
     c.request("GET", "/b")
     assert c.round_trips == 2
-    c.map(lambda i: c.request("GET", f"/c/{i}"), range(6))  # sent together: one more
+    # Sent together: one more. The answers wait until all six are out, so a thread that a loaded
+    # machine starts late is still sent before the first answer (CI once counted 4 with a plain
+    # 50 ms delay: one request left after another was answered, which is a real second trip).
+    together = threading.Barrier(6)
+    answer_after_50ms = c._pool.request
+
+    def answer_once_all_are_out(*a, **k):
+        together.wait(timeout=30)
+        return answer_after_50ms(*a, **k)
+
+    c._pool.request = answer_once_all_are_out
+    c.map(lambda i: c.request("GET", f"/c/{i}"), range(6))
     assert c.round_trips == 3
 
 
