@@ -22,6 +22,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "hack"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import warm_python as warm  # noqa: E402
 from kubeapi import KubeAPI  # noqa: E402
 from local_cluster.cluster import LocalCluster  # noqa: E402
 from cluster_info import ClusterInfo  # noqa: E402
@@ -45,6 +46,26 @@ def cluster() -> ClusterInfo:
     finally:
         local.down(log=lambda msg: print(msg, file=sys.stderr))
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_python():
+    """The modules of this process's ``ansible`` and ``ansible-playbook`` commands run in a warm Python
+    (``warm_python/__init__.py``: what stays cold, and ``APPLYSET_WARM_PYTHON_ENABLED=false``)."""
+    if not (warm.enabled() and warm.available()):
+        yield None
+        return
+    directory = Path(tempfile.mkdtemp(prefix="applyset-warm-"))
+    server = warm.WarmPython(directory)
+    saved = dict(os.environ)
+    os.environ.update(server.environ(os.environ))
+    try:
+        yield server
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
