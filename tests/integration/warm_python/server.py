@@ -123,9 +123,7 @@ _run_module = _loader.run_module
 def _checked_run_module(**kwargs):
     if not _zip_matches_what_is_imported(kwargs["modlib_path"], kwargs["module_fqn"]):
         _forget_the_collections()
-        if os.environ.get("APPLYSET_WARM_PYTHON_CPU_LOG"):
-            with open(os.environ["APPLYSET_WARM_PYTHON_CPU_LOG"], "a", encoding="utf-8") as log:
-                log.write(f"# {kwargs['module_fqn']}: the collection imported again from the zip\n")
+        _log(f"# {kwargs['module_fqn']}: the collection imported again from the zip")
     return _run_module(**kwargs)
 
 
@@ -173,15 +171,21 @@ def _run_script(argv: list) -> int:
         return 1
 
 
-def _account(argv) -> None:
-    """With ``APPLYSET_WARM_PYTHON_CPU_LOG`` set, add this run's CPU seconds to that file (the
-    children of a server are not counted in the CPU of the command that ran the module)."""
+def _log(line: str) -> None:
+    """One line in the file ``APPLYSET_WARM_PYTHON_CPU_LOG`` names, if it names one."""
     path = os.environ.get("APPLYSET_WARM_PYTHON_CPU_LOG")
     if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
+
+
+def _account(argv) -> None:
+    """This run's CPU seconds to the log (a server's children are not counted in the CPU of the
+    command that ran the module)."""
+    if os.environ.get("APPLYSET_WARM_PYTHON_CPU_LOG"):
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         seconds = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-        with open(path, "a", encoding="utf-8") as log:
-            log.write(f"{seconds:.3f}\t{os.path.basename(argv[0]) if argv and argv[0] else '<stdin>'}\n")
+        _log(f"{seconds:.3f}\t{os.path.basename(argv[0]) if argv and argv[0] else '<stdin>'}")
 
 
 def _child(conn: socket.socket) -> None:
