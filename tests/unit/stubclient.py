@@ -8,7 +8,7 @@ import copy
 
 from applyset import spec
 from applyset.errors import ApiError, ConflictError
-from applyset.kube.client import Response
+from applyset.kube.http_requests import Response
 from applyset.kube.discovery import Discovery, Resource
 
 ALL_VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete"})

@@ -24,7 +24,7 @@ from .inputs import redact
 from . import routes
 from .steps.claim import RACES_BEFORE_GIVING_UP, RaceLost, new_run_id
 from .errors import ApplySetError
-from .kube.client import KubeClient
+from .kube.api import KubeApi
 from .kube.discovery import Discovery
 from .parent.model import Parent
 from .inputs.manifests import Manifest
@@ -41,7 +41,7 @@ class Engine:
     failure, with what the run did until then as ``err.report``.
     """
 
-    def __init__(self, client: KubeClient, parent_spec, namespace: str | None, options: Options):
+    def __init__(self, client: KubeApi, parent_spec, namespace: str | None, options: Options):
         """Prepare a run; sends no request.
 
         Args:

@@ -11,7 +11,7 @@ from applyset.rules import plan
 from applyset.apply import recreate as recreate_strategy
 from applyset.errors import ApiError, ConflictError, immutable_refusal, missing_namespace
 from applyset.kube.discovery import Discovery, Resource
-from applyset.kube.client import Response
+from applyset.kube.http_requests import Response
 from applyset.inputs.manifests import load_definition
 
 JOB_TEMPLATE_DUMP = '{"labels":{"job-name":"mig"},"Spec":{"Containers":[{"Name":"m","Image":"busybox:2"}]}}'

@@ -287,11 +287,11 @@ class _ListingClient:
     def __init__(self, items):
         self.items, self.deleted = items, []
 
-    def list(self, _res, _namespace, label_selector=None, metadata_only=True):
+    def list(self, res, namespace=None, *, label_selector=None, metadata_only=True, page_size=None):
         assert not metadata_only, "verify reads every revision whole"
         return list(self.items)
 
-    def delete(self, _res, name, _namespace, uid=None):
+    def delete(self, res, name, namespace, *, uid=None, propagation_policy="Background", dry_run=False):
         self.deleted.append(name)
 
 

@@ -16,7 +16,7 @@ from applyset.parent import model as parent_model
 from applyset import spec
 from applyset.errors import ApiError, ConflictError, ParentError
 from applyset.kube.discovery import Resource
-from applyset.kube.client import Response
+from applyset.kube.http_requests import Response
 
 SECRET = Resource(group="", version="v1", kind="Secret", plural="secrets", namespaced=True)
 

@@ -24,7 +24,7 @@ def test_lines_are_cleaned_cut_and_a_partial_first_line_is_dropped():
 
 def test_a_one_line_json_log_decoded_by_the_client_is_text_again():
     class Client:
-        def request(self, method, path, query=None, accept=None):
+        def request(self, method, path, *, query=None, body=None, content_type=None, accept="application/json", retry=None):
             return type("R", (), {"body": {"level": "error", "msg": "boom"}})()
 
     assert logs.read_tail(Client(), "shop", "p", "app", False) == {

@@ -17,7 +17,7 @@ class Client:
         self.events, self.pods, self.selectors = events, pods, []
         self.logs, self.log_reads = logs or {}, []  # container -> text, or an error to raise
 
-    def request(self, method, path, query=None, accept="application/json"):
+    def request(self, method, path, *, query=None, body=None, content_type=None, accept="application/json", retry=None):
         if path.endswith("/log"):  # the failing containers' logs (container_logs.py)
             self.log_reads.append((path, query))
             found = self.logs.get(query["container"], "")
@@ -27,7 +27,7 @@ class Client:
         assert (method, path, query["fieldSelector"]) == ("GET", "/api/v1/namespaces/shop/events", "type=Warning")
         return SimpleNamespace(body={"items": self.events})
 
-    def list(self, res, namespace, label_selector=None, metadata_only=True):
+    def list(self, res, namespace=None, *, label_selector=None, metadata_only=True, page_size=None):
         assert res.kind == "Pod" and namespace == "shop" and not metadata_only
         self.selectors.append(label_selector)
         return list(self.pods)

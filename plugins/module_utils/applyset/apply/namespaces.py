@@ -10,6 +10,7 @@ before the parent, which cannot be created before its namespace exists.
 
 from __future__ import annotations
 
+from ..kube.api import KubeApi
 from .. import spec
 from ..errors import ApiError, NamespaceMissingError
 from ..run.report import Change, MemberOutcome, ObjectResult
@@ -102,7 +103,7 @@ def _fixes(missing, terminating, made_home) -> list[str]:
     return fixes
 
 
-def create(client, discovery, opts, name: str) -> MemberOutcome:
+def create(client: KubeApi, discovery, opts, name: str) -> MemberOutcome:
     """create_namespace: the namespace is made (a dry run in check mode), but does not join the set.
 
     As with helm --create-namespace, uninstall leaves it: it may hold what other tools put

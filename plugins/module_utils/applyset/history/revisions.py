@@ -28,6 +28,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+from ..kube.api import KubeApi
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..parent.model import set_name
@@ -228,7 +229,7 @@ class NumberTaken(ApplySetError):
     """Another Secret already holds this revision number (a run without the claim must not overwrite it)."""
 
 
-def write(client, secrets_res, parent, namespace: str, content: dict, *, exclusive: bool) -> dict:
+def write(client: KubeApi, secrets_res, parent, namespace: str, content: dict, *, exclusive: bool) -> dict:
     """Store ``content`` (``payload``) as revision ``content["revision"]`` of ``parent``.
 
     The later chunks go first (their names carry the payload digest, so they never overwrite another
@@ -263,7 +264,7 @@ def write(client, secrets_res, parent, namespace: str, content: dict, *, exclusi
     return summary
 
 
-def list_secrets(client, secrets_res, namespace: str, set_id: str, *, values: bool = False) -> list:
+def list_secrets(client: KubeApi, secrets_res, namespace: str, set_id: str, *, values: bool = False) -> list:
     """Every history Secret of the set ``set_id`` in ``namespace``: metadata only, unless ``values``
     (applyset_verify reads every revision)."""
     return list(client.list(secrets_res, namespace, label_selector=f"{LABEL_HISTORY_OF}={set_id}",
@@ -351,7 +352,7 @@ def last_good(listed: list[Revision], below: int | None) -> Revision | None:
     return good[-1] if good else None
 
 
-def read(client, secrets_res, parent, namespace: str, number: int) -> dict:
+def read(client: KubeApi, secrets_res, parent, namespace: str, number: int) -> dict:
     """The whole revision ``number`` of ``parent`` (Secret values included: never show it).
 
     Raises:
@@ -461,7 +462,7 @@ def _content_problem(content) -> str | None:
     return None
 
 
-def delete(client, secrets_res, namespace: str, items: list) -> None:
+def delete(client: KubeApi, secrets_res, namespace: str, items: list) -> None:
     """Delete the history Secrets ``items`` (metadata as listed), each by uid; gone ones are fine."""
     for item in items:
         meta = item["metadata"]
@@ -483,7 +484,7 @@ def beyond(items: list, newest: int, keep: int) -> list:
     return [i for i in items if number(i) is not None and number(i) <= newest - keep]
 
 
-def mark_failed(client, secrets_res, parent, namespace: str, number: int) -> None:
+def mark_failed(client: KubeApi, secrets_res, parent, namespace: str, number: int) -> None:
     """Record revision ``number`` as failed (its release failed after it was written: its wait)."""
     name = secret_name(parent, number)
     live = client.get(secrets_res, name, namespace)
@@ -499,7 +500,7 @@ def mark_failed(client, secrets_res, parent, namespace: str, number: int) -> Non
     client.merge_patch(secrets_res, name, namespace, patch, field_manager=FIELD_MANAGER)
 
 
-def describe(client, secrets_res, applyset: dict, namespace: str | None) -> list[dict]:
+def describe(client: KubeApi, secrets_res, applyset: dict, namespace: str | None) -> list[dict]:
     """The revisions of one set as applyset_info shows them (``applyset``: its info dict), newest
     last, read from metadata only: never a Secret value. ``namespace``: where a cluster-scoped
     parent keeps its history."""

@@ -20,18 +20,19 @@ import json
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
+from .api import EarlyReadSeam, Item
 from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection, tls_context
-from .discovery import Discovery, Resource, discover
+from .discovery import Discovery, Resource
+from .discovery_pass import discover
 from ..errors import ApiError, ApplySetError
 from .flow import AdaptiveLimit, CriticalPath, bounds
 from .http_errors import api_error, connection_failed, is_timeout, is_tls_failure, unauthorized
 from .http_requests import (
-    ApiRequest, apply_request, build_request, create_request, delete_request, get_request, json_patch_request,
+    ApiRequest, Response, apply_request, build_request, create_request, delete_request, get_request, json_patch_request,
     list_request, merge_patch_request,
 )
 # Re-exported: the fake API and the benchmarks know them as kube.APPLY_PATCH and kube.METADATA_LIST.
@@ -54,16 +55,6 @@ LIST_PAGE_SIZE = 2000
 
 
 # ----- the client -------------------------------------------------------------------------
-
-
-@dataclass
-class Response:
-    """A successful answer: HTTP ``status``, the decoded JSON ``body`` (None when empty, the text
-    when it is not JSON) and the ``warnings`` of its ``Warning`` headers as plain messages."""
-
-    status: int
-    body: Any  # decoded JSON: the one value whose shape is the server's
-    warnings: list[str]
 
 
 def _parse_warnings(values: list[str]) -> list[str]:
@@ -137,7 +128,7 @@ class KubeClient:
         self._count_lock = threading.Lock()
         self.flow = AdaptiveLimit(self.parallelism, start)
         self.path = CriticalPath()
-        self.early = None  # early.EarlyReads: reads sent before the run asked for them
+        self.early: EarlyReadSeam | None = None  # run/early.py's EarlyReads: reads sent before the run asked for them
         check_tls_files(cfg, self.source)
         pool_args = {
             "num_pools": 4,
@@ -291,14 +282,14 @@ class KubeClient:
                 if req.writes:
                     self.writes_sent += 1
 
-    def map(self, func, items):
+    def map(self, func: Callable[[Item], Any], items: Iterable[Item]) -> list[Any]:
         """Run ``func`` on each of ``items`` with bounded parallelism; results keep input order.
 
         The library's own errors (an ``ApplySetError``: an API error for one object, say) are
         returned in place of results rather than raised, so that one failed object never hides
         the outcome of the others. Anything else is a bug, not an outcome: it propagates.
         """
-        items = list(items)
+        work = list(items)
 
         def safe(item):
             try:
@@ -306,10 +297,15 @@ class KubeClient:
             except ApplySetError as err:  # reported per object by the caller
                 return err
 
-        if len(items) <= 1 or self.parallelism == 1:
-            return [safe(item) for item in items]
-        with ThreadPoolExecutor(max_workers=min(self.parallelism, len(items))) as pool:
-            return list(pool.map(safe, items))
+        if len(work) <= 1 or self.parallelism == 1:
+            return [safe(item) for item in work]
+        with ThreadPoolExecutor(max_workers=min(self.parallelism, len(work))) as pool:
+            return list(pool.map(safe, work))
+
+    def stream(self, req: ApiRequest, read_timeout: float) -> Any:
+        """Send ``req`` (a watch) once and return urllib3's answer unread, to stream from
+        (``send_streaming``; ``read_timeout`` bounds each read). Raises ``ConnectionFailed``."""
+        return send_streaming(self, req, read_timeout)
 
     # -- discovery -------------------------------------------------------------------------
     def discover(self) -> Discovery:
@@ -349,7 +345,7 @@ class KubeClient:
         return self.send(create_request(res, obj, field_manager=field_manager, dry_run=dry_run))
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-             metadata_only: bool = True, page_size: int | None = None):
+             metadata_only: bool = True, page_size: int | None = None) -> Iterator[dict]:
         """Yield every object of ``res`` (in ``namespace``, or in all), fetched ``page_size`` at a time.
 
         ``label_selector`` filters on the server; ``metadata_only`` asks for

@@ -16,6 +16,7 @@ import json
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .discovery import Resource
 
@@ -166,3 +167,13 @@ def watch_request(res: Resource, namespace: str | None, resource_version: str, *
         query["fieldSelector"] = field_selector
     return build_request("GET", res.path(namespace), query=query,
                          accept=METADATA_WATCH if metadata_only else "application/json", retry=False)
+
+
+@dataclass
+class Response:
+    """A successful answer: HTTP ``status``, the decoded JSON ``body`` (None when empty, the text
+    when it is not JSON) and the ``warnings`` of its ``Warning`` headers as plain messages."""
+
+    status: int
+    body: Any  # decoded JSON: the one value whose shape is the server's
+    warnings: list[str]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .api import KubeApi
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from .discovery import Resource
@@ -73,7 +74,7 @@ def recorded_scope(parent, discovery) -> Scope:
     return Scope(tuple(pairs), frozenset(not_listed), tuple(warnings))
 
 
-def list_each(client, pairs, selector_for, full_for=frozenset(), fallback=None) -> list:
+def list_each(client: KubeApi, pairs, selector_for, full_for=frozenset(), fallback=None) -> list:
     """LIST each (resource, namespace) pair in parallel; a failure is returned in place of its items.
 
     Args:
@@ -131,7 +132,7 @@ def failure_of(err: Exception, pair, obj: str) -> Exception:
                          fix=f"{why.fix}; nothing was changed")
 
 
-def list_pairs(client, pairs, selector_for, obj: str, full_for=frozenset(), fallback=None) -> dict:
+def list_pairs(client: KubeApi, pairs, selector_for, obj: str, full_for=frozenset(), fallback=None) -> dict:
     """LIST each (resource, namespace) pair in parallel (``list_each``); any failure stops the run.
 
     Args:

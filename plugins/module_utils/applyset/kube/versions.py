@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 
+from .api import KubeApi
 from ..errors import ApiError
 from .discovery import Resource
 from .list_errors import explain_error
@@ -37,7 +38,7 @@ class VersionFallback:
     at the version of its manifest keeps it.
     """
 
-    def __init__(self, client, discovery, only=None):
+    def __init__(self, client: KubeApi, discovery, only=None):
         self.client = client
         self.discovery = discovery
         self.only = only

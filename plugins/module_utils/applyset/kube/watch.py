@@ -15,7 +15,8 @@ import json
 import threading
 from dataclasses import dataclass
 
-from .client import LIST_PAGE_SIZE, read_response, send_streaming
+from .api import KubeApi
+from .client import LIST_PAGE_SIZE, read_response
 from .http_requests import ApiRequest, list_request
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
@@ -108,7 +109,7 @@ class WatchStream:
             pass
 
 
-def open_watch(client, req: ApiRequest, *, read_timeout: float) -> WatchStream:
+def open_watch(client: KubeApi, req: ApiRequest, *, read_timeout: float) -> WatchStream:
     """Open the watch ``req`` (``http_requests.watch_request``) with ``client`` (a ``KubeClient``);
     ``read_timeout`` bounds each read of the stream. Not retried.
 
@@ -117,7 +118,7 @@ def open_watch(client, req: ApiRequest, *, read_timeout: float) -> WatchStream:
         ApiError: any other HTTP status of 400 or above (403: watch not allowed; 410: the
             resourceVersion is too old).
     """
-    resp = send_streaming(client, req, read_timeout)
+    resp = client.stream(req, read_timeout)
     if resp.status >= 400:
         try:
             resp.read(cache_content=True)  # the Status, for the error
@@ -127,7 +128,7 @@ def open_watch(client, req: ApiRequest, *, read_timeout: float) -> WatchStream:
     return WatchStream(resp)
 
 
-def list_with_version(client, res, namespace: str | None = None, *, metadata_only: bool = True) -> tuple[list, str | None]:
+def list_with_version(client: KubeApi, res, namespace: str | None = None, *, metadata_only: bool = True) -> tuple[list, str | None]:
     """Every object of ``res`` (in ``namespace``, or in all) and the list's resourceVersion, where
     a watch of the same collection starts: the same requests as ``KubeClient.list``."""
     items: list = []

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .. import spec
 from ..errors import ApiError, ApplySetError
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
 from ..kubeyaml.stream import read_stream
 
@@ -155,7 +155,7 @@ def object_ids(release: Release, discovery: Discovery) -> dict:
     return ids
 
 
-def read(client: KubeClient, discovery: Discovery, name: str, namespace: str) -> Release | None:
+def read(client: KubeApi, discovery: Discovery, name: str, namespace: str) -> Release | None:
     """Release ``name`` in ``namespace`` as its newest record describes it (Secrets, else
     ConfigMaps: Helm's two in-cluster storage drivers); None when Helm keeps no record of it
     there (never installed, uninstalled, or already taken over).

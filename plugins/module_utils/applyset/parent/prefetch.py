@@ -10,6 +10,7 @@ and a client that sends one request at a time, reads after discovery as before.
 
 from __future__ import annotations
 
+from ..kube.api import KubeApi
 from ..kube.discovery import Discovery, Resource
 from ..errors import ApiError, ApplySetError
 from .resolve import resolve
@@ -36,7 +37,7 @@ class Prefetched:
     does not exist, or the error to raise). The first ``get`` of that path takes it; anything
     else, and every later read, goes to the server."""
 
-    def __init__(self, client, path: str, answer):
+    def __init__(self, client: KubeApi, path: str, answer):
         self._client = client
         self._path = path
         self._answer = answer
@@ -54,7 +55,7 @@ class Prefetched:
         return getattr(self._client, attr)
 
 
-def discover_and_read(client, parent_spec, namespace: str | None):
+def discover_and_read(client: KubeApi, parent_spec, namespace: str | None):
     """``(discovery, reader)``: one discovery pass, and the client to read the parent with (the
     parent's GET sent together with discovery where its path is known beforehand).
 

@@ -19,13 +19,13 @@ from . import members, retention
 from .. import spec
 from ..errors import ApiError, ParentError
 from ..kube.discovery import Discovery, Resource
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from .model import LiveParent, Parent, inspect
 from .resolve import check_kind_allowed
 from ..spec import GroupKind
 
 
-def read(client: KubeClient, discovery: Discovery, res: Resource, name: str, namespace: str,
+def read(client: KubeApi, discovery: Discovery, res: Resource, name: str, namespace: str,
          *, takeover: bool = False, definition: dict | None = None) -> tuple[Parent, list[str]]:
     """GET the parent and judge what it says before a run writes anything.
 
@@ -123,7 +123,7 @@ def _refuse_foreign_or_forged(live: LiveParent, takeover: bool) -> None:
         )
 
 
-def _sort_unserved(client: KubeClient, discovery: Discovery, parent: Parent, unserved: set, unmapped: set,
+def _sort_unserved(client: KubeApi, discovery: Discovery, parent: Parent, unserved: set, unmapped: set,
                    warnings: list) -> None:
     """Split recorded kinds the server does not serve into kept (may hold objects) and dropped.
 

@@ -12,7 +12,7 @@ from .. import spec
 from ..errors import ApiError, InputError, ParentError
 from ..kube.discovery import CRD_RESOURCE
 from ..kube.discovery import Discovery, Resource
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from ..spec import GroupKind
 
 
@@ -105,7 +105,7 @@ def _parent_namespace(res: Resource, namespace: str | None, default_namespace: s
     return ""
 
 
-def check_kind_allowed(client: KubeClient, res: Resource) -> None:
+def check_kind_allowed(client: KubeApi, res: Resource) -> None:
     """Check that the parent's kind may be a parent: Secret, ConfigMap, or a custom resource
     whose CRD carries the ``is-parent-type`` label.
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..errors import ApiError
 from ..kube.discovery import APISERVICE_RESOURCE, CRD_RESOURCE, Discovery, Resource
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from ..spec import GroupKind
 
 # kube-apiserver's autoregister controller labels the APIServices it makes: "onstart" for the
@@ -58,7 +58,7 @@ class ApiDefinitions:
         return None
 
 
-def load(client: KubeClient, discovery: Discovery | None = None) -> ApiDefinitions:
+def load(client: KubeApi, discovery: Discovery | None = None) -> ApiDefinitions:
     """LIST the CRDs and APIServices with ``client`` (whole objects: the kinds are in their spec).
 
     ``discovery``, when given, picks the served version of each. Never raises for an API error

@@ -15,7 +15,7 @@ from . import members
 from . import plan_key as plan_keys
 from .. import spec
 from ..errors import ApiError, ParentChanged, ParentError, missing_namespace
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from .model import Parent
 
 
@@ -63,7 +63,7 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
     return body
 
 
-def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, claim: dict | None = None,
+def write(client: KubeApi, parent: Parent, group_kinds, namespaces, *, claim: dict | None = None,
           dry_run: bool = False) -> None:
     """Record the hints (and the run's claim, if any) on the parent, creating it if needed.
 
@@ -117,7 +117,7 @@ def write(client: KubeClient, parent: Parent, group_kinds, namespaces, *, claim:
             drop_legacy_annotation(client, parent)
 
 
-def drop_legacy_annotation(client: KubeClient, parent: Parent, *, dry_run: bool = False) -> None:
+def drop_legacy_annotation(client: KubeApi, parent: Parent, *, dry_run: bool = False) -> None:
     """Remove contains-group-resources once contains-group-kinds covers it, as kubectl 1.29 does.
 
     kubectl removes it by leaving it out of its next server-side apply, which works because its
@@ -159,7 +159,7 @@ def _creation_body(parent: Parent, group_kinds, namespaces, claim: dict | None) 
     return body
 
 
-def _guarded(client: KubeClient, parent: Parent, send, landed) -> dict:
+def _guarded(client: KubeApi, parent: Parent, send, landed) -> dict:
     """Send one write to the parent, guarded by the resourceVersion this run read.
 
     A 409 means the parent changed since then. Usually someone else changed it; but when the
@@ -242,7 +242,7 @@ def _write_error(parent: Parent, err: ApiError) -> ParentError:
     )
 
 
-def delete(client: KubeClient, parent: Parent, *, dry_run: bool = False) -> None:
+def delete(client: KubeApi, parent: Parent, *, dry_run: bool = False) -> None:
     """Delete the parent, if it exists, with a UID precondition (never a namesake made meanwhile).
 
     :param client: the API client.

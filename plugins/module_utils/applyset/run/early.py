@@ -33,6 +33,8 @@ import threading
 import time
 from concurrent.futures import Future
 
+from ..kube.api import KubeApi
+from ..kube.client import KubeClient
 from .. import spec
 
 # The longest the run waits for the early reads to finish before it reads for itself (seconds).
@@ -97,7 +99,7 @@ class EarlyReads:
             self._answers.clear()
 
 
-def start(client, parent_spec, namespace: str | None, *, takeover: bool = False, list_whole: bool = True,
+def start(client: KubeApi, parent_spec, namespace: str | None, *, takeover: bool = False, list_whole: bool = True,
           lists: bool = True) -> EarlyReads | None:
     """Send the early reads of a run of ``client`` from a thread (see the module) and return them;
     the client answers the run's identical requests from them once it calls ``finish``.
@@ -111,7 +113,7 @@ def start(client, parent_spec, namespace: str | None, *, takeover: bool = False,
     Returns:
         The ``EarlyReads``; None when the client takes none (a stand-in client).
     """
-    if not hasattr(client, "early"):
+    if not isinstance(client, KubeClient):
         return None
     early = EarlyReads()
     client.early = early
@@ -130,7 +132,7 @@ def start(client, parent_spec, namespace: str | None, *, takeover: bool = False,
     return early
 
 
-def _read_early(client, parent_spec, namespace, takeover, list_whole, lists) -> None:
+def _read_early(client: KubeApi, parent_spec, namespace, takeover, list_whole, lists) -> None:
     # Imported here: the module starts the early reads before it imports the rest of the engine.
     from ..kube import listing
     from ..parent import read as parents
@@ -155,14 +157,14 @@ def _read_early(client, parent_spec, namespace, takeover, list_whole, lists) -> 
                           full_for=frozenset(pairs) if list_whole else frozenset())
 
 
-def finish(client) -> None:
+def finish(client: KubeApi) -> None:
     """The run's first step: wait for the client's early reads (if any) and stop recording."""
     early = getattr(client, "early", None)
     if early is not None:
         early.finish()
 
 
-def drop(client) -> None:
+def drop(client: KubeApi) -> None:
     """The run's reading steps are done: forget the early answers it did not take."""
     early = getattr(client, "early", None)
     if early is not None:

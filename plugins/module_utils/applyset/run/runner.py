@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Generic, TypeVar, overload
 
 from ..errors import ApplySetError
 from ..inputs.manifests import Manifest
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
 from ..parent.model import Parent
 from ..rules.hooks import HookSet
@@ -106,7 +106,7 @@ class RunContext:
     by object): it is passed in, never changed by the attempt that reads it.
     """
 
-    client: KubeClient
+    client: KubeApi
     opts: Options
     run_id: str
     parent_spec: str | dict | None

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import tempfile
 
+from ..kube.api import KubeApi
 from ..errors import InputError, InputErrors
 from ..inputs import helm_chart
 from ..inputs.helm_chart import Chart
@@ -90,7 +91,7 @@ def helm_version(chart: Chart) -> tuple[str, tuple]:
     return binary, helm_chart.check_version(answer.stdout if answer.returncode == 0 else answer.stderr, binary)
 
 
-def server_version(client) -> str:
+def server_version(client: KubeApi) -> str:
     """The API server's ``gitVersion`` (``v1.34.4``), as ``helm install`` reads it."""
     body = client.request("GET", "/version").body
     return str((body or {}).get("gitVersion") or "")

@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 
+from ..kube.api import KubeApi
 from . import history_steps
 from ..parent import members
 from ..parent import write as parent_write
@@ -64,7 +65,7 @@ class Claim:
     :param ttl: seconds a claim holds without renewal (at least 3): how long a crashed run blocks others.
     """
 
-    def __init__(self, client, parent: parent_model.Parent, run_id: str, ttl: float):
+    def __init__(self, client: KubeApi, parent: parent_model.Parent, run_id: str, ttl: float):
         self.client = client
         self.parent = parent
         self.run_id = run_id

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from ..kube.api import KubeApi
 from ..wait import reasons as wait_reasons
 from ..wait import waiting
 from ..errors import WaitTimeout
@@ -92,7 +93,7 @@ def wait_members_gone(ctx: RunContext) -> None:
     wait_gone(ctx.client, gone, timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)
 
 
-def wait_gone(client, targets: list[Gone], timeout: float, warn=None) -> None:
+def wait_gone(client: KubeApi, targets: list[Gone], timeout: float, warn=None) -> None:
     """Wait until the ``targets`` are gone, finalizers included (as ``kubectl delete`` does);
     ``warn`` is told once if the credentials may not watch (the wait then polls)."""
     where = {t: (t.resource, t.namespace, t.name) for t in targets}

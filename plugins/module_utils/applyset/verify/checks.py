@@ -16,7 +16,7 @@ from ..parent import retention
 from .. import spec
 from .scan import Scan
 from ..kube.discovery import Discovery
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from ..parent.model import LiveParent
 from ..spec import GroupKind, ObjectId
 
@@ -243,7 +243,7 @@ def _unlistable_problem(set_info: LiveParent, shown: str, reason: str) -> Proble
         "a repair never drops it")
 
 
-def kinds_that_may_hold(client: KubeClient, discovery: Discovery, sets: list) -> dict:
+def kinds_that_may_hold(client: KubeApi, discovery: Discovery, sets: list) -> dict:
     """Unserved hint entries of these sets that may still hold objects -> why (parent/retention.py).
 
     Only reads the cluster's CRDs and APIServices when some set records an unserved entry.

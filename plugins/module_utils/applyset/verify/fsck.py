@@ -22,7 +22,7 @@ from .repair import apply_fix, plan_fix
 from .scan import Scan, scan
 from .inventory import find_sets, get_set
 from ..kube.discovery import Discovery
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from ..parent.model import LiveParent
 from ..spec import ObjectId
 
@@ -120,7 +120,7 @@ class VerifyReport:
                 "namespaces": sorted(self.namespaces) if self.reduced else []}
 
 
-def verify(client: KubeClient, *, parent_spec=None, namespace: str | None = None, fix: bool = False,
+def verify(client: KubeApi, *, parent_spec=None, namespace: str | None = None, fix: bool = False,
            allow_foreign: bool = False, dry_run: bool = False, require_complete: bool = False) -> VerifyReport:
     """Check one set (``parent_spec``) or every set in scope, and repair hints when asked.
 
@@ -163,7 +163,7 @@ def verify(client: KubeClient, *, parent_spec=None, namespace: str | None = None
     return report
 
 
-def _check_sets(client: KubeClient, discovery: Discovery, found: Scan, report: VerifyReport) -> None:
+def _check_sets(client: KubeApi, discovery: Discovery, found: Scan, report: VerifyReport) -> None:
     report.unlisted += found.unlisted
     report.warnings += found.warnings
     _sort_refusals(found.reduced, discovery, report)
@@ -202,7 +202,7 @@ def _namespaces_of(sets: list, *more) -> tuple:
     return tuple(sorted({ns for s in sets for ns in s.namespaces} | {ns for ns in more if ns}))
 
 
-def _verify_one(client: KubeClient, discovery: Discovery, parent_spec, namespace, report: VerifyReport) -> Scan | None:
+def _verify_one(client: KubeApi, discovery: Discovery, parent_spec, namespace, report: VerifyReport) -> Scan | None:
     set_info, res, name, parent_namespace = get_set(client, discovery, parent_spec, namespace)
     if set_info is not None:
         report.sets.append(set_info)
@@ -225,7 +225,7 @@ def _verify_one(client: KubeClient, discovery: Discovery, parent_spec, namespace
     return None
 
 
-def _verify_all(client: KubeClient, discovery: Discovery, namespace, report: VerifyReport) -> Scan:
+def _verify_all(client: KubeApi, discovery: Discovery, namespace, report: VerifyReport) -> Scan:
     listing = find_sets(client, discovery, namespace)
     # Orphans need every parent's id, wherever the parent lives.
     everywhere = find_sets(client, discovery, None) if namespace else listing
@@ -261,7 +261,7 @@ def _refusal(set_info: LiveParent, allow_foreign: bool) -> str | None:
     return None
 
 
-def _repair(client: KubeClient, report: VerifyReport, *, allow_foreign: bool, dry_run: bool) -> None:
+def _repair(client: KubeApi, report: VerifyReport, *, allow_foreign: bool, dry_run: bool) -> None:
     for set_info, doomed, secrets in report.history_fixes:
         fsck_history.repair(client, secrets, set_info, doomed, report.problems, dry_run)
         report.history_repaired = report.history_repaired or bool(doomed)

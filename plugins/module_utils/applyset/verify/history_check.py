@@ -22,6 +22,7 @@ so a revision being written meanwhile is never taken for a damaged one.
 
 from __future__ import annotations
 
+from ..kube.api import KubeApi
 from ..history import revisions as history
 from .. import spec
 from ..errors import ApiError
@@ -34,7 +35,7 @@ _POINTER_MISSING_FIX = ("nothing to repair: the next run of applyset_apply recor
                         "can still be rolled back to")
 
 
-def check(client, discovery, set_info) -> tuple[list, list]:
+def check(client: KubeApi, discovery, set_info) -> tuple[list, list]:
     """The history problems of one set of ours with a namespaced parent that records a revision,
     and the history Secrets a repair deletes (as listed). Sets of other tools, sets without
     history, and sets whose history cannot be listed give none (and cost no request)."""
@@ -101,7 +102,7 @@ def _problem(set_info, code, severity, message, fix, fixable) -> Problem:
                    fixable=fixable)
 
 
-def repair(client, secrets, set_info, doomed: list, problems: list, dry_run: bool) -> None:
+def repair(client: KubeApi, secrets, set_info, doomed: list, problems: list, dry_run: bool) -> None:
     """Delete the history Secrets ``doomed`` (nothing in check mode) and mark their problems fixed.
     Deleting the current revision leaves the pointer naming a revision not kept: reported."""
     if not doomed:

@@ -21,7 +21,7 @@ from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..kube.discovery import CRD_RESOURCE
 from ..kube.discovery import Discovery, Resource
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from ..kube.list_errors import ListFailure, explain_error
 from ..kube.versions import VersionFallback
 from ..parent.model import LiveParent
@@ -66,7 +66,7 @@ def unlisted_from(err: ApiError, res: Resource, namespace: str | None = None) ->
                     explain_error(err, res, namespace))
 
 
-def answered(client: KubeClient, fetch, requests: list, unlisted: list):
+def answered(client: KubeApi, fetch, requests: list, unlisted: list):
     """Run ``fetch`` (``request -> (resource used, items)``) on each of ``requests`` (tuples that
     begin with the resource and the namespace) in parallel.
 
@@ -174,7 +174,7 @@ class SetListing:
     warnings: list[str] = field(default_factory=list)
 
 
-def parent_resources(client: KubeClient, discovery: Discovery, listing: SetListing) -> list[Resource]:
+def parent_resources(client: KubeApi, discovery: Discovery, listing: SetListing) -> list[Resource]:
     """Every kind that may be a parent: Secrets, ConfigMaps and custom resources of marked CRDs.
 
     :param client: the API client (the marked CRDs are listed).
@@ -212,7 +212,7 @@ def _parent_selector(res: Resource) -> str | None:
     return spec.LABEL_ID if res.group_kind in spec.BUILTIN_PARENT_KINDS else None
 
 
-def find_sets(client: KubeClient, discovery: Discovery, namespace: str | None = None) -> SetListing:
+def find_sets(client: KubeApi, discovery: Discovery, namespace: str | None = None) -> SetListing:
     """List the parents of every tool, in one namespace or cluster-wide.
 
     :param client: the API client.
@@ -241,7 +241,7 @@ def find_sets(client: KubeClient, discovery: Discovery, namespace: str | None = 
     return listing
 
 
-def get_set(client: KubeClient, discovery: Discovery, parent_spec,
+def get_set(client: KubeApi, discovery: Discovery, parent_spec,
             namespace: str | None) -> tuple[LiveParent | None, Resource, str, str]:
     """Find one set by its parent, given as in applyset_apply.
 
@@ -304,7 +304,7 @@ def scope_of(set_info: LiveParent, discovery: Discovery) -> list[tuple[Resource,
     return pairs
 
 
-def find_members(client: KubeClient, discovery: Discovery, sets: list[LiveParent], *,
+def find_members(client: KubeApi, discovery: Discovery, sets: list[LiveParent], *,
                  full_objects: bool = False) -> MemberListing:
     """The members of each set in its recorded scope, keyed by the set's expected id.
 
@@ -378,7 +378,7 @@ class InfoReport:
         }
 
 
-def describe(client: KubeClient, *, parent_spec=None, namespace: str | None = None, members: bool = False,
+def describe(client: KubeApi, *, parent_spec=None, namespace: str | None = None, members: bool = False,
              member_count: bool = False, full_objects: bool = False, readiness=None,
              readiness_rule=None) -> InfoReport:
     """List sets (no parent) or view one set (parent given), for ``applyset_info``.

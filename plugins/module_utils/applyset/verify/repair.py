@@ -15,7 +15,7 @@ from ..errors import ApiError, ApplySetError, ParentError
 from .checks import classify_members, identity_intact
 from .scan import Scan
 from ..kube.discovery import Discovery
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from ..parent.model import LiveParent, Parent
 from ..parent.write import drop_legacy_annotation, parent_body
 
@@ -138,7 +138,7 @@ def field_manager_for(set_info: LiveParent) -> str:
     return f"{set_info.tool}-applyset"
 
 
-def apply_fix(client: KubeClient, fix: HintFix, *, dry_run: bool) -> None:
+def apply_fix(client: KubeApi, fix: HintFix, *, dry_run: bool) -> None:
     """Write the hints with server-side apply, guarded by the resourceVersion that was read.
 
     Never raises for the write: ``fix.applied`` is set on success, ``fix.error`` otherwise

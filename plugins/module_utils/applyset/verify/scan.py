@@ -14,7 +14,7 @@ from .. import spec
 from ..errors import ApiError
 from .inventory import LiveMember, answered, unlisted_from
 from ..kube.discovery import Discovery, Resource
-from ..kube.client import KubeClient
+from ..kube.api import KubeApi
 from ..kube.versions import VersionFallback
 
 
@@ -59,7 +59,7 @@ class Scan:
         return gk in self.listed or bool(namespaces) and set(namespaces) <= self.listed_in.get(gk, set())
 
 
-def scan(client: KubeClient, discovery: Discovery, applyset_id: str | None = None, namespaces=None) -> Scan:
+def scan(client: KubeApi, discovery: Discovery, applyset_id: str | None = None, namespaces=None) -> Scan:
     """LIST every listable kind in all namespaces, metadata only, with the part-of selector.
 
     One request per kind (paginated), run in parallel: a LIST across all namespaces costs no

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 
+from ..kube.api import KubeApi
 from ..errors import ApiError, ApplySetError
 
 MAX_CONTAINERS = 3
@@ -43,7 +44,7 @@ def wants_previous(container_status: dict) -> bool:
     return bool(container_status.get("restartCount")) and "running" not in state
 
 
-def read_tail(client, namespace: str, pod: str, container: str, previous: bool) -> dict:
+def read_tail(client: KubeApi, namespace: str, pod: str, container: str, previous: bool) -> dict:
     """``{"log": [lines], "previous": bool}``, or ``{"log_unavailable": why}`` when it cannot be read."""
     try:
         body = client.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log",

@@ -13,6 +13,7 @@ result masking applies to them as to the rest of the result.
 
 from __future__ import annotations
 
+from ..kube.api import KubeApi
 from ..errors import ApplySetError, WaitTimeout
 from ..kube.discovery import Resource
 from . import container_logs
@@ -25,7 +26,7 @@ _POD = Resource(group="", version="v1", kind="Pod", plural="pods", namespaced=Tr
 _JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # set by the Job controller on its pods (Kubernetes 1.27+)
 
 
-def explain(client, err: WaitTimeout, bodies: dict, *, logs: bool = True) -> WaitTimeout:
+def explain(client: KubeApi, err: WaitTimeout, bodies: dict, *, logs: bool = True) -> WaitTimeout:
     """``err`` with each unready object's events and pods added to ``details.unready`` and a
     short cause per object appended to the message.
 
@@ -63,7 +64,7 @@ def _cut(text) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 3] + "..."
 
 
-def _warning_events(client, namespace: str) -> list:
+def _warning_events(client: KubeApi, namespace: str) -> list:
     try:
         body = client.request("GET", f"/api/v1/namespaces/{namespace}/events",
                               query={"fieldSelector": "type=Warning", "limit": "500"}).body
@@ -90,7 +91,7 @@ def _latest(events) -> list:
              "time": _when(e)} for e in chosen]
 
 
-def _pods(client, namespace: str, body: dict) -> list:
+def _pods(client: KubeApi, namespace: str, body: dict) -> list:
     """The pods of a workload (by its selector's matchLabels; a Job's by its uid), unready ones
     first, at most ``MAX_PODS``."""
     if body.get("kind") == "Pod":
@@ -148,7 +149,7 @@ def _pod_state(pod: dict, events: list) -> dict:
     return state
 
 
-def _add_logs(client, namespace: str, pods: list, states: list, budget: int) -> int:
+def _add_logs(client: KubeApi, namespace: str, pods: list, states: list, budget: int) -> int:
     """Read the log tail of each failing container of ``pods`` into its entry in ``states``, while
     ``budget`` (containers) lasts; the budget left."""
     for pod, state in zip(pods, states):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from ..kube.api import KubeApi
 from ..errors import ApiError, ApplySetError, WaitTimeout
 from .. import spec
 from ..kube import watch as kube_watch
@@ -58,13 +59,13 @@ def _groups(targets) -> dict:
     return groups
 
 
-def _list(client, key, metadata_only: bool):
+def _list(client: KubeApi, key, metadata_only: bool):
     """The group's objects by name and the list's resourceVersion (or the error, as ``map`` gives it)."""
     found, version = kube_watch.list_with_version(client, key[0], key[1], metadata_only=metadata_only)
     return watching.by_name(key[0], found), version
 
 
-def _poll(client, targets, *, timeout: float, interval: float, judge, metadata_only: bool,
+def _poll(client: KubeApi, targets, *, timeout: float, interval: float, judge, metadata_only: bool,
           waiting_for: str, raise_on_timeout: bool, until_any: bool = False, warn=None) -> list[dict]:
     """Wait until ``judge(target, item or None)`` says done for every target: one LIST per
     (resource, namespace), then a watch of each (``watching``; polled where watch is refused).
@@ -107,7 +108,7 @@ def _judge(pending: dict, targets, items: dict, judge) -> bool:
     return final
 
 
-def _follow(client, pending: dict, items: dict, versions: dict, judge, *, deadline: float, interval: float,
+def _follow(client: KubeApi, pending: dict, items: dict, versions: dict, judge, *, deadline: float, interval: float,
             metadata_only: bool, until_any: bool, warn) -> bool:
     """Follow the pending targets' groups until each is done, one is Final (True), the deadline
     passes or, with ``until_any``, one is done. Groups that cannot be watched are listed again
@@ -154,7 +155,7 @@ def _take(feeds, message, items: dict, groups: dict) -> list:
     return []
 
 
-def _round(client, feeds, pending: dict, items: dict, groups: dict, metadata_only: bool) -> list:
+def _round(client: KubeApi, feeds, pending: dict, items: dict, groups: dict, metadata_only: bool) -> list:
     """One polling round: the polled groups listed again; their targets and the absent ones to judge."""
     keys = [key for key in feeds.polled if any(t in pending for t in groups[key])]
     for key, listed in zip(keys, client.map(lambda key: _list(client, key, metadata_only), keys)):
@@ -202,7 +203,7 @@ def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final:
     raise WaitTimeout(f"{head}: {'; '.join(lines)}", fix=fix, details={"unready": unready})
 
 
-def wait_ready(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
+def wait_ready(client: KubeApi, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
                applied: dict | None = None, until_any: bool = False, warn=None, field_manager: str | None = None,
                **rule_options) -> list[dict]:
     """Wait until every target is ready; ``targets`` are ``(Resource, namespace or None, name)``.
@@ -286,7 +287,7 @@ def _uid(obj: dict | None) -> str | None:
     return ((obj or {}).get("metadata") or {}).get("uid") or None
 
 
-def job_outcome_events(client, namespace: str | None, uid: str | None) -> list[dict]:
+def job_outcome_events(client: KubeApi, namespace: str | None, uid: str | None) -> list[dict]:
     """The Events recorded in ``namespace`` on the object whose UID is ``uid``, oldest first.
 
     ``client`` is the ``KubeClient`` to read them with. Events are a hint: when they cannot be
@@ -304,7 +305,7 @@ def job_outcome_events(client, namespace: str | None, uid: str | None) -> list[d
 class _GoneTracker:
     """Judges targets whose applied object (by UID) is no longer there."""
 
-    def __init__(self, client):
+    def __init__(self, client: KubeApi):
         self.client = client
         self.seen: dict = {}  # target -> the object as last read, for its spec
         self.looked: dict = {}  # target -> rounds spent looking for a Job's final event
@@ -340,7 +341,7 @@ def _still_there(item) -> tuple[bool, str]:
     return False, "still exists"
 
 
-def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
+def wait_gone(client: KubeApi, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
               uids: dict | None = None, warn=None) -> list[dict]:
     """Wait until no target exists any more (deleted objects whose finalizers are done).
 
@@ -363,7 +364,7 @@ def wait_gone(client, targets, *, timeout: float, interval: float = 1.0, raise_o
 # ----- CustomResourceDefinitions before their custom resources -----------------------------------
 
 
-def wait_for_crds(client, crd_resource, names, timeout: float, obj: str) -> None:
+def wait_for_crds(client: KubeApi, crd_resource, names, timeout: float, obj: str) -> None:
     """Wait until every CustomResourceDefinition named in ``names`` is Established.
 
     ``client`` GETs each pending one (``crd_resource``, cluster-scoped) per round, in name

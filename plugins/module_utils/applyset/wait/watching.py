@@ -31,6 +31,7 @@ import threading
 import time
 import weakref
 
+from ..kube.api import KubeApi
 from ..errors import ApiError, ApplySetError
 from ..kube.http_requests import watch_request
 from ..kube.watch import BOOKMARK, DELETED, ERROR, WatchStream, list_with_version, open_watch
@@ -69,7 +70,7 @@ class _Feed(threading.Thread):
     ``(what, key, payload)`` on ``out``: ``event`` (a ``WatchEvent``), ``listed`` (all the group's
     objects by name, after a 410), ``refused`` (an ``ApiError``: watch not allowed) or ``failed``."""
 
-    def __init__(self, client, key: tuple, version: str, only_name: str | None, metadata_only: bool,
+    def __init__(self, client: KubeApi, key: tuple, version: str, only_name: str | None, metadata_only: bool,
                  deadline: float, out: queue.Queue):
         super().__init__(name=f"applyset-watch-{key[0].plural}", daemon=True)
         self.client, self.key, self.version = client, key, version
@@ -165,7 +166,7 @@ class _Feed(threading.Thread):
 class Feeds:
     """The feeds of one wait: started per group, read through one queue, all closed at the end."""
 
-    def __init__(self, client, metadata_only: bool, deadline: float, warn=None):
+    def __init__(self, client: KubeApi, metadata_only: bool, deadline: float, warn=None):
         self.client, self.metadata_only, self.deadline, self.warn = client, metadata_only, deadline, warn
         self.queue: queue.Queue = queue.Queue()
         self.feeds: dict = {}
