@@ -206,7 +206,7 @@ def load_kubeconfig(path):
         entries = data.get(section) or []
         return [e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)]
 
-    clusters = {}
+    clusters: dict = {}
     for entry in named("clusters"):
         cluster = entry.get("cluster") if isinstance(entry.get("cluster"), dict) else {}
         clusters.setdefault(entry["name"], cluster.get("server"))
@@ -242,7 +242,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         self._read_config_data(path)
         base_dir = os.path.dirname(os.path.abspath(path))
         hosts = {}  # host name -> its variables; in file and context order
-        sources = {}  # host name -> "file, context X", for the duplicate error
+        sources: dict[str, str] = {}  # host name -> "file, context X", for the duplicate error
         for entry_number, entry in enumerate(self._entries(), start=1):
             for file_path in self._expand(entry, base_dir, entry_number):
                 for host, variables in self._hosts_of_file(file_path, entry):

@@ -329,7 +329,7 @@ def options_from(params, table, **fixed):
     (``guard.max_prune_percent``), a dotted ``field`` a key of a dictionary field
     (``wait_rules.fail_closed``) and ``convert`` a function of the value, or None to take it as it is.
     ``fixed`` adds keywords that are no parameter (check mode, for example)."""
-    fields = {}
+    fields: dict = {}
     for parameter, name, convert in table:
         value = params
         for key in parameter.split("."):

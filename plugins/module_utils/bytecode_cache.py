@@ -108,6 +108,7 @@ class CachingFinder:
             filename = os.path.join(base, "__init__.py") if is_package else base + ".py"
             spec = importlib.util.spec_from_loader(fullname, CachingLoader(importer, filename, self),
                                                    origin=filename, is_package=is_package)
+            assert spec is not None  # a loader was given
             spec.has_location = True
             if is_package:
                 spec.submodule_search_locations = [base]
@@ -173,12 +174,12 @@ def _read(path):
         if not _private(os.fstat(fd)):
             return None
         with os.fdopen(fd, "rb") as handle:
-            fd = None
+            fd = -1  # the file object closes it
             return marshal.loads(handle.read())
     except (OSError, ValueError, EOFError, TypeError):
         return None
     finally:
-        if fd is not None:
+        if fd >= 0:
             os.close(fd)
 
 

@@ -1164,13 +1164,12 @@ def main():
             runs.append(engine.Engine(client, params["parent"], params["namespace"], opts))
             return runs[-1]
 
-        run = make_engine(options) if params["state"] != "present" else None
         if params["state"] == "present":
             report = rollback.apply_or_roll_back(make_engine, options, desired)
         elif params["state"] == "absent":
-            report = run.uninstall(desired)
+            report = make_engine(options).uninstall(desired)
         else:
-            report = run.disband()
+            report = make_engine(options).disband()
     except ApplySetError as err:
         # A failed run raises; what it did until then comes with the error (err.report).
         partial = err.report

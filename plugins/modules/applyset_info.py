@@ -398,9 +398,10 @@ def readiness_rules(wait_rules):
     """``is_ready``'s keywords from the wait_rules option, checked before any request (as applyset_apply's)."""
     wait_rules = wait_rules or {}
     exprs = health_check_exprs(wait_rules)
-    rules = {"fail_closed": bool(wait_rules.get("fail_closed")), "overrides": wait_rules.get("overrides") or None,
+    overrides = wait_rules.get("overrides") or None
+    rules = {"fail_closed": bool(wait_rules.get("fail_closed")), "overrides": overrides,
              "wait_for_load_balancers": bool(wait_rules.get("load_balancers")), "health_check_exprs": exprs or None}
-    readiness.check_overrides(rules["overrides"])
+    readiness.check_overrides(overrides)
     problems = expressions.problems_in_exprs(rules["health_check_exprs"])
     if problems:
         raise InputError("; ".join(problems), obj="wait_rules.health_check_exprs",

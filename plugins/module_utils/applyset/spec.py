@@ -222,6 +222,7 @@ class ParentRef:
     @property
     def group_kind(self):
         """The parent's GroupKind (the kind must be resolved)."""
+        assert self.kind is not None, "the parent's kind is resolved first"
         return GroupKind(self.group, self.kind)
 
     @property

@@ -27,7 +27,7 @@ def validate(manifests):
     object given twice.
     """
     problems = []
-    first_seen = {}
+    first_seen: dict = {}
     crd_kinds = _kinds_defined_by_crds(manifests)
     for manifest in manifests:
         found = _problems_of(manifest, crd_kinds)
@@ -60,8 +60,10 @@ def _kinds_defined_by_crds(manifests):
         obj = manifest.obj
         if manifest.api_version is None or manifest.group_kind != spec.CRD_KIND:
             continue
-        crd_spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        crd_names = crd_spec.get("names") if isinstance(crd_spec.get("names"), dict) else {}
+        found_spec = obj.get("spec")
+        crd_spec = found_spec if isinstance(found_spec, dict) else {}
+        found_names = crd_spec.get("names")
+        crd_names = found_names if isinstance(found_names, dict) else {}
         group, kind = crd_spec.get("group"), crd_names.get("kind")
         if isinstance(group, str) and isinstance(kind, str):
             kinds[(group, kind)] = crd_spec.get("scope", "Namespaced") != "Cluster"
@@ -78,7 +80,7 @@ def _problems_of(manifest, crd_kinds=None):
         return [_problem(manifest, f"the document is not a mapping but a {type_name(obj)}", fix)]
     problems = []
     api_version = obj.get("apiVersion")
-    if not text_or_none(api_version):
+    if not isinstance(api_version, str) or not api_version:
         problems.append(_missing(manifest, "apiVersion", api_version, 'e.g. "apps/v1" or "v1"'))
     elif api_version.count("/") > 1 or "" in api_version.split("/"):
         problems.append(_problem(manifest, f'apiVersion "{api_version}" is not GROUP/VERSION or VERSION',

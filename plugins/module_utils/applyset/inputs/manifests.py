@@ -360,7 +360,7 @@ def _read_text(text, source, error_ref):
         documents = kubeyaml.read_stream(text)
     except kubeyaml_scalars.YamlError as error:
         raise _syntax_error(error, error_ref) from None
-    manifests = []
+    manifests: list = []
     for number, document in documents:
         _flatten_into(manifests, document, f"{source}, document {number}")
     return manifests

@@ -200,7 +200,8 @@ def _parent_name_and_namespace(parent):
         except InputError:
             return None, None  # the parent's resolution reports the syntax
     if isinstance(parent, dict):
-        ref = parent.get("metadata") if isinstance(parent.get("metadata"), dict) else parent
+        metadata = parent.get("metadata")
+        ref = metadata if isinstance(metadata, dict) else parent
         return ref.get("name"), ref.get("namespace")
     return None, None
 

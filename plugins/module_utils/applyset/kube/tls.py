@@ -48,7 +48,7 @@ class _ResumingSocket(ssl.SSLSocket):
     to be touched from two threads at once. (TLS 1.3 sends its tickets after the handshake, so the
     session is kept after the first read.)"""
 
-    sessions: SessionCache | None = None  # set on the subclass made for each context
+    sessions: SessionCache  # set on the subclass made for each context (see context)
     _kept = False
 
     def do_handshake(self, block=False):

@@ -108,9 +108,9 @@ class _Builder:
         if self._anchors:
             return self._shared(node)
         if node.__class__ is yaml.MappingNode:
-            result = {}
-            self._fill(node, result)
-            return result
+            mapping: dict = {}
+            self._fill(node, mapping)
+            return mapping
         value = self.value
         return [value(item) for item in node.value]
 
@@ -123,6 +123,7 @@ class _Builder:
             raise _error_at(node, "anchor value contains itself")
         self._building.add(id(node))
         try:
+            result: dict | list
             if node.__class__ is yaml.MappingNode:
                 result = {}
                 self._fill(node, result)

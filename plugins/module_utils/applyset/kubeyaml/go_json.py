@@ -78,9 +78,9 @@ def format_float32_g(value):
         text = f"{abs(single):.{precision - 1}e}"
         if struct.unpack("f", struct.pack("f", float(text)))[0] == abs(single):
             break
-    mantissa, _e, exponent = text.partition("e")
+    mantissa, _e, exponent_digits = text.partition("e")
     digits = mantissa.replace(".", "").rstrip("0") or "0"
-    exponent = int(exponent)
+    exponent = int(exponent_digits)
     sign = "-" if single < 0 else ""
     if exponent < -4 or exponent >= 6:  # %e form; Go writes at least two exponent digits
         fraction = f".{digits[1:]}" if len(digits) > 1 else ""

@@ -29,6 +29,8 @@ The rest lives beside it in this package:
 import json
 import math
 import re
+from collections.abc import Callable
+from typing import Any
 
 try:
     import yaml
@@ -60,11 +62,15 @@ class _RedefiningComposer:
     """go-yaml v2 lets an anchor be defined again (later aliases mean the new one); PyYAML
     refuses. Only the pure-Python composer can be taught that, so it reads such documents."""
 
+    # Given by the composer this is mixed into (yaml.SafeLoader's).
+    anchors: dict
+    peek_event: Callable[[], Any]
+
     def compose_node(self, parent, index):
         event = self.peek_event()
         if not isinstance(event, yaml.AliasEvent) and getattr(event, "anchor", None) is not None:
             self.anchors.pop(event.anchor, None)
-        return super().compose_node(parent, index)
+        return super().compose_node(parent, index)  # type: ignore[misc]  # the composer next in the MRO
 
 
 if yaml is not None:
@@ -287,10 +293,12 @@ _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 def _read_json_stream(text):
     """A stream of JSON values; after a bad first or second value, the rest is YAML (kubectl)."""
-    documents = []
+    documents: list = []
     position, count = 0, 0
     while True:
-        position = _JSON_SPACE.match(text, position).end()
+        space = _JSON_SPACE.match(text, position)
+        assert space is not None  # it matches the empty string
+        position = space.end()
         if position == len(text):
             return documents
         try:

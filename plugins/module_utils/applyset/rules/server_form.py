@@ -100,7 +100,7 @@ def _quantities(node, parent, fields: dict):
 
 _QUANTITY = re.compile(r"([+-]?)(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE]?)")
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL: dict[str, int] = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
 _BINARY_SUFFIX = {power: suffix for suffix, power in _BINARY.items()}
 
@@ -130,7 +130,8 @@ def canonical_quantity(value):
             amount *= Decimal(1024) ** _BINARY[suffix]
         else:
             amount = amount.scaleb(int(suffix[1:]) if suffix[:1] in ("e", "E") and len(suffix) > 1 else _DECIMAL[suffix])
-        amount = amount.quantize(Decimal("1e-9"), rounding=ROUND_UP) if amount.as_tuple().exponent < -9 else amount
+        places = amount.as_tuple().exponent  # an int: the amount is finite (a number matched above)
+        amount = amount.quantize(Decimal("1e-9"), rounding=ROUND_UP) if isinstance(places, int) and places < -9 else amount
         binary = suffix in _BINARY and abs(amount) >= 1024 and amount == amount.to_integral_value()
         if binary:
             return _binary_form(int(amount))

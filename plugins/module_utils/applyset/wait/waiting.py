@@ -310,7 +310,7 @@ class _GoneTracker:
         self.seen: dict = {}  # target -> the object as last read, for its spec
         self.looked: dict = {}  # target -> rounds spent looking for a Job's final event
 
-    def verdict(self, target, mine: dict, replaced_by: dict | None = None) -> tuple[bool, str]:
+    def verdict(self, target, mine: dict | None, replaced_by: dict | None = None) -> tuple[bool, str]:
         res, namespace, _name = target
         replaced = f" (a new object with uid {_uid(replaced_by)} took its name)" if replaced_by else ""
         ttl = ttl_after_finished(self.seen.get(target), mine) if res.group_kind == spec.JOB_KIND else None
