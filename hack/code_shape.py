@@ -10,7 +10,8 @@ core breaks a target of docs/architecture.md: a file over 600 lines, a class ove
 function over 50 lines of code (blank lines, comments and docstrings not counted), any import
 cycle, an import that goes up the core's layers (``LAYERS``; an import under ``if TYPE_CHECKING:``
 names types for annotations only and is exempt), a name imported from a module that only imports
-it itself (a re-export), or a function below ``run`` that takes the run's context (``ctx``).
+it itself (a re-export), a function below ``run`` that takes the run's context (``ctx``), or two
+modules or two classes of the core with the same name.
 tests/hack/test_code_shape.py runs the same checks.
 """
 
@@ -262,6 +263,23 @@ def _cycles(graph: dict) -> list[list[str]]:
     return out
 
 
+def shared_names(core: Path = CORE) -> list[str]:
+    """Modules or classes of the core that share a name across packages: ``Options`` or
+    ``helm_takeover`` must say which one a reader means without its package."""
+    modules: dict[str, list[str]] = {}
+    classes: dict[str, list[str]] = {}
+    for path in sorted(core.rglob("*.py")):
+        where = path.relative_to(core).as_posix()
+        if path.name != "__init__.py":
+            modules.setdefault(path.stem, []).append(where)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, []).append(f"{where}:{node.lineno}")
+    return [f"{kind} {name} is defined in {', '.join(places)}"
+            for kind, found in (("module", modules), ("class", classes))
+            for name, places in sorted(found.items()) if len(places) > 1]
+
+
 def main(argv: list[str]) -> int:
     check = "--limits" in argv
     directories = [ROOT / a for a in argv if not a.startswith("--")] or [CORE]
@@ -273,7 +291,7 @@ def main(argv: list[str]) -> int:
             print(f"  largest {kind}s: " + ", ".join(f"{s.where.split('/')[-1]} {s.lines}" for s in top))
     cycles = import_cycles()
     print("import cycles: " + ("; ".join(" <-> ".join(c) for c in cycles) if cycles else "none"))
-    layering = layer_breaks() + re_exports() + context_parameters()
+    layering = layer_breaks() + re_exports() + context_parameters() + shared_names()
     print("layers (" + " < ".join(LAYERS) + "): " + ("; ".join(layering) if layering else "kept"))
     broken = over_limits() if check else []
     for s in broken:

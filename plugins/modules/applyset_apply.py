@@ -1126,7 +1126,7 @@ def legacy_options(params):
         return None
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.rules import legacy
 
-    return legacy.Options(selector=params["selector"], kinds=tuple(params["kinds"] or legacy.DEFAULT_KINDS),
+    return legacy.LegacyAdoption(selector=params["selector"], kinds=tuple(params["kinds"] or legacy.DEFAULT_KINDS),
                           allow_helm=params["allow_helm"])
 
 

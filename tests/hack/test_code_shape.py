@@ -92,3 +92,16 @@ def test_a_function_below_the_run_that_takes_ctx_is_refused_and_a_step_is_not(tm
         "steps/decide.py": "def decide(ctx):\n    return ctx\n"})
     assert code_shape.context_parameters(core, ("rules", "run", "steps")) == [
         "core/rules/drift.py:5: resolve takes ctx; rules is below run: pass it values, and leave the run to a step"]
+
+
+def test_no_two_modules_or_classes_of_the_core_share_a_name():
+    assert code_shape.shared_names() == []
+
+
+def test_a_class_or_module_name_used_in_two_packages_is_refused(tmp_path, monkeypatch):
+    core = _tree(tmp_path, monkeypatch, {
+        "__init__.py": "", "rules/__init__.py": "", "steps/__init__.py": "",
+        "rules/takeover.py": "class Refusal:\n    pass\n", "steps/takeover.py": "class Refusal:\n    pass\n"})
+    assert code_shape.shared_names(core) == [
+        "module takeover is defined in rules/takeover.py, steps/takeover.py",
+        "class Refusal is defined in rules/takeover.py:1, steps/takeover.py:1"]

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
 
 import code_shape  # noqa: E402
 from applyset import routes  # noqa: E402
-from applyset.rules.legacy import Options as LegacyOptions  # noqa: E402
+from applyset.rules.legacy import LegacyAdoption  # noqa: E402
 from applyset.run import runner  # noqa: E402
 from applyset.run.options import Options  # noqa: E402
 
@@ -76,7 +76,7 @@ def test_every_test_file_the_safety_table_cites_exists():
 
 def test_the_apply_table_lists_the_apply_route_in_order():
     documented = [row[0] for row in table("**apply** (a real run")]
-    full = Options(wait=True, adopt_legacy=LegacyOptions(selector="app=x"))
+    full = Options(wait=True, adopt_legacy=LegacyAdoption(selector="app=x"))
     assert documented == runner.names(routes.for_apply(full).steps)
 
 

@@ -11,7 +11,7 @@ from applyset import routes
 from applyset.errors import ApplySetError
 from applyset.history.revisions import Settings
 from applyset.inputs.helm_chart import Chart
-from applyset.rules.legacy import Options as LegacyOptions
+from applyset.rules.legacy import LegacyAdoption
 from applyset.run.options import Options
 from applyset.steps import without_claim
 
@@ -29,11 +29,11 @@ ROUTES = {
                               READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release", "wait"]),
     "apply, no prune": (routes.for_apply, Options(prune=False),
                         READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
-    "apply, adopt_legacy": (routes.for_apply, Options(adopt_legacy=LegacyOptions(selector="app=shop")),
+    "apply, adopt_legacy": (routes.for_apply, Options(adopt_legacy=LegacyAdoption(selector="app=shop")),
                             READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune", *POST,
                                        "release"]),
     "apply, adopt_legacy without prune": (
-        routes.for_apply, Options(prune=False, adopt_legacy=LegacyOptions(selector="app=shop")),
+        routes.for_apply, Options(prune=False, adopt_legacy=LegacyAdoption(selector="app=shop")),
         READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
     "apply, helm.take_over": (routes.for_apply, Options(helm_release="shop", helm_take_over=True),
                               READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune",

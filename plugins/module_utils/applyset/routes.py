@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .apply import adoption, applying, namespaces
-from .steps import approval, chart_render, claim, decide, helm_takeover, history_steps, hook_run, pruning
+from .steps import approval, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
 from .steps import rollback
 from .steps import settling, teardown, without_claim
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
@@ -112,7 +112,7 @@ def for_apply(opts) -> Route:
 
 def _retire(opts) -> list:
     """With ``helm.take_over``: the release's records deleted once its objects are members."""
-    return [Step("retire-helm-release", helm_takeover.retire, WRITE)] if opts.helm_take_over else []
+    return [Step("retire-helm-release", release_takeover.retire, WRITE)] if opts.helm_take_over else []
 
 
 def _release(opts) -> list:

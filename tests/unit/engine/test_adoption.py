@@ -94,7 +94,7 @@ def test_adopt_legacy_takes_the_old_set_in_and_prunes_what_left_it(api):
     api.add(legacy_member("old"))
     api.add(legacy_member("by-hand", applied=False))
     api.add(legacy_member("other", **{spec.LABEL_PART_OF: "applyset-other-v1"}))
-    options = legacy.Options(selector="app=shop", kinds=("ConfigMap", "Widget.example.com"))
+    options = legacy.LegacyAdoption(selector="app=shop", kinds=("ConfigMap", "Widget.example.com"))
     report, error = run(api, "apply", load(cm("a")), adopt_legacy=options, max_prune_percent=100)
     assert error is None
     assert actions(report) == {"ConfigMap shop/a": "configured", "ConfigMap shop/old": "pruned"}
@@ -114,7 +114,7 @@ def test_adopt_legacy_that_cannot_label_changes_nothing_else(api):
     from applyset.rules import legacy
     api.add(legacy_member("old"))
     api.fail("PATCH", "/api/v1/namespaces/shop/configmaps/old", 403, "forbidden", reason="Forbidden")
-    report, error = run(api, "apply", load(cm("a")), adopt_legacy=legacy.Options(selector="app=shop"),
+    report, error = run(api, "apply", load(cm("a")), adopt_legacy=legacy.LegacyAdoption(selector="app=shop"),
                         max_prune_percent=100)
     assert error is not None and "nothing was applied or pruned" in str(error)
     assert api.object("v1", "ConfigMap", "a", "shop") is None

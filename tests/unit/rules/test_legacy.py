@@ -26,7 +26,7 @@ def test_only_objects_kubectl_apply_made_and_in_no_other_set_are_adopted():
         (CONFIGMAP, meta("other-set", labels={"app": "shop", spec.LABEL_PART_OF: "applyset-other-v1"})),
         (CONFIGMAP, meta("ours-already", labels={"app": "shop", spec.LABEL_PART_OF: ID})),
     ]
-    selection = legacy.select(listed, ID, legacy.Options("app=shop"), "secrets./shop")
+    selection = legacy.select(listed, ID, legacy.LegacyAdoption("app=shop"), "secrets./shop")
     assert [m["name"] for _r, m in selection.adopted] == ["applied"]
     assert [m["name"] for _r, m in selection.not_applied] == ["created-by-hand"]
     assert [(m["name"], other) for _r, m, other in selection.elsewhere] == [("other-set", "applyset-other-v1")]
@@ -38,13 +38,13 @@ def test_helm_managed_objects_are_refused_naming_the_release_unless_allowed():
     by_label = meta("chart2", labels={"app": "shop", "app.kubernetes.io/managed-by": "Helm",
                                       "app.kubernetes.io/instance": "shop-old"})
     with pytest.raises(InputError) as caught:
-        legacy.select([(CONFIGMAP, helm), (CONFIGMAP, by_label)], ID, legacy.Options("app=shop"), "secrets./shop")
+        legacy.select([(CONFIGMAP, helm), (CONFIGMAP, by_label)], ID, legacy.LegacyAdoption("app=shop"), "secrets./shop")
     assert "Helm release shop/shop" in caught.value.message and "Helm release shop-old" in caught.value.message
-    allowed = legacy.select([(CONFIGMAP, helm)], ID, legacy.Options("app=shop", allow_helm=True), "secrets./shop")
+    allowed = legacy.select([(CONFIGMAP, helm)], ID, legacy.LegacyAdoption("app=shop", allow_helm=True), "secrets./shop")
     assert len(allowed.adopted) == 1
 
 
 def test_the_default_kinds_are_kubectls_prune_allowlist():
-    kinds = {str(spec.GroupKind(*gk)) for gk in legacy.Options("app=shop").group_kinds()}
+    kinds = {str(spec.GroupKind(*gk)) for gk in legacy.LegacyAdoption("app=shop").group_kinds()}
     assert {"ConfigMap", "Deployment.apps", "Ingress.networking.k8s.io", "Namespace", "PersistentVolume"} <= kinds
     assert len(kinds) == 16

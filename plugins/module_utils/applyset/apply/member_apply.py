@@ -91,7 +91,7 @@ def _take_over_release_fields(ctx: RunContext, member: plans.DesiredObject, befo
         migration = csa.merge_releases((obj.get("metadata") or {}).get("managedFields"), ctx.opts.field_manager,
                                        ctx.set_managers, member.body.get("apiVersion"))
         if migration is not None and helm is not None and set(migration.releases) <= helm.managers:
-            migration.releases_of = f"Helm release {helm.release.ref}"  # helm.take_over (steps/helm_takeover.py)
+            migration.releases_of = f"Helm release {helm.release.ref}"  # helm.take_over (steps/release_takeover.py)
         return migration
 
     migration = plan_merge(before)

@@ -40,7 +40,7 @@ class LiveObject:
 
 
 @dataclass(frozen=True)
-class Scope:
+class ListScope:
     """Where a set's members may live: the (resource, namespace) pairs to LIST, the recorded kinds
     whose members cannot be listed (they stay in the hint), and warnings about both."""
 
@@ -49,7 +49,7 @@ class Scope:
     warnings: tuple
 
 
-def recorded_scope(parent, discovery) -> Scope:
+def recorded_scope(parent, discovery) -> ListScope:
     """The pairs where members of ``parent``'s set may live: its hint as recorded before this run.
 
     Args:
@@ -71,7 +71,7 @@ def recorded_scope(parent, discovery) -> Scope:
             pairs += [(res, ns) for ns in namespaces]
         else:
             pairs.append((res, None))
-    return Scope(tuple(pairs), frozenset(not_listed), tuple(warnings))
+    return ListScope(tuple(pairs), frozenset(not_listed), tuple(warnings))
 
 
 def list_each(client: KubeApi, pairs, selector_for, full_for=frozenset(), fallback=None) -> list:

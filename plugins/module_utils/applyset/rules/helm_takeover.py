@@ -15,7 +15,7 @@ from ..parent import helm_release
 
 
 @dataclass(frozen=True)
-class Refusal:
+class TakeoverRefusal:
     """Why a run may not touch the objects of a Helm release: ``message`` and ``fix``."""
 
     message: str
@@ -46,7 +46,7 @@ def owners(members: list, live_meta: dict) -> dict:
     return found
 
 
-def refuse(owned: dict, releases: dict, wanted: Wanted) -> Refusal | None:
+def refuse(owned: dict, releases: dict, wanted: Wanted) -> TakeoverRefusal | None:
     """The first refusal among the releases that own desired objects, in order of their names.
 
     Args:
@@ -64,13 +64,13 @@ def refuse(owned: dict, releases: dict, wanted: Wanted) -> Refusal | None:
             other = (f" (this run takes over release {wanted.namespace}/{wanted.name})" if wanted.take_over else "")
             objects = (f"{refs[0]} belongs" if len(refs) == 1 else
                        f"{refs[0]} and {len(refs) - 1} more object{'s' if len(refs) > 2 else ''} belong")
-            return Refusal(
+            return TakeoverRefusal(
                 f"{objects} to Helm release {release.ref}{other}; applying into this set what Helm still owns would "
                 "leave two owners (helm upgrade would write it back, helm uninstall would delete it)",
                 f"set helm.take_over: true with helm.release_name: {release.name} and helm.namespace: "
                 f"{release.namespace} to take the release over, or leave these objects out; nothing was changed")
         if release.pending:
-            return Refusal(
+            return TakeoverRefusal(
                 f"Helm release {release.ref} is {release.status} (revision {release.version}): Helm is in the middle "
                 "of changing it",
                 "wait for that helm command to finish (or run helm rollback to settle the release), then run again; "
@@ -78,7 +78,7 @@ def refuse(owned: dict, releases: dict, wanted: Wanted) -> Refusal | None:
     return None
 
 
-def pending_refusal(release) -> Refusal | None:
+def pending_refusal(release) -> TakeoverRefusal | None:
     """The refusal of taking over ``release`` (a ``helm_release.Release``) while Helm changes it."""
     return refuse({(release.name, release.namespace): [f"Helm release {release.ref}"]},
                   {(release.name, release.namespace): release}, Wanted(True, release.name, release.namespace))

@@ -33,7 +33,7 @@ HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
 
 
 @dataclass(frozen=True)
-class Options:
+class LegacyAdoption:
     """The module's ``adopt_legacy`` option: the ``selector`` kubectl pruned with, the allowlist
     ``kinds`` (``Kind`` or ``Kind.group``; kubectl's default allowlist unless given) and whether
     objects Helm manages may be taken over (``allow_helm``)."""
@@ -70,7 +70,7 @@ def helm_release(meta: dict) -> str | None:
     return None
 
 
-def select(listed, applyset_id: str, options: Options, set_ref: str) -> Selection:
+def select(listed, applyset_id: str, options: LegacyAdoption, set_ref: str) -> Selection:
     """Sort what the legacy LISTs found into a ``Selection``.
 
     Args:
@@ -117,7 +117,7 @@ def ref(res, meta: dict) -> str:
     return f"{res.kind} {where}{meta['name']}"
 
 
-def scope_kinds(options: Options, discovery) -> tuple[list, list]:
+def scope_kinds(options: LegacyAdoption, discovery) -> tuple[list, list]:
     """Split the allowlist of ``options`` by what ``discovery`` (a ``kube.Discovery``) serves.
 
     Returns ``(served resources to list, group kinds of the allowlist the server does not serve)``.

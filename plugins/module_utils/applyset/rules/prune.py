@@ -35,7 +35,7 @@ IGNORE = "ignore"  # not a prune candidate at all: not reported
 
 
 @dataclass(frozen=True)
-class Scope:
+class PruneScope:
     """Where this set may prune: the parent's hint as recorded before the run."""
 
     group_kinds: frozenset
@@ -54,11 +54,11 @@ class Scope:
 @dataclass(frozen=True)
 class Context:
     """What the rules know about the run: this set's id, the parent's UID (an owner that is the
-    parent is no foreign controller), the recorded ``Scope`` and the UIDs this run applied."""
+    parent is no foreign controller), the recorded ``PruneScope`` and the UIDs this run applied."""
 
     applyset_id: str
     parent_uid: str | None
-    scope: Scope
+    scope: PruneScope
     applied_uids: frozenset = field(default_factory=frozenset)
 
 
@@ -133,7 +133,7 @@ def decide(res: Resource, meta: dict, context: Context) -> Decision:
 
 
 @dataclass
-class Decisions:
+class PruneDecisions:
     """Every candidate's decision (``all``, in candidate order), grouped the way the engine acts on them."""
 
     all: list
@@ -158,26 +158,26 @@ class Decisions:
         return [(d.resource, d.meta, d.reason) for d in self.with_verdict(SKIP)]
 
 
-def decide_all(candidates, context: Context) -> Decisions:
+def decide_all(candidates, context: Context) -> PruneDecisions:
     """Decide every candidate (``decide``).
 
     Args:
         candidates: ``(resource, metadata)`` pairs of listed set members that are not desired.
         context: what the rules know about the run.
     """
-    return Decisions([decide(res, meta, context) for res, meta in candidates])
+    return PruneDecisions([decide(res, meta, context) for res, meta in candidates])
 
 
-def scope_of(group_kinds, namespaces) -> Scope:
-    """A ``Scope`` from a hint's group-kinds (``GroupKind`` or ``(group, kind)`` pairs) and namespaces."""
-    return Scope(frozenset(GroupKind(*gk) for gk in group_kinds), frozenset(namespaces))
+def scope_of(group_kinds, namespaces) -> PruneScope:
+    """A ``PruneScope`` from a hint's group-kinds (``GroupKind`` or ``(group, kind)`` pairs) and namespaces."""
+    return PruneScope(frozenset(GroupKind(*gk) for gk in group_kinds), frozenset(namespaces))
 
 
 # ----- refusals: the whole run stops before its first write ------------------------------------
 
 
 @dataclass(frozen=True)
-class Refusal:
+class PruneRefusal:
     """Why a run must stop before it writes anything: a guard rule or the overlap rule said no."""
 
     rule: str
@@ -204,11 +204,11 @@ def _would_prune(delete) -> dict:
     return {"would_prune": [_ref(res, meta) for res, meta in delete]}
 
 
-def refuse_emptying(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+def refuse_emptying(delete, set_size: int, emptying: bool, limits: GuardLimits) -> PruneRefusal | None:
     """Refuse to empty the set (no desired object) unless ``allow_empty``; parameters as ``guard``."""
     if not emptying or limits.allow_empty:
         return None
-    return Refusal(
+    return PruneRefusal(
         "refuse_emptying",
         "the desired set is empty, so every member would be pruned" + (f" ({len(delete)} objects)" if delete else ""),
         "check src/definition; to really empty the set set guard.allow_empty: true "
@@ -217,7 +217,7 @@ def refuse_emptying(delete, set_size: int, emptying: bool, limits: GuardLimits) 
 
 
 def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardLimits,
-                           removing: bool = False) -> Refusal | None:
+                           removing: bool = False) -> PruneRefusal | None:
     """Refuse to delete protected kinds (plan.PROTECTED_KINDS) unless ``allow_prune_kinds`` names
     them; parameters as ``guard``, and ``removing`` for ``state: absent`` (which deletes every
     member, so its way out is not "keep them in the set")."""
@@ -233,16 +233,16 @@ def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardL
                "member in place, use state: disbanded")
     else:
         what, fix = "pruning", f"keep them in the set, or allow their kinds with {allow}"
-    return Refusal("refuse_protected_kinds", f"{what} would delete protected objects: {', '.join(protected)}",
+    return PruneRefusal("refuse_protected_kinds", f"{what} would delete protected objects: {', '.join(protected)}",
                    fix, _would_prune(delete))
 
 
-def refuse_too_many(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+def refuse_too_many(delete, set_size: int, emptying: bool, limits: GuardLimits) -> PruneRefusal | None:
     """Refuse to delete more than ``max_prune_percent`` of the set (not when emptying it, which
     ``refuse_emptying`` judges); parameters as ``guard``."""
     if not set_size or emptying or len(delete) * 100 <= limits.max_prune_percent * set_size:
         return None
-    return Refusal(
+    return PruneRefusal(
         "refuse_too_many",
         f"pruning would delete {len(delete)} of the set's {set_size} objects, more than "
         f"guard.max_prune_percent ({limits.max_prune_percent}%)",
@@ -253,7 +253,7 @@ def refuse_too_many(delete, set_size: int, emptying: bool, limits: GuardLimits) 
 GUARD_RULES = (refuse_emptying, refuse_protected_kinds, refuse_too_many)
 
 
-def guard(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal | None:
+def guard(delete, set_size: int, emptying: bool, limits: GuardLimits) -> PruneRefusal | None:
     """The blast-radius guard: whether a prune of ``delete`` may go ahead.
 
     Args:
@@ -273,7 +273,7 @@ def guard(delete, set_size: int, emptying: bool, limits: GuardLimits) -> Refusal
     return None
 
 
-def overlap(desired, live: dict, applyset_id: str, adopt: bool) -> Refusal | None:
+def overlap(desired, live: dict, applyset_id: str, adopt: bool) -> PruneRefusal | None:
     """Whether desired objects already belong to another set, which this run must not take silently.
 
     Args:
@@ -297,7 +297,7 @@ def overlap(desired, live: dict, applyset_id: str, adopt: bool) -> Refusal | Non
             problems.append(f"{member.ref} (part of {other})")
     if not problems:
         return None
-    return Refusal(
+    return PruneRefusal(
         "overlap",
         "objects already belong to another ApplySet: " + ", ".join(problems),
         "remove them from this set, or set adopt: true to move them into this set "

@@ -50,7 +50,7 @@ class Options:
     wait_timeout: float = 300.0
     wait_rules: dict = field(default_factory=dict)  # readiness.is_ready keywords
     failure_logs: bool = True  # a failed wait, gate or hook carries its failing containers' last log lines
-    adopt_legacy: legacies.Options | None = None  # take over a `kubectl apply --prune -l` set
+    adopt_legacy: legacies.LegacyAdoption | None = None  # take over a `kubectl apply --prune -l` set
     create_namespace: bool = False  # create the parent's namespace when missing (not a member)
     recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
     recreate_timeout: float = 120.0  # how long a recreated object may take to be gone
@@ -65,7 +65,7 @@ class Options:
     # result); a run whose plan differs fails before any write. None binds the run to no plan.
     approved_plan: object = None
     # The helm option: the chart rendered into the desired objects (steps/chart_render.py), and the
-    # release it renders as or that is taken over (steps/helm_takeover.py): the given name or the
+    # release it renders as or that is taken over (steps/release_takeover.py): the given name or the
     # parent's; the given namespace (with a chart, else the set's), None without helm.
     helm_chart: Chart | None = None
     helm_release: str | None = None

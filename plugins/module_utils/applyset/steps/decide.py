@@ -22,7 +22,7 @@ from ..parent import resolve as parent_resolve
 from ..rules import plan as plans
 from ..rules import prune as prunes
 from .. import spec
-from . import helm_takeover
+from . import release_takeover
 from .claim import wait_until_free
 from ..errors import ApplySetError, GuardError, InputError, InputErrors
 from ..kube.listing import LiveObject, list_pairs, live_objects, recorded_scope
@@ -66,7 +66,7 @@ class Decisions:
     ``unchanged``: ``{ObjectId: uid}`` of members whose apply would change nothing (not sent);
     ``candidates``: listed members of the set that are not desired (adopted ones included), as
     ``LiveObject``; ``about_to_apply``: UIDs of the live objects the desired set names;
-    ``prune``: the candidates' first ``prune.Decisions`` (guard applied; none when prune is off);
+    ``prune``: the candidates' first ``prune.PruneDecisions`` (guard applied; none when prune is off);
     ``hints``: the parent's hints; ``adopted``: legacy prune objects taken in that are not
     desired (their labels already set to this set); ``namespace_to_create``: the namespace
     ``create_namespace`` makes; ``parent_namespace_first``: the set's own Namespace member that
@@ -76,7 +76,7 @@ class Decisions:
     unchanged: dict
     candidates: tuple
     about_to_apply: frozenset
-    prune: prunes.Decisions
+    prune: prunes.PruneDecisions
     hints: Hints
     adopted: tuple = ()
     namespace_to_create: str | None = None
@@ -84,7 +84,7 @@ class Decisions:
     not_listed: frozenset = field(default_factory=frozenset)
     order: ordering.Order | None = None  # depends-on and sync waves; None when no member has them
     policies: field_policy.Policies = field(default_factory=field_policy.Policies)  # members and fields left alone
-    helm: helm_takeover.TakeOver | None = None  # the Helm release this run takes over (helm.take_over)
+    helm: release_takeover.TakeOver | None = None  # the Helm release this run takes over (helm.take_over)
 
     def prune_context(self, parent, applied_uids=frozenset()) -> prunes.Context:
         """What the prune rules know: the recorded scope (widened by adopted objects) and the
@@ -213,7 +213,7 @@ def decide(ctx: RunContext) -> None:
     taken = adoption.NONE
     if opts.adopt_legacy is not None and opts.prune:
         taken = adoption.select(ctx, plan)
-    helm = helm_takeover.find(ctx)  # before the unchanged are found: it names Helm's field managers
+    helm = release_takeover.find(ctx)  # before the unchanged are found: it names Helm's field managers
     if helm is not None:
         taken = adoption.Adoption(taken.adopted + helm.dropped, taken.desired_count + helm.desired_count)
     candidates, about_to_apply, first = _first_prune_decisions(ctx, taken)
@@ -281,7 +281,7 @@ def _first_prune_decisions(ctx: RunContext, taken) -> tuple:
         if not plan.members:
             raise InputError("no objects passed to apply", obj=ctx.set_ref,
                              fix="give src or definition, or use state: absent")
-        return candidates, about_to_apply, prunes.Decisions([])
+        return candidates, about_to_apply, prunes.PruneDecisions([])
     first = prunes.decide_all([(o.resource, o.meta) for o in candidates],
                               prune_context(parent, taken.adopted, about_to_apply))
     refusal = prunes.guard(first.delete, len(in_set) + taken.desired_count, not plan.members, opts.guard_limits)

@@ -53,7 +53,7 @@ def _prune(ctx: RunContext, which) -> None:
             + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
 
 
-def carry_out(ctx: RunContext, decided: prunes.Decisions, live: dict, adopted=()) -> bool:
+def carry_out(ctx: RunContext, decided: prunes.PruneDecisions, live: dict, adopted=()) -> bool:
     """Record and carry out ``decided``: skipped ones reported, kept ones unlabelled, the rest deleted
     (dry runs in check mode); False when any object of the run failed.
 

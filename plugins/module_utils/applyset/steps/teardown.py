@@ -32,7 +32,7 @@ class Removal:
 
     members: tuple
     hints: Hints
-    decided: prunes.Decisions | None = None
+    decided: prunes.PruneDecisions | None = None
     gone_with_crd: frozenset = frozenset()  # CRD names whose objects were not listed: they go with the CRD
 
 

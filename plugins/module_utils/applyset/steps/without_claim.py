@@ -231,5 +231,5 @@ def record_in_plan_order(ctx: RunContext) -> None:
         for member in rank_members:
             outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(ctx, member)
             ctx.record.outcome(with_drift(ctx, member, outcome))
-    carry_out(ctx, prunes.Decisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
+    carry_out(ctx, prunes.PruneDecisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
     ctx.report.applyset["tooling"] = ctx.parent.tooling
