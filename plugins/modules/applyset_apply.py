@@ -1145,7 +1145,6 @@ def main():
         try:
             from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine
             from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifests
-            from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.steps import rollback
         except ImportError as err:  # PyYAML missing
             fail_missing_library(module, err)
         fail_missing_library(module, manifests.YAML_IMPORT_ERROR)
@@ -1165,7 +1164,7 @@ def main():
             return runs[-1]
 
         if params["state"] == "present":
-            report = rollback.apply_or_roll_back(make_engine, options, desired)
+            report = engine.apply_or_roll_back(make_engine, options, desired)
         elif params["state"] == "absent":
             report = make_engine(options).uninstall(desired)
         else:
@@ -1292,13 +1291,13 @@ def history_settings(module):
 
 def _revisions(runs, err=None):
     """``revision`` (what the last run recorded) and ``rolled_back_to`` for the result."""
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.steps import rollback
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine
 
     shown = {}
     recorded = runs[-1].recorded_revision if runs else None
     if recorded is not None:
         shown["revision"] = recorded
-    if isinstance(err, rollback.RolledBack):
+    if isinstance(err, engine.RolledBack):
         shown["rolled_back_to"] = err.revision
     return shown
 

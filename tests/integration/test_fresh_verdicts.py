@@ -30,7 +30,6 @@ from applyset.history import revisions as history  # noqa: E402
 from applyset.inputs import manifests  # noqa: E402
 from applyset.kube import client as core_kube  # noqa: E402
 from applyset.run.options import Options  # noqa: E402
-from applyset.steps import rollback  # noqa: E402
 from applyset.wait import watching  # noqa: E402
 
 pytest.importorskip("celpy")
@@ -265,8 +264,8 @@ def test_an_automatic_rollback_passes_once_cert_manager_reports_the_old_spec_iss
                    history=history.Settings(on_failure="rollback", rollback_timeout=WAIT_TIMEOUT))
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     started = time.monotonic()
-    with pytest.raises(rollback.RolledBack) as caught:
-        rollback.apply_or_roll_back(lambda o: engine.Engine(client, "fresh", namespace, o), opts,
+    with pytest.raises(engine.RolledBack) as caught:
+        engine.apply_or_roll_back(lambda o: engine.Engine(client, "fresh", namespace, o), opts,
                                     manifests.load_definition(bad))
     ended = time.monotonic()
     assert caught.value.revision == 1, str(caught.value)
@@ -392,8 +391,8 @@ def test_an_automatic_rollback_is_judged_on_its_own_generation(cluster, kube, na
     opts = Options(wait=True, wait_timeout=WAIT_TIMEOUT,
                    history=history.Settings(on_failure="rollback", rollback_timeout=WAIT_TIMEOUT))
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    with pytest.raises(rollback.RolledBack) as caught:
-        rollback.apply_or_roll_back(lambda o: engine.Engine(client, "fresh", namespace, o), opts,
+    with pytest.raises(engine.RolledBack) as caught:
+        engine.apply_or_roll_back(lambda o: engine.Engine(client, "fresh", namespace, o), opts,
                                     manifests.load_definition([gadget(2)]))
     assert caught.value.revision == 1 and "failed-when holds" in str(caught.value.cause), str(caught.value)
     assert healthy.written, "the rollback was judged before the controller saw it"

@@ -27,7 +27,6 @@ from applyset.run.options import Options
 from applyset.history import revisions as history  # noqa: E402
 from applyset.kube import client as core_kube  # noqa: E402
 from applyset.inputs import manifests  # noqa: E402
-from applyset.steps import rollback  # noqa: E402
 from applyset.errors import ApplySetError, InputError  # noqa: E402
 
 SUMMARY = history.ANNOTATION_SUMMARY
@@ -218,12 +217,12 @@ def test_a_failed_rollback_onto_a_damaged_revision_tells_both_failures(cluster, 
     opts = Options(wait=True, wait_timeout=3,
                           history=history.Settings(on_failure="rollback", rollback_timeout=30))
     with pytest.raises(ApplySetError) as raised:
-        rollback.apply_or_roll_back(lambda o: engine.Engine(admin, PARENT, namespace, o), opts,
+        engine.apply_or_roll_back(lambda o: engine.Engine(admin, PARENT, namespace, o), opts,
                                     manifests.load_definition([cm("settings", color="red"), stuck]))
     text = str(raised.value)
     assert "the release failed (" in text and "Deployment" in text and "web" in text, text
     assert "so did the rollback to revision 1" in text and "not gzip" in text and f"{namespace}/{name}" in text, text
-    assert not isinstance(raised.value, rollback.RolledBack)
+    assert not isinstance(raised.value, engine.RolledBack)
 
 
 # how the release with history_max: 0 changes the set -> its definition

@@ -21,7 +21,6 @@ from applyset.history import revisions as history
 from applyset.inputs import manifests
 from applyset.kube import client as core_kube
 from applyset.run.options import Options
-from applyset.steps import rollback
 
 WEB = {"app": "web"}
 PLAN_KEY = "applyset.kubernetes.plan-key"  # the parent Secret's data key (parent/plan_key.py)
@@ -148,14 +147,14 @@ def _history(cluster, namespace):
 
 
 def _release(cluster, namespace, objs, **options):
-    """A release with ``on_failure: rollback``, as the module runs it (rollback.apply_or_roll_back)."""
+    """A release with ``on_failure: rollback``, as the module runs it (engine.apply_or_roll_back)."""
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     opts = Options(**options)
 
     def make_engine(o):
         return engine.Engine(client, "secrets/shop", namespace, o)
     try:
-        return rollback.apply_or_roll_back(make_engine, opts, manifests.load_definition(objs))
+        return engine.apply_or_roll_back(make_engine, opts, manifests.load_definition(objs))
     except ApplySetError as err:
         return err
 
@@ -167,7 +166,7 @@ def test_after_a_rollback_the_result_shows_the_approved_plan_id(cluster, kube, n
     preview = ok(run(cluster, namespace, stuck, dry_run=True, history=settings))
     err = _release(cluster, namespace, stuck, approved_plan=preview.plan_id, history=settings, wait=True,
                    wait_timeout=2)
-    assert isinstance(err, rollback.RolledBack), err
+    assert isinstance(err, engine.RolledBack), err
     assert err.report.plan_id == preview.plan_id
     assert err.report.rollback_plan_id and err.report.rollback_plan_id != preview.plan_id
     shown = err.report.to_dict()
@@ -182,7 +181,7 @@ def test_a_rollback_whose_wait_failed_is_listed_failed(cluster, kube, namespace)
     ok(run(cluster, namespace, [cm("settings"), stuck_web("registry.invalid/web:1")], history=settings))
     err = _release(cluster, namespace, [cm("settings", v="2"), stuck_web("registry.invalid/web:2")], history=settings,
                    wait=True, wait_timeout=2, prune=False)
-    assert isinstance(err, ApplySetError) and not isinstance(err, rollback.RolledBack), err
+    assert isinstance(err, ApplySetError) and not isinstance(err, engine.RolledBack), err
     assert "and so did the rollback to revision 1" in err.message, err.message
     assert _history(cluster, namespace) == [(1, "deployed", None), (2, "failed", None), (3, "failed", 1)]
     # A rollback_to of its own whose wait fails is listed failed as well (to revision 2: the set

@@ -1,5 +1,7 @@
 """An ApplySet run: ``Engine(client, parent, namespace, Options)`` and its three entry points,
-``apply()``, ``uninstall()`` and ``disband()``, with one error channel.
+``apply()``, ``uninstall()`` and ``disband()``, with one error channel; and a release with
+``on_failure: rollback``, ``apply_or_roll_back`` (a failed apply, then the last good revision
+applied again in a second run).
 
 The order of each route is data (routes.py): the reading steps read and decide and write
 nothing; what they found chooses the route; every route that writes takes the claim with the
@@ -19,17 +21,22 @@ Callers build ``run.options.Options`` and read ``run.report.Report`` (its ``Obje
 
 from __future__ import annotations
 
+import dataclasses
+
 from .run import early, runner
 from .inputs import redact
 from . import routes
 from .steps.claim import RACES_BEFORE_GIVING_UP, RaceLost, new_run_id
-from .errors import ApplySetError
+from .errors import ApplySetError, GuardError, InputError, ParentError
+from .history import revisions as history
+from . import spec
+from .steps.rollback import rolls_back
 from .kube.api import KubeApi
 from .kube.discovery import Discovery
 from .parent.model import Parent
 from .inputs.manifests import Manifest
 from .run.options import Options
-from .run.report import Recorder, Report
+from .run.report import CHANGING_ACTIONS, Recorder, Report
 from .wait import expressions, readiness, rule_choice
 from .steps.without_claim import StartOver
 
@@ -219,3 +226,150 @@ def _show_rules(report: Report, manifests: list[Manifest], rule_options: dict) -
         obj = by_name.get((result.id.group, result.kind, result.name))
         if obj is not None and result.action not in _NOT_AWAITED:
             result.readiness_rule = rule_choice.rule_for(obj, **rule_options)
+
+
+# ----- a release that rolls back when it fails (on_failure: rollback) --------------------------
+
+
+class RolledBack(ApplySetError):
+    """A release failed and the set was rolled back to ``revision``: the task fails all the same."""
+
+    revision: int | None = None  # the revision the set was rolled back to
+    cause: ApplySetError | None = None  # the error of the release that failed
+
+
+def apply_or_roll_back(make_engine, opts, manifests):
+    """Run ``make_engine(opts).apply(manifests)``; with ``on_failure: rollback`` (and not in check
+    mode), a failure applies the last good revision before it in a second run, whose wait (if
+    any) has ``rollback_timeout`` of its own.
+
+    Returns:
+        The report of a run that went through.
+
+    Raises:
+        RolledBack: the release failed and the rollback went through (``err.report`` is the
+            rollback's, ``err.revision`` the revision returned to).
+        ApplySetError: the release failed and there was nothing to roll back to, or the rollback
+            failed too (the message names both errors).
+    """
+    engine = make_engine(opts)
+    try:
+        return engine.apply(manifests)
+    except ApplySetError as err:
+        settings = opts.history
+        parent = engine.parent
+        if rolls_back(opts):  # a rollback whose wait failed is no deployed revision
+            _mark_failed(engine, parent, settings, err)
+        refused = isinstance(err, (InputError, GuardError, ParentError))  # before any member write
+        if opts.dry_run or settings is None or settings.on_failure != "rollback" or parent is None or refused:
+            raise
+        if engine.recorded_revision is None and not _wrote_members(err.report):
+            _say(err, "nothing needed rolling back: the release wrote no member")
+            raise
+        target, why_none = _last_good_before(engine, parent, settings)
+        if target is None:
+            if why_none:
+                _say(err, why_none)
+            raise
+        # The rollback is a plan of its own, which nobody approved: it is bound to none.
+        again = dataclasses.replace(opts, wait_timeout=settings.rollback_timeout, approved_plan=None,
+                                    history=dataclasses.replace(settings, rollback_to=target, on_failure=None))
+        rollback = make_engine(again)
+        try:
+            rollback.apply([])
+        except ApplySetError as second:
+            second.message = (f"the release failed ({err.message}), and so did the rollback to revision "
+                              f"{target}: {second.message}")
+            _mark_failed(rollback, parent, settings, second)
+            _keep_release_plan(rollback.report, err.report)
+            raise
+        raise _rolled_back(err, rollback.report, target) from err
+
+
+def _keep_release_plan(report, release) -> None:
+    """The result of a release rolled back shows the release's plan (the one approved) as
+    ``plan_id`` and ``plan``, and the rollback's id apart, as ``rollback_plan_id``."""
+    if release is None or release.plan_id is None:
+        return
+    report.rollback_plan_id = report.plan_id
+    report.plan_id, report.plan = release.plan_id, release.plan
+
+
+def _mark_failed(engine, parent, settings, err: ApplySetError) -> None:
+    """The revision a rollback recorded marked failed, as it failed after recording it (its wait);
+    when it cannot be, ``err`` says so (the history then shows it deployed)."""
+    number, discovery = engine.recorded_revision, engine.parent_discovery
+    namespace = history.home(parent, settings) if parent is not None and settings is not None else None
+    if number is None or namespace is None or discovery is None:
+        return
+    try:
+        history.mark_failed(engine.client, discovery.for_group_kind(spec.SECRET_KIND), parent, namespace, number)
+    except ApplySetError as failed:
+        _say(err, f"revision {number} could not be marked failed in the history ({failed.message}), so it is listed "
+                  "as deployed though it did not go through")
+
+
+def _wrote_members(report) -> bool:
+    """Whether the failed release changed a member (a stop before any member write did not)."""
+    return report is not None and any(o.action in CHANGING_ACTIONS for o in report.objects)
+
+
+def _say(err, aftermath: str) -> None:
+    """Add to the failed release's error what the rollback did not do, and why."""
+    err.message = f"{err.message}; {aftermath}"
+    err.args = (err.message,)
+
+
+def _rolled_back(err, report, target: int) -> RolledBack:
+    """The error of a release that failed and was rolled back: what the rollback did (from its
+    report), then what failed, without what the failed run said it left as it was (the rollback
+    changed that); named by the objects that failed. The result shows the rollback's objects
+    and, before its own, the hooks and warnings of the failed release."""
+    done = RolledBack(f"the release failed and the set was rolled back to revision {target} (the rollback "
+                      f"{_what_it_did(report)}); what failed: {err.what_failed}",
+                      obj=_failed_objects(err) or err.obj, fix=err.fix or "fix the release and run again")
+    if err.report is not None:
+        report.hooks[:0] = err.report.hooks
+        report.warnings[:0] = err.report.warnings
+    _keep_release_plan(report, err.report)
+    done.report, done.revision, done.cause = report, target, err
+    return done
+
+
+def _what_it_did(report) -> str:
+    counts = report.summary()
+    applied = counts["created"] + counts["configured"] + counts.get("replaced", 0)
+    done = [f"re-applied {applied} object{'s' if applied != 1 else ''}"] if applied else []
+    done += [f"pruned {counts['pruned']}"] if counts["pruned"] else []
+    return " and ".join(done) if done else "changed nothing"
+
+
+def _failed_objects(err) -> str | None:
+    """The objects that failed (or were not ready), as messages name them; None when none is named."""
+    named = [o.ref for o in err.report.failed_objects] if err.report is not None else []
+    for entry in (err.details or {}).get("unready") or ():
+        where = f"{entry['namespace']}/{entry['name']}" if entry.get("namespace") else entry.get("name")
+        named.append(f"{entry.get('kind')} {where}")
+    return ", ".join(named) or None
+
+
+def _last_good_before(engine, parent, settings) -> tuple:
+    """``(number, None)``: the newest deployed revision before the failed one; ``(None, why)``
+    when there is none (``why`` None when the set keeps no history). The failed run's own
+    revision, if it recorded one, is marked failed first."""
+    namespace = history.home(parent, settings)
+    if namespace is None or not parent.exists:
+        return None, None
+    client = engine.client
+    secrets = engine.parent_discovery.for_group_kind(spec.SECRET_KIND)
+    failed = engine.recorded_revision
+    if failed is not None:
+        history.mark_failed(client, secrets, parent, namespace, failed)
+    listed = history.revisions(history.list_secrets(client, secrets, namespace, parent.id))
+    below = failed if failed is not None else (parent.revision or 0) + 1
+    good = history.last_good(listed, below)
+    if good is not None:
+        return good.number, None
+    if any(r.number < below for r in listed):
+        return None, f"nothing to roll back to: no revision before revision {below} was deployed"
+    return None, "nothing to roll back to: this was the set's first release"

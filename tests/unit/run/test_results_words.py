@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from applyset.rules import drift, ordering
-from applyset.steps import rollback
+from applyset import engine
 from applyset import spec
 from applyset.errors import ApplySetError
 from applyset.kube.discovery import Resource
@@ -49,8 +49,8 @@ def test_members_not_tried_are_recorded_once_as_skipped_with_the_reason():
 def test_what_a_rollback_did_is_counted_from_its_report():
     report = Report(objects=[ObjectResult("v1", "ConfigMap", "shop", n, a) for n, a in
                              (("a", "configured"), ("b", "created"), ("c", "pruned"), ("d", "unchanged"))])
-    assert rollback._what_it_did(report) == "re-applied 2 objects and pruned 1"
-    assert rollback._what_it_did(Report()) == "changed nothing"
+    assert engine._what_it_did(report) == "re-applied 2 objects and pruned 1"
+    assert engine._what_it_did(Report()) == "changed nothing"
 
 
 def test_a_rolled_back_release_quotes_what_failed_without_what_the_failed_run_left():
@@ -58,7 +58,7 @@ def test_a_rolled_back_release_quotes_what_failed_without_what_the_failed_run_le
                     hooks=[{"phase": "post-apply", "name": "smoke", "action": "failed"}])
     err = ApplySetError("it failed; nothing was pruned", what_failed="it failed", obj="ApplySet Secret shop/web")
     err.report = failed
-    done = rollback._rolled_back(err, Report(objects=[ObjectResult("v1", "ConfigMap", "shop", "x", "pruned")]), 1)
+    done = engine._rolled_back(err, Report(objects=[ObjectResult("v1", "ConfigMap", "shop", "x", "pruned")]), 1)
     assert done.message == "the release failed and the set was rolled back to revision 1 (the rollback pruned 1); " \
                            "what failed: it failed"
     assert done.obj == "ConfigMap shop/bad" and done.report.hooks == failed.hooks and done.revision == 1
