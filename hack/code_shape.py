@@ -31,7 +31,7 @@ MAX_FUNCTION_CODE_LINES = 50
 CYCLE_ROOTS = ("plugins", "benchmarks", "tests", "hack")
 # The core's layers, lowest first: each a package of the core or a module of its root. A module
 # may import its own package's modules and anything of a layer before its own, nothing after.
-LAYERS = ("errors", "spec", "kubeyaml", "inputs", "kube", "parent", "rules", "wait", "history", "verify",
+LAYERS = ("object_meta", "errors", "spec", "kubeyaml", "inputs", "kube", "parent", "rules", "wait", "history", "verify",
           "run", "apply", "steps", "routes", "engine")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 
+from ..object_meta import metadata_of
 from ..rules import csa, drift
 from . import namespaces, recreate
 from ..rules import plan as plans
@@ -88,7 +89,7 @@ def _take_over_release_fields(ctx: RunContext, member: plans.DesiredObject, befo
     helm = ctx.decisions.helm if ctx.has("decisions") else None
 
     def plan_merge(obj):
-        migration = csa.merge_releases((obj.get("metadata") or {}).get("managedFields"), ctx.opts.field_manager,
+        migration = csa.merge_releases(metadata_of(obj).get("managedFields"), ctx.opts.field_manager,
                                        ctx.set_managers, member.body.get("apiVersion"))
         if migration is not None and helm is not None and set(migration.releases) <= helm.managers:
             migration.releases_of = f"Helm release {helm.release.ref}"  # helm.take_over (steps/release_takeover.py)
@@ -240,7 +241,7 @@ def _take_over_client_side_fields(ctx: RunContext, member: plans.DesiredObject, 
     tries again.
     """
     opts = ctx.opts
-    meta = applied.get("metadata") or {}
+    meta = metadata_of(applied)
     migration = csa.plan(meta.get("managedFields"), opts.field_manager)
     if migration is None:
         return applied, []
@@ -269,9 +270,9 @@ def _migrate(ctx: RunContext, member: plans.DesiredObject, applied: dict, migrat
     afterwards and the migration made (None when a fresh read needs none)."""
     if plan_again is None:
         def plan_again(obj):
-            return csa.plan((obj.get("metadata") or {}).get("managedFields"), ctx.opts.field_manager)
+            return csa.plan(metadata_of(obj).get("managedFields"), ctx.opts.field_manager)
     res, name, namespace = member.resource, member.name, member.namespace
-    meta = applied.get("metadata") or {}
+    meta = metadata_of(applied)
     for _attempt in range(3):
         try:
             applied = ctx.client.json_patch(res, name, namespace, csa.patch(migration, meta.get("resourceVersion")),
@@ -279,7 +280,7 @@ def _migrate(ctx: RunContext, member: plans.DesiredObject, applied: dict, migrat
             return applied, migration
         except ConflictError:  # changed since our apply: plan again on what is there now
             applied = ctx.client.get(res, name, namespace) or applied
-            meta = applied.get("metadata") or {}
+            meta = metadata_of(applied)
             migration = plan_again(applied)
             if migration is None:
                 return applied, None
@@ -329,7 +330,7 @@ def _take_part_of_label(ctx: RunContext, member: plans.DesiredObject, before: di
 
 
 def _apply_entry(obj: dict, manager: str) -> dict | None:
-    return next((e for e in (obj.get("metadata") or {}).get("managedFields") or []
+    return next((e for e in metadata_of(obj).get("managedFields") or []
                  if e.get("manager") == manager and e.get("operation") == "Apply" and not e.get("subresource")),
                 None)
 
@@ -343,7 +344,7 @@ def apply_changed_nothing(before: dict, after: dict, manager: str) -> bool:
     generation, labels, annotations and our manager's managedFields entry are all as listed:
     a status write touches none of them, and a change by our apply touches at least one.
     """
-    meta_before, meta_after = before.get("metadata") or {}, after.get("metadata") or {}
+    meta_before, meta_after = metadata_of(before), metadata_of(after)
     if meta_before.get("resourceVersion") == meta_after.get("resourceVersion"):
         return True
     if "status" not in after or meta_before.get("generation") is None:

@@ -10,6 +10,7 @@ before the parent, which cannot be created before its namespace exists.
 
 from __future__ import annotations
 
+from ..object_meta import metadata_of
 from ..kube.api import KubeApi
 from .. import spec
 from ..errors import ApiError, NamespaceMissingError
@@ -54,7 +55,7 @@ def check(ctx: RunContext, unchanged: dict) -> str | None:
     found = ctx.client.map(lambda name: ctx.client.get(ns_res, name), names)
     missing = [n for n, obj in zip(names, found) if obj is None]
     terminating = [n for n, obj in zip(names, found)
-                   if isinstance(obj, dict) and (obj.get("metadata") or {}).get("deletionTimestamp")]
+                   if isinstance(obj, dict) and metadata_of(obj).get("deletionTimestamp")]
     to_create = None
     if opts.create_namespace and made_home in missing:
         missing.remove(made_home)

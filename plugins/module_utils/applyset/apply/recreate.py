@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from ..object_meta import metadata_of
 from ..errors import ApiError, ConflictError
 from ..run.report import Change, MemberOutcome, result_for
 from ..run.runner import RunContext
@@ -84,7 +85,7 @@ def _delete(ctx: RunContext, member, uid: str, why: str) -> MemberOutcome | None
     left = _wait_deleted(ctx, member, uid)
     if left is None:
         return None
-    finalizers = (left.get("metadata") or {}).get("finalizers") or []
+    finalizers = metadata_of(left).get("finalizers") or []
     held = f" (finalizers: {', '.join(finalizers)})" if finalizers else ""
     return _failed(member, f"{why}; it was deleted but is still there after {ctx.opts.recreate_timeout:.0f}s{held}; "
                    "the next run creates it once it is gone")

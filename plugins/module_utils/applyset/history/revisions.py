@@ -28,6 +28,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+from ..object_meta import labels_of, metadata_of, name_of
 from ..kube.api import KubeApi
 from .. import spec
 from ..errors import ApiError, ApplySetError
@@ -307,10 +308,10 @@ def chunk_names(first_name: str, summary: dict) -> list[str]:
 def revisions(items: list) -> list[Revision]:
     """The revisions among history Secrets' metadata (their first chunks), oldest first; one whose
     summary cannot be read, or whose further chunks are not among ``items``, is listed damaged."""
-    names = {(item.get("metadata") or {}).get("name") for item in items}
+    names = {name_of(item) for item in items}
     found = []
     for item in items:
-        meta = item.get("metadata") or {}
+        meta = metadata_of(item)
         labels = meta.get("labels") or {}
         if labels.get(LABEL_CHUNK, "0") != "0":
             continue
@@ -377,7 +378,7 @@ def decode_revision(label: str, set_id: str, number: int, first: dict, get_secre
         DamagedRevision: naming each Secret involved and what is wrong (summary annotation, a chunk
             missing or without its value, the digest, gzip, JSON, the content's keys and types).
     """
-    meta = first.get("metadata") or {}
+    meta = metadata_of(first)
     namespace = meta.get("namespace", "")
     involved = [f"{namespace}/{meta.get('name', '')}"]
     try:
@@ -477,7 +478,7 @@ def beyond(items: list, newest: int, keep: int) -> list:
     """The history Secrets of revisions that fall out of the ``keep`` newest up to ``newest``."""
     def number(item):
         try:
-            return int(((item.get("metadata") or {}).get("labels") or {}).get(LABEL_REVISION, ""))
+            return int(labels_of(item).get(LABEL_REVISION, ""))
         except ValueError:
             return None
 

@@ -20,6 +20,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from ..object_meta import metadata_of
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..kube.api import KubeApi
@@ -135,7 +136,7 @@ def manifest_objects(manifest: str, namespace: str) -> list[ManifestObject]:
     for _number, doc in read_stream(manifest or ""):
         if not isinstance(doc, dict) or not doc.get("kind"):
             continue
-        meta = doc.get("metadata") or {}
+        meta = metadata_of(doc)
         found.append(ManifestObject(str(doc.get("apiVersion") or ""), str(doc["kind"]), str(meta.get("name") or ""),
                                     meta.get("namespace") or None))
     return found
@@ -196,7 +197,7 @@ def _release(kind: spec.GroupKind, listed: list, name: str, namespace: str) -> R
 
 
 def _record(kind: spec.GroupKind, obj: dict) -> Record:
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     labels = meta.get("labels") or {}
     version = labels.get("version") or meta.get("name", "").rpartition(".v")[2]
     return Record(kind, meta.get("name", ""), meta.get("uid"), int(version) if str(version).isdigit() else 0,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 
+from ..object_meta import annotations_of
 from .. import spec
 
 ANNOTATION_MEMBERS = spec.OWN_PREFIX + "members"
@@ -28,7 +29,7 @@ def digest(key: spec.ObjectId) -> str:
 
 def parse(obj: dict | None) -> frozenset | None:
     """The digests a parent object records, or None when it records none (an older run's parent)."""
-    value = (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_MEMBERS)
+    value = annotations_of(obj).get(ANNOTATION_MEMBERS)
     if value is None:
         return None
     return frozenset(part for part in value.split(",") if part)

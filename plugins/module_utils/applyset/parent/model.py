@@ -14,6 +14,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
+from ..object_meta import metadata_of
 from . import plan_key as plan_keys
 from .. import spec
 from ..kube.discovery import Discovery, Resource
@@ -201,7 +202,7 @@ def inspect(res: Resource, obj: dict, discovery: Discovery) -> LiveParent:
         not serve are kept apart in ``unmapped_resources``.
     :returns: the ``LiveParent``.
     """
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     kinds = spec.parse_group_kinds(annotations.get(spec.ANNOTATION_GROUP_KINDS))

@@ -8,6 +8,7 @@ ConfigMap, or a custom resource whose CRD carries the ``is-parent-type`` label.
 
 from __future__ import annotations
 
+from ..object_meta import labels_of, metadata_of
 from .. import spec
 from ..errors import ApiError, InputError, ParentError
 from ..kube.discovery import CRD_RESOURCE
@@ -35,7 +36,7 @@ def resolve(discovery: Discovery, parent_spec, default_namespace: str | None) ->
     elif isinstance(parent_spec, dict):
         if "metadata" in parent_spec:
             definition = parent_spec
-            meta = parent_spec.get("metadata") or {}
+            meta = metadata_of(parent_spec)
             ref = {"apiVersion": parent_spec.get("apiVersion"), "kind": parent_spec.get("kind"),
                    "name": meta.get("name"), "namespace": meta.get("namespace")}
         else:
@@ -131,7 +132,7 @@ def check_kind_allowed(client: KubeApi, res: Resource) -> None:
         ) from None
     if crd is None:
         raise builtin  # a built-in kind of a named group, such as deployments.apps
-    if spec.LABEL_PARENT_TYPE not in ((crd.get("metadata") or {}).get("labels") or {}):
+    if spec.LABEL_PARENT_TYPE not in labels_of(crd):
         raise ParentError(message, obj=f"parent kind {res.group_kind}",
                           fix="label its CRD as a parent type: "
                           f"kubectl label crd {res.plural}.{res.group} {spec.LABEL_PARENT_TYPE}=true")

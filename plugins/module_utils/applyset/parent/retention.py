@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..object_meta import metadata_of
 from ..errors import ApiError
 from ..kube.discovery import APISERVICE_RESOURCE, CRD_RESOURCE, Discovery, Resource
 from ..kube.api import KubeApi
@@ -112,7 +113,7 @@ def _why_group_may_hold_objects(group: str, defs: ApiDefinitions) -> str | None:
         svc_spec = svc.get("spec") or {}
         if svc_spec.get("group") != group:
             continue
-        meta = svc.get("metadata") or {}
+        meta = metadata_of(svc)
         if (meta.get("labels") or {}).get(AUTOMANAGED_LABEL) == "true":
             continue  # registered for a CRD group: the CRDs above decide
         name = meta.get("name", group)
@@ -123,9 +124,9 @@ def _why_group_may_hold_objects(group: str, defs: ApiDefinitions) -> str | None:
 
 
 def _crd_state(crd: dict) -> str:
-    name = (crd.get("metadata") or {}).get("name", "?")
+    name = metadata_of(crd).get("name", "?")
     versions = (crd.get("spec") or {}).get("versions") or []
-    if (crd.get("metadata") or {}).get("deletionTimestamp"):
+    if metadata_of(crd).get("deletionTimestamp"):
         return f"{name} is being deleted"
     if versions and not any(v.get("served") for v in versions):
         return f"{name} exists but serves no version"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from ..object_meta import annotations_of, metadata_of
 from . import members
 from . import plan_key as plan_keys
 from .. import spec
@@ -146,7 +147,7 @@ def _creation_body(parent: Parent, group_kinds, namespaces, claim: dict | None) 
     body = parent_body(parent, group_kinds, namespaces, claim)
     if parent.definition:
         merged = dict(parent.definition)
-        meta = dict(merged.get("metadata") or {})
+        meta = dict(metadata_of(merged))
         meta["labels"] = {**(meta.get("labels") or {}), **body["metadata"]["labels"]}
         meta["annotations"] = {**(meta.get("annotations") or {}), **body["metadata"]["annotations"]}
         meta["name"] = parent.name
@@ -183,12 +184,12 @@ def _guarded(client: KubeApi, parent: Parent, send, landed) -> dict:
 
 
 def _annotations(live: dict) -> dict:
-    return (live.get("metadata") or {}).get("annotations") or {}
+    return metadata_of(live).get("annotations") or {}
 
 
 def _says(live: dict, wanted_meta: dict, *, claim_expected: bool) -> bool:
     """Whether the live parent carries every label and annotation of a body we sent."""
-    meta = live.get("metadata") or {}
+    meta = metadata_of(live)
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     if any(labels.get(k) != v for k, v in (wanted_meta.get("labels") or {}).items()):
         return False
@@ -209,7 +210,7 @@ def records(parent: Parent, live: dict, group_kinds, namespaces) -> bool:
         True when every label and annotation of that body is there, with no claim and no legacy
         ``contains-group-resources`` hint (which a release would remove): not writing it changes nothing.
     """
-    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(live)
     return (_says(live, parent_body(parent, group_kinds, namespaces)["metadata"], claim_expected=False)
             and spec.ANNOTATION_GROUP_RESOURCES not in annotations)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ..object_meta import annotations_of, metadata_of
 from ..parent import members
 from . import field_policy, nochange, server_form
 from .. import spec
@@ -61,9 +62,9 @@ def classify(body: dict, live_obj: dict | None, manager: str, *, was_member: boo
     """
     if live_obj is None:
         return Drift(MISSING if was_member else MANIFEST)
-    meta = live_obj.get("metadata") or {}
+    meta = metadata_of(live_obj)
     entries = meta.get("managedFields") or []
-    want = ((body.get("metadata") or {}).get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
+    want = annotations_of(body).get(spec.ANNOTATION_APPLIED_DIGEST)
     have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
     manifest = have is None or have != want
     sent_taken = tuple(taken_fields(body, entries, manager))

@@ -28,6 +28,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
+from ..object_meta import annotations_of, metadata_of
 from . import nochange
 from .. import spec
 from ..errors import InputError
@@ -136,7 +137,7 @@ _CONTAINERS = frozenset({("metadata",), ("metadata", "labels"), ("metadata", "an
 
 def apply_policy(body: dict) -> str | None:
     """``create-only``, ``ignore`` or None, from the object's own annotations."""
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(body)
     return next((policy for (key, value), policy in _POLICIES.items() if annotations.get(key) == value), None)
 
 
@@ -220,7 +221,7 @@ def _skip_reason(policy: str, exists: bool) -> str:
 
 
 def _resolve_rule(body: dict, live: dict, rule: Rule, manager: str, done: list) -> dict:
-    entries = (live.get("metadata") or {}).get("managedFields") or []
+    entries = metadata_of(live).get("managedFields") or []
     for text, segments in rule.pointers:
         if _get(body, segments) is _ABSENT:
             continue  # the manifest does not set it: nothing to leave

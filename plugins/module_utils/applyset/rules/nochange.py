@@ -41,6 +41,7 @@ import base64
 import hashlib
 import json
 
+from ..object_meta import metadata_of
 from . import csa, server_form
 from ..inputs import redact
 from .. import spec
@@ -100,7 +101,7 @@ def with_digest(body: dict, *, digest_of: dict | None = None) -> dict:
     """
     clean = _without_digest(body)
     digest = request_digest(clean if digest_of is None else digest_of)
-    meta = dict(clean.get("metadata") or {})
+    meta = dict(metadata_of(clean))
     meta["annotations"] = {**(meta.get("annotations") or {}), spec.ANNOTATION_APPLIED_DIGEST: digest}
     return {**clean, "metadata": meta}
 
@@ -205,7 +206,7 @@ def list_element_key(tree, element, index: int, parsed: list | None = None) -> s
 
 def apply_fields(live: dict, manager: str) -> dict | None:
     """The fieldsV1 of ``manager``'s Apply entry (not a subresource's) in ``live``, or None."""
-    entries = (live.get("metadata") or {}).get("managedFields") or []
+    entries = metadata_of(live).get("managedFields") or []
     entry = next((e for e in entries if isinstance(e, dict) and e.get("manager") == manager
                   and e.get("operation") == "Apply" and not e.get("subresource")), None)
     return None if entry is None else entry.get("fieldsV1") or {}
@@ -217,7 +218,7 @@ def why_not_whole(live_obj: dict | None) -> str | None:
         return "not found"
     if not isinstance(live_obj, dict) or live_obj.get("kind") == "PartialObjectMetadata":
         return "only its metadata was listed"
-    if (live_obj.get("metadata") or {}).get("deletionTimestamp"):
+    if metadata_of(live_obj).get("deletionTimestamp"):
         return "being deleted"
     return None
 
@@ -241,7 +242,7 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
     problem = why_not_whole(live_obj)
     if problem or live_obj is None:
         return problem
-    meta = live_obj.get("metadata") or {}
+    meta = metadata_of(live_obj)
     body = member_body if digested else with_digest(member_body)  # the body as sent
     want = body["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
     have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
@@ -285,7 +286,7 @@ def in_place_blocker(live_obj: dict | None, manager: str, set_id: str, set_manag
     problem = why_not_whole(live_obj)
     if problem or live_obj is None:
         return problem
-    meta = live_obj.get("metadata") or {}
+    meta = metadata_of(live_obj)
     if not meta.get("uid") or not meta.get("resourceVersion"):
         return "no uid or resourceVersion to make the update conditional on"
     if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) != set_id:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..object_meta import metadata_of
 from .. import spec
 from ..errors import InputError, InputErrors
 from ..kube.discovery import Discovery, Resource
@@ -341,7 +342,7 @@ def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: s
     default namespace, and the namespace of a cluster-scoped object is dropped (kubectl does so
     silently; we say so in ``warnings``).
     """
-    meta = dict(m.mapping.get("metadata") or {})
+    meta = dict(metadata_of(m.mapping))
     namespace = meta.get("namespace")
     if res.namespaced:
         namespace = namespace or default_namespace

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from ..object_meta import annotations_of
 from . import nochange
 from .. import spec
 
@@ -64,7 +65,7 @@ def entry(obj: str, action: str, **fields) -> dict:
 def body_digest(body: dict) -> str:
     """The short digest of a body the run would send: its applied-digest annotation (set by the
     plan step, and by ``ignore_fields`` over the manifest's own values), else computed the same way."""
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(body)
     digest = annotations.get(spec.ANNOTATION_APPLIED_DIGEST) or nochange.request_digest(body)
     return digest.partition(":")[2][:_BODY_CHARS]
 

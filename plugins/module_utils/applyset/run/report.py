@@ -16,6 +16,7 @@ try:
 except ImportError:
     yaml = None  # a requirement: without PyYAML the modules stop first, with manifests.YAML_IMPORT_ERROR
 
+from ..object_meta import metadata_of
 from .. import spec
 from ..errors import ApplySetError
 
@@ -153,7 +154,7 @@ def normalize(obj: dict | None) -> dict | None:
     if obj is None:
         return None
     out = {k: v for k, v in obj.items() if k != "status"}
-    out["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
+    out["metadata"] = {k: v for k, v in metadata_of(obj).items() if k not in SERVER_METADATA}
     return out
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..object_meta import uid_of
 from ..wait import reasons as wait_reasons
 from ..wait import waiting
 from . import settling
@@ -227,7 +228,7 @@ def _run(ctx: RunContext, hook, phase: str, entry: dict) -> ApplySetError | None
     try:
         if hks.BEFORE_CREATION in hook.delete_policies:
             entry["replaced"] = _delete_existing(ctx, obj)
-        uid = ((_apply(ctx, obj, dry_run=False).body or {}).get("metadata") or {}).get("uid")
+        uid = uid_of(_apply(ctx, obj, dry_run=False).body)
         entry["uid"] = uid
         _wait(ctx, obj, uid)
     except ApplySetError as err:
@@ -256,7 +257,7 @@ def _delete_existing(ctx: RunContext, obj) -> bool:
     live = ctx.client.get(obj.resource, obj.name, obj.namespace)
     if live is None:
         return False
-    uid = (live.get("metadata") or {}).get("uid")
+    uid = uid_of(live)
     try:
         ctx.client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
     except ApiError as err:

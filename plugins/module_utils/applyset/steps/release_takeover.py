@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..object_meta import metadata_of
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..kube.listing import LiveObject
@@ -85,7 +86,7 @@ def _take_over(ctx: RunContext, release: helm_release.Release, desired_refs: lis
     for key, res in sorted(helm_release.object_ids(release, ctx.discovery).items()):
         listed = ctx.live.get(key)
         obj = listed.obj if listed is not None else ctx.client.get(res, key.name, key.namespace or None)
-        meta = (obj or {}).get("metadata") or {}
+        meta = metadata_of(obj)
         if obj is None or helm_release.owner_of(meta) != owner:
             if obj is not None:
                 left.append(f"{res.kind} {key.namespace + '/' if key.namespace else ''}{key.name}")

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Generic, TypeVar
 
+from ..object_meta import metadata_of
 from ..rules import nochange, ordering
 from ..history import revisions as history
 from ..parent import write as parent_write
@@ -219,7 +220,7 @@ def confirm_parent_unchanged(ctx: RunContext) -> None:
         return
     parent = ctx.parent
     now = ctx.client.get(parent.resource, parent.name, parent.namespace or None)
-    if (now is None or (now.get("metadata") or {}).get("resourceVersion") != parent.resource_version
+    if (now is None or metadata_of(now).get("resourceVersion") != parent.resource_version
             or not parent_write.records(parent, now, *ctx.decisions.hints.final)):
         raise StartOver(ctx.in_place.carried)
 

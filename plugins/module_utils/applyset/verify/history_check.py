@@ -22,6 +22,7 @@ so a revision being written meanwhile is never taken for a damaged one.
 
 from __future__ import annotations
 
+from ..object_meta import labels_of, metadata_of
 from ..kube.api import KubeApi
 from ..history import revisions as history
 from .. import spec
@@ -47,7 +48,7 @@ def check(client: KubeApi, discovery, set_info) -> tuple[list, list]:
     except ApiError:
         return [], []
     foreign = [i for i in items if set_info.uid not in
-               {ref.get("uid") for ref in (i.get("metadata") or {}).get("ownerReferences") or ()}]
+               {ref.get("uid") for ref in metadata_of(i).get("ownerReferences") or ()}]
     foreign_names = {i["metadata"]["name"] for i in foreign}
     own = [i for i in items if i["metadata"]["name"] not in foreign_names]
     kept = {r.number for r in history.revisions(own)}
@@ -93,7 +94,7 @@ def _damage_fix(set_info, err) -> str:
 
 
 def _number_label(item) -> str | None:
-    return ((item.get("metadata") or {}).get("labels") or {}).get(history.LABEL_REVISION)
+    return labels_of(item).get(history.LABEL_REVISION)
 
 
 def _problem(set_info, code, severity, message, fix, fixable) -> Problem:
@@ -114,7 +115,7 @@ def repair(client: KubeApi, secrets, set_info, doomed: list, problems: list, dry
         if problem.code in codes and problem.applyset_id == set_info.expected_id:
             problem.fixed = True
     owned = [i for i in doomed if set_info.uid in
-             {ref.get("uid") for ref in (i.get("metadata") or {}).get("ownerReferences") or ()}]
+             {ref.get("uid") for ref in metadata_of(i).get("ownerReferences") or ()}]
     if str(set_info.revision) in {_number_label(i) for i in owned}:
         problems.append(_problem(set_info, HISTORY_POINTER_MISSING, ERROR,
                                  f"the parent names revision {set_info.revision} as current, which is not kept "

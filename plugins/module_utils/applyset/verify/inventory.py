@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..object_meta import metadata_of
 from ..parent import resolve as parent_resolve
 from ..parent import model as parent_model
 from ..inputs import redact
@@ -106,7 +107,7 @@ class LiveMember:
         :param item: the LIST item (items carry no apiVersion or kind of their own).
         :param full: the item comes from a LIST of whole objects, and is kept in ``full_object``.
         """
-        meta = item.get("metadata") or {}
+        meta = metadata_of(item)
         full_object = None
         if full:
             # LIST items carry no apiVersion/kind of their own.
@@ -194,7 +195,7 @@ def parent_resources(client: KubeApi, discovery: Discovery, listing: SetListing)
             f"{spec.LABEL_PARENT_TYPE} failed ({err.message})")
         return found
     for crd in crds:
-        crd_name = (crd.get("metadata") or {}).get("name", "")
+        crd_name = metadata_of(crd).get("name", "")
         plural, _dot, group = crd_name.partition(".")  # a CRD is always named <plural>.<group>
         res = discovery.for_resource(group, plural)
         if res is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..object_meta import annotations_of
 from .. import spec
 from ..errors import ApiError, ApplySetError, ParentError
 from .checks import classify_members, identity_intact
@@ -152,7 +153,7 @@ def apply_fix(client: KubeApi, fix: HintFix, *, dry_run: bool) -> None:
     try:
         written = client.apply(set_info.resource, fix_body(fix), field_manager=field_manager_for(set_info),
                                force=True, dry_run=dry_run).body
-        annotations = ((written or {}).get("metadata") or {}).get("annotations") or {}
+        annotations = annotations_of(written)
         if spec.ANNOTATION_GROUP_RESOURCES in annotations:
             # Owned by another manager (a kubectl set taken over): the apply cannot remove it.
             drop_legacy_annotation(

@@ -22,6 +22,7 @@ Every expression is compiled before the run's first request (``problems_in_exprs
 
 from __future__ import annotations
 
+from ..object_meta import annotations_of, metadata_of
 from ..errors import InputError
 from ..spec import GroupKind
 from . import cel, cel_check
@@ -102,7 +103,7 @@ _SEEN_MAX = 20000
 
 
 def _remembered(obj: dict, rule: tuple, judge):
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     key = (meta.get("uid"), meta.get("resourceVersion"), rule)
     if not key[0] or not key[1]:
         return judge()
@@ -165,7 +166,7 @@ def _said(head: str, obj: dict, outcome: str) -> str:
 
 def annotation_rule(obj: dict) -> dict:
     """The ready-when / failed-when annotations of ``obj`` (``{}`` when it has none)."""
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(obj)
     if not isinstance(annotations, dict):
         return {}
     return {key: annotations[key] for key in (FAILED_WHEN, READY_WHEN) if key in annotations}

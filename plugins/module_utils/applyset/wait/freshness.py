@@ -28,6 +28,7 @@ roll back, a release that is fine.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from ..object_meta import metadata_of
 
 
 def parse_time(value) -> datetime | None:
@@ -44,7 +45,7 @@ def parse_time(value) -> datetime | None:
 
 
 def _entries(obj: dict) -> list:
-    return [e for e in (obj.get("metadata") or {}).get("managedFields") or () if isinstance(e, dict)]
+    return [e for e in metadata_of(obj).get("managedFields") or () if isinstance(e, dict)]
 
 
 def our_write(obj: dict, field_manager: str | None) -> datetime | None:
@@ -91,7 +92,7 @@ def _behind(obj: dict) -> str | None:
     """Why the status of a controller that reports generations describes an earlier spec: its
     ``observedGeneration``, else the newest generation any of its conditions records, is behind
     ``metadata.generation``. (A rule may have read one condition more closely already.)"""
-    generation = as_int((obj.get("metadata") or {}).get("generation"))
+    generation = as_int(metadata_of(obj).get("generation"))
     status = obj.get("status")
     if not isinstance(status, dict):
         return None
@@ -117,7 +118,7 @@ def older_than_our_write(obj: dict, field_manager: str | None, reported=status_w
     when = reported(obj)
     if ours is None or when is None or when > ours:
         return None
-    created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+    created = parse_time(metadata_of(obj).get("creationTimestamp"))
     if when == ours and created == ours:
         return None  # our write created it: nothing it reports can be older
     return (f"reported at {when:%H:%M:%SZ}, not after this run's change at {ours:%H:%M:%SZ}; "

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, TypeGuard
 
+from ..object_meta import annotations_of, metadata_of
 from ..spec import GroupKind
 from . import freshness
 
@@ -66,7 +67,7 @@ _as_int = freshness.as_int
 def generation_behind(obj: dict) -> str | None:
     """Why the status is older than the spec (``status.observedGeneration`` behind
     ``metadata.generation``, both present), or None."""
-    generation = _as_int((obj.get("metadata") or {}).get("generation"))
+    generation = _as_int(metadata_of(obj).get("generation"))
     observed = _as_int(_status(obj).get("observedGeneration"))
     if generation is None or observed is None or observed >= generation:
         return None
@@ -74,7 +75,7 @@ def generation_behind(obj: dict) -> str | None:
 
 
 def _stale_condition(obj: dict, condition: Any) -> bool:
-    generation = _as_int((obj.get("metadata") or {}).get("generation"))
+    generation = _as_int(metadata_of(obj).get("generation"))
     observed = _as_int(condition.get("observedGeneration"))
     return generation is not None and observed is not None and observed < generation
 
@@ -133,7 +134,7 @@ def _workload_behind(obj: dict) -> str | None:
     controller records in an annotation and reports in ``status.workloadObservedGeneration``."""
     if not _spec(obj).get("workloadRef"):
         return None
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(obj)
     wanted = _as_int(annotations.get("rollout.argoproj.io/workload-generation"))
     seen = _as_int(_status(obj).get("workloadObservedGeneration"))
     if wanted is None or wanted == seen:
@@ -252,7 +253,7 @@ def cnpg_cluster(obj: dict) -> tuple[str, str]:
     cluster or one whose reconciliation loop is disabled has nothing to wait for; the phases that
     need manual intervention fail. Source: cloudnative-pg api/v1/cluster_types.go (Phase*,
     ConditionClusterReady); Argo CD postgresql.cnpg.io/Cluster."""
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(obj)
     if annotations.get("cnpg.io/reconciliationLoop") == "disabled":
         return READY, "reconciliation loop disabled (cnpg.io/reconciliationLoop): nothing to wait for"
     status, conditions = _status(obj), conditions_of(_status(obj))

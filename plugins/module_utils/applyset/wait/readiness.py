@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 
+from ..object_meta import metadata_of
 from ..errors import InputError
 from .. import spec
 from ..spec import GroupKind
@@ -75,7 +76,7 @@ def _generation_not_observed(obj: dict, *, required: bool) -> str | None:
     the controller has not seen the object yet (``required``). For other kinds the
     field is optional and only compared when present.
     """
-    generation = (obj.get("metadata") or {}).get("generation")
+    generation = metadata_of(obj).get("generation")
     observed = _status(obj).get("observedGeneration")
     if generation is None or (observed is None and not required):
         return None
@@ -311,7 +312,7 @@ def conditions_ready(obj: dict) -> tuple[bool, str]:
         return False, Final(f"Stalled: {_explain(conditions['Stalled'])}")
     if _is_true(conditions.get("Reconciling")):
         return False, f"Reconciling: {_explain(conditions['Reconciling'])}"
-    generation = (obj.get("metadata") or {}).get("generation")
+    generation = metadata_of(obj).get("generation")
     for kind in ("Ready", "Available"):
         condition = conditions.get(kind)
         if not condition:
@@ -488,7 +489,7 @@ def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = No
     that apply does not count, for objects whose controller reports no generation (``freshness``).
     """
     group_kind = group_kind_of(obj)
-    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+    if metadata_of(obj).get("deletionTimestamp"):
         if group_kind == spec.JOB_KIND and _job_finished(obj):
             # The TTL controller deletes finished Jobs in the foreground: the Job stays
             # readable, with its final condition, until its Pods are gone.

@@ -13,6 +13,7 @@ result masking applies to them as to the rest of the result.
 
 from __future__ import annotations
 
+from ..object_meta import metadata_of, uid_of
 from ..kube.api import KubeApi
 from ..errors import ApplySetError, WaitTimeout
 from ..kube.discovery import Resource
@@ -45,7 +46,7 @@ def explain(client: KubeApi, err: WaitTimeout, bodies: dict, *, logs: bool = Tru
             events_by_ns[namespace] = _warning_events(client, namespace)
         events = events_by_ns.get(namespace) or []
         body = bodies.get((entry["kind"], namespace, entry["name"])) or {}
-        uid = (body.get("metadata") or {}).get("uid")
+        uid = uid_of(body)
         entry["events"] = _latest(e for e in events if _about(e, entry["kind"], entry["name"], uid))
         pods = _pods(client, namespace, body) if namespace else []
         if pods:
@@ -109,14 +110,14 @@ def _pods(client: KubeApi, namespace: str, body: dict) -> list:
             items = list(client.list(_POD, namespace, label_selector=selector, metadata_only=False))
     except (ApplySetError, KeyError):
         return []
-    return sorted(items, key=lambda p: (_is_ready(p), (p.get("metadata") or {}).get("name", "")))[:MAX_PODS]
+    return sorted(items, key=lambda p: (_is_ready(p), metadata_of(p).get("name", "")))[:MAX_PODS]
 
 
 def _pod_labels(body: dict) -> dict:
     """The labels that select a workload's pods: its selector's matchLabels; for a Job, whose
     selector the server generates (so the object as applied has none), the label the Job
     controller puts on every pod it creates, its uid."""
-    uid = (body.get("metadata") or {}).get("uid")
+    uid = uid_of(body)
     if body.get("kind") == "Job" and uid:
         return {_JOB_UID_LABEL: uid}
     labels = ((body.get("spec") or {}).get("selector") or {}).get("matchLabels")
@@ -130,7 +131,7 @@ def _is_ready(pod: dict) -> bool:
 
 def _pod_state(pod: dict, events: list) -> dict:
     """A pod's phase, why it is not scheduled, its containers' waiting reasons, its latest Warning events."""
-    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    meta, status = metadata_of(pod), pod.get("status") or {}
     state = {"name": meta.get("name"), "phase": status.get("phase")}
     for cond in status.get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":

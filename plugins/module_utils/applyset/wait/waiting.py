@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from ..object_meta import metadata_of, uid_of
 from ..kube.api import KubeApi
 from ..errors import ApiError, ApplySetError, WaitTimeout
 from .. import spec
@@ -284,7 +285,7 @@ _EVENT_ROUNDS = 3
 
 
 def _uid(obj: dict | None) -> str | None:
-    return ((obj or {}).get("metadata") or {}).get("uid") or None
+    return uid_of(obj) or None
 
 
 def job_outcome_events(client: KubeApi, namespace: str | None, uid: str | None) -> list[dict]:
@@ -333,7 +334,7 @@ class _GoneTracker:
 def _still_there(item) -> tuple[bool, str]:
     if item is None:
         return True, "gone"
-    meta = item.get("metadata") or {}
+    meta = metadata_of(item)
     if meta.get("deletionTimestamp"):
         finalizers = meta.get("finalizers") or []
         waiting_on = f"; finalizers: {', '.join(finalizers)}" if finalizers else ""

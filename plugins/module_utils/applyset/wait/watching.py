@@ -31,6 +31,7 @@ import threading
 import time
 import weakref
 
+from ..object_meta import name_of
 from ..kube.api import KubeApi
 from ..errors import ApiError, ApplySetError
 from ..kube.http_requests import watch_request
@@ -51,7 +52,7 @@ _REFUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _name(obj: dict) -> str | None:
-    return (obj.get("metadata") or {}).get("name")
+    return name_of(obj)
 
 
 def by_name(res, items: list) -> dict:
