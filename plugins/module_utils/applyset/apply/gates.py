@@ -129,7 +129,7 @@ def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
         state.since.setdefault(node, started)
     targets = {_target(ctx, node): node for node in blocking}
     # The objects as applied, with their UIDs: the wait then knows a Job its TTL removed.
-    applied = {t: {**state.bodies[n], "metadata": {**state.bodies[n]["metadata"], "uid": state.applied[n]}}
+    applied = {t: wait_reasons.as_applied(state.bodies[n], state.applied[n])
                for t, n in targets.items() if state.applied.get(n) and n in state.bodies}
     left = min(state.since[node] + timeout for node in blocking) - started
     unready = waiting.wait_ready(ctx.client, list(targets), timeout=max(0.0, left), raise_on_timeout=False,
@@ -144,9 +144,8 @@ def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
         elif isinstance(reason, Final) or now - state.since[node] >= timeout:
             # Say why, as the members' wait does: events and pods of the gate (a Job whose pods
             # cannot be created names the cause).
-            bodies = {(res.kind, ns, name): body for (res, ns, name), body in applied.items()}
-            raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], reason), bodies,
-                                       logs=ctx.opts.failure_logs)
+            raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], reason),
+                                       wait_reasons.bodies_by_ref(applied), logs=ctx.opts.failure_logs)
 
 
 def _gate_closed(ctx: RunContext, node, blocked: tuple, reason) -> WaitTimeout:

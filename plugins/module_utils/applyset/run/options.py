@@ -12,6 +12,7 @@ from ..errors import InputError
 # YAML parser among them). tests/unit/plugins/test_module_options.py keeps it so.
 if TYPE_CHECKING:
     from ..rules import legacy as legacies
+    from ..wait.reasons import WaitSettings
     from ..history.revisions import Settings
     from ..inputs.helm_chart import Chart
     from ..rules import prune as prunes
@@ -79,6 +80,13 @@ class Options:
 
         return prunes.GuardLimits(allow_empty=self.allow_empty, max_prune_percent=self.max_prune_percent,
                                   allow_prune_kinds=frozenset(self.allow_prune_kinds))
+
+    def wait_settings(self) -> WaitSettings:
+        """How the run's waits (members, hooks, gates) wait, among these options."""
+        from ..wait.reasons import WaitSettings
+
+        return WaitSettings(timeout=self.wait_timeout, rules=dict(self.wait_rules or {}),
+                            field_manager=self.field_manager, failure_logs=self.failure_logs)
 
     def problems(self) -> list[tuple[str, str, str]]:
         """``(option, what is wrong, fix)`` for each value out of its range or choices: the checks

@@ -28,12 +28,11 @@ import dataclasses
 
 from ..object_meta import uid_of
 from ..wait import reasons as wait_reasons
-from ..wait import waiting
 from . import settling
 from .. import spec
 from ..rules import hooks as hks
 from ..rules import prune as prunes
-from ..errors import ApiError, ApplySetError, WaitTimeout
+from ..errors import ApiError, ApplySetError
 from ..run.report import NOT_TRIED_HOOK
 from ..run.runner import RunContext
 
@@ -242,13 +241,8 @@ def _wait(ctx: RunContext, obj, uid: str | None) -> None:
     """Wait until the hook is ready (a Job: complete); a timeout says why, as the members' wait
     does: the Job's and its pods' Warning events (a pod that cannot be created names its cause)."""
     target = (obj.resource, obj.namespace, obj.name)
-    applied = {**obj.body, "metadata": {**obj.body["metadata"], "uid": uid}}
-    try:
-        waiting.wait_ready(ctx.client, [target], timeout=ctx.opts.wait_timeout, applied={target: applied},
-                           warn=ctx.record.warn, field_manager=ctx.opts.field_manager, **ctx.opts.wait_rules)
-    except WaitTimeout as err:
-        raise wait_reasons.explain(ctx.client, err, {(obj.resource.kind, obj.namespace, obj.name): applied},
-                                   logs=ctx.opts.failure_logs) from None
+    wait_reasons.wait_ready_or_explain(ctx.client, [target], {target: wait_reasons.as_applied(obj.body, uid)},
+                                       ctx.opts.wait_settings(), warn=ctx.record.warn)
 
 
 def _delete_existing(ctx: RunContext, obj) -> bool:

@@ -70,17 +70,9 @@ def wait_applied_ready(ctx: RunContext) -> None:
     plan, opts, report = ctx.plan, ctx.opts, ctx.report
     applied = {o.id: o.uid for o in report.objects if o.action in _APPLIED}
     ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members if m.key in applied]
-    # The objects as applied, with the UID the server gave them: the wait then knows a
-    # Job removed by its ttlSecondsAfterFinished from one deleted under it.
-    as_applied = {(m.resource, m.namespace, m.name): {**m.body, "metadata": {**m.body["metadata"], "uid": applied[m.key]}}
-                  for m in plan.members if m.key in applied}
-    try:
-        waiting.wait_ready(ctx.client, ready_targets, timeout=opts.wait_timeout, applied=as_applied,
-                           warn=ctx.record.warn, field_manager=opts.field_manager, **opts.wait_rules)
-    except WaitTimeout as err:  # say why: events, pod states and logs of what is not ready (bounded reads)
-        raise wait_reasons.explain(ctx.client, err, {(res.kind, ns if res.namespaced else None, name): body
-                                                     for (res, ns, name), body in as_applied.items()},
-                                   logs=opts.failure_logs) from None
+    bodies = {(m.resource, m.namespace, m.name): wait_reasons.as_applied(m.body, applied[m.key])
+              for m in plan.members if m.key in applied}
+    wait_reasons.wait_ready_or_explain(ctx.client, ready_targets, bodies, opts.wait_settings(), warn=ctx.record.warn)
 
 
 def wait_members_gone(ctx: RunContext) -> None:

@@ -13,11 +13,14 @@ result masking applies to them as to the rest of the result.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
 from ..object_meta import metadata_of, uid_of
 from ..kube.api import KubeApi
 from ..errors import ApplySetError, WaitTimeout
 from ..kube.discovery import Resource
-from . import container_logs
+from . import container_logs, waiting
 
 MAX_OBJECTS = 5
 MAX_EVENTS = 3
@@ -25,6 +28,44 @@ MAX_PODS = 3
 MAX_TEXT = 300
 _POD = Resource(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
 _JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # set by the Job controller on its pods (Kubernetes 1.27+)
+
+
+@dataclass(frozen=True)
+class WaitSettings:
+    """How a run waits for objects to be ready: within ``timeout`` seconds, by the readiness
+    ``rules`` (``readiness.RULE_OPTIONS``), a failure older than the run's apply as
+    ``field_manager`` not counted, and with the failing containers' last log lines when it times
+    out (``failure_logs``). ``run.options.Options.wait_settings`` builds it."""
+
+    timeout: float
+    rules: Mapping = field(default_factory=dict)
+    field_manager: str | None = None
+    failure_logs: bool = True
+
+
+def as_applied(body: dict, uid: str | None) -> dict:
+    """``body`` with the UID the server gave it: the wait then tells the object this run applied
+    from one that replaced it, and a Job its TTL removed from one deleted under it."""
+    return {**body, "metadata": {**body["metadata"], "uid": uid}}
+
+
+def bodies_by_ref(applied: dict) -> dict:
+    """``{(Resource, namespace, name): body}`` keyed as ``explain`` looks them up: ``(kind,
+    namespace or None, name)``."""
+    return {(res.kind, namespace if res.namespaced else None, name): body
+            for (res, namespace, name), body in applied.items()}
+
+
+def wait_ready_or_explain(client: KubeApi, targets: list, applied: dict, settings: WaitSettings,
+                          warn: Callable[[str], None] | None = None) -> None:
+    """``waiting.wait_ready`` of ``targets`` (``applied``: their bodies as applied, ``as_applied``);
+    when it times out or an object cannot become ready, its ``WaitTimeout`` with what ``explain``
+    found about each unready object (events, pods, logs)."""
+    try:
+        waiting.wait_ready(client, targets, timeout=settings.timeout, applied=applied, warn=warn,
+                           field_manager=settings.field_manager, **settings.rules)
+    except WaitTimeout as err:
+        raise explain(client, err, bodies_by_ref(applied), logs=settings.failure_logs) from None
 
 
 def explain(client: KubeApi, err: WaitTimeout, bodies: dict, *, logs: bool = True) -> WaitTimeout:
