@@ -10,6 +10,8 @@ supplies ready-made binaries instead; whatever it lacks is built as usual.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -243,15 +245,38 @@ def ensure_binaries(log=lambda msg: print(msg, file=sys.stderr), helm: bool = Fa
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     placed = {component: root / cache_key(component, go_version) for component in wanted}
-    missing = [c for c, out_dir in placed.items() if not all((out_dir / b).is_file() for b in c.binaries)]
+    missing = _missing(placed)
     for component in missing:
         if component in HELM_COMPONENTS:
             check_go_version(go_version, component)
-    _build_all(missing, go, placed, log)
+    if missing:
+        # One build at a time per cache: a second caller (CI's early background build, another
+        # checkout) waits for it and then finds the binaries there, instead of building them twice.
+        with _build_lock(root, log):
+            _build_all(_missing(placed), go, placed, log)
     for component, out_dir in placed.items():
         for name in component.binaries:
             found.setdefault(name, out_dir / name)
     return found
+
+
+def _missing(placed: dict[Component, Path]) -> list[Component]:
+    return [c for c, out_dir in placed.items() if not all((out_dir / b).is_file() for b in c.binaries)]
+
+
+@contextlib.contextmanager
+def _build_lock(root: Path, log):
+    """Hold the cache's build lock (``.build.lock``, an flock released when the process ends)."""
+    with open(root / ".build.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another build into {root} to finish...")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def build_jobs() -> int:

@@ -85,3 +85,34 @@ def test_a_bad_build_jobs_value_is_refused(monkeypatch):
     monkeypatch.setenv("APPLYSET_BUILD_JOBS", "zero")
     with pytest.raises(build.BuildError, match="APPLYSET_BUILD_JOBS='zero'"):
         build.build_jobs()
+
+
+def test_two_builds_into_one_cache_build_each_binary_once(monkeypatch, tmp_path):
+    # CI starts the build in the background while lint runs, and make test asks for the same
+    # binaries: the second caller waits for the first (the cache's flock) and builds nothing.
+    import threading
+    import time as clock
+
+    built, said = [], []
+
+    def fake_build(component, go, out_dir, log):
+        clock.sleep(0.2)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in component.binaries:
+            (out_dir / name).write_text("")
+        built.append(component.wrapper)
+
+    monkeypatch.setattr(build, "_build_component", fake_build)
+    monkeypatch.setattr(build, "_go", lambda: "go")
+    monkeypatch.setattr(build, "_go_version", lambda go: "go1.26.8")
+    monkeypatch.setenv("APPLYSET_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("KUBEBUILDER_ASSETS", raising=False)
+    callers = [threading.Thread(target=build.ensure_binaries, kwargs={"log": said.append, "helm": True})
+               for _ in range(2)]
+    for caller in callers:
+        caller.start()
+        clock.sleep(0.05)
+    for caller in callers:
+        caller.join(10)
+    assert sorted(built) == sorted(c.wrapper for c in build.COMPONENTS + build.HELM_COMPONENTS)
+    assert any(line.startswith("waiting for another build into") for line in said), said
