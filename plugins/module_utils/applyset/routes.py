@@ -38,8 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .apply import adoption, applying, namespaces
-from .steps import approval, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
+from .steps import applying, approval, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
 from .steps import rollback
 from .steps import settling, teardown, without_claim
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
@@ -93,7 +92,7 @@ def for_apply(opts) -> Route:
     tail = [Step("make-namespaces", applying.make_namespaces, WRITE), CLAIM_STEP,
             Step(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
     if (opts.adopt_legacy is not None and opts.prune) or opts.helm_take_over:
-        tail.append(Step("label-adopted", adoption.label, WRITE))
+        tail.append(Step("label-adopted", applying.label_adopted, WRITE))
     tail.append(Step("apply", applying.apply_phases, WRITE))
     if opts.prune and opts.wait:
         # Prune after ready (prune_order.py): a wait that fails prunes nothing; the parent stays the union.
@@ -126,7 +125,7 @@ def _release(opts) -> list:
 def for_preview(opts) -> Route:
     """The route of check mode: dry runs only, no claim, no release, no wait."""
     tail = [Step("show-final-hint", decide.show_final_hint, DECIDE),
-            Step("preview-namespace", namespaces.preview_create, DRY_RUN),
+            Step("preview-namespace", applying.preview_namespace, DRY_RUN),
             Step("apply", applying.apply_phases, DRY_RUN)]
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, DRY_RUN))

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 
 from ..rules import legacy as legacies
 from .. import spec
-from ..errors import ApiError, ApplySetError
 from ..kube.listing import LiveObject, list_pairs, live_objects
-from ..run.report import live_result
 from ..run.runner import RunContext
 
 
@@ -74,24 +72,3 @@ def _warnings(options, refs, selection, missing) -> list[str]:
         warnings.append("adopt_legacy: the server does not serve "
                         + ", ".join(sorted(map(str, missing))) + "; nothing of those is adopted")
     return warnings
-
-
-def label(ctx: RunContext) -> None:
-    """Step label-adopted: write this set's label on the adopted objects, each guarded by the
-    resourceVersion listed; a failure stops the run before any member is applied."""
-    ok = True
-    for adopted in ctx.decisions.adopted:
-        meta = adopted.meta
-        patch = {"metadata": {"labels": {spec.LABEL_PART_OF: ctx.parent.id},
-                              "resourceVersion": meta.get("resourceVersion")}}
-        try:
-            ctx.client.merge_patch(adopted.resource, meta["name"], meta.get("namespace"), patch,
-                                   field_manager=ctx.opts.field_manager)
-        except ApiError as err:
-            ok = False
-            ctx.record.result(live_result(adopted.resource, meta, "failed",
-                                          f"could not take it into the set: {err.message}", error=err))
-    if not ok:
-        ctx.failure = ApplySetError(
-            "some objects of the legacy prune set could not be taken into the set; nothing was applied or "
-            "pruned:\n" + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")

@@ -5,7 +5,7 @@ strategy says so, recreate.py).
 
 Runs in worker threads: every function returns the object's ``MemberOutcome`` (result, diff
 changes, warnings) and never writes to the report; the coordinator records outcomes in plan
-order (applying.py). API errors become the object's failed result, never an exception.
+order (steps/applying.py). API errors become the object's failed result, never an exception.
 """
 
 from __future__ import annotations

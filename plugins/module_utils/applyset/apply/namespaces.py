@@ -123,13 +123,6 @@ def create(client: KubeApi, discovery, opts, name: str) -> MemberOutcome:
     return MemberOutcome(result, [Change(f"Namespace {name}", None, resp.body)])
 
 
-def preview_create(ctx: RunContext) -> None:
-    """Step preview-namespace (check mode): the dry-run creation of create_namespace's namespace."""
-    name = ctx.decisions.namespace_to_create
-    if name:
-        ctx.record.outcome(create(ctx.client, ctx.discovery, ctx.opts, name))
-
-
 def refusal_fix(result) -> str:
     """How to get past a refused Namespace creation (``result``: its failed ``ObjectResult``), by
     what the server named: an admission webhook or policy, the credentials (401, 403), or else

@@ -1,5 +1,6 @@
-"""The applies of a run, coordinated: phase by phase, all members of a phase at once, outcomes
-recorded in plan order; and the namespaces that must exist before the parent is written.
+"""The route steps that apply: the applies of a run, coordinated (phase by phase, all members of a
+phase at once, outcomes recorded in plan order); the namespaces that must exist before the parent
+is written (and their preview in check mode); and the label that takes adopted objects in.
 
 Workers (``member_apply.apply_member``) return outcomes; only this loop records them, so the
 objects, diffs and warnings of a run come out in rank order, then input order, on every run.
@@ -8,12 +9,12 @@ A failed member stops the later phases (they may need it), never its own.
 
 from __future__ import annotations
 
-from . import gates, namespaces
+from ..apply import gates, namespaces
 from .. import spec
 from ..wait import waiting
-from ..errors import ApplySetError
-from .member_apply import apply_member
-from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, result_for
+from ..errors import ApiError, ApplySetError
+from ..apply.member_apply import apply_member
+from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, live_result, result_for
 from ..run.runner import RunContext
 
 
@@ -90,3 +91,31 @@ def _as_outcome(member, outcome) -> MemberOutcome:
         err = outcome if isinstance(outcome, ApplySetError) else ApplySetError(str(outcome))
         return MemberOutcome(result_for(member, "failed", reason=str(err), error=err))
     return outcome
+
+
+def preview_namespace(ctx: RunContext) -> None:
+    """Step preview-namespace (check mode): the dry-run creation of create_namespace's namespace."""
+    name = ctx.decisions.namespace_to_create
+    if name:
+        ctx.record.outcome(namespaces.create(ctx.client, ctx.discovery, ctx.opts, name))
+
+
+def label_adopted(ctx: RunContext) -> None:
+    """Step label-adopted: write this set's label on the adopted objects, each guarded by the
+    resourceVersion listed; a failure stops the run before any member is applied."""
+    ok = True
+    for adopted in ctx.decisions.adopted:
+        meta = adopted.meta
+        patch = {"metadata": {"labels": {spec.LABEL_PART_OF: ctx.parent.id},
+                              "resourceVersion": meta.get("resourceVersion")}}
+        try:
+            ctx.client.merge_patch(adopted.resource, meta["name"], meta.get("namespace"), patch,
+                                   field_manager=ctx.opts.field_manager)
+        except ApiError as err:
+            ok = False
+            ctx.record.result(live_result(adopted.resource, meta, "failed",
+                                          f"could not take it into the set: {err.message}", error=err))
+    if not ok:
+        ctx.failure = ApplySetError(
+            "some objects of the legacy prune set could not be taken into the set; nothing was applied or "
+            "pruned:\n" + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
