@@ -19,9 +19,9 @@ import time
 from ..rules import ordering
 from ..wait import reasons as wait_reasons, waiting
 from ..errors import ApplySetError, WaitTimeout
-from .member_apply import apply_member
+from .member_apply import apply_member, as_outcome
 from ..wait.readiness import Final
-from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, result_for
+from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED
 from ..run.runner import RunContext, StepOrderError
 from ..rules.ordering import Order
 
@@ -94,7 +94,7 @@ def apply_in_order(ctx: RunContext) -> None:
                 _wait_round(ctx, state, pending)
                 continue
             for member, outcome in zip(batch, ctx.client.map(lambda m: apply_member(ctx, m, frozenset()), batch)):
-                outcomes[member.key] = outcome = _as_outcome(member, outcome)
+                outcomes[member.key] = outcome = as_outcome(member, outcome)
                 if outcome.result.action in _APPLIED:
                     state.applied[member.key] = outcome.result.uid
             pending = [m for m in pending if m.key not in outcomes]
@@ -177,13 +177,6 @@ def _target(ctx: RunContext, node) -> tuple:
     order = _order(ctx)
     res = order.external[node] if node in order.external else order.resources[node]
     return res, node.namespace or None, node.name
-
-
-def _as_outcome(member, outcome) -> MemberOutcome:
-    if isinstance(outcome, Exception):
-        err = outcome if isinstance(outcome, ApplySetError) else ApplySetError(str(outcome))
-        return MemberOutcome(result_for(member, "failed", reason=str(err), error=err))
-    return outcome
 
 
 def _failures(outcomes: dict) -> str:

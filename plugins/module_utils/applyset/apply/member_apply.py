@@ -18,7 +18,7 @@ from ..rules import csa, drift
 from . import namespaces, recreate
 from ..rules import plan as plans
 from .. import spec
-from ..errors import ApiError, ConflictError, immutable_refusal, missing_namespace
+from ..errors import ApiError, ApplySetError, ConflictError, immutable_refusal, missing_namespace
 from ..run.report import Change, MemberOutcome, normalize, result_for
 from ..run.runner import RunContext
 
@@ -381,3 +381,11 @@ def _conflict_message(err: ConflictError) -> str:
     detail = "; ".join(line for line in lines if line) or err.message
     return (f"conflicts with another field manager: {detail}; set force_conflicts: true to take these "
             "fields over, or remove them from the manifest")
+
+
+def as_outcome(member, outcome) -> MemberOutcome:
+    """A worker's answer as an outcome: an exception it raised becomes the member's failure."""
+    if isinstance(outcome, Exception):
+        err = outcome if isinstance(outcome, ApplySetError) else ApplySetError(str(outcome))
+        return MemberOutcome(result_for(member, "failed", reason=str(err), error=err))
+    return outcome

@@ -13,8 +13,8 @@ from ..apply import gates, namespaces
 from .. import spec
 from ..wait import waiting
 from ..errors import ApiError, ApplySetError
-from ..apply.member_apply import apply_member
-from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, live_result, result_for
+from ..apply.member_apply import apply_member, as_outcome
+from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, live_result
 from ..run.runner import RunContext
 
 
@@ -68,7 +68,7 @@ def _each_phase(ctx: RunContext) -> None:
         outcomes = ctx.client.map(lambda m: apply_member(ctx, m, seen), members)
         ok = True
         for member, outcome in zip(members, outcomes):
-            result = ctx.record.outcome(_as_outcome(member, outcome))
+            result = ctx.record.outcome(as_outcome(member, outcome))
             ok = ok and result.action != "failed"
             if member.resource.group_kind == spec.NAMESPACE_KIND and result.action == "created":
                 created_namespaces.add(member.name)
@@ -83,14 +83,6 @@ def _each_phase(ctx: RunContext) -> None:
         if crds and not ctx.opts.dry_run:
             waiting.wait_for_crds(ctx.client, crds[0].resource, [m.name for m in crds], ctx.opts.crd_timeout,
                                   ctx.set_ref)
-
-
-def _as_outcome(member, outcome) -> MemberOutcome:
-    """A worker's answer as an outcome: an exception it raised becomes the member's failure."""
-    if isinstance(outcome, Exception):
-        err = outcome if isinstance(outcome, ApplySetError) else ApplySetError(str(outcome))
-        return MemberOutcome(result_for(member, "failed", reason=str(err), error=err))
-    return outcome
 
 
 def preview_namespace(ctx: RunContext) -> None:
