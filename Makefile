@@ -25,8 +25,13 @@ TEST_CLUSTER := deps
 endif
 # The chart tests render with helm 3 and helm 4 built from their Go modules (hack/controlplane/helm3,
 # helm4), unless APPLYSET_TEST_HELM3 and APPLYSET_TEST_HELM4 name ready-made ones.
+# Both are built in one go, so that the control plane's and helm's builds fill the cores together.
 ifeq ($(and $(strip $(APPLYSET_TEST_HELM3)),$(strip $(APPLYSET_TEST_HELM4))),)
+ifeq ($(strip $(APPLYSET_TEST_KUBECONFIG)),)
+TEST_CLUSTER := helm
+else
 TEST_CLUSTER += helm
+endif
 endif
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -44,7 +49,8 @@ deps: $(STAMP) $(COLLECTION_LINK)
 binaries: deps
 	hack/local-cluster build
 
-# helm3 and helm4 (v3.22.0, v4.3.1) into the control plane's cache; prints every binary's path.
+# helm3 and helm4 (v3.22.0, v4.3.1) into the control plane's cache, with the control plane's
+# binaries (all in one build); prints every binary's path.
 helm: deps
 	hack/local-cluster build --helm
 
