@@ -108,7 +108,8 @@ class CachingFinder:
             filename = os.path.join(base, "__init__.py") if is_package else base + ".py"
             spec = importlib.util.spec_from_loader(fullname, CachingLoader(importer, filename, self),
                                                    origin=filename, is_package=is_package)
-            assert spec is not None  # a loader was given
+            if spec is None:  # never, with a loader given; Python's own finders then
+                continue
             spec.has_location = True
             if is_package:
                 spec.submodule_search_locations = [base]

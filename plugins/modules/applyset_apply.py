@@ -1127,7 +1127,7 @@ def legacy_options(params):
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.rules import legacy
 
     return legacy.LegacyAdoption(selector=params["selector"], kinds=tuple(params["kinds"] or legacy.DEFAULT_KINDS),
-                          allow_helm=params["allow_helm"])
+                                 allow_helm=params["allow_helm"])
 
 
 def main():

@@ -9,7 +9,7 @@ annotations); the known-answer vectors in ``tests/unit/test_spec.py`` come from 
 import base64
 import dataclasses
 import hashlib
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, cast
 
 from .errors import InputError
 
@@ -222,8 +222,7 @@ class ParentRef:
     @property
     def group_kind(self):
         """The parent's GroupKind (the kind must be resolved)."""
-        assert self.kind is not None, "the parent's kind is resolved first"
-        return GroupKind(self.group, self.kind)
+        return GroupKind(self.group, cast(str, self.kind))  # resolved before anyone asks
 
     @property
     def api_version(self):

@@ -23,7 +23,6 @@ AGGREGATED_DISCOVERY = (
 _MALFORMED = (AttributeError, KeyError, TypeError, ValueError)
 
 
-
 def _resources_from_aggregated(groups: list[dict]) -> list[Resource]:
     found = []
     for group_doc in groups:

@@ -296,9 +296,7 @@ def _read_json_stream(text):
     documents: list = []
     position, count = 0, 0
     while True:
-        space = _JSON_SPACE.match(text, position)
-        assert space is not None  # it matches the empty string
-        position = space.end()
+        position = _JSON_SPACE.match(text, position).end()  # type: ignore[union-attr]  # it matches the empty string
         if position == len(text):
             return documents
         try:

@@ -234,7 +234,7 @@ def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardL
     else:
         what, fix = "pruning", f"keep them in the set, or allow their kinds with {allow}"
     return PruneRefusal("refuse_protected_kinds", f"{what} would delete protected objects: {', '.join(protected)}",
-                   fix, _would_prune(delete))
+                        fix, _would_prune(delete))
 
 
 def refuse_too_many(delete, set_size: int, emptying: bool, limits: GuardLimits) -> PruneRefusal | None:
