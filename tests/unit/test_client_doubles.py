@@ -58,12 +58,12 @@ def refusals(double: ast.FunctionDef, declared: inspect.Signature) -> list[str]:
                 problems.append(f"{name} has no default; the interface's may be left out")
         elif not args.kwarg and not (param.kind is param.POSITIONAL_OR_KEYWORD and args.vararg):
             problems.append(f"{name} is not accepted")
-    declared_names = set(declared.parameters)
-    for name in positional[len(declared.parameters) - 1:] if len(positional) >= len(declared.parameters) else []:
-        if positional.index(name) < defaults_from and name not in declared_names:
-            problems.append(f"{name} is required; the interface never passes it")
+    # Parameters beyond the interface's own places, without a default: no call of it fills them.
+    beyond = len(declared.parameters) - 1
+    required = [name for at, name in enumerate(positional) if beyond <= at < defaults_from]
+    required += [name for name, has_default in keyword_only.items() if not has_default]
     problems += [f"{name} is required; the interface never passes it"
-                 for name, has_default in keyword_only.items() if not has_default and name not in declared_names]
+                 for name in required if name not in declared.parameters]
     return problems
 
 

@@ -21,11 +21,6 @@ def name_of(obj: Mapping | None) -> Any:
     return metadata_of(obj).get("name")
 
 
-def namespace_of(obj: Mapping | None) -> Any:
-    """``metadata.namespace``, or None (cluster-scoped, or not given)."""
-    return metadata_of(obj).get("namespace")
-
-
 def uid_of(obj: Mapping | None) -> Any:
     """``metadata.uid``, or None (not created yet, or a dry run's)."""
     return metadata_of(obj).get("uid")
