@@ -353,7 +353,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 )
 
 try:
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.wait import readiness, rule_choice
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.wait import readiness
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.history import revisions as history
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.verify import inventory
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import redact
@@ -395,7 +395,7 @@ def run_query(module, expression, data):
 
 
 def readiness_rules(wait_rules):
-    """``is_ready``'s keywords from the wait_rules option, checked before any request (as applyset_apply's)."""
+    """``readiness.verdict``'s keywords from the wait_rules option, checked before any request (as applyset_apply's)."""
     wait_rules = wait_rules or {}
     exprs = health_check_exprs(wait_rules)
     overrides = wait_rules.get("overrides") or None
@@ -427,8 +427,7 @@ def main():
             members=members,
             member_count=params["member_count"],
             full_objects=params["full_objects"],
-            readiness=functools.partial(readiness.is_ready, **rules) if rules is not None else None,
-            readiness_rule=functools.partial(rule_choice.rule_for, **rules) if rules is not None else None,
+            readiness=functools.partial(readiness.verdict, **rules) if rules is not None else None,
         )
         result = report.to_dict()
         if params["revisions"]:

@@ -64,7 +64,7 @@ def test_deployment_and_its_configmap_become_ready(kube, namespace, client, reso
         (resources("", "Namespace"), None, namespace),
     ]
     started = time.monotonic()
-    assert waiting.wait_ready(client, targets, timeout=90, interval=0.5) == []
+    assert waiting.wait_ready(client, targets, timeout=90, interval=0.5) == {}
     assert time.monotonic() - started < 90
     live = kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
     assert live["status"]["availableReplicas"] == 2
@@ -101,7 +101,7 @@ def test_fail_closed_custom_resource_without_status_times_out(kube, namespace, c
     kube.create(crds, crd)
     try:
         crd_res = client.discover().for_group_kind(GroupKind("apiextensions.k8s.io", "CustomResourceDefinition"))
-        assert waiting.wait_ready(client, [(crd_res, None, f"gadgets.{group}")], timeout=30, interval=0.2) == []
+        assert waiting.wait_ready(client, [(crd_res, None, f"gadgets.{group}")], timeout=30, interval=0.2) == {}
         gadgets = discovery.Resource(group, "v1", "Gadget", "gadgets", True)
         path = f"/apis/{group}/v1/namespaces/{namespace}/gadgets"
         deadline = time.monotonic() + 30
@@ -109,10 +109,10 @@ def test_fail_closed_custom_resource_without_status_times_out(kube, namespace, c
             time.sleep(0.2)
         kube.create(path, {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g"}})
         target = [(gadgets, namespace, "g")]
-        assert waiting.wait_ready(client, target, timeout=0) == []
+        assert waiting.wait_ready(client, target, timeout=0) == {}
         with pytest.raises(WaitTimeout, match=f"Gadget {namespace}/g: no status reported yet"):
             waiting.wait_ready(client, target, timeout=1, interval=0.2, fail_closed=True)
-        assert waiting.wait_ready(client, target, timeout=0, overrides={"Gadget": "metadata.name == 'g'"}) == []
+        assert waiting.wait_ready(client, target, timeout=0, overrides={"Gadget": "metadata.name == 'g'"}) == {}
     finally:
         kube.delete(f"{crds}/gadgets.{group}")
 
@@ -135,7 +135,7 @@ def test_wait_gone_after_delete(kube, namespace, client, resources):
            "finalizers: applyset.example.com/hold" in message
     kube.request("PATCH", f"/api/v1/namespaces/{namespace}/configmaps/held",
                  {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
-    assert waiting.wait_gone(client, targets, timeout=30, interval=0.2) == []
+    assert waiting.wait_gone(client, targets, timeout=30, interval=0.2) == {}
 
 
 # ----- objects that go away: Jobs removed by their TTL, objects deleted under the wait -----------
@@ -188,7 +188,7 @@ def test_a_ttl_job_already_gone_is_judged_by_its_final_event(kube, namespace, cl
     wait_until_gone(kube, f"/apis/batch/v1/namespaces/{namespace}/jobs/done")
     target = (resources("batch", "Job"), namespace, "done")
     started = time.monotonic()
-    assert waiting.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live}) == []
+    assert waiting.wait_ready(client, [target], timeout=60, interval=0.5, applied={target: live}) == {}
     assert time.monotonic() - started < 60
 
 
@@ -226,6 +226,6 @@ def test_a_suspended_job_has_nothing_to_wait_for(kube, namespace, client, resour
     suspended["spec"]["suspend"] = True
     live = created(kube, namespace, suspended)
     target = (resources("batch", "Job"), namespace, "queued")
-    assert waiting.wait_ready(client, [target], timeout=30, interval=0.5, applied={target: live}) == []
-    ready, reason = readiness.is_ready(kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/queued"))
-    assert ready and reason.startswith("suspended")
+    assert waiting.wait_ready(client, [target], timeout=30, interval=0.5, applied={target: live}) == {}
+    found = readiness.verdict(kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/queued"))
+    assert found.ready and found.message.startswith("suspended")

@@ -100,7 +100,7 @@ def test_a_wait_on_one_custom_resource_lists_once_then_watches(cluster, kube, na
     create_widgets(kube, group, namespace, ["one"])
     when = make_ready_later(kube, group, namespace, ["one"], after=3)
     before = client.requests_sent
-    assert waiting.wait_ready(client, [(res, namespace, "one")], timeout=15) == []
+    assert waiting.wait_ready(client, [(res, namespace, "one")], timeout=15) == {}
     noticed = time.monotonic()
     sent = client.requests_sent - before
     when["thread"].join()
@@ -117,7 +117,7 @@ def test_a_watch_the_server_ends_is_opened_again_from_the_last_version(cluster, 
     monkeypatch.setattr(watching, "MAX_WATCH_SECONDS", 1)  # the server ends each watch after 1 s
     when = make_ready_later(kube, group, namespace, ["a", "b"], after=4)
     before = client.requests_sent
-    assert waiting.wait_ready(client, [(res, namespace, "a"), (res, namespace, "b")], timeout=15) == []
+    assert waiting.wait_ready(client, [(res, namespace, "a"), (res, namespace, "b")], timeout=15) == {}
     sent = client.requests_sent - before
     when["thread"].join()
     # One LIST, then a watch per second, each resumed from the last resourceVersion: no LIST again.
@@ -138,7 +138,7 @@ def test_a_resource_version_the_server_no_longer_has_is_listed_again(cluster, ku
     monkeypatch.setattr(kube_watch, "list_with_version", first_list_says_too_old)
     monkeypatch.setattr(watching, "list_with_version", first_list_says_too_old)
     when = make_ready_later(kube, group, namespace, ["old"], after=2)
-    assert waiting.wait_ready(client, [(res, namespace, "old")], timeout=15) == []
+    assert waiting.wait_ready(client, [(res, namespace, "old")], timeout=15) == {}
     when["thread"].join()
     assert len(lists) == 2, "the 410 made the wait list again, then watch from there"
 
@@ -158,11 +158,11 @@ def test_a_user_who_may_list_but_not_watch_is_polled_with_one_warning(cluster, k
     create_widgets(kube, group, namespace, ["p", "q"])
     warnings: list = []
     when = make_ready_later(kube, group, namespace, ["p"], after=2)
-    assert waiting.wait_ready(client, [(res, namespace, "p")], timeout=15, warn=warnings.append) == []
+    assert waiting.wait_ready(client, [(res, namespace, "p")], timeout=15, warn=warnings.append) == {}
     when["thread"].join()
     when = make_ready_later(kube, group, namespace, ["q"], after=1)
     before = client.requests_sent
-    assert waiting.wait_ready(client, [(res, namespace, "q")], timeout=15, warn=warnings.append) == []
+    assert waiting.wait_ready(client, [(res, namespace, "q")], timeout=15, warn=warnings.append) == {}
     when["thread"].join()
     assert len(warnings) == 1, warnings
     assert "instead of watching" in warnings[0] and f"widgets.{group}" in warnings[0]
@@ -177,7 +177,7 @@ def test_a_wait_on_many_objects_ends_at_its_timeout_and_leaves_no_thread(cluster
     started = time.monotonic()
     unready = waiting.wait_ready(client, [(res, namespace, n) for n in names], timeout=3, raise_on_timeout=False)
     elapsed = time.monotonic() - started
-    assert [e["name"] for e in unready] == names
+    assert [target[2] for target in unready] == names
     assert 3 <= elapsed < 4, "a watch's read timeout never lets a wait overrun its deadline by a second"
     assert not [t for t in threading.enumerate() if t.name.startswith("applyset-watch")]
 

@@ -37,7 +37,7 @@ from .parent.model import Parent
 from .inputs.manifests import Manifest
 from .run.options import Options
 from .run.report import CHANGING_ACTIONS, Recorder, Report
-from .wait import expressions, readiness, rule_choice
+from .wait import expressions, readiness
 from .steps.without_claim import StartOver
 
 
@@ -225,7 +225,7 @@ def _show_rules(report: Report, manifests: list[Manifest], rule_options: dict) -
     for result in report.objects:
         obj = by_name.get((result.id.group, result.kind, result.name))
         if obj is not None and result.action not in _NOT_AWAITED:
-            result.readiness_rule = rule_choice.rule_for(obj, **rule_options)
+            result.readiness_rule = readiness.rule_for(obj, **rule_options)
 
 
 # ----- a release that rolls back when it fails (on_failure: rollback) --------------------------

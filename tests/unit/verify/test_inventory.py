@@ -15,6 +15,7 @@ from applyset import spec
 from applyset.parent import model as parent_model
 from applyset.errors import InputError
 from applyset.spec import GroupKind, GroupResource
+from applyset.wait.status import Readiness, Status
 
 from stubclient import APPLYSET_CR, CONFIGMAP, CRD, SECRET, SERVICE, StubClient, crd_marking
 
@@ -223,16 +224,16 @@ def test_describe_one_set_with_members_and_readiness():
 
     def readiness(obj):
         seen.append(obj["kind"])
-        return True, "fine"
+        return Readiness(Status.CURRENT, "fine", "built-in")
 
     report = inventory.describe(client, parent_spec="shop", namespace="shop", members=True, readiness=readiness)
     [entry] = report.to_dict()["applysets"]
     assert entry["member_count"] == 2
     assert entry["members"] == [
         {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "settings",
-         "uid": "uid-ConfigMap-shop-settings", "ready": True, "reason": "fine"},
+         "uid": "uid-ConfigMap-shop-settings", "ready": True, "reason": "fine", "readiness_rule": "built-in"},
         {"apiVersion": "v1", "kind": "Service", "namespace": "shop", "name": "web",
-         "uid": "uid-Service-shop-web", "ready": True, "reason": "fine"},
+         "uid": "uid-Service-shop-web", "ready": True, "reason": "fine", "readiness_rule": "built-in"},
     ]
     assert seen == ["ConfigMap", "Service"]
 

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from applyset.errors import InputError
-from applyset.wait import cel, expressions, readiness, rule_choice
+from applyset.wait import cel, expressions, readiness
+from readiness_objects import judged, judged_final
 
 pytest.importorskip("celpy")
 
@@ -93,9 +94,9 @@ def widget(kind, phase):
 
 def test_a_group_wide_entry_is_accepted_and_judges_every_kind_of_its_group():
     assert expressions.problems_in_exprs([GROUP_WIDE]) == []
-    assert readiness.verdict(widget("Widget", "Ready"), health_check_exprs=[GROUP_WIDE]) == (
+    assert judged(widget("Widget", "Ready"), health_check_exprs=[GROUP_WIDE]) == (
         True, "health_check_exprs[0] current holds")
-    assert rule_choice.rule_for(widget("Gadget", "Ready"), health_check_exprs=[GROUP_WIDE]) == "health_check_exprs[0]"
+    assert readiness.rule_for(widget("Gadget", "Ready"), health_check_exprs=[GROUP_WIDE]) == "health_check_exprs[0]"
     other_group = dict(widget("Widget", "Ready"), apiVersion="other.example.com/v1")
     assert expressions.entry_for(readiness.group_kind_of(other_group), [GROUP_WIDE]) is None
 
@@ -103,9 +104,9 @@ def test_a_group_wide_entry_is_accepted_and_judges_every_kind_of_its_group():
 def test_an_entry_naming_the_kind_wins_over_the_group_wide_one_wherever_it_is():
     named = {"apiVersion": "example.com/v1", "kind": "Widget", "current": "status.phase == 'Done'"}
     exprs = [GROUP_WIDE, named]
-    assert readiness.verdict(widget("Widget", "Done"), health_check_exprs=exprs) == (
+    assert judged(widget("Widget", "Done"), health_check_exprs=exprs) == (
         True, "health_check_exprs[1] current holds")
-    assert readiness.verdict(widget("Gadget", "Ready"), health_check_exprs=exprs)[0] is True
+    assert judged(widget("Gadget", "Ready"), health_check_exprs=exprs)[0] is True
 
 
 def test_a_bad_group_wide_entry_says_so_without_none():
@@ -131,12 +132,12 @@ def with_conditions(*conditions):
 
 
 def test_a_failed_rule_that_holds_only_over_an_empty_list_is_no_failure():
-    ready, reason = readiness.verdict(with_conditions(("Issuing", "True", "Issuing")),
+    ready, reason, final = judged_final(with_conditions(("Issuing", "True", "Issuing")),
                                       health_check_exprs=[dict(FLUX_CERTIFICATE, current="false")])
-    assert ready is False and not isinstance(reason, readiness.Final), reason
+    assert ready is False and not final, reason
     assert "failed holds only because status.conditions.filter(e, e.type == 'Ready') is empty" in reason
-    ready, reason = readiness.verdict(with_conditions(("Ready", "False", "Broken")), health_check_exprs=[FLUX_CERTIFICATE])
-    assert ready is False and isinstance(reason, readiness.Final) and "Broken" in reason
+    ready, reason, final = judged_final(with_conditions(("Ready", "False", "Broken")), health_check_exprs=[FLUX_CERTIFICATE])
+    assert ready is False and final and "Broken" in reason
 
 
 # ----- the user guide's example, as written --------------------------------------------------------------
@@ -164,5 +165,5 @@ def test_the_user_guides_example_does_not_fail_a_new_object():
         for status in ({}, {"conditions": []}, {"conditions": [{"type": "Other", "status": "True"}]}):
             obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "generation": 1},
                    "spec": {}, "status": status}
-            ready, reason = readiness.verdict(obj, health_check_exprs=[entry])
-            assert not isinstance(reason, readiness.Final), (entry, status, reason)
+            ready, reason, final = judged_final(obj, health_check_exprs=[entry])
+            assert not final, (entry, status, reason)

@@ -10,7 +10,8 @@ import pytest
 
 from applyset.errors import InputError
 from applyset.run.options import Options
-from applyset.wait import expressions, readiness, rule_choice
+from applyset.wait import expressions, readiness
+from readiness_objects import judged, judged_final
 
 celpy = pytest.importorskip("celpy")
 
@@ -32,37 +33,37 @@ def cert(*conditions, generation=1, observed=None, annotations=None):
 
 
 def test_flux_cheatsheet_expression_current_and_failed():
-    ready, reason = readiness.verdict(cert(("Ready", "True", "Issued", "")), health_check_exprs=[CERTIFICATE])
+    ready, reason, final = judged_final(cert(("Ready", "True", "Issued", "")), health_check_exprs=[CERTIFICATE])
     assert (ready, reason) == (True, "health_check_exprs[0] current holds")
-    ready, reason = readiness.verdict(cert(("Ready", "False", "ConfigError", "no issuer")),
+    ready, reason, final = judged_final(cert(("Ready", "False", "ConfigError", "no issuer")),
                                       health_check_exprs=[CERTIFICATE])
-    assert ready is False and isinstance(reason, readiness.Final)
+    assert ready is False and final
     assert str(reason) == "failed: health_check_exprs[0] failed holds: Ready False: ConfigError: no issuer"
 
 
 def test_order_is_in_progress_then_failed_then_current_and_none_is_in_progress():
     rule = dict(CERTIFICATE, inProgress="status.conditions.exists(e, e.type == 'Issuing' && e.status == 'True')")
     both = cert(("Issuing", "True", "", ""), ("Ready", "False", "DoesNotExist", ""))
-    assert readiness.verdict(both, health_check_exprs=[rule]) == (False, "health_check_exprs[0] inProgress holds")
+    assert judged(both, health_check_exprs=[rule]) == (False, "health_check_exprs[0] inProgress holds")
     unknown = cert(("Ready", "Unknown", "", ""))
-    assert readiness.verdict(unknown, health_check_exprs=[rule]) == (
+    assert judged(unknown, health_check_exprs=[rule]) == (
         False, "health_check_exprs[0]: current does not hold yet")
 
 
 def test_a_field_that_is_not_there_yet_is_in_progress_not_an_error():
     no_status = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "web"}}
-    ready, reason = readiness.verdict(no_status, health_check_exprs=[CERTIFICATE])
-    assert ready is False and not isinstance(reason, readiness.Final)
+    ready, reason, final = judged_final(no_status, health_check_exprs=[CERTIFICATE])
+    assert ready is False and not final
     assert "not there yet" in reason
     no_conditions = dict(no_status, status={"observedGeneration": 1})
-    ready, reason = readiness.verdict(no_conditions, health_check_exprs=[CERTIFICATE])
+    ready, reason, final = judged_final(no_conditions, health_check_exprs=[CERTIFICATE])
     assert ready is False and "not there yet ('conditions')" in reason
 
 
 def test_a_status_behind_the_generation_is_in_progress_without_evaluating():
     stale = cert(("Ready", "False", "Old", ""), generation=2, observed=1)
-    ready, reason = readiness.verdict(stale, health_check_exprs=[CERTIFICATE])
-    assert ready is False and "observe generation 2" in reason and not isinstance(reason, readiness.Final)
+    ready, reason, final = judged_final(stale, health_check_exprs=[CERTIFICATE])
+    assert ready is False and "observe generation 2" in reason and not final
 
 
 @pytest.mark.parametrize("expression", [
@@ -73,13 +74,13 @@ def test_a_status_behind_the_generation_is_in_progress_without_evaluating():
 ])
 def test_macros_and_self(expression):
     rule = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "current": expression}
-    assert readiness.verdict(cert(("Ready", "True", "", "")), health_check_exprs=[rule])[0] is True
+    assert judged(cert(("Ready", "True", "", "")), health_check_exprs=[rule])[0] is True
 
 
 def test_entries_match_by_group_and_kind_any_version_and_the_first_wins():
     other_version = dict(CERTIFICATE, apiVersion="cert-manager.io/v1alpha2", current="true")
     assert expressions.entry_for(readiness.group_kind_of(cert()), [other_version, CERTIFICATE])[0] == 0
-    assert readiness.verdict(cert(), health_check_exprs=[dict(CERTIFICATE, kind="Issuer")])[1] != "health_check_exprs"
+    assert judged(cert(), health_check_exprs=[dict(CERTIFICATE, kind="Issuer")])[1] != "health_check_exprs"
 
 
 def test_bad_expressions_are_refused_naming_the_entry_the_field_and_where():
@@ -101,15 +102,15 @@ def test_bad_expressions_are_refused_naming_the_entry_the_field_and_where():
 def test_annotations_win_and_failed_when_alone_adds_a_failure_to_the_other_rule():
     ready_when = {expressions.READY_WHEN: "status.conditions.exists(e, e.type == 'Issuing')"}
     obj = cert(("Issuing", "True", "", ""), annotations=ready_when)
-    assert readiness.verdict(obj, health_check_exprs=[CERTIFICATE]) == (True, "ready-when holds")
-    assert rule_choice.rule_for(obj, health_check_exprs=[CERTIFICATE]) == "annotation"
+    assert judged(obj, health_check_exprs=[CERTIFICATE]) == (True, "ready-when holds")
+    assert readiness.rule_for(obj, health_check_exprs=[CERTIFICATE]) == "annotation"
     failed_when = {expressions.FAILED_WHEN: "status.conditions.exists(e, e.reason == 'Denied')"}
     denied = cert(("Ready", "False", "Denied", "by policy"), annotations=failed_when)
-    ready, reason = readiness.verdict(denied)
-    assert ready is False and isinstance(reason, readiness.Final) and "failed-when holds" in reason
+    ready, reason, final = judged_final(denied)
+    assert ready is False and final and "failed-when holds" in reason
     fine = cert(("Ready", "True", "Issued", ""), annotations=failed_when)
-    assert readiness.verdict(fine)[0] is True  # the library's Certificate rule decides
-    assert rule_choice.rule_for(fine) == "annotation failed-when, then library Certificate.cert-manager.io"
+    assert judged(fine)[0] is True  # the library's Certificate rule decides
+    assert readiness.rule_for(fine) == "annotation failed-when, then library Certificate.cert-manager.io"
 
 
 def test_bad_annotations_are_refused_naming_the_object():
@@ -123,11 +124,11 @@ def test_bad_annotations_are_refused_naming_the_object():
 def test_precedence_user_rules_over_override_over_library():
     override = {"Certificate.cert-manager.io": "status.conditions[?type=='Issuing'] | [0].status == 'True'"}
     obj = cert(("Issuing", "True", "", ""), ("Ready", "False", "DoesNotExist", ""))
-    assert readiness.verdict(obj, overrides=override)[0] is True
-    assert rule_choice.rule_for(obj, overrides=override) == "override Certificate.cert-manager.io"
-    assert readiness.verdict(obj, overrides=override, health_check_exprs=[CERTIFICATE])[0] is False
-    assert rule_choice.rule_for(obj, health_check_exprs=[CERTIFICATE]) == "health_check_exprs[0]"
-    assert readiness.verdict(obj)[0] is False  # the library: still issuing
+    assert judged(obj, overrides=override)[0] is True
+    assert readiness.rule_for(obj, overrides=override) == "override Certificate.cert-manager.io"
+    assert judged(obj, overrides=override, health_check_exprs=[CERTIFICATE])[0] is False
+    assert readiness.rule_for(obj, health_check_exprs=[CERTIFICATE]) == "health_check_exprs[0]"
+    assert judged(obj)[0] is False  # the library: still issuing
 
 
 def test_health_check_exprs_make_a_kind_with_nothing_to_wait_for_read():
@@ -145,11 +146,11 @@ def test_cel_cost_per_object_compiled_once():
                    "issuerRef": {"name": "letsencrypt", "kind": "ClusterIssuer"}}
     obj["status"].update(notAfter="2027-01-01T00:00:00Z", notBefore="2026-10-01T00:00:00Z",
                          renewalTime="2026-12-01T00:00:00Z", revision=3)
-    readiness.verdict(obj, health_check_exprs=[CERTIFICATE])  # compile (cached)
+    judged(obj, health_check_exprs=[CERTIFICATE])  # compile (cached)
     rounds = 200
     started = time.perf_counter()
     for _ in range(rounds):
-        readiness.verdict(obj, health_check_exprs=[CERTIFICATE])
+        judged(obj, health_check_exprs=[CERTIFICATE])
     per_object = (time.perf_counter() - started) / rounds
     print(f"CEL verdict (failed, then current): {per_object * 1e6:.0f} us per object")
     assert per_object < 0.05
@@ -163,9 +164,9 @@ def test_an_object_version_is_judged_once():
     try:
         expressions._judge_entry = lambda *args: calls.append(args) or real(*args)
         for _ in range(3):
-            assert readiness.verdict(obj, health_check_exprs=[CERTIFICATE])[0] is True
+            assert judged(obj, health_check_exprs=[CERTIFICATE])[0] is True
         obj["metadata"]["resourceVersion"] = "18"
-        readiness.verdict(obj, health_check_exprs=[CERTIFICATE])
+        judged(obj, health_check_exprs=[CERTIFICATE])
     finally:
         expressions._judge_entry = real
     assert len(calls) == 2
@@ -186,7 +187,7 @@ def test_without_cel_python_only_cel_rules_fail_and_say_what_to_install(monkeypa
     cel._environment.cache_clear()
     monkeypatch.setattr(builtins, "__import__", no_celpy)
     try:
-        assert readiness.verdict(cert(("Ready", "True", "Issued", "")))[0] is True  # the library: no CEL
+        assert judged(cert(("Ready", "True", "Issued", "")))[0] is True  # the library: no CEL
         Options(wait_rules={"overrides": {"Widget": "status.ok"}}).validate()
         with pytest.raises(InputError, match="needs the Python package 'cel-python'") as caught:
             Options(wait_rules={"health_check_exprs": [dict(CERTIFICATE, current="status.never_compiled == 1")]}).validate()

@@ -7,16 +7,15 @@ from __future__ import annotations
 import pytest
 
 from applyset.wait import freshness, library, readiness
+from applyset.wait.status import Status
 
-READY, PROGRESS, FAILED = "ready", "in progress", "failed"
+READY, PROGRESS, FAILED = Status.CURRENT, Status.IN_PROGRESS, Status.FAILED
 MANAGER = "applyset.kubernetes"
 
 
 def outcome(obj, **rules):
-    ready, reason = readiness.verdict(obj, **rules)
-    if isinstance(reason, readiness.Final):
-        return FAILED, str(reason)
-    return (READY if ready else PROGRESS), str(reason)
+    found = readiness.verdict(obj, **rules)
+    return found.status, found.message
 
 
 def written(applied_at, status_at, created="2026-11-28T10:00:00Z"):

@@ -15,11 +15,12 @@ import pytest
 import yaml
 
 from applyset.spec import GroupKind
-from applyset.wait import library, readiness, rule_choice
+from applyset.wait import kind_rules, library, readiness
+from applyset.wait.status import Status
 
 DATA = pathlib.Path(__file__).parent / "data" / "argocd"
 
-READY, PROGRESS, FAILED = "ready", "in progress", "failed"
+READY, PROGRESS, FAILED = Status.CURRENT, Status.IN_PROGRESS, Status.FAILED
 
 CASES = {
     # Argo Rollouts
@@ -111,10 +112,8 @@ CASES = {
 
 
 def outcome(obj, **rules):
-    ready, reason = readiness.verdict(obj, **rules)
-    if isinstance(reason, readiness.Final):
-        return FAILED, reason
-    return (READY if ready else PROGRESS), reason
+    found = readiness.verdict(obj, **rules)
+    return found.status, found.message
 
 
 def load(name):
@@ -145,7 +144,7 @@ def test_every_fixture_is_a_case_and_the_library_covers_the_kinds_the_issue_name
 
 
 def test_the_library_never_replaces_a_built_in_rule():
-    assert not set(library.LIBRARY) & set(readiness.RULES)
+    assert not set(library.LIBRARY) & set(kind_rules.RULES)
 
 
 def cr(api_version, kind, status=None, spec=None, generation=1, **meta):
@@ -182,7 +181,7 @@ def test_crossplane_claims_are_matched_by_shape_and_need_ready_and_synced():
     error = {"conditions": [cond("Synced", "False", "ReconcileError", "cannot compose resources")]}
     assert outcome(cr("example.org/v1", "Database", error, spec=claim)) == (
         FAILED, "failed: Synced False: ReconcileError: cannot compose resources")
-    assert rule_choice.rule_for(cr("example.org/v1", "Database", spec=claim)) == "library crossplane (Ready and Synced)"
+    assert readiness.rule_for(cr("example.org/v1", "Database", spec=claim)) == "library crossplane (Ready and Synced)"
 
 
 def test_hpa_fails_on_a_target_it_cannot_scale_and_does_not_wait_for_metrics():
@@ -198,9 +197,9 @@ def test_hpa_fails_on_a_target_it_cannot_scale_and_does_not_wait_for_metrics():
 def test_ingress_waits_for_an_address_only_with_load_balancers():
     ing = cr("networking.k8s.io/v1", "Ingress", {"loadBalancer": {}})
     assert outcome(ing)[0] == READY  # as before the library: no address awaited
-    assert rule_choice.rule_for(ing) == "generic"
+    assert readiness.rule_for(ing) == "generic"
     assert outcome(ing, wait_for_load_balancers=True)[0] == PROGRESS
-    assert rule_choice.rule_for(ing, wait_for_load_balancers=True) == "library Ingress.networking.k8s.io"
+    assert readiness.rule_for(ing, wait_for_load_balancers=True) == "library Ingress.networking.k8s.io"
     ing["status"]["loadBalancer"]["ingress"] = [{"ip": "10.0.0.9"}]
     assert outcome(ing, wait_for_load_balancers=True) == (READY, "load balancer at 10.0.0.9")
 
@@ -215,17 +214,16 @@ def test_flux_sources_and_stalled_fail_and_a_stale_generation_waits():
 
 def test_stalled_on_any_custom_resource_is_final_with_the_controllers_reason():
     widget = cr("example.com/v1", "Widget", {"conditions": [cond("Stalled", reason="BadSpec", message="no port")]})
-    ready, reason = readiness.verdict(widget)
-    assert ready is False and isinstance(reason, readiness.Final) and str(reason) == "Stalled: BadSpec: no port"
-    assert readiness.is_ready(widget) == (False, "Stalled: BadSpec: no port")
+    found = readiness.verdict(widget)
+    assert (found.status, found.message) == (Status.FAILED, "Stalled: BadSpec: no port")
 
 
 def test_rule_shown_for_each_kind_of_rule():
-    assert rule_choice.rule_for(cr("apps/v1", "Deployment")) == "built-in"
-    assert rule_choice.rule_for(cr("v1", "ConfigMap")) == "none"
-    assert rule_choice.rule_for(cr("argoproj.io/v1alpha1", "Rollout")) == "library Rollout.argoproj.io"
-    assert rule_choice.rule_for(cr("example.com/v1", "Widget")) == "generic"
-    assert rule_choice.rule_for(cr("example.com/v1", "Widget"), overrides={"Widget": "status.ok"}) == "override Widget"
+    assert readiness.rule_for(cr("apps/v1", "Deployment")) == "built-in"
+    assert readiness.rule_for(cr("v1", "ConfigMap")) == "none"
+    assert readiness.rule_for(cr("argoproj.io/v1alpha1", "Rollout")) == "library Rollout.argoproj.io"
+    assert readiness.rule_for(cr("example.com/v1", "Widget")) == "generic"
+    assert readiness.rule_for(cr("example.com/v1", "Widget"), overrides={"Widget": "status.ok"}) == "override Widget"
 
 
 def test_library_cost_per_object_is_microseconds():

@@ -20,7 +20,7 @@ from ..rules import ordering
 from ..wait import reasons as wait_reasons, waiting
 from ..errors import ApplySetError, WaitTimeout
 from .member_apply import apply_member, as_outcome
-from ..wait.readiness import Final
+from ..wait.status import Readiness
 from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED
 from ..run.runner import RunContext, StepOrderError
 from ..rules.ordering import Order
@@ -135,26 +135,25 @@ def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
     unready = waiting.wait_ready(ctx.client, list(targets), timeout=max(0.0, left), raise_on_timeout=False,
                                  applied=applied, until_any=True, warn=ctx.record.warn,
                                  field_manager=ctx.opts.field_manager, **ctx.opts.wait_rules)
-    reasons = {(e["kind"], e["namespace"] or "", e["name"]): e["reason"] for e in unready}
     now = time.monotonic()
     for target, node in targets.items():
-        reason = reasons.get((node.kind, node.namespace, node.name))
-        if reason is None:
+        found = unready.get(waiting.normalised(target))
+        if found is None:
             state.ready.add(node)
-        elif isinstance(reason, Final) or now - state.since[node] >= timeout:
+        elif found.final or now - state.since[node] >= timeout:
             # Say why, as the members' wait does: events and pods of the gate (a Job whose pods
             # cannot be created names the cause).
-            raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], reason),
+            raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], found),
                                        wait_reasons.bodies_by_ref(applied), logs=ctx.opts.failure_logs)
 
 
-def _gate_closed(ctx: RunContext, node, blocked: tuple, reason) -> WaitTimeout:
+def _gate_closed(ctx: RunContext, node, blocked: tuple, found: Readiness) -> WaitTimeout:
     """The error of a gate that timed out or cannot open: what waits, for what, and why."""
     waiter, why = blocked
-    cannot = isinstance(reason, Final)
+    cannot = found.final
     timeout = ctx.opts.wait_timeout
     what_failed = (f"{ordering.ref_of(waiter)} waits for {ordering.ref_of(node)} ({why}), which "
-                   + ("cannot become ready" if cannot else f"is not ready after {timeout:g}s") + f": {reason}")
+                   + ("cannot become ready" if cannot else f"is not ready after {timeout:g}s") + f": {found.message}")
     return WaitTimeout(
         what_failed + "; what waits for it was not applied, nothing was pruned and the parent keeps covering "
         "every object", what_failed=what_failed,
@@ -162,7 +161,7 @@ def _gate_closed(ctx: RunContext, node, blocked: tuple, reason) -> WaitTimeout:
         fix=("look at the object and its events (kubectl describe), fix it and run again"
              + ("" if cannot else "; raise wait_timeout if it is only slow")),
         details={"unready": [{"kind": node.kind, "namespace": node.namespace or None, "name": node.name,
-                              "reason": str(reason), "waited_for_by": ordering.ref_of(waiter)}]})
+                              "reason": found.message, "waited_for_by": ordering.ref_of(waiter)}]})
 
 
 def _order(ctx: RunContext) -> Order:

@@ -49,7 +49,7 @@ class Options:
     claim_wait: float = 120.0  # how long to wait for another run's claim to go away
     wait: bool = False  # after a successful run: applied objects ready, pruned ones gone
     wait_timeout: float = 300.0
-    wait_rules: dict = field(default_factory=dict)  # readiness.is_ready keywords
+    wait_rules: dict = field(default_factory=dict)  # readiness.verdict keywords
     failure_logs: bool = True  # a failed wait, gate or hook carries its failing containers' last log lines
     adopt_legacy: legacies.LegacyAdoption | None = None  # take over a `kubectl apply --prune -l` set
     create_namespace: bool = False  # create the parent's namespace when missing (not a member)

@@ -45,7 +45,7 @@ class ObjectResult:
     changed_by: list | None = None  # drift.taken_fields: who changed it on the cluster
     drift_left_to_others: bool | None = None  # drift.Drift: every change is in fields ignore_fields leaves
     ignored_fields: list | None = None  # rules/field_policy.py: what each ignore_fields pointer did
-    readiness_rule: str | None = None  # wait/rule_choice.py: the rule a wait judges it by (wait or check mode)
+    readiness_rule: str | None = None  # wait/readiness.rule_for: the rule a wait judges it by (wait or check mode)
 
     @property
     def ref(self) -> str:

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from ..kube.api import KubeApi
+from ..kube.discovery import Resource
 from ..wait import reasons as wait_reasons
 from ..wait import waiting
 from ..errors import WaitTimeout
@@ -24,7 +25,7 @@ class Gone:
     """An object the run deleted, to wait for until it is gone: its resource, where, and its UID
     (an object of the same name with another UID is a new one, not this one)."""
 
-    resource: object
+    resource: Resource
     namespace: str | None
     name: str
     uid: str | None

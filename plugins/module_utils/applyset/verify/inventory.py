@@ -13,6 +13,7 @@ with label selectors, and the members of many sets are fetched with one LIST per
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..object_meta import metadata_of
 from ..parent import resolve as parent_resolve
@@ -27,6 +28,7 @@ from ..kube.list_errors import ListFailure, explain_error
 from ..kube.versions import VersionFallback
 from ..parent.model import LiveParent
 from ..spec import GroupKind, ObjectId
+from ..wait.status import Readiness
 
 
 # A set-based selector names every id; ids are 55 characters, so this keeps URLs short.
@@ -380,8 +382,8 @@ class InfoReport:
 
 
 def describe(client: KubeApi, *, parent_spec=None, namespace: str | None = None, members: bool = False,
-             member_count: bool = False, full_objects: bool = False, readiness=None,
-             readiness_rule=None) -> InfoReport:
+             member_count: bool = False, full_objects: bool = False,
+             readiness: Callable[[dict], Readiness] | None = None) -> InfoReport:
     """List sets (no parent) or view one set (parent given), for ``applyset_info``.
 
     :param client: the API client.
@@ -391,10 +393,8 @@ def describe(client: KubeApi, *, parent_spec=None, namespace: str | None = None,
     :param members: add each set's member list.
     :param member_count: add just each set's member count.
     :param full_objects: add the whole objects to the member list (Secret data hidden).
-    :param readiness: a function ``obj -> (ready, reason)`` (``wait.readiness.is_ready``) that adds
-        ``ready`` and ``reason`` to each member; it implies the member list.
-    :param readiness_rule: with ``readiness``, a function ``obj -> str`` (``wait.rule_choice.rule_for``)
-        that adds ``readiness_rule``, the rule each member is judged by.
+    :param readiness: a function ``obj -> Readiness`` (``wait.readiness.verdict``) that adds ``ready``,
+        ``reason`` and ``readiness_rule`` (the rule it judged by) to each member; it implies the member list.
     :returns: the ``InfoReport``.
     :raises InputError: for a parent reference that cannot name a parent.
     :raises ApplySetError: when the one parent asked for cannot be read.
@@ -425,7 +425,7 @@ def describe(client: KubeApi, *, parent_spec=None, namespace: str | None = None,
             set_members = found.by_id[set_info.expected_id]
             entry["member_count"] = len(set_members)
             if list_members:
-                entry["members"] = [_member_entry(m, full_objects, readiness, readiness_rule) for m in set_members]
+                entry["members"] = [_member_entry(m, full_objects, readiness) for m in set_members]
         report.applysets.append(entry)
     return report
 
@@ -441,12 +441,11 @@ def _sort_refusals(unlisted: list, namespace: str | None, report: InfoReport) ->
                                "were not looked for everywhere; set namespace to list the sets of one namespace")
 
 
-def _member_entry(member: LiveMember, full_objects: bool, readiness, readiness_rule=None) -> dict:
+def _member_entry(member: LiveMember, full_objects: bool, readiness: Callable[[dict], Readiness] | None) -> dict:
     entry = member.to_dict(full_object=full_objects)
     if readiness is not None and member.full_object is not None:
-        ready, reason = readiness(member.full_object)
-        entry["ready"] = ready
-        entry["reason"] = reason
-        if readiness_rule is not None:
-            entry["readiness_rule"] = readiness_rule(member.full_object)
+        found = readiness(member.full_object)
+        entry["ready"] = found.ready
+        entry["reason"] = found.message
+        entry["readiness_rule"] = found.rule
     return entry

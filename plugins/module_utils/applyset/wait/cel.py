@@ -16,6 +16,7 @@ error: ``evaluate`` says None, "cannot tell yet", and the caller keeps waiting.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from ..errors import InputError
 from . import cel_check
@@ -35,7 +36,7 @@ class CelError(Exception):
         self.where = where
 
 
-def _celpy(what: str):
+def _celpy(what: str) -> Any:
     try:
         import celpy
     except ImportError:
@@ -52,7 +53,7 @@ def _environment():
 
 
 @functools.lru_cache(maxsize=512)
-def compile_expression(text: str):
+def compile_expression(text: str) -> Any:
     """The program for the CEL expression ``text``, compiled once per text (cached).
 
     Raises:
@@ -64,7 +65,7 @@ def compile_expression(text: str):
 
 
 @functools.lru_cache(maxsize=512)
-def parse(text: str):
+def parse(text: str) -> Any:
     """The parsed CEL expression ``text`` (celpy's tree), once per text (cached); raises as
     ``compile_expression``."""
     celpy = _celpy("a CEL readiness rule")
@@ -81,7 +82,7 @@ def parse(text: str):
     return ast
 
 
-def check(text, fields: frozenset | None = None) -> str | None:
+def check(text: str, fields: frozenset | None = None) -> str | None:
     """Why ``text`` is not a usable CEL expression, or None: not a string, empty, does not compile,
     or a mistake that compiles but can be known without the object (``cel_check``: an identifier
     that is not declared, a function CEL does not have, a result that cannot be boolean).
@@ -130,7 +131,7 @@ def evaluate(text: str, activation: Activation) -> tuple[bool | None, str]:
     return None, f"is not a boolean (it gave {type(result).__name__})"
 
 
-def _eval_error(err) -> str:
+def _eval_error(err: Exception) -> str:
     args: tuple = tuple(getattr(err, "args", ()) or ())
     cause = args[1] if len(args) > 1 else None
     if cause is KeyError:

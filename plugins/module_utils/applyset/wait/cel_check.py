@@ -17,6 +17,8 @@ object it judges: only that manifest's own top-level fields, ``status`` and ``se
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
+from typing import Any
 
 # The macros that bind their first argument as a variable for the others (CEL language definition, "Macros").
 BINDING_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
@@ -41,7 +43,7 @@ def functions() -> frozenset:
     return frozenset(name for name in celpy.evaluation.base_functions if name.isidentifier())
 
 
-def problem(tree, text: str, fields: frozenset | None = None) -> str | None:
+def problem(tree: Any, text: str, fields: frozenset | None = None) -> str | None:
     """The first mistake in the parsed expression ``tree`` of ``text`` that is known without the
     object, with a caret line under ``text``; None when there is none. ``fields``: the top-level
     fields the object has (an annotation's manifest), None when any lower-case name may be one."""
@@ -55,12 +57,12 @@ def problem(tree, text: str, fields: frozenset | None = None) -> str | None:
     return f"{why} (line {token.line}, column {token.column}):\n{_caret(text, token)}"
 
 
-def _is_tree(node) -> bool:
+def _is_tree(node: object) -> bool:
     """A node of celpy's parse tree (a lark Tree; its tokens are strings with a position)."""
     return hasattr(node, "data") and hasattr(node, "children")
 
 
-def _caret(text: str, token) -> str:
+def _caret(text: str, token: Any) -> str:
     line = text.splitlines()[token.line - 1] if text.splitlines() else text
     return f"{line}\n{' ' * (token.column - 1)}^"
 
@@ -84,7 +86,7 @@ def _bare_identifier(tree):
     return None
 
 
-def _walk(node, scope: frozenset, bound_anywhere: set, fields):
+def _walk(node: Any, scope: frozenset, bound_anywhere: set, fields: frozenset | None) -> tuple[str, Any] | None:
     if not _is_tree(node):
         return None
     if node.data == "ident":
@@ -129,7 +131,8 @@ def _call(node, scope, bound_anywhere, fields):
     return None
 
 
-def _undeclared(token, scope: frozenset, bound_anywhere: set, fields):
+def _undeclared(token: Any, scope: frozenset, bound_anywhere: set,
+                fields: frozenset | None) -> tuple[str, Any] | None:
     name = str(token)
     if name in scope or name in STANDARD_FIELDS:
         return None
@@ -148,7 +151,7 @@ def _undeclared(token, scope: frozenset, bound_anywhere: set, fields):
     return f"uses {name}, which is not declared (Kubernetes field names start in lower case)", token
 
 
-def _closest(name: str, known) -> str | None:
+def _closest(name: str, known: Iterable[str]) -> str | None:
     import difflib
 
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)

@@ -70,6 +70,6 @@ def tail_lines(text: str) -> list:
     return [_cut(line) for line in lines if line.strip()][-TAIL_LINES:]
 
 
-def _cut(text) -> str:
+def _cut(text: object) -> str:
     text = str(text or "")
     return text if len(text) <= MAX_LINE else text[:MAX_LINE - 3] + "..."

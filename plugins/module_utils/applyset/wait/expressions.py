@@ -16,20 +16,27 @@ Per object, the annotations ``applyset.kubernetes.ansible/failed-when`` and ``..
 for ``health_check_exprs``); none true is in progress.
 
 Every expression is compiled before the run's first request (``problems_in_exprs``,
-``problems_in_annotations``) and cached; judging returns a ``library`` outcome, which
-``readiness.verdict`` turns into its answer (a failure becomes ``Final``).
+``problems_in_annotations``) and cached; judging returns a ``Readiness``, which
+``readiness.verdict`` turns into its answer (as a library rule's).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from ..object_meta import annotations_of, metadata_of
 from ..errors import InputError
 from ..spec import GroupKind
 from . import cel, cel_check
-from .library import FAILED, IN_PROGRESS, READY, controller_reason, generation_behind
+from .library import controller_reason, generation_behind
+from .status import Readiness, Status
+
+_T = TypeVar("_T")
 
 READY_WHEN = "applyset.kubernetes.ansible/ready-when"
 FAILED_WHEN = "applyset.kubernetes.ansible/failed-when"
+READY, IN_PROGRESS, FAILED = Status.CURRENT, Status.IN_PROGRESS, Status.FAILED
 # Flux's order: the first expression that holds decides.
 _ORDER = (("inProgress", IN_PROGRESS), ("failed", FAILED), ("current", READY))
 _KNOWN_FIELDS = frozenset({"apiVersion", "kind", "current", "inProgress", "failed"})
@@ -40,7 +47,7 @@ def _group_kind(entry: dict) -> GroupKind:
     return GroupKind(api_version.rpartition("/")[0], entry.get("kind") or "")
 
 
-def _name(index: int, entry) -> str:
+def _name(index: int, entry: object) -> str:
     if not isinstance(entry, dict):
         return f"wait_rules.health_check_exprs[{index}]"
     if not entry.get("kind"):  # Flux's group-wide entry
@@ -48,7 +55,7 @@ def _name(index: int, entry) -> str:
     return f"wait_rules.health_check_exprs[{index}] ({entry.get('apiVersion')}/{entry.get('kind')})"
 
 
-def problems_in_exprs(exprs) -> list[str]:
+def problems_in_exprs(exprs: object) -> list[str]:
     """What is wrong with ``exprs`` (``health_check_exprs``, or None): each problem names the entry
     (index, apiVersion/kind), the expression and where it fails to compile."""
     if exprs is None:
@@ -80,7 +87,7 @@ def problems_in_exprs(exprs) -> list[str]:
     return found
 
 
-def entry_for(group_kind: GroupKind, exprs) -> tuple[int, dict] | None:
+def entry_for(group_kind: GroupKind, exprs: list | None) -> tuple[int, dict] | None:
     """The ``health_check_exprs`` entry for ``group_kind``, with its index, or None: the first naming
     its kind, else the first for its whole API group (no ``kind``), as Flux matches them
     (kustomize-controller docs/spec/v1/kustomizations.md, "Health check expressions")."""
@@ -102,7 +109,7 @@ _SEEN: dict = {}
 _SEEN_MAX = 20000
 
 
-def _remembered(obj: dict, rule: tuple, judge):
+def _remembered(obj: dict, rule: tuple, judge: Callable[[], _T]) -> _T:
     meta = metadata_of(obj)
     key = (meta.get("uid"), meta.get("resourceVersion"), rule)
     if not key[0] or not key[1]:
@@ -114,25 +121,25 @@ def _remembered(obj: dict, rule: tuple, judge):
     return _SEEN[key]
 
 
-def judge_entry(obj: dict, index: int, entry: dict) -> tuple[str, str]:
-    """``(outcome, reason)`` of ``obj`` by the ``health_check_exprs`` entry at ``index``; the same
+def judge_entry(obj: dict, index: int, entry: dict) -> Readiness:
+    """How ``obj`` stands by the ``health_check_exprs`` entry at ``index``; the same
     object version (uid and resourceVersion) is judged once."""
     rule = (index,) + tuple(entry.get(field) for field, _outcome in _ORDER)
     return _remembered(obj, rule, lambda: _judge_entry(obj, index, entry))
 
 
-def _judge_entry(obj: dict, index: int, entry: dict) -> tuple[str, str]:
+def _judge_entry(obj: dict, index: int, entry: dict) -> Readiness:
     stale = generation_behind(obj)
     if stale:
-        return IN_PROGRESS, stale
+        return Readiness(IN_PROGRESS, stale)
     found = _first_holding(obj, [(field, entry.get(field), outcome) for field, outcome in _ORDER])
     if isinstance(found, tuple):
         outcome, name = found
-        return outcome, _said(f"health_check_exprs[{index}] {name} holds", obj, outcome)
-    return IN_PROGRESS, f"health_check_exprs[{index}]: {found or 'current does not hold yet'}"
+        return Readiness(outcome, _said(f"health_check_exprs[{index}] {name} holds", obj, outcome))
+    return Readiness(IN_PROGRESS, f"health_check_exprs[{index}]: {found or 'current does not hold yet'}")
 
 
-def _first_holding(obj: dict, expressions: list) -> tuple[str, str] | str:
+def _first_holding(obj: dict, expressions: list) -> tuple[Status, str] | str:
     """The ``(outcome, name)`` of the first of ``expressions`` (``(name, text or None, outcome)``, in
     order) that holds on ``obj``; else why those that could not tell could not (``""`` if none)."""
     activation = cel.Activation(obj)
@@ -141,7 +148,7 @@ def _first_holding(obj: dict, expressions: list) -> tuple[str, str] | str:
         if not text:
             continue
         holds, why = cel.evaluate(text, activation)
-        if holds and outcome == FAILED:
+        if holds and outcome is FAILED:
             empty = cel.empty_all(text, activation)
             if empty:
                 waiting.append(f"{name} holds only because {empty} is empty (all() of nothing is true): "
@@ -154,8 +161,8 @@ def _first_holding(obj: dict, expressions: list) -> tuple[str, str] | str:
     return "; ".join(waiting)
 
 
-def _said(head: str, obj: dict, outcome: str) -> str:
-    if outcome != FAILED:
+def _said(head: str, obj: dict, outcome: Status) -> str:
+    if outcome is not FAILED:
         return head
     said = controller_reason(obj)
     return f"{head}: {said}" if said else head
@@ -166,7 +173,7 @@ def _said(head: str, obj: dict, outcome: str) -> str:
 
 def annotation_rule(obj: dict) -> dict:
     """The ready-when / failed-when annotations of ``obj`` (``{}`` when it has none)."""
-    annotations = annotations_of(obj)
+    annotations: object = annotations_of(obj)  # as written: a manifest may hold anything there
     if not isinstance(annotations, dict):
         return {}
     return {key: annotations[key] for key in (FAILED_WHEN, READY_WHEN) if key in annotations}
@@ -184,7 +191,7 @@ def problems_in_annotations(obj: dict) -> list[str]:
     return found
 
 
-def check_annotations(objs) -> None:
+def check_annotations(objs: Iterable[tuple[str, dict]]) -> None:
     """Check the ready-when / failed-when annotations of the manifests ``objs`` (``(source, obj)``
     pairs) before any request.
 
@@ -205,23 +212,23 @@ def _object_name(source: str, obj: dict) -> str:
     return f"{source} ({obj.get('kind')} {(obj.get('metadata') or {}).get('name')})"
 
 
-def judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
-    """``(outcome, reason)`` of ``obj`` by its annotations ``rule`` (``annotation_rule``), or None when
+def judge_annotations(obj: dict, rule: dict) -> Readiness | None:
+    """How ``obj`` stands by its annotations ``rule`` (``annotation_rule``), or None when
     only failed-when is given and does not hold: the object's other rule then decides."""
     key = ("annotations", rule.get(FAILED_WHEN), rule.get(READY_WHEN))
     return _remembered(obj, key, lambda: _judge_annotations(obj, rule))
 
 
-def _judge_annotations(obj: dict, rule: dict) -> tuple[str, str] | None:
+def _judge_annotations(obj: dict, rule: dict) -> Readiness | None:
     # As for health_check_exprs (and kstatus): a status behind the spec says nothing of it.
     stale = generation_behind(obj)
     if stale:
-        return (IN_PROGRESS, stale) if READY_WHEN in rule else None
+        return Readiness(IN_PROGRESS, stale) if READY_WHEN in rule else None
     found = _first_holding(obj, [("failed-when", rule.get(FAILED_WHEN), FAILED),
                                  ("ready-when", rule.get(READY_WHEN), READY)])
     if isinstance(found, tuple):
         outcome, name = found
-        return outcome, _said(f"{name} holds", obj, outcome)
+        return Readiness(outcome, _said(f"{name} holds", obj, outcome))
     if READY_WHEN not in rule:
         return None  # failed-when alone adds a failure to whatever rule judges the object
-    return IN_PROGRESS, found or "ready-when does not hold yet"
+    return Readiness(IN_PROGRESS, found or "ready-when does not hold yet")

@@ -28,10 +28,12 @@ roll back, a release that is fine.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Callable
+
 from ..object_meta import metadata_of
 
 
-def parse_time(value) -> datetime | None:
+def parse_time(value: object) -> datetime | None:
     """An RFC 3339 time as the API writes it (``2026-01-01T00:00:00Z``), or None."""
     if not isinstance(value, str) or not value:
         return None
@@ -65,7 +67,7 @@ def status_write(obj: dict) -> datetime | None:
     return max(known) if known else None
 
 
-def as_int(value) -> int | None:
+def as_int(value: object) -> int | None:
     """An integer field as controllers write it (Argo Rollouts writes observedGeneration as a string)."""
     if isinstance(value, bool):
         return None
@@ -105,7 +107,8 @@ def _behind(obj: dict) -> str | None:
     return f"reported for generation {observed}, not {generation}; waiting for the controller to observe it"
 
 
-def older_than_our_write(obj: dict, field_manager: str | None, reported=status_write) -> str | None:
+def older_than_our_write(obj: dict, field_manager: str | None,
+                         reported: Callable[[dict], datetime | None] = status_write) -> str | None:
     """Why a failure in the status of ``obj`` predates our last write (a phrase for the reason),
     or None when it may count: it was reported after our write, or nothing says when.
 

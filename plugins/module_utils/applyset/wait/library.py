@@ -1,10 +1,10 @@
 """The bundled readiness library: how popular custom resources (and two built-in kinds) say done.
 
-The generic rule (``readiness.conditions_ready``) reads a ``Ready`` or ``Available`` condition,
+The generic rule (``kind_rules.conditions_ready``) reads a ``Ready`` or ``Available`` condition,
 and calls an object without status ready: right for many kinds, wrong for those whose
 controllers say more (a Rollout paused or degraded, a Certificate still issuing, a Gateway route
 refused by one of its parents). Each entry here reads one kind the way its project documents it,
-and answers ``(outcome, reason)``: ``READY``, ``IN_PROGRESS``, or ``FAILED`` with the
+and answers a ``Readiness``: current, in progress, or failed with the
 controller's own reason, which the waiting turns into a stop at once. ``needs_status`` says that
 an object without a status is not ready yet (its controller has not looked at it).
 
@@ -17,16 +17,16 @@ resource_customizations) publish, kept under tests/unit/wait/data/.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Callable, TypeGuard
 
 from ..object_meta import annotations_of, metadata_of
 from ..spec import GroupKind
 from . import freshness
+from .status import Readiness, Status
 
-READY = "ready"
-IN_PROGRESS = "in progress"
-FAILED = "failed"
 
 
 # ----- what the rules share ---------------------------------------------------------------------
@@ -100,7 +100,7 @@ def controller_reason(obj: dict) -> str:
 # ----- the rules ---------------------------------------------------------------------------------
 
 
-def rollout(obj: dict) -> tuple[str, str]:
+def rollout(obj: dict) -> Readiness:
     """Argo Rollouts' Rollout: ``status.phase`` (Healthy, Progressing, Paused, Degraded) since v1.0,
     replica counts before. Source: argo-rollouts pkg/apis/rollouts/v1alpha1/types.go (RolloutPhase,
     InvalidSpec and Progressing conditions), utils/conditions/conditions.go (RolloutAbortedReason,
@@ -108,24 +108,24 @@ def rollout(obj: dict) -> tuple[str, str]:
     status, conditions = _status(obj), conditions_of(_status(obj))
     stale = generation_behind(obj) or _workload_behind(obj)
     if stale:
-        return IN_PROGRESS, stale
+        return Readiness.in_progress(stale)
     if _is(conditions.get("InvalidSpec"), "True"):
-        return FAILED, f"invalid spec: {explain(conditions['InvalidSpec'])}"
+        return Readiness.failed(f"invalid spec: {explain(conditions['InvalidSpec'])}")
     progressing = conditions.get("Progressing") or {}
     if status.get("abort") or progressing.get("reason") == "RolloutAborted":
-        return FAILED, f"aborted: {explain(progressing) if progressing else status.get('message') or 'abort'}"
+        return Readiness.failed(f"aborted: {explain(progressing) if progressing else status.get('message') or 'abort'}")
     if progressing.get("reason") == "ProgressDeadlineExceeded":
-        return FAILED, f"rollout failed: {explain(progressing)}"
+        return Readiness.failed(f"rollout failed: {explain(progressing)}")
     phase = status.get("phase")
     if phase == "Degraded":
-        return FAILED, f"Degraded: {status.get('message') or controller_reason(obj) or 'no message'}"
+        return Readiness.failed(f"Degraded: {status.get('message') or controller_reason(obj) or 'no message'}")
     if status.get("pauseConditions") or _spec(obj).get("paused") or phase == "Paused":
         why = ", ".join(str(p.get("reason")) for p in status.get("pauseConditions") or [] if isinstance(p, dict))
-        return IN_PROGRESS, f"paused{': ' + why if why else ''} (waiting to be promoted or resumed)"
+        return Readiness.in_progress(f"paused{': ' + why if why else ''} (waiting to be promoted or resumed)")
     if phase == "Healthy":
-        return READY, "Healthy"
+        return Readiness.current("Healthy")
     if phase == "Progressing":
-        return IN_PROGRESS, f"Progressing: {status.get('message') or 'rollout in progress'}"
+        return Readiness.in_progress(f"Progressing: {status.get('message') or 'rollout in progress'}")
     return _rollout_by_replicas(obj)
 
 
@@ -142,29 +142,29 @@ def _workload_behind(obj: dict) -> str | None:
     return f"waiting for the controller to observe generation {wanted} of the referenced workload (it has seen {seen})"
 
 
-def _rollout_by_replicas(obj: dict) -> tuple[str, str]:
+def _rollout_by_replicas(obj: dict) -> Readiness:
     """Rollouts before v1.0 report no phase: the replica counts and the stable ReplicaSet say it."""
     status, spec = _status(obj), _spec(obj)
     replicas = spec.get("replicas")
     want = replicas if isinstance(replicas, int) else 1
     updated, available = status.get("updatedReplicas") or 0, status.get("availableReplicas") or 0
     if updated < want:
-        return IN_PROGRESS, f"{updated}/{want} replicas updated"
+        return Readiness.in_progress(f"{updated}/{want} replicas updated")
     if available < updated:
-        return IN_PROGRESS, f"{available}/{updated} updated replicas available"
+        return Readiness.in_progress(f"{available}/{updated} updated replicas available")
     if (status.get("replicas") or 0) > updated:
-        return IN_PROGRESS, f"{status['replicas'] - updated} old replicas pending termination"
+        return Readiness.in_progress(f"{status['replicas'] - updated} old replicas pending termination")
     strategy, current = spec.get("strategy") or {}, status.get("currentPodHash")
     stable = status.get("stableRS") or (status.get("canary") or {}).get("stableRS")
     if "blueGreen" in strategy and (status.get("blueGreen") or {}).get("activeSelector") not in (None, current):
-        return IN_PROGRESS, "switching the active service to the new ReplicaSet"
+        return Readiness.in_progress("switching the active service to the new ReplicaSet")
     if "canary" in strategy and stable and current and stable != current:
-        return IN_PROGRESS, "canary steps not finished (the stable ReplicaSet is not the current one)"
+        return Readiness.in_progress("canary steps not finished (the stable ReplicaSet is not the current one)")
     steps = ((spec.get("strategy") or {}).get("canary") or {}).get("steps")
     index = status.get("currentStepIndex")
     if isinstance(steps, list) and isinstance(index, int) and index < len(steps):
-        return IN_PROGRESS, f"canary step {index + 1} of {len(steps)}"
-    return READY, f"{available}/{want} replicas available"
+        return Readiness.in_progress(f"canary step {index + 1} of {len(steps)}")
+    return Readiness.current(f"{available}/{want} replicas available")
 
 
 # The reasons cert-manager's readiness controller writes Ready False with: the checks of its readiness
@@ -180,7 +180,7 @@ _CERT_REISSUE = frozenset({"DoesNotExist", "MissingData", "InvalidKeyPair", "Inv
 _CERT_WAITING = _CERT_REISSUE | {"Pending", "InProgress", "Issuing"}
 
 
-def certificate(obj: dict) -> tuple[str, str]:
+def certificate(obj: dict) -> Readiness:
     """cert-manager's Certificate: ``Issuing`` True is in progress; Issuing False is a failed issuance
     (its reason is the CertificateRequest's: Failed, Denied, InvalidRequest...; cert-manager backs off
     for an hour), except ``Issued``, which its server-side-apply mode writes after a success. Then
@@ -196,20 +196,20 @@ def certificate(obj: dict) -> tuple[str, str]:
     if issuing is not None and _stale_condition(obj, issuing):
         issuing = None  # the outcome of an issuance for an earlier spec
     if _is(issuing, "True"):
-        return IN_PROGRESS, f"Issuing: {explain(issuing)}{_also(ready)}"
+        return Readiness.in_progress(f"Issuing: {explain(issuing)}{_also(ready)}")
     if _is(issuing, "False") and issuing.get("reason") != "Issued":
-        return FAILED, f"Issuing False: {explain(issuing)}{_also(ready)}"
-    outcome, why = _ready_condition(obj, conditions, waiting_reasons=_CERT_WAITING)
-    if outcome == IN_PROGRESS and _is(ready, "False") and ready.get("reason") in _CERT_REISSUE:
-        why += " (cert-manager reissues the certificate on this reason)"
-    return outcome, why
+        return Readiness.failed(f"Issuing False: {explain(issuing)}{_also(ready)}")
+    found = _ready_condition(obj, conditions, waiting_reasons=_CERT_WAITING)
+    if found.status is Status.IN_PROGRESS and _is(ready, "False") and ready.get("reason") in _CERT_REISSUE:
+        return Readiness.in_progress(f"{found.message} (cert-manager reissues the certificate on this reason)")
+    return found
 
 
 def _also(condition: dict | None) -> str:
     return f"; Ready {condition.get('status')}: {explain(condition)}" if condition else ""
 
 
-def issuer(obj: dict) -> tuple[str, str]:
+def issuer(obj: dict) -> Readiness:
     """cert-manager's Issuer and ClusterIssuer: the ``Ready`` condition; False is the issuer's
     configuration or its CA refusing (ErrRegisterACMEAccount, ErrInitIssuer...). Source: cert-manager
     pkg/apis/certmanager/v1/types_issuer.go (IssuerConditionReady), pkg/issuer/*/setup.go, commit
@@ -217,17 +217,17 @@ def issuer(obj: dict) -> tuple[str, str]:
     return _ready_condition(obj, conditions_of(_status(obj)), waiting_reasons=("Pending",))
 
 
-def _ready_condition(obj: dict, conditions: dict, waiting_reasons=()) -> tuple[str, str]:
+def _ready_condition(obj: dict, conditions: dict, waiting_reasons: Collection[str] = ()) -> Readiness:
     ready = conditions.get("Ready")
     if ready is None:
-        return IN_PROGRESS, "no Ready condition yet"
+        return Readiness.in_progress("no Ready condition yet")
     if _stale_condition(obj, ready):
-        return IN_PROGRESS, f"Ready is from generation {ready.get('observedGeneration')}"
+        return Readiness.in_progress(f"Ready is from generation {ready.get('observedGeneration')}")
     if _is(ready, "True"):
-        return READY, f"Ready: {explain(ready)}"
+        return Readiness.current(f"Ready: {explain(ready)}")
     if _is(ready, "False") and ready.get("reason") not in waiting_reasons:
-        return FAILED, f"Ready False: {explain(ready)}"
-    return IN_PROGRESS, f"Ready {ready.get('status')}: {explain(ready)}"
+        return Readiness.failed(f"Ready False: {explain(ready)}")
+    return Readiness.in_progress(f"Ready {ready.get('status')}: {explain(ready)}")
 
 
 # CloudNativePG's phases that wait for a person: PhaseUnrecoverable, PhaseCannotCreateClusterObjects,
@@ -248,44 +248,44 @@ _CNPG_STUCK = frozenset({
 })
 
 
-def cnpg_cluster(obj: dict) -> tuple[str, str]:
+def cnpg_cluster(obj: dict) -> Readiness:
     """CloudNativePG's Cluster: ``Cluster in healthy state`` with Ready True is ready; a hibernated
     cluster or one whose reconciliation loop is disabled has nothing to wait for; the phases that
     need manual intervention fail. Source: cloudnative-pg api/v1/cluster_types.go (Phase*,
     ConditionClusterReady); Argo CD postgresql.cnpg.io/Cluster."""
     annotations = annotations_of(obj)
     if annotations.get("cnpg.io/reconciliationLoop") == "disabled":
-        return READY, "reconciliation loop disabled (cnpg.io/reconciliationLoop): nothing to wait for"
+        return Readiness.current("reconciliation loop disabled (cnpg.io/reconciliationLoop): nothing to wait for")
     status, conditions = _status(obj), conditions_of(_status(obj))
     hibernation = conditions.get("cnpg.io/hibernation")
     if _is(hibernation, "True"):
-        return READY, f"hibernated: {explain(hibernation)}"
+        return Readiness.current(f"hibernated: {explain(hibernation)}")
     phase, why = status.get("phase") or "", status.get("phaseReason") or ""
     if phase in _CNPG_STUCK:
-        return FAILED, f"{phase}{': ' + why if why else ''}"
+        return Readiness.failed(f"{phase}{': ' + why if why else ''}")
     if phase == "Cluster in healthy state" and _is(conditions.get("Ready"), "True"):
-        return READY, phase
-    return IN_PROGRESS, f"{phase or 'no phase yet'}{': ' + why if why else ''}"
+        return Readiness.current(phase)
+    return Readiness.in_progress(f"{phase or 'no phase yet'}{': ' + why if why else ''}")
 
 
-def strimzi(obj: dict) -> tuple[str, str]:
+def strimzi(obj: dict) -> Readiness:
     """Strimzi's Kafka (and its other operands): ``Ready`` True is ready; ``NotReady`` True with a reason
     other than Creating is the operator giving up (an exception it names). Source: strimzi api
     io.strimzi.api.kafka.model.common.Condition and its docs ("Checking the status of a custom
     resource"); Argo CD kafka.strimzi.io/Kafka."""
     stale = generation_behind(obj)
     if stale:
-        return IN_PROGRESS, stale
+        return Readiness.in_progress(stale)
     conditions = conditions_of(_status(obj))
     not_ready = conditions.get("NotReady")
     if _is(not_ready, "True") and not_ready.get("reason") != "Creating":
-        return FAILED, f"NotReady: {explain(not_ready)}"
+        return Readiness.failed(f"NotReady: {explain(not_ready)}")
     if _is(conditions.get("Ready"), "True"):
-        return READY, "Ready"
-    return IN_PROGRESS, explain(not_ready) if not_ready else "no Ready condition yet"
+        return Readiness.current("Ready")
+    return Readiness.in_progress(explain(not_ready) if not_ready else "no Ready condition yet")
 
 
-def scaled_object(obj: dict) -> tuple[str, str]:
+def scaled_object(obj: dict) -> Readiness:
     """KEDA's ScaledObject: ``Ready`` True is ready (Paused True too: nothing to wait for); Ready False
     is the ScaledObject refused (ScaledObjectCheckFailed, ScaledJobCheckFailed) or its scaling failing
     (TriggerError, ErrorGettingCurrentReplicas). Fallback True is not a failure to stop on: the scaler's
@@ -296,28 +296,28 @@ def scaled_object(obj: dict) -> tuple[str, str]:
     conditions = conditions_of(_status(obj))
     ready = conditions.get("Ready")
     if _is(ready, "False"):
-        return FAILED, f"Ready False: {explain(ready)}"
+        return Readiness.failed(f"Ready False: {explain(ready)}")
     if _is(ready, "True"):
         paused = " (paused)" if _is(conditions.get("Paused"), "True") else ""
         fallback = conditions.get("Fallback")
         if _is(fallback, "True"):
-            return READY, f"Ready{paused}, but a trigger is falling back: {explain(fallback)}"
-        return READY, f"Ready{paused}"
-    return IN_PROGRESS, "no Ready condition yet"
+            return Readiness.current(f"Ready{paused}, but a trigger is falling back: {explain(fallback)}")
+        return Readiness.current(f"Ready{paused}")
+    return Readiness.in_progress("no Ready condition yet")
 
 
-def knative_service(obj: dict) -> tuple[str, str]:
+def knative_service(obj: dict) -> Readiness:
     """Knative Serving's Service: ``Ready`` True for the current generation; False is a failed revision
     or route (RevisionFailed, ContainerMissing...), Unknown is a rollout in progress. Source: knative
     serving pkg/apis/serving/v1/service_lifecycle.go, commit 98e5ef90aa7033797aa0a61ef97f3ff7e49a3944;
     Argo CD serving.knative.dev/Service."""
     stale = generation_behind(obj)
     if stale:
-        return IN_PROGRESS, stale
+        return Readiness.in_progress(stale)
     return _ready_condition(obj, conditions_of(_status(obj)))
 
 
-def flux_object(obj: dict) -> tuple[str, str]:
+def flux_object(obj: dict) -> Readiness:
     """Flux's Kustomization and HelmRelease (and sources): kstatus, as Flux writes it. ``Stalled`` True
     fails; ``Ready`` False fails once the controller stopped reconciling (no ``Reconciling``), or when
     it retries after a failed attempt (``ProgressingWithRetry``); Ready True for the current generation
@@ -326,22 +326,22 @@ def flux_object(obj: dict) -> tuple[str, str]:
     Argo CD's Flux resource_customizations."""
     stale = generation_behind(obj)
     if stale:
-        return IN_PROGRESS, stale
+        return Readiness.in_progress(stale)
     conditions = conditions_of(_status(obj))
     stalled, ready, reconciling = conditions.get("Stalled"), conditions.get("Ready"), conditions.get("Reconciling")
     if _is(stalled, "True"):
-        return FAILED, f"Stalled: {explain(stalled)}"
+        return Readiness.failed(f"Stalled: {explain(stalled)}")
     if ready is None:
-        return IN_PROGRESS, "no Ready condition yet"
+        return Readiness.in_progress("no Ready condition yet")
     if _is(ready, "True") and not _stale_condition(obj, ready):
-        return READY, f"Ready: {explain(ready)}"
+        return Readiness.current(f"Ready: {explain(ready)}")
     retrying = _is(reconciling, "True") and reconciling.get("reason") == "ProgressingWithRetry"
     if _is(ready, "False") and (retrying or not _is(reconciling, "True")):
-        return FAILED, f"Ready False: {explain(ready)}"
-    return IN_PROGRESS, f"Ready {ready.get('status')}: {explain(ready)}"
+        return Readiness.failed(f"Ready False: {explain(ready)}")
+    return Readiness.in_progress(f"Ready {ready.get('status')}: {explain(ready)}")
 
 
-def argocd_application(obj: dict) -> tuple[str, str]:
+def argocd_application(obj: dict) -> Readiness:
     """Argo CD's Application: healthy and synced is ready; an operation (a sync) that ended Failed or
     Error fails, and so does an ``InvalidSpecError`` condition (a project that does not permit the
     destination or source: it never syncs). Degraded alone is not final: Argo CD reports it while pods
@@ -352,16 +352,16 @@ def argocd_application(obj: dict) -> tuple[str, str]:
     status = _status(obj)
     operation = status.get("operationState") or {}
     if operation.get("phase") in ("Failed", "Error"):
-        return FAILED, f"sync {operation['phase']}: {operation.get('message') or 'no message'}"
+        return Readiness.failed(f"sync {operation['phase']}: {operation.get('message') or 'no message'}")
     invalid = _invalid_spec(status)
     if invalid is not None:
-        return FAILED, f"InvalidSpecError: {invalid.get('message') or 'no message'}"
+        return Readiness.failed(f"InvalidSpecError: {invalid.get('message') or 'no message'}")
     health = (status.get("health") or {}).get("status")
     sync = (status.get("sync") or {}).get("status")
     if health == "Healthy" and sync == "Synced":
-        return READY, "Healthy and Synced"
+        return Readiness.current("Healthy and Synced")
     running = f"; sync {operation['phase']}" if operation.get("phase") else ""
-    return IN_PROGRESS, f"health {health or 'unknown'}, sync {sync or 'unknown'}{running}"
+    return Readiness.in_progress(f"health {health or 'unknown'}, sync {sync or 'unknown'}{running}")
 
 
 def _invalid_spec(status: dict) -> dict | None:
@@ -369,7 +369,7 @@ def _invalid_spec(status: dict) -> dict | None:
                  and c.get("type") == "InvalidSpecError"), None)
 
 
-def application_reported(obj: dict):
+def application_reported(obj: dict) -> datetime | None:
     """When an Application's failure was reported: the failed operation's start (a sync that started
     after our write synced what we applied), else the InvalidSpecError condition's last transition."""
     status = _status(obj)
@@ -379,7 +379,7 @@ def application_reported(obj: dict):
     return freshness.parse_time((_invalid_spec(status) or {}).get("lastTransitionTime"))
 
 
-def gateway(obj: dict) -> tuple[str, str]:
+def gateway(obj: dict) -> Readiness:
     """Gateway API's Gateway: ``Accepted`` and ``Programmed`` True for the current generation, every
     listener accepted with its references resolved. Accepted False (but Pending), Programmed False with
     reason Invalid or AddressNotUsable (an address of the spec), a listener refused, conflicted or invalid
@@ -390,23 +390,23 @@ def gateway(obj: dict) -> tuple[str, str]:
     for kind in ("Accepted", "ResolvedRefs"):
         condition = conditions.get(kind)
         if _is(condition, "False") and condition.get("reason") != "Pending" and not _stale_condition(obj, condition):
-            return FAILED, f"{kind} False: {explain(condition)}"
+            return Readiness.failed(f"{kind} False: {explain(condition)}")
     programmed = conditions.get("Programmed")
     if (_is(programmed, "False") and programmed.get("reason") in ("Invalid", "AddressNotUsable")
             and not _stale_condition(obj, programmed)):
-        return FAILED, f"Programmed False: {explain(programmed)}"
+        return Readiness.failed(f"Programmed False: {explain(programmed)}")
     for listener in status.get("listeners") or []:
         problem = _listener_problem(listener)
         if problem:
-            return FAILED, problem
+            return Readiness.failed(problem)
     for kind in ("Accepted", "Programmed"):
         condition = conditions.get(kind)
         if not _is(condition, "True") or _stale_condition(obj, condition):
-            return IN_PROGRESS, f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}"
-    return READY, "Accepted and Programmed"
+            return Readiness.in_progress(f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}")
+    return Readiness.current("Accepted and Programmed")
 
 
-def _listener_problem(listener) -> str | None:
+def _listener_problem(listener: object) -> str | None:
     if not isinstance(listener, dict):
         return None
     conditions = conditions_of(listener)
@@ -420,7 +420,7 @@ def _listener_problem(listener) -> str | None:
     return None
 
 
-def route(obj: dict) -> tuple[str, str]:
+def route(obj: dict) -> Readiness:
     """Gateway API's routes (HTTPRoute, GRPCRoute...): each parent (Gateway) reports on its own in
     ``status.parents``; the route is ready when every parent it names accepted it, for the current
     generation, with its references resolved. Accepted False (but Pending) or ResolvedRefs False fail,
@@ -435,10 +435,10 @@ def route(obj: dict) -> tuple[str, str]:
         conditions = conditions_of(parent)
         accepted, refs = conditions.get("Accepted"), conditions.get("ResolvedRefs")
         if _is(accepted, "False") and accepted.get("reason") != "Pending":
-            return FAILED, f"parent {name}: Accepted False: {explain(accepted)}"
+            return Readiness.failed(f"parent {name}: Accepted False: {explain(accepted)}")
         if _is(refs, "False"):
             if refs.get("reason") != "BackendNotFound":
-                return FAILED, f"parent {name}: ResolvedRefs False: {explain(refs)}"
+                return Readiness.failed(f"parent {name}: ResolvedRefs False: {explain(refs)}")
             backend = f"parent {name}: waiting for the backend: {explain(refs)}"
         programmed = conditions.get("Programmed")  # some implementations report it per parent
         if programmed is not None and not _is(programmed, "True"):
@@ -446,13 +446,13 @@ def route(obj: dict) -> tuple[str, str]:
     accepted_by = [p for p in current if _is(conditions_of(p).get("Accepted"), "True")
                    and not _is(conditions_of(p).get("ResolvedRefs"), "False")]
     if len(accepted_by) < wanted:
-        return IN_PROGRESS, backend or f"accepted by {len(accepted_by)} of {wanted} parents"
+        return Readiness.in_progress(backend or f"accepted by {len(accepted_by)} of {wanted} parents")
     if programming:
-        return IN_PROGRESS, programming
-    return READY, f"accepted by {len(accepted_by)} of {wanted} parents"
+        return Readiness.in_progress(programming)
+    return Readiness.current(f"accepted by {len(accepted_by)} of {wanted} parents")
 
 
-def crossplane(obj: dict) -> tuple[str, str]:
+def crossplane(obj: dict) -> Readiness:
     """Crossplane's claims, composite and managed resources: ``Ready`` and ``Synced`` True. Synced False
     with ReconcileError is the provider or composition refusing the spec; ReconcilePaused has nothing to
     wait for. Matched by shape (a custom resource with a Synced condition and a Ready condition or
@@ -461,18 +461,18 @@ def crossplane(obj: dict) -> tuple[str, str]:
     conditions = conditions_of(_status(obj))
     synced, ready = conditions.get("Synced"), conditions.get("Ready")
     if _is(synced, "False") and synced.get("reason") == "ReconcileError":
-        return FAILED, f"Synced False: {explain(synced)}"
+        return Readiness.failed(f"Synced False: {explain(synced)}")
     if synced is not None and synced.get("reason") == "ReconcilePaused":
-        return READY, "reconciliation paused (crossplane.io/paused): nothing to wait for"
+        return Readiness.current("reconciliation paused (crossplane.io/paused): nothing to wait for")
     if _is(synced, "True") and _is(ready, "True"):
-        return READY, "Ready and Synced"
+        return Readiness.current("Ready and Synced")
     for kind, condition in (("Synced", synced), ("Ready", ready)):
         if not _is(condition, "True"):
-            return IN_PROGRESS, f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}"
-    return IN_PROGRESS, "not Ready"  # unreachable: one of the two is not True
+            return Readiness.in_progress(f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}")
+    return Readiness.in_progress("not Ready")  # unreachable: one of the two is not True
 
 
-def crossplane_package(obj: dict) -> tuple[str, str]:
+def crossplane_package(obj: dict) -> Readiness:
     """Crossplane's packages (Provider, Configuration, Function) and their revisions: ``Installed``
     and ``Healthy`` True (a revision: ``Healthy`` or ``RevisionHealthy``). An unhealthy package is not
     a stop: its runtime often turns healthy once its dependencies are installed. Source: crossplane
@@ -484,11 +484,11 @@ def crossplane_package(obj: dict) -> tuple[str, str]:
     for kind in wanted:
         if not _is(conditions.get(kind), "True"):
             condition = conditions.get(kind)
-            return IN_PROGRESS, f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}"
-    return READY, " and ".join(wanted)
+            return Readiness.in_progress(f"{kind} {'is ' + explain(condition) if condition else 'not reported yet'}")
+    return Readiness.current(" and ".join(wanted))
 
 
-def horizontal_pod_autoscaler(obj: dict) -> tuple[str, str]:
+def horizontal_pod_autoscaler(obj: dict) -> Readiness:
     """HorizontalPodAutoscaler: AbleToScale False is a target it cannot scale (FailedGetScale: no such
     workload, no scale subresource). Metrics not yet available are not waited for (a cluster may have no
     metrics server): the autoscaler scales once they are. Source: Kubernetes autoscaling/v2 types
@@ -496,15 +496,15 @@ def horizontal_pod_autoscaler(obj: dict) -> tuple[str, str]:
     conditions = conditions_of(_status(obj))
     able = conditions.get("AbleToScale")
     if _is(able, "False"):
-        return FAILED, f"AbleToScale False: {explain(able)}"
+        return Readiness.failed(f"AbleToScale False: {explain(able)}")
     if able is None:
-        return READY, "not evaluated yet (the autoscaler syncs every 15s)"
+        return Readiness.current("not evaluated yet (the autoscaler syncs every 15s)")
     active = conditions.get("ScalingActive")
     note = f"; ScalingActive {active.get('status')}: {explain(active)}" if active and not _is(active, "True") else ""
-    return READY, f"able to scale{note}"
+    return Readiness.current(f"able to scale{note}")
 
 
-def ingress(obj: dict) -> tuple[str, str]:
+def ingress(obj: dict) -> Readiness:
     """Ingress, with ``wait_rules.load_balancers``: ready once its controller published an address in
     ``status.loadBalancer.ingress``, as for a Service of type LoadBalancer. Source: Kubernetes
     networking/v1 IngressStatus; Argo CD's Ingress health."""
@@ -512,8 +512,8 @@ def ingress(obj: dict) -> tuple[str, str]:
     addresses = [str(e.get("ip") or e.get("hostname")) for e in found
                  if isinstance(e, dict) and (e.get("ip") or e.get("hostname"))]
     if addresses:
-        return READY, f"load balancer at {', '.join(addresses)}"
-    return IN_PROGRESS, "waiting for the ingress controller to publish an address"
+        return Readiness.current(f"load balancer at {', '.join(addresses)}")
+    return Readiness.in_progress("waiting for the ingress controller to publish an address")
 
 
 # ----- the table --------------------------------------------------------------------------------
@@ -526,13 +526,14 @@ class Entry:
 
     name: str
     needs_status: bool
-    judge: Callable[[dict], tuple]
+    judge: Callable[[dict], Readiness]
     load_balancers_only: bool = False  # judged only when wait_rules.load_balancers is on
     # When a failure was reported, for kinds whose controller reports no generation (freshness).
-    reported: Callable[[dict], Any] = freshness.status_write
+    reported: Callable[[dict], datetime | None] = freshness.status_write
 
 
-def _entry(group: str, kinds: tuple, judge, needs_status: bool = True, **more) -> dict:
+def _entry(group: str, kinds: tuple[str, ...], judge: Callable[[dict], Readiness], needs_status: bool = True,
+           **more: Any) -> dict[GroupKind, Entry]:
     return {GroupKind(group, kind): Entry(f"{kind}.{group}", needs_status, judge, **more) for kind in kinds}
 
 

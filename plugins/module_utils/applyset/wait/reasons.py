@@ -13,7 +13,7 @@ result masking applies to them as to the rest of the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..object_meta import metadata_of, uid_of
@@ -101,7 +101,7 @@ def explain(client: KubeApi, err: WaitTimeout, bodies: dict, *, logs: bool = Tru
                        details={**(err.details or {}), "unready": unready})
 
 
-def _cut(text) -> str:
+def _cut(text: object) -> str:
     text = str(text or "")
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 3] + "..."
 
@@ -126,7 +126,7 @@ def _when(event: dict) -> str:
     return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")
 
 
-def _latest(events) -> list:
+def _latest(events: Iterable[dict]) -> list[dict]:
     """The newest ``MAX_EVENTS`` events as ``{reason, message, count, time}``, newest first."""
     chosen = sorted(events, key=_when, reverse=True)[:MAX_EVENTS]
     return [{"reason": e.get("reason"), "message": _cut(e.get("message")), "count": e.get("count") or 1,

@@ -12,71 +12,84 @@ the CustomResourceDefinitions a run applied until they are Established.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..object_meta import metadata_of, uid_of
 from ..kube.api import KubeApi
 from ..errors import ApiError, ApplySetError, WaitTimeout
+from ..kube.discovery import Resource
 from .. import spec
 from ..kube import watch as kube_watch
 from . import watching
-from .readiness import (
-    RULE_OPTIONS, Final, check_overrides, crd_ready, job_outcome_from_events, needs_reading, ttl_after_finished,
-    verdict,
-)
+from .kind_rules import crd_ready
+from .readiness import RULE_OPTIONS, check_overrides, needs_reading, verdict
+from .status import Readiness, Status
+from .workload_rules import job_outcome_from_events, ttl_after_finished
 
 _MAX_LISTED_IN_MESSAGE = 20
+
+# What a wait reads: (resource, namespace or None, name), namespace None for cluster-scoped kinds
+# (``normalised``); a group is what one LIST or one watch covers, (resource, namespace).
+Target = tuple[Resource, "str | None", str]
+Group = tuple[Resource, "str | None"]
+Judge = Callable[[Target, "dict | None"], Readiness]
+Warn = Callable[[str], None]
 _RULE_OPTIONS = RULE_OPTIONS
 
 
-def _ref(res, namespace: str | None, name: str) -> str:
+def _ref(res: Resource, namespace: str | None, name: str) -> str:
     return f"{res.kind} {namespace}/{name}" if res.namespaced and namespace else f"{res.kind} {name}"
 
 
-def _entry(target, reason: str) -> dict:
+def _entry(target: Target, found: Readiness) -> dict:
     res, namespace, name = target
     return {"apiVersion": res.api_version, "kind": res.kind,
-            "namespace": namespace if res.namespaced else None, "name": name,
-            # A Final reason stays one (a plain string to everyone else): callers that poll
-            # round by round (apply/gates.py) stop at once on it, as _poll does.
-            "reason": reason if isinstance(reason, Final) else str(reason)}
+            "namespace": namespace if res.namespaced else None, "name": name, "reason": found.message}
 
 
-def _normalise(targets) -> list:
-    """Distinct (resource, namespace, name) targets, namespace None for cluster-scoped kinds."""
+def normalised(target: Target) -> Target:
+    """``target`` (resource, namespace, name) as waits key it: namespace None for cluster-scoped kinds."""
+    res, namespace, name = target
+    return res, namespace if res.namespaced else None, name
+
+
+def _normalise(targets: Iterable[Target]) -> list[Target]:
+    """Distinct targets, ``normalised``."""
     seen, result = set(), []
-    for res, namespace, name in targets:
-        target = (res, namespace if res.namespaced else None, name)
+    for target in map(normalised, targets):
         if target not in seen:
             seen.add(target)
             result.append(target)
     return result
 
 
-def _groups(targets) -> dict:
+def _groups(targets: Iterable[Target]) -> dict[Group, list[Target]]:
     """Targets by (resource, namespace): what one LIST or one watch covers."""
-    groups: dict = {}
+    groups: dict[Group, list[Target]] = {}
     for target in targets:
         groups.setdefault(target[:2], []).append(target)
     return groups
 
 
-def _list(client: KubeApi, key, metadata_only: bool):
+def _list(client: KubeApi, key: Group, metadata_only: bool) -> tuple[dict, str | None]:
     """The group's objects by name and the list's resourceVersion (or the error, as ``map`` gives it)."""
     found, version = kube_watch.list_with_version(client, key[0], key[1], metadata_only=metadata_only)
     return watching.by_name(key[0], found), version
 
 
-def _poll(client: KubeApi, targets, *, timeout: float, interval: float, judge, metadata_only: bool,
-          waiting_for: str, raise_on_timeout: bool, until_any: bool = False, warn=None) -> list[dict]:
-    """Wait until ``judge(target, item or None)`` says done for every target: one LIST per
+def _poll(client: KubeApi, targets: list[Target], *, timeout: float, interval: float, judge: Judge, goal: Status,
+          metadata_only: bool, waiting_for: str, raise_on_timeout: bool, until_any: bool = False,
+          warn: Warn | None = None) -> dict[Target, Readiness]:
+    """Wait until ``judge(target, item or None)`` says ``goal`` for every target: one LIST per
     (resource, namespace), then a watch of each (``watching``; polled where watch is refused).
 
-    ``judge`` returns ``(done, reason)``; a ``Final`` reason stops the wait early. With
+    ``judge`` returns a ``Readiness``; a final one (``FAILED``) stops the wait early. With
     ``until_any`` the wait also returns as soon as one target is done (the gates of an ordered
     apply); ``warn`` is told once when the credentials may not watch.
     """
     total = len(targets)
-    pending = {target: "not checked yet" for target in targets}
+    pending = {target: Readiness(Status.UNKNOWN, "not checked yet") for target in targets}
     deadline = time.monotonic() + max(0.0, float(timeout))
     groups = _groups(pending)
     keys = list(groups)
@@ -84,34 +97,36 @@ def _poll(client: KubeApi, targets, *, timeout: float, interval: float, judge, m
     versions: dict = {}
     for key, listed in zip(keys, client.map(lambda key: _list(client, key, metadata_only), keys)):
         items[key], versions[key] = (listed, None) if isinstance(listed, Exception) else listed
-    final = _judge(pending, [t for key in keys for t in groups[key]], items, judge)
+    final = _judge(pending, [t for key in keys for t in groups[key]], items, judge, goal)
     progressed = until_any and len(pending) < total  # a gate opens on the first object ready
     if pending and not final and not progressed and time.monotonic() < deadline:
-        final = _follow(client, pending, items, versions, judge, deadline=deadline, interval=interval,
+        final = _follow(client, pending, items, versions, judge, goal, deadline=deadline, interval=interval,
                         metadata_only=metadata_only, until_any=until_any, warn=warn)
     if not pending:
-        return []
+        return {}
     return _give_up(pending, total, timeout, waiting_for, final, raise_on_timeout)
 
 
-def _judge(pending: dict, targets, items: dict, judge) -> bool:
-    """Judge the ``targets`` still pending on their group's ``items``; whether one is Final."""
+def _judge(pending: dict[Target, Readiness], targets: Iterable[Target], items: dict, judge: Judge,
+           goal: Status) -> bool:
+    """Judge the ``targets`` still pending on their group's ``items``; whether one is final."""
     final = False
     for target in targets:
         if target not in pending:
             continue
-        done, reason = _judge_listed(target, items[target[:2]], judge)
-        if done:
+        found = _judge_listed(target, items[target[:2]], judge)
+        if found.status is goal:
             del pending[target]
         else:
-            pending[target] = reason
-            final = final or isinstance(reason, Final)
+            pending[target] = found
+            final = final or found.final
     return final
 
 
-def _follow(client: KubeApi, pending: dict, items: dict, versions: dict, judge, *, deadline: float, interval: float,
-            metadata_only: bool, until_any: bool, warn) -> bool:
-    """Follow the pending targets' groups until each is done, one is Final (True), the deadline
+def _follow(client: KubeApi, pending: dict[Target, Readiness], items: dict, versions: dict, judge: Judge,
+            goal: Status, *, deadline: float, interval: float, metadata_only: bool, until_any: bool,
+            warn: Warn | None) -> bool:
+    """Follow the pending targets' groups until each is done, one is final (True), the deadline
     passes or, with ``until_any``, one is done. Groups that cannot be watched are listed again
     every ``interval``, when targets found absent are judged again too (a Job's final Event may
     land after the Job is gone)."""
@@ -129,7 +144,7 @@ def _follow(client: KubeApi, pending: dict, items: dict, versions: dict, judge, 
             if time.monotonic() >= next_round:
                 touched += _round(client, feeds, pending, items, groups, metadata_only)
                 next_round = time.monotonic() + max(interval, 0.05)
-            if _judge(pending, touched, items, judge):
+            if _judge(pending, touched, items, judge, goal):
                 return True
             if until_any and len(pending) < start:
                 return False
@@ -138,7 +153,7 @@ def _follow(client: KubeApi, pending: dict, items: dict, versions: dict, judge, 
         feeds.close()
 
 
-def _take(feeds, message, items: dict, groups: dict) -> list:
+def _take(feeds: watching.Feeds, message: tuple | None, items: dict, groups: dict[Group, list[Target]]) -> list[Target]:
     """Apply one feed message to ``items``; the targets it may have changed."""
     if message is None:
         return []
@@ -156,7 +171,8 @@ def _take(feeds, message, items: dict, groups: dict) -> list:
     return []
 
 
-def _round(client: KubeApi, feeds, pending: dict, items: dict, groups: dict, metadata_only: bool) -> list:
+def _round(client: KubeApi, feeds: watching.Feeds, pending: dict[Target, Readiness], items: dict,
+           groups: dict[Group, list[Target]], metadata_only: bool) -> list[Target]:
     """One polling round: the polled groups listed again; their targets and the absent ones to judge."""
     keys = [key for key in feeds.polled if any(t in pending for t in groups[key])]
     for key, listed in zip(keys, client.map(lambda key: _list(client, key, metadata_only), keys)):
@@ -165,7 +181,7 @@ def _round(client: KubeApi, feeds, pending: dict, items: dict, groups: dict, met
     return list(dict.fromkeys([t for key in keys for t in groups[key]] + absent))
 
 
-def _judge_listed(target, items, judge) -> tuple[bool, str]:
+def _judge_listed(target: Target, items: dict | Exception, judge: Judge) -> Readiness:
     res, namespace, name = target
     if isinstance(items, ApiError) and items.status == 404:
         return judge(target, None)  # the kind is not served (any more): nothing of it exists
@@ -178,16 +194,16 @@ def _judge_listed(target, items, judge) -> tuple[bool, str]:
                 "or turn waiting off",
         )
     if isinstance(items, Exception):
-        return False, f"could not be read: {items}"
+        return Readiness(Status.UNKNOWN, f"could not be read: {items}")
     return judge(target, items.get(name))
 
 
 def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final: bool,
-             raise_on_timeout: bool) -> list[dict]:
-    unready = [_entry(target, reason) for target, reason in pending.items()]
+             raise_on_timeout: bool) -> dict:
     if not raise_on_timeout:
-        return unready
-    lines = [f"{_ref(*target)}: {reason}" for target, reason in pending.items()]
+        return dict(pending)
+    unready = [_entry(target, found) for target, found in pending.items()]
+    lines = [f"{_ref(*target)}: {found.message}" for target, found in pending.items()]
     if len(lines) > _MAX_LISTED_IN_MESSAGE:
         lines = lines[:_MAX_LISTED_IN_MESSAGE] + [f"and {len(lines) - _MAX_LISTED_IN_MESSAGE} more"]
     if final:
@@ -204,9 +220,10 @@ def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final:
     raise WaitTimeout(f"{head}: {'; '.join(lines)}", fix=fix, details={"unready": unready})
 
 
-def wait_ready(client: KubeApi, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
-               applied: dict | None = None, until_any: bool = False, warn=None, field_manager: str | None = None,
-               **rule_options) -> list[dict]:
+def wait_ready(client: KubeApi, targets: Iterable[Target], *, timeout: float, interval: float = 1.0,
+               raise_on_timeout: bool = True, applied: dict | None = None, until_any: bool = False,
+               warn: Warn | None = None, field_manager: str | None = None,
+               **rule_options: Any) -> dict[Target, Readiness]:
     """Wait until every target is ready; ``targets`` are ``(Resource, namespace or None, name)``.
 
     ``client`` is the ``KubeClient`` that lists them, once per (resource, namespace), then
@@ -216,17 +233,17 @@ def wait_ready(client: KubeApi, targets, *, timeout: float, interval: float = 1.
     ``until_any``, it returns as soon as one target is ready (the list of the others), as the
     gates of an ordered apply want.
 
-    ``rule_options`` are ``is_ready``'s keywords (``fail_closed``, ``overrides``,
+    ``rule_options`` are ``readiness.verdict``'s keywords (``fail_closed``, ``overrides``,
     ``wait_for_load_balancers``). ``field_manager`` is the one the run applied with: a failure a
     status reported before that apply does not stop the wait (``readiness.verdict``). ``applied`` maps targets to the objects as this run
     applied them, ``metadata.uid`` included: it tells the object we applied from one that
     replaced it, and an object that went away by design (a finished Job removed by its
     ``ttlSecondsAfterFinished``) from one deleted by someone (see ``_gone_verdict``).
-    Returns ``[]`` once all are ready. Otherwise, after ``timeout`` seconds or as soon as
+    Returns ``{}`` once all are ready. Otherwise, after ``timeout`` seconds or as soon as
     one object can never become ready (a failed Job, an applied object deleted), raises
     ``WaitTimeout`` listing each unready object and why, with
     ``details={"unready": [{apiVersion, kind, namespace, name, reason}, ...]}``; with
-    ``raise_on_timeout=False`` that list is returned instead.
+    ``raise_on_timeout=False`` it returns each unready target's ``Readiness`` instead.
 
     Raises:
         WaitTimeout: as said above.
@@ -245,19 +262,20 @@ def wait_ready(client: KubeApi, targets, *, timeout: float, interval: float = 1.
     known = {(res, ns if res.namespaced else None, name): obj for (res, ns, name), obj in (applied or {}).items()}
     tracker = _GoneTracker(client)
 
-    def judge(target, item):
+    def judge(target: Target, item: dict | None) -> Readiness:
         mine = known.get(target)
         our_uid = _uid(mine)
         if item is not None and our_uid and _uid(item) and _uid(item) != our_uid:
             return tracker.verdict(target, mine, replaced_by=item)
         if item is None:
             if not our_uid:
-                return False, "not found"
+                return Readiness(Status.NOT_FOUND, "not found")
             return tracker.verdict(target, mine)
         tracker.seen[target] = item
         return verdict(item, field_manager=field_manager, **rule_options)
 
-    return _poll(client, to_read, timeout=timeout, interval=interval, judge=judge, metadata_only=False,
+    return _poll(client, to_read, timeout=timeout, interval=interval, judge=judge, goal=Status.CURRENT,
+                 metadata_only=False,
                  waiting_for="ready", raise_on_timeout=raise_on_timeout, until_any=until_any, warn=warn)
 
 
@@ -311,12 +329,13 @@ class _GoneTracker:
         self.seen: dict = {}  # target -> the object as last read, for its spec
         self.looked: dict = {}  # target -> rounds spent looking for a Job's final event
 
-    def verdict(self, target, mine: dict | None, replaced_by: dict | None = None) -> tuple[bool, str]:
+    def verdict(self, target: Target, mine: dict | None, replaced_by: dict | None = None) -> Readiness:
         res, namespace, _name = target
         replaced = f" (a new object with uid {_uid(replaced_by)} took its name)" if replaced_by else ""
         ttl = ttl_after_finished(self.seen.get(target), mine) if res.group_kind == spec.JOB_KIND else None
         if ttl is None:
-            return False, Final(f"deleted while waiting{replaced}: the object applied (uid {_uid(mine)}) is gone")
+            # Not found, and final: no wait brings the object we applied back.
+            return Readiness.failed(f"deleted while waiting{replaced}: the object applied (uid {_uid(mine)}) is gone")
         # The TTL controller deletes a Job only once it has a Complete or Failed condition,
         # so a Job with ttlSecondsAfterFinished that vanished has finished, unless a person
         # or a tool deleted it first. The Job controller's final Event on that UID says which
@@ -327,23 +346,24 @@ class _GoneTracker:
             return outcome
         rounds = self.looked[target] = self.looked.get(target, 0) + 1
         if rounds < _EVENT_ROUNDS:
-            return False, f"gone; looking for the event that says how it finished ({ours})"
-        return True, f"finished and {ours} (no event recorded whether it succeeded)"
+            return Readiness.in_progress(f"gone; looking for the event that says how it finished ({ours})")
+        return Readiness.current(f"finished and {ours} (no event recorded whether it succeeded)")
 
 
-def _still_there(item) -> tuple[bool, str]:
+def _still_there(item: dict | None) -> Readiness:
     if item is None:
-        return True, "gone"
+        return Readiness(Status.NOT_FOUND, "gone")
     meta = metadata_of(item)
     if meta.get("deletionTimestamp"):
         finalizers = meta.get("finalizers") or []
         waiting_on = f"; finalizers: {', '.join(finalizers)}" if finalizers else ""
-        return False, f"being deleted{waiting_on}"
-    return False, "still exists"
+        return Readiness(Status.TERMINATING, f"being deleted{waiting_on}")
+    return Readiness.in_progress("still exists")  # in progress towards gone: its readiness is not asked
 
 
-def wait_gone(client: KubeApi, targets, *, timeout: float, interval: float = 1.0, raise_on_timeout: bool = True,
-              uids: dict | None = None, warn=None) -> list[dict]:
+def wait_gone(client: KubeApi, targets: Iterable[Target], *, timeout: float, interval: float = 1.0,
+              raise_on_timeout: bool = True, uids: dict | None = None,
+              warn: Warn | None = None) -> dict[Target, Readiness]:
     """Wait until no target exists any more (deleted objects whose finalizers are done).
 
     Same ``client``, targets, ``interval``, result, ``raise_on_timeout`` and ``WaitTimeout`` after
@@ -353,19 +373,19 @@ def wait_gone(client: KubeApi, targets, *, timeout: float, interval: float = 1.0
     """
     known = {(res, ns if res.namespaced else None, name): uid for (res, ns, name), uid in (uids or {}).items()}
 
-    def judge(target, item):
+    def judge(target: Target, item: dict | None) -> Readiness:
         if item is not None and known.get(target) and _uid(item) and _uid(item) != known[target]:
-            return True, "gone (a new object took its name)"
+            return Readiness(Status.NOT_FOUND, "gone (a new object took its name)")
         return _still_there(item)
 
-    return _poll(client, _normalise(targets), timeout=timeout, interval=interval, judge=judge,
+    return _poll(client, _normalise(targets), timeout=timeout, interval=interval, judge=judge, goal=Status.NOT_FOUND,
                  metadata_only=True, waiting_for="gone", raise_on_timeout=raise_on_timeout, warn=warn)
 
 
 # ----- CustomResourceDefinitions before their custom resources -----------------------------------
 
 
-def wait_for_crds(client: KubeApi, crd_resource, names, timeout: float, obj: str) -> None:
+def wait_for_crds(client: KubeApi, crd_resource: Resource, names: Iterable[str], timeout: float, obj: str) -> None:
     """Wait until every CustomResourceDefinition named in ``names`` is Established.
 
     ``client`` GETs each pending one (``crd_resource``, cluster-scoped) per round, in name
@@ -380,14 +400,14 @@ def wait_for_crds(client: KubeApi, crd_resource, names, timeout: float, obj: str
     pending = set(names)
     while pending:
         for name in sorted(pending):
-            # The one CRD readiness rule (readiness.crd_ready): Established, or a final refusal
+            # The one CRD readiness rule (kind_rules.crd_ready): Established, or a final refusal
             # such as NamesAccepted=False, which no amount of waiting changes.
-            ready, reason = crd_ready(client.get(crd_resource, name) or {})
-            if ready:
+            found = crd_ready(client.get(crd_resource, name) or {})
+            if found.ready:
                 pending.discard(name)
-            elif isinstance(reason, Final):
+            elif found.final:
                 raise ApplySetError(
-                    f"CustomResourceDefinition {name} will not become Established: {reason}", obj=obj,
+                    f"CustomResourceDefinition {name} will not become Established: {found.message}", obj=obj,
                     fix=f"fix the CRD (kubectl describe crd {name}); its custom resources were not applied")
         if not pending:
             return

@@ -30,12 +30,14 @@ import queue
 import threading
 import time
 import weakref
+from collections.abc import Callable
 
 from ..object_meta import name_of
 from ..kube.api import KubeApi
+from ..kube.discovery import Resource
 from ..errors import ApiError, ApplySetError
 from ..kube.http_requests import watch_request
-from ..kube.watch import BOOKMARK, DELETED, ERROR, WatchStream, list_with_version, open_watch
+from ..kube.watch import BOOKMARK, DELETED, ERROR, WatchEvent, WatchStream, list_with_version, open_watch
 
 # Seconds between two tries to open a watch that failed, doubling up to the last.
 _BACKOFF = (0.2, 0.5, 1.0, 2.0)
@@ -55,7 +57,7 @@ def _name(obj: dict) -> str | None:
     return name_of(obj)
 
 
-def by_name(res, items: list) -> dict:
+def by_name(res: Resource, items: list) -> dict:
     """Listed or watched objects by name, each with its resource's apiVersion and kind (LIST items
     have none of their own; metadata-only ones say PartialObjectMetadata): the rules need them."""
     found: dict = {}
@@ -129,7 +131,7 @@ class _Feed(threading.Thread):
                 self.out.put(("failed", self.key, None))
                 return
 
-    def _read(self, stream) -> bool:
+    def _read(self, stream: WatchStream) -> bool:
         """Hand on the stream's events; whether it said anything."""
         said = False
         for event in stream:
@@ -167,7 +169,8 @@ class _Feed(threading.Thread):
 class Feeds:
     """The feeds of one wait: started per group, read through one queue, all closed at the end."""
 
-    def __init__(self, client: KubeApi, metadata_only: bool, deadline: float, warn=None):
+    def __init__(self, client: KubeApi, metadata_only: bool, deadline: float,
+                 warn: Callable[[str], None] | None = None) -> None:
         self.client, self.metadata_only, self.deadline, self.warn = client, metadata_only, deadline, warn
         self.queue: queue.Queue = queue.Queue()
         self.feeds: dict = {}
@@ -204,7 +207,7 @@ class Feeds:
                       f"{'.' + res.group if res.group else ''}{where} is not allowed ({err.message}); grant "
                       "watch next to list to wait with fewer requests and notice readiness at once")
 
-    def next(self, timeout: float):
+    def next(self, timeout: float) -> tuple | None:
         """The next ``(what, key, payload)`` from a feed, or None after ``timeout`` seconds."""
         if not self.feeds and self.queue.empty():  # nothing watched: only polling rounds to wait for
             time.sleep(max(0.0, timeout))
@@ -222,7 +225,7 @@ class Feeds:
         self.feeds.clear()
 
 
-def apply_event(items: dict, res, event) -> str | None:
+def apply_event(items: dict, res: Resource, event: WatchEvent) -> str | None:
     """Update the group's ``items`` (by name) with a watch ``event``; the name it is about."""
     name = _name(event.object)
     if event.type == DELETED:
