@@ -1,5 +1,5 @@
 """Suite-wide hooks: where the time of a run goes, the time budget of ``make test``, and which skips
-are allowed.
+are allowed; and steps held to what they declare (``APPLYSET_STRICT_STEPS``).
 
 Every run prints the time per test file and the slowest tests (with pytest-xdist the workers'
 reports reach the controller, which prints them), and writes the table to
@@ -24,6 +24,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
+# Every run of the tests holds the steps of a route to the values they declare reading and setting
+# (run/runner.py, Step): an undeclared read is a StepOrderError, in this process and in the modules
+# the integration tests start (they inherit the environment).
+os.environ["APPLYSET_STRICT_STEPS"] = "1"
 
 # The budget of `make test` (warm build cache, the machine CI runs on: 2 cores): it warns past 30
 # minutes and fails CI past 45. A whole run took 25 min 8 s on 3 workers on a quiet machine once the

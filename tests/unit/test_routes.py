@@ -257,3 +257,62 @@ def test_a_chart_is_rendered_after_read_parent_but_never_by_a_rollback():
     assert runner.names(rolling_back)[:2] == ["read-parent", "load-revision"]
     assert "render-chart" not in runner.names(rolling_back)
     assert runner.names(routes.reading(routes.DISBAND, Options(helm_chart=chart))) == ["read-parent"]
+
+
+# ----- what each step reads and sets of what steps hand on ----------------------------------------
+
+HANDED_ON = frozenset(name for name, value in vars(runner.RunContext).items() if isinstance(value, runner.HandedOn))
+_CHART = Chart(chart="c", release="r", namespace="n")
+_VARIANTS = [Options(), Options(wait=True), Options(prune=False), Options(wait=True, prune=False),
+             Options(dry_run=True), Options(dry_run=True, wait=True), Options(history=Settings(max=5)),
+             Options(history=Settings(max=5), wait=True), Options(history=Settings(max=0)),
+             Options(history=Settings(rollback_to=1)), Options(history=Settings(rollback_to=1), wait=True),
+             Options(helm_chart=_CHART), Options(helm_chart=_CHART, history=Settings(), wait=True),
+             Options(helm_chart=_CHART, dry_run=True), Options(helm_release="shop", helm_take_over=True, wait=True),
+             Options(adopt_legacy=LegacyAdoption(selector="app=shop"))]
+
+
+def _every_route():
+    for opts in _VARIANTS:
+        for build in (routes.for_apply, routes.for_preview, routes.for_update_only, routes.for_uninstall,
+                      routes.for_disband):
+            yield build(opts)
+        for entry in (routes.UNINSTALL, routes.DISBAND):
+            yield routes.for_missing_parent(entry, opts)
+
+
+def test_every_step_reads_only_what_an_earlier_step_of_its_route_set():
+    checked = 0
+    for route in _every_route():
+        available: set = set()
+        for step in route.steps:
+            for which in ("reads", "may_read", "sets"):
+                assert step.declared(which) <= HANDED_ON, (route.name, step.name, which)
+            missing = step.declared("reads") - available
+            assert not missing, f"route {route.name}: step {step.name} reads {sorted(missing)}, set by no earlier step"
+            available |= step.declared("sets")
+            checked += 1
+    assert checked > 500
+
+
+def test_a_strict_step_may_read_and_set_only_what_it_declares():
+    def reads_plan(ctx):
+        return ctx.plan
+
+    def sets_live(ctx):
+        ctx.live = "listed"
+
+    def strict():
+        ctx = _context()
+        ctx.strict_steps = True
+        ctx.plan = "the plan"  # outside a step: the engine's own reads and sets are not checked
+        return ctx
+
+    runner.run([runner.Step("plan-reader", reads_plan, runner.DECIDE, reads="plan")], strict())
+    with pytest.raises(runner.StepOrderError, match="the sneaky step reads plan, which it does not declare"):
+        runner.run([runner.Step("sneaky", reads_plan, runner.DECIDE)], strict())
+    with pytest.raises(runner.StepOrderError, match="the lister step sets live, which it does not declare"):
+        runner.run([runner.Step("lister", sets_live, runner.READ, reads="live")], strict())
+    ctx = strict()
+    runner.run([runner.Step("lister", sets_live, runner.READ, sets="live")], ctx)
+    assert ctx.live == "listed" and ctx.step is None

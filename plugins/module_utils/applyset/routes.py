@@ -31,24 +31,31 @@ and to an uninstall, whose chart's pre-/post-delete hooks then run.
 plan-id (steps/approval.py) is the plan and its id, and the refusal of a plan that is not the
 approved one: after every read, before every write.
 
+Each step declares what it reads, may read and sets of the values steps hand on (``Step``);
+``tests/unit/test_routes.py`` checks that every read is set by an earlier step of each route.
 ``docs/architecture.md`` shows the same tables; ``tests/unit/test_routes.py`` checks them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from .steps import applying, approval, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
 from .steps import rollback
 from .steps import settling, teardown, without_claim
-from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, Step
+from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, RunContext, Step
 
 APPLY, PREVIEW, UPDATE_ONLY = "apply", "preview", "update-only"
 UNINSTALL, DISBAND, NOTHING_TO_REMOVE = "uninstall", "disband", "nothing-to-remove"
+# What applying and pruning members read of what the reading steps hand on.
+_APPLY_READS = "decisions live parent plan"
+_PRUNE_READS = "decisions live parent"
 
-READ_PARENT = Step("read-parent", decide.read_parent, READ)
-CLAIM_STEP = Step("claim", claim.take, CLAIM)
-RELEASE_STEP = Step("release", claim.release, RELEASE, always=True)
+READ_PARENT = Step("read-parent", decide.read_parent, READ, sets="discovery parent")
+CLAIM_STEP = Step("claim", claim.take, CLAIM, reads="parent", may_read="decisions removal")
+RELEASE_STEP = Step("release", claim.release, RELEASE, always=True, reads="discovery parent",
+                    may_read="decisions plan removal")
 
 
 @dataclass(frozen=True)
@@ -72,9 +79,13 @@ def reading(entry: str, opts) -> list[Step]:
         first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
         if chart_render.renders_chart(opts):
             first.append(chart_render.RENDER_CHART)
-        return [*first, Step("split-hooks", hook_run.split_hooks, DECIDE), Step("plan", decide.make_plan, DECIDE),
-                Step("list-live", decide.list_live, READ), Step("decide", decide.decide, READ),
-                Step("plan-id", approval.plan_apply, DECIDE)]
+        return [*first,
+                Step("split-hooks", hook_run.split_hooks, DECIDE, reads="discovery parent", may_read="rendered",
+                     sets="desired hooks"),
+                Step("plan", decide.make_plan, DECIDE, reads="desired discovery parent", sets="plan"),
+                Step("list-live", decide.list_live, READ, reads="discovery parent plan", sets="live"),
+                Step("decide", decide.decide, READ, reads="discovery live parent plan", sets="decisions"),
+                Step("plan-id", approval.plan_apply, DECIDE, reads="decisions hooks live parent plan")]
     if entry == UNINSTALL and chart_render.renders_chart(opts):
         return [READ_PARENT, chart_render.RENDER_CHART]  # for the chart's delete hooks
     return [READ_PARENT]
@@ -82,36 +93,46 @@ def reading(entry: str, opts) -> list[Step]:
 
 # After the apply (and the prune), before the release: the post-apply hooks, and the on-failure
 # hooks, which run whatever stopped the run.
-_HOOKS_AFTER_APPLY = (Step("post-apply-hooks", hook_run.post_apply, WRITE),
-                      Step("on-failure-hooks", hook_run.on_failure, WRITE, always=True))
+
+
+def _hooks(name: str, run: Callable[[RunContext], None], effect: str, always: bool = False) -> Step:
+    """A step that runs hooks: it reads the hooks found (and the plan and decisions where there are
+    some) and hands on which ran."""
+    return Step(name, run, effect, always, reads="hooks", may_read="decisions plan", sets="hooks")
+
+
+_HOOKS_AFTER_APPLY = (_hooks("post-apply-hooks", hook_run.post_apply, WRITE),
+                      _hooks("on-failure-hooks", hook_run.on_failure, WRITE, always=True))
 
 
 def for_apply(opts) -> Route:
     """The route of a real apply: the claim before any member write (but the namespaces the parent
     needs), the release last and always, the wait after it."""
-    tail = [Step("make-namespaces", applying.make_namespaces, WRITE), CLAIM_STEP,
-            Step(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
+    tail = [Step("make-namespaces", applying.make_namespaces, WRITE, reads="decisions discovery live parent"),
+            CLAIM_STEP, _hooks(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
     if (opts.adopt_legacy is not None and opts.prune) or opts.helm_take_over:
-        tail.append(Step("label-adopted", applying.label_adopted, WRITE))
-    tail.append(Step("apply", applying.apply_phases, WRITE))
+        tail.append(Step("label-adopted", applying.label_adopted, WRITE, reads="decisions parent"))
+    tail.append(Step("apply", applying.apply_phases, WRITE, reads=_APPLY_READS))
     if opts.prune and opts.wait:
         # Prune after ready (prune_order.py): a wait that fails prunes nothing; the parent stays the union.
-        tail += [Step("prune-early", pruning.prune_early_step, WRITE),
-                 Step("wait-ready", settling.wait_ready_before_prune, WAIT),
-                 Step("prune", pruning.prune_step, WRITE), *_retire(opts), *_release(opts),
-                 Step("wait-gone", settling.wait_pruned_gone, WAIT)]
+        tail += [Step("prune-early", pruning.prune_early_step, WRITE, reads=_PRUNE_READS),
+                 Step("wait-ready", settling.wait_ready_before_prune, WAIT, reads="plan"),
+                 Step("prune", pruning.prune_step, WRITE, reads=_PRUNE_READS), *_retire(opts), *_release(opts),
+                 Step("wait-gone", settling.wait_pruned_gone, WAIT, reads="plan")]
         return _route(APPLY, APPLY, opts, tail)
     if opts.prune:
-        tail.append(Step("prune", pruning.prune_step, WRITE))
+        tail.append(Step("prune", pruning.prune_step, WRITE, reads=_PRUNE_READS))
     tail += [*_retire(opts), *_release(opts)]
     if opts.wait:
-        tail.append(Step("wait", settling.wait_until_settled, WAIT))
+        tail.append(Step("wait", settling.wait_until_settled, WAIT, reads="plan"))
     return _route(APPLY, APPLY, opts, tail)
 
 
 def _retire(opts) -> list:
     """With ``helm.take_over``: the release's records deleted once its objects are members."""
-    return [Step("retire-helm-release", release_takeover.retire, WRITE)] if opts.helm_take_over else []
+    if not opts.helm_take_over:
+        return []
+    return [Step("retire-helm-release", release_takeover.retire, WRITE, reads="decisions discovery")]
 
 
 def _release(opts) -> list:
@@ -124,12 +145,12 @@ def _release(opts) -> list:
 
 def for_preview(opts) -> Route:
     """The route of check mode: dry runs only, no claim, no release, no wait."""
-    tail = [Step("show-final-hint", decide.show_final_hint, DECIDE),
-            Step("preview-namespace", applying.preview_namespace, DRY_RUN),
-            Step("apply", applying.apply_phases, DRY_RUN)]
+    tail = [Step("show-final-hint", decide.show_final_hint, DECIDE, reads="decisions parent"),
+            Step("preview-namespace", applying.preview_namespace, DRY_RUN, reads="decisions discovery"),
+            Step("apply", applying.apply_phases, DRY_RUN, reads=_APPLY_READS)]
     if opts.prune:
-        tail.append(Step("prune", pruning.prune_step, DRY_RUN))
-    tail.append(Step("preview-hooks", hook_run.preview, DRY_RUN))
+        tail.append(Step("prune", pruning.prune_step, DRY_RUN, reads=_PRUNE_READS))
+    tail.append(_hooks("preview-hooks", hook_run.preview, DRY_RUN))
     return _route(PREVIEW, APPLY, opts, tail)
 
 
@@ -142,41 +163,43 @@ def for_update_only(opts) -> Route:
     # differs from the recorded one; its pointer's conditional write then stands in for the
     # confirmation's GET (history_steps.py).
     update = without_claim.update_in_place(history_steps.revision_alongside if history else None)
-    tail = [Step("update-in-place", update, WRITE),
-            Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ),
-            Step("record", without_claim.record_in_plan_order, DECIDE)]
+    tail = [Step("update-in-place", update, WRITE, reads="decisions discovery live parent plan", sets="in_place"),
+            Step("confirm-parent-unchanged", without_claim.confirm_parent_unchanged, READ,
+                 reads="decisions in_place parent"),
+            Step("record", without_claim.record_in_plan_order, DECIDE, reads="decisions in_place live parent plan")]
     if history:
         tail.append(history_steps.RECORD_IN_PLACE)
     if opts.wait:
-        tail.append(Step("wait", settling.wait_until_settled, WAIT))
+        tail.append(Step("wait", settling.wait_until_settled, WAIT, reads="plan"))
     return _route(UPDATE_ONLY, APPLY, opts, tail)
 
 
 def for_uninstall(opts) -> Route:
     """The route of ``state: absent``: members deleted under the prune rules, then the parent."""
     effect = DRY_RUN if opts.dry_run else WRITE
-    tail = [Step("list-members", teardown.list_members("remove"), READ),
-            Step("decide-removal", teardown.decide_removal, DECIDE),
-            Step("find-hooks", hook_run.find_delete_hooks, DECIDE),
-            Step("plan-id", approval.plan_uninstall, DECIDE)]
-    tail += _claimed(opts, [Step("pre-delete-hooks", hook_run.pre_delete, effect),
-                            Step("delete-members", teardown.delete_members, effect),
-                            Step("post-delete-hooks", hook_run.post_delete, effect),
-                            Step("delete-parent", teardown.delete_parent(show_diff=True), effect)])
+    tail = [Step("list-members", teardown.list_members("remove"), READ, reads="discovery parent", sets="removal"),
+            Step("decide-removal", teardown.decide_removal, DECIDE, reads="parent removal", sets="removal"),
+            Step("find-hooks", hook_run.find_delete_hooks, DECIDE, reads="discovery parent", may_read="rendered",
+                 sets="hooks"),
+            Step("plan-id", approval.plan_uninstall, DECIDE, reads="hooks parent removal")]
+    tail += _claimed(opts, [_hooks("pre-delete-hooks", hook_run.pre_delete, effect),
+                            Step("delete-members", teardown.delete_members, effect, reads="parent removal"),
+                            _hooks("post-delete-hooks", hook_run.post_delete, effect),
+                            Step("delete-parent", teardown.delete_parent(show_diff=True), effect, reads="parent")])
     if history_steps.keeps_history(opts) and not opts.dry_run:
         tail.append(history_steps.DELETE_ALL)
     if opts.wait and not opts.dry_run:
-        tail.append(Step("wait-gone", settling.wait_members_gone, WAIT))
+        tail.append(Step("wait-gone", settling.wait_members_gone, WAIT, reads="removal"))
     return _route(UNINSTALL, UNINSTALL, opts, tail)
 
 
 def for_disband(opts) -> Route:
     """The route of ``state: disbanded``: members left in place without the label, then the parent."""
     effect = DRY_RUN if opts.dry_run else WRITE
-    tail = [Step("list-members", teardown.list_members("disband"), READ),
-            Step("plan-id", approval.plan_disband, DECIDE)]
-    tail += _claimed(opts, [Step("unlabel-members", teardown.unlabel_members, effect),
-                            Step("delete-parent", teardown.delete_parent(show_diff=False), effect)])
+    tail = [Step("list-members", teardown.list_members("disband"), READ, reads="discovery parent", sets="removal"),
+            Step("plan-id", approval.plan_disband, DECIDE, reads="parent removal")]
+    tail += _claimed(opts, [Step("unlabel-members", teardown.unlabel_members, effect, reads="parent removal"),
+                            Step("delete-parent", teardown.delete_parent(show_diff=False), effect, reads="parent")])
     if history_steps.keeps_history(opts) and not opts.dry_run:
         tail.append(history_steps.DELETE_ALL)
     return _route(DISBAND, DISBAND, opts, tail)
@@ -191,7 +214,7 @@ def for_missing_parent(entry: str, opts) -> Route:
     """The route of an uninstall or disband whose parent does not exist: a warning."""
     action = "remove" if entry == UNINSTALL else "disband"
     return _route(NOTHING_TO_REMOVE, entry, opts,
-                  [Step("warn-missing-parent", teardown.warn_missing_parent(action), DECIDE)])
+                  [Step("warn-missing-parent", teardown.warn_missing_parent(action), DECIDE, reads="parent")])
 
 
 def _route(name: str, entry: str, opts, tail: list) -> Route:

@@ -61,3 +61,25 @@ def test_namespaced_objects_without_a_namespace_go_to_the_releases():
     # A custom resource of the chart's own CRD (not served yet) goes by its CRD's scope; an unknown kind
     # is left to the plan (the set's namespace, or an error naming it).
     assert [m.metadata.get("namespace") for m in objects] == ["release-ns", "own", None, None, "release-ns", None]
+
+
+def test_the_charts_provenance_goes_to_this_runs_options_never_to_the_callers(monkeypatch):
+    """An automatic rollback reuses the caller's Options: the failed release's chart must not be in them."""
+    from subprocess import CompletedProcess
+    from types import SimpleNamespace
+
+    from applyset.history.revisions import Settings
+    from applyset.run.options import Options
+
+    rendered = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\n"
+    monkeypatch.setattr(chart_render, "helm_version", lambda chart: ("helm", (3, 22, 0)))
+    monkeypatch.setattr(chart_render, "server_version", lambda client: "v1.33.0")
+    monkeypatch.setattr(chart_render, "_run", lambda args, chart: CompletedProcess(args, 0, rendered, ""))
+    callers = Options(history=Settings(provenance={"play": "deploy"}),
+                      helm_chart=Chart(chart="./shop", release="shop", namespace="shop"))
+    ctx = SimpleNamespace(opts=callers, client=None, parent=SimpleNamespace(exists=True),
+                          discovery=Discovery([Resource("", "v1", "ConfigMap", "configmaps", True)]))
+    chart_render.render_chart(ctx)
+    assert [m.name for m in ctx.rendered] == ["settings"]
+    assert ctx.opts.history.provenance["chart"]["release"] == "shop"
+    assert callers.history.provenance == {"play": "deploy"}

@@ -172,7 +172,7 @@ def test_a_rollback_keeps_the_tasks_options_and_learns_the_sets_field_managers(m
     rollback.load_revision(ctx)
     assert ctx.opts is opts  # force_conflicts, field_manager, field_validation: the task's
     assert ctx.set_managers == {"team-a", "team-b"} and ctx.rollback_of == 1
-    assert [m.obj["data"] for m in ctx.manifests] == [{"a": "1"}]
+    assert [m.obj["data"] for m in ctx.rendered] == [{"a": "1"}]
 
 
 def _stored(content: dict, monkeypatch) -> dict:

@@ -10,7 +10,8 @@ it, with the hint that is safe for how far the run got, whatever stopped it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Generic, TypeVar, overload
 
 from ..errors import ApplySetError
@@ -46,12 +47,26 @@ WAIT = "wait"  # GETs until ready or gone, bounded
 class Step:
     """One named step of a route: ``run(ctx)`` does it; ``effect`` says what it may send (``READ``,
     ``DECIDE``, ``DRY_RUN``, ``CLAIM``, ``WRITE``, ``RELEASE``, ``WAIT``); an ``always`` step runs
-    even after an earlier step failed."""
+    even after an earlier step failed.
+
+    What it reads and sets of the values steps hand on (``RunContext``'s ``HandedOn`` fields), each
+    a space-separated list of names: ``reads`` it needs, so an earlier step of every route it is on
+    sets them (tests/unit/test_routes.py checks each route); ``may_read`` it reads only when an
+    earlier step set them (``ctx.has``); ``sets`` it hands on. With ``APPLYSET_STRICT_STEPS=1`` (the
+    tests set it) a step that reads or sets one it does not declare is a ``StepOrderError``.
+    """
 
     name: str
     run: Callable[[RunContext], None]
     effect: str
     always: bool = False
+    reads: str = ""
+    may_read: str = ""
+    sets: str = ""
+
+    def declared(self, which: str) -> frozenset[str]:
+        """The names of ``which`` (``reads``, ``may_read`` or ``sets``)."""
+        return frozenset(str(getattr(self, which)).split())
 
 
 class StepOrderError(RuntimeError):
@@ -87,10 +102,26 @@ class HandedOn(Generic[_T]):
             return self
         if not self.is_set(ctx):
             raise StepOrderError(f"{self.name} is read before the {self.step} step has set it")
+        _check_declared(ctx, self.name, "reads", ("reads", "may_read", "sets"))
         return vars(ctx)["_" + self.name]
 
     def __set__(self, ctx: object, value: _T) -> None:
+        _check_declared(ctx, self.name, "sets", ("sets",))
         vars(ctx)["_" + self.name] = value
+
+
+def _check_declared(ctx: object, name: str, doing: str, allowed: tuple[str, ...]) -> None:
+    """With strict steps, the running step must declare ``name`` among ``allowed``."""
+    running = vars(ctx).get("step")
+    if not vars(ctx).get("strict_steps") or running is None:
+        return
+    if not any(name in running.declared(which) for which in allowed):
+        raise StepOrderError(f"the {running.name} step {doing} {name}, which it does not declare (routes.py)")
+
+
+def strict_steps() -> bool:
+    """Whether steps are held to what they declare (``APPLYSET_STRICT_STEPS=1``; the tests set it)."""
+    return os.environ.get("APPLYSET_STRICT_STEPS") == "1"
 
 
 @dataclass
@@ -111,7 +142,7 @@ class RunContext:
     run_id: str
     parent_spec: str | dict | None
     namespace: str | None
-    manifests: list[Manifest] | None  # the desired objects (apply routes), None for teardown
+    manifests: list[Manifest] | None  # the caller's objects (apply routes), None for teardown; never changed
     record: Recorder
     carried: dict[ObjectId, CarriedUpdate]
     pending_revision: dict | None = None  # update-in-place with a history: the revision created, not yet pointed to
@@ -121,10 +152,14 @@ class RunContext:
     set_managers: frozenset = frozenset()  # load-revision: every field manager the set's kept revisions used
     failure: ApplySetError | None = None  # a step's error for objects that failed; raised after the release
     stopped_at: str | None = None  # the runner: the name of the step that raised
+    step: Step | None = None  # the runner: the step running
+    strict_steps: bool = field(default_factory=strict_steps)  # steps held to what they declare (Step)
 
     # What a step hands on to the later steps of its route (see HandedOn), by the step that sets it.
     discovery = HandedOn[Discovery]("read-parent")
     parent = HandedOn[Parent]("read-parent")
+    rendered = HandedOn[list[Manifest]]("render-chart or load-revision")  # the chart's objects, or the revision's
+    desired = HandedOn[list[Manifest]]("split-hooks")  # the members to apply: the input (or rendered) less its hooks
     hooks = HandedOn[HookSet]("split-hooks or find-hooks")
     plan = HandedOn[Plan]("plan")
     live = HandedOn["LiveState"]("list-live")
@@ -133,8 +168,8 @@ class RunContext:
     in_place = HandedOn["Updates"]("update-in-place")
 
     def has(self, name: str) -> bool:
-        """Whether the step that hands on ``name`` (discovery, parent, hooks, plan, live,
-        decisions, removal, in_place) has run; a name that is none of those is a StepOrderError."""
+        """Whether the step that hands on ``name`` (discovery, parent, rendered, desired, hooks, plan,
+        live, decisions, removal, in_place) has run; a name that is none of those is a StepOrderError."""
         handed_on = vars(type(self)).get(name)
         if not isinstance(handed_on, HandedOn):
             raise StepOrderError(f"{name} is not a value a step hands on")
@@ -178,12 +213,15 @@ def run(steps: list[Step], ctx: RunContext) -> None:
     for step in steps:
         if ctx.failing and not step.always:
             continue
+        ctx.step = step
         try:
             step.run(ctx)
         except BaseException as err:  # noqa: B036 - the release must run on any way out
             if error is None:
                 error = err
                 ctx.stopped_at = step.name
+        finally:
+            ctx.step = None
     if error is not None:
         raise error
     if ctx.failure is not None:

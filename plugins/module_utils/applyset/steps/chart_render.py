@@ -123,10 +123,12 @@ def render_chart(ctx: RunContext) -> None:
     manifests = load_definition(helm_chart.split_output(answer.stdout), source=f"chart {chart.source}")
     _default_namespace(manifests, ctx.discovery, chart.namespace)
     validate(manifests)
-    ctx.manifests = manifests
+    ctx.rendered = manifests
     if ctx.opts.history is not None:
+        # The run's own options (as release_takeover does): the caller's, which an automatic rollback
+        # reuses, keep the provenance they were given.
         recorded = {**ctx.opts.history.provenance, "chart": helm_chart.provenance(chart, version)}
-        ctx.opts.history = dataclasses.replace(ctx.opts.history, provenance=recorded)
+        ctx.opts = dataclasses.replace(ctx.opts, history=dataclasses.replace(ctx.opts.history, provenance=recorded))
 
 
 def _default_namespace(manifests: list, discovery, namespace: str | None) -> None:
@@ -156,4 +158,4 @@ def _crd_scopes(manifests: list) -> dict:
     return scopes
 
 
-RENDER_CHART = Step("render-chart", render_chart, READ)
+RENDER_CHART = Step("render-chart", render_chart, READ, reads="discovery parent", sets="rendered")

@@ -135,7 +135,7 @@ def make_plan(ctx: RunContext) -> None:
     """Step plan: the desired objects resolved against discovery (plan.build); refuses every input
     problem, and a parent that is one of its own members."""
     parent = ctx.parent
-    plan = plans.build(ctx.manifests or [], ctx.discovery, parent.id, ctx.namespace or parent.namespace or None)
+    plan = plans.build(ctx.desired, ctx.discovery, parent.id, ctx.namespace or parent.namespace or None)
     ctx.record.warn(*plan.warnings)
     _refuse_parent_as_member(parent, plan)
     for member in plan.members:

@@ -233,10 +233,10 @@ def _delete_history(ctx: RunContext, namespace: str, unless_deleted: str) -> Non
         ctx.record.warn(f"{unless_deleted}: {err.message}")
 
 
-RECORD = Step("record-revision", record, WRITE, always=True)
-RECORD_IN_PLACE = Step("record-revision", record_in_place, WRITE)
-TRIM = Step("trim-history", trim, WRITE)
-DELETE_ALL = Step("delete-history", delete_all, WRITE)
+RECORD = Step("record-revision", record, WRITE, always=True, reads="decisions discovery parent", may_read="plan")
+RECORD_IN_PLACE = Step("record-revision", record_in_place, WRITE, reads="decisions discovery in_place parent plan")
+TRIM = Step("trim-history", trim, WRITE, reads="discovery parent")
+DELETE_ALL = Step("delete-history", delete_all, WRITE, reads="discovery parent")
 
 
 def keeps_history(opts) -> bool:

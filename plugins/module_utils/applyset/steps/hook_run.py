@@ -56,9 +56,10 @@ def due(ctx: RunContext) -> bool:
 
 
 def split_hooks(ctx: RunContext) -> None:
-    """Step split-hooks: the hook objects taken out of ``ctx.manifests`` (``ctx.hooks``), before the
-    plan; the members stay."""
-    ctx.manifests, ctx.hooks = _split(ctx)
+    """Step split-hooks: the objects given (``ctx.manifests``, or the chart's or revision's:
+    ``ctx.rendered``) split into the hooks (``ctx.hooks``) and the members to apply (``ctx.desired``),
+    before the plan."""
+    ctx.desired, ctx.hooks = _split(ctx)
 
 
 def find_delete_hooks(ctx: RunContext) -> None:
@@ -69,10 +70,11 @@ def find_delete_hooks(ctx: RunContext) -> None:
 
 def _split(ctx: RunContext) -> tuple[list, hks.HookSet]:
     """The objects given, split into members and hooks (``hooks.split``); warns about hooks."""
-    if not ctx.manifests:
-        return list(ctx.manifests or []), hks.NO_HOOKS
+    given = ctx.rendered if ctx.has("rendered") else ctx.manifests
+    if not given:
+        return list(given or []), hks.NO_HOOKS
     default_namespace = ctx.namespace or ctx.parent.namespace or None
-    members, hook_set = hks.split(ctx.manifests, ctx.discovery, ctx.parent.id, default_namespace)
+    members, hook_set = hks.split(given, ctx.discovery, ctx.parent.id, default_namespace)
     ctx.record.warn(*hook_set.warnings)
     return members, dataclasses.replace(hook_set, installing=not ctx.parent.exists)
 

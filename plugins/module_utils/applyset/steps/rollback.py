@@ -74,8 +74,9 @@ def load_revision(ctx: RunContext) -> None:
     content = history.read(ctx.client, secrets, parent, namespace, number)
     bodies = [(m["source"], m["body"]) for m in content["members"]]
     refuse_data_loss(ctx, number, [body for _source, body in bodies])
-    ctx.manifests = [Manifest(_without_membership(body), f"revision {number} ({source})") for source, body in bodies]
-    validate(ctx.manifests)
+    revision_objects = [Manifest(_without_membership(body), f"revision {number} ({source})") for source, body in bodies]
+    validate(revision_objects)
+    ctx.rendered = revision_objects
     ctx.rollback_of = number
     # The task's options stay (see the module's docstring); the set's field managers are learnt.
     read_kept = {number: content}
@@ -132,4 +133,4 @@ def refuse_data_loss(ctx: RunContext, number: int, bodies: list) -> None:
                          fix="roll back to a later revision, or migrate those objects first; nothing was changed")
 
 
-LOAD_REVISION = Step("load-revision", load_revision, READ)
+LOAD_REVISION = Step("load-revision", load_revision, READ, reads="discovery parent", sets="parent rendered")
