@@ -927,6 +927,8 @@ error:
   sample: {type: ParentError, message: "...", object: "parent secrets./shop", fix: "..."}
 """
 
+import dataclasses  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 # First: the collection's module_utils below are then compiled once per host, not on every run.
@@ -1148,8 +1150,9 @@ def main():
         except ImportError as err:  # PyYAML missing
             fail_missing_library(module, err)
         fail_missing_library(module, manifests.YAML_IMPORT_ERROR)
-        options.adopt_legacy = legacy_options(params["adopt_legacy"])
-        options.history = history_settings(module)
+        # Made now, not with the other options: they import the rules, after the early reads.
+        options = dataclasses.replace(options, adopt_legacy=legacy_options(params["adopt_legacy"]),
+                                      history=history_settings(module))
         if params["state"] == "present" and desired is None:
             if params["rollback_to"] is not None:
                 definition = []

@@ -21,10 +21,12 @@ DEFAULT_FIELD_MANAGER = "applyset.kubernetes"
 REAPPLY_CHOICES = ("changed", "always")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
     """How a run behaves; the modules build it from their options, other callers directly.
 
+    Frozen: what a run derives (a chart's provenance, a Helm release's) goes to that run's own copy
+    (``dataclasses.replace``), never into the caller's, which an automatic rollback reuses.
     Call ``validate()`` (the engine does) before any request. The fields follow the module's
     options: ``field_manager``, ``force_conflicts`` and ``field_validation`` go to every apply;
     ``prune``, ``propagation_policy`` and the guard settings (``allow_empty``,
