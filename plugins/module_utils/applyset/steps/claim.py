@@ -21,6 +21,7 @@ import secrets
 import socket
 import threading
 import time
+from dataclasses import dataclass
 
 from ..kube.api import KubeApi
 from . import history_steps
@@ -40,6 +41,18 @@ RACES_BEFORE_GIVING_UP = 5
 def new_run_id() -> str:
     """A new run id, ``HOST/PID/RANDOM``: who holds a claim, readable by a person."""
     return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True)
+class Hints:
+    """The parent's hint during a run as ``(group_kinds, namespaces)`` pairs: ``superset`` while the
+    run writes (the union of old and new, for crash safety), ``final`` once everything went
+    through; and whether each differs from what the parent records now."""
+
+    superset: tuple
+    final: tuple
+    superset_changes: bool
+    final_changes: bool
 
 
 class RaceLost(Exception):

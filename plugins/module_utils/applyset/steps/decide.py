@@ -23,24 +23,12 @@ from ..rules import plan as plans
 from ..rules import prune as prunes
 from .. import spec
 from . import release_takeover
-from .claim import wait_until_free
+from .claim import Hints, wait_until_free
 from ..errors import ApplySetError, GuardError, InputError, InputErrors
 from ..kube.listing import LiveObject, list_pairs, live_objects, recorded_scope
 from ..parent.prefetch import discover_and_read
 from ..kube.versions import VersionFallback
 from ..run.runner import RunContext
-
-
-@dataclass(frozen=True)
-class Hints:
-    """The parent's hint during a run as ``(group_kinds, namespaces)`` pairs: ``superset`` while the
-    run writes (the union of old and new, for crash safety), ``final`` once everything went
-    through; and whether each differs from what the parent records now."""
-
-    superset: tuple
-    final: tuple
-    superset_changes: bool
-    final_changes: bool
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ..parent import write as parent_write
 from ..rules import prune as prunes
 from .. import spec
-from .decide import Hints, prune_context
+from .claim import Hints
+from .decide import prune_context
 from ..errors import ApplySetError, GuardError
 from ..kube.list_errors import explain_error
 from ..kube.listing import failure_of, list_each, live_objects, recorded_scope
