@@ -33,6 +33,7 @@ Pure functions over the ``managedFields`` list (FieldsV1 sets handled as sets of
 from __future__ import annotations
 
 import copy
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
@@ -64,7 +65,7 @@ def field_paths(fields_v1: dict | None, prefix: tuple = ()) -> set:
     return paths
 
 
-def fields_v1(paths) -> dict:
+def fields_v1(paths: Iterable[tuple]) -> dict:
     """The FieldsV1 trie of the field ``paths`` (tuples of ``f:``/``k:`` keys), the inverse of
     ``field_paths``."""
     root: dict = {}
@@ -190,7 +191,7 @@ def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
     return migration
 
 
-def _release_entry(entry: dict, ssa_manager: str, managers, api_version: str | None) -> bool:
+def _release_entry(entry: dict, ssa_manager: str, managers: Collection[str], api_version: str | None) -> bool:
     """Whether ``entry`` is the object's own entry (no subresource) of another field manager that
     releases of this set used, in ``api_version`` (paths of another version cannot be merged)."""
     return (entry.get("manager") in managers and entry.get("manager") != ssa_manager
@@ -202,7 +203,8 @@ def _is_our_apply(entry: dict, ssa_manager: str) -> bool:
     return entry.get("manager") == ssa_manager and entry.get("operation") == "Apply" and not entry.get("subresource")
 
 
-def release_fields_beyond_ours(managed_fields: list | None, ssa_manager: str, managers, api_version: str | None) -> bool:
+def release_fields_beyond_ours(managed_fields: list | None, ssa_manager: str, managers: Collection[str],
+                               api_version: str | None) -> bool:
     """Whether other field managers of this set's releases own a field that ``ssa_manager``'s Apply
     entry does not: then the object holds something an apply of ours would not remove."""
     entries = [e for e in managed_fields or () if isinstance(e, dict)]
@@ -213,7 +215,8 @@ def release_fields_beyond_ours(managed_fields: list | None, ssa_manager: str, ma
     return any(field_paths(e.get("fieldsV1")) - ours for e in theirs)
 
 
-def merge_releases(managed_fields: list | None, ssa_manager: str, managers, api_version: str | None) -> Migration | None:
+def merge_releases(managed_fields: list | None, ssa_manager: str, managers: Collection[str],
+                   api_version: str | None) -> Migration | None:
     """Plan a rollback's takeover: every entry of the other field managers that releases of this
     set used (``managers``), in ``api_version``, joins ``ssa_manager``'s Apply entry (made from the
     first of them when there is none yet), as client-go's csaupgrade merges kubectl's entry.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..object_meta import annotations_of, metadata_of
 from ..parent import members
@@ -31,6 +32,10 @@ from . import field_policy, nochange, server_form
 from .. import spec
 from ..kube.listing import LiveObject
 from ..spec import ObjectId
+from .plan import DesiredObject
+
+if TYPE_CHECKING:  # the report of a run, named for the annotations only: the run is above the rules
+    from ..run.report import MemberOutcome, ObjectResult
 
 NONE, MANIFEST, CLUSTER, BOTH, MISSING = "none", "manifest_changed", "cluster_changed", "both", "missing"
 KINDS = (NONE, MANIFEST, CLUSTER, BOTH, MISSING)
@@ -117,7 +122,7 @@ def taken_fields(body: dict, entries: list, manager: str) -> list:
     return found
 
 
-def overlap(value, tree: dict, path: tuple = ()) -> list:
+def overlap(value: object, tree: dict, path: tuple = ()) -> list:
     """The fieldsV1 paths of ``tree`` (one manager's fields) that ``value`` (a body) sets too."""
     if not isinstance(tree, dict) or not tree:
         return [path] if path else []
@@ -134,7 +139,7 @@ def overlap(value, tree: dict, path: tuple = ()) -> list:
 _ABSENT = object()
 
 
-def _child(value, key: str):
+def _child(value: object, key: str) -> object:
     """The part of ``value`` a fieldsV1 key names (``f:name``, ``k:{...}``, ``v:...``, ``i:N``)."""
     kind, rest = key.split(":", 1) if ":" in key else (key, "")
     if kind == "f" and isinstance(value, dict):
@@ -155,7 +160,7 @@ def _child(value, key: str):
     return _ABSENT
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     return a == b or (a is None and b is None) or str(a) == str(b)
 
 
@@ -207,7 +212,7 @@ class Basis:
     dry_run: bool
 
 
-def mark(member, outcome, basis: Basis):
+def mark(member: DesiredObject, outcome: MemberOutcome, basis: Basis) -> MemberOutcome:
     """Set the drift of ``member``'s result in ``outcome`` (a ``report.MemberOutcome``), judged
     against ``basis``; a result that already says it (carried from an attempt before a start
     over) is left as it is. Returns ``outcome``."""
@@ -232,7 +237,7 @@ def mark(member, outcome, basis: Basis):
     return outcome
 
 
-def _mark_policies(policies, key, result) -> None:
+def _mark_policies(policies: field_policy.Policies, key: ObjectId, result: ObjectResult) -> None:
     """What the apply policies and ignore_fields rules (field_policy.py) did to the member."""
     if key in policies.reasons:
         result.reason = policies.reasons[key]

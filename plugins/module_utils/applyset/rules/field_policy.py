@@ -26,12 +26,18 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..object_meta import annotations_of, metadata_of
 from . import nochange
 from .. import spec
 from ..errors import InputError
+from .plan import DesiredObject
+
+if TYPE_CHECKING:  # what the list-live step hands on, named for the annotations only: the steps are above the rules
+    from ..steps.decide import LiveState
 
 ANNOTATION_APPLY = "applyset.kubernetes.ansible/apply"
 FLUX_SSA = "kustomize.toolkit.fluxcd.io/ssa"
@@ -51,7 +57,7 @@ class Rule:
     namespace: str | None
     pointers: tuple  # (text, (segment, ...))
 
-    def matches(self, member) -> bool:
+    def matches(self, member: DesiredObject) -> bool:
         res = member.resource
         return (res.kind == self.kind and (self.group is None or res.group == self.group)
                 and (self.name is None or member.name == self.name)
@@ -72,7 +78,7 @@ class Policies:
     pointers: dict = field(default_factory=dict)
 
 
-def parse_rules(raw) -> tuple:
+def parse_rules(raw: Iterable[object] | None) -> tuple:
     """The ``ignore_fields`` option as ``Rule`` values; refuses a bad rule, naming it, before any
     request: a rule without kind or pointers, a malformed RFC 6901 pointer, and a pointer to a
     field the set itself needs (``_refused``)."""
@@ -92,7 +98,7 @@ _BAD_ESCAPE = re.compile(r"~(?![01])")
 _POINTER_FIX = "write pointers as /spec/replicas (RFC 6901: ~1 for /, ~0 for ~)"
 
 
-def _parse_pointer(where: str, text) -> tuple:
+def _parse_pointer(where: str, text: object) -> tuple:
     """The segments of one pointer of a rule; refuses a malformed one and one that cannot work."""
     if not isinstance(text, str) or not text.startswith("/") or text == "/":
         raise InputError(f"{where}: {text!r} is not a JSON pointer to a field", obj="options", fix=_POINTER_FIX)
@@ -141,7 +147,7 @@ def apply_policy(body: dict) -> str | None:
     return next((policy for (key, value), policy in _POLICIES.items() if annotations.get(key) == value), None)
 
 
-def resolve(rules: tuple, members, live, manager: str) -> Policies:
+def resolve(rules: tuple, members: Iterable[DesiredObject], live: LiveState, manager: str) -> Policies:
     """The apply policies and ``ignore_fields`` ``rules`` (``parse_rules``) of every one of
     ``members`` (``plan.DesiredObject``), against the ``live`` objects listed (``decide.LiveState``)
     for the field manager ``manager``. A member a rule matches gets its body resolved (and its
@@ -161,7 +167,7 @@ def resolve(rules: tuple, members, live, manager: str) -> Policies:
     return result
 
 
-def _apply_rules(member, live: dict | None, matching: list, manager: str, result: Policies) -> None:
+def _apply_rules(member: DesiredObject, live: dict | None, matching: list, manager: str, result: Policies) -> None:
     """The rules that match ``member``: its body resolved against ``live`` (when it exists), with
     the digest of the manifest's body whose ignored values are hidden (``digest_source``).
 
@@ -195,7 +201,7 @@ def digest_source(body: dict, pointers: tuple) -> dict:
     return body
 
 
-def unused_rules(rules: tuple, members) -> list:
+def unused_rules(rules: tuple, members: Sequence[DesiredObject]) -> list:
     """Warnings for the rules that do nothing: one that matches no member (naming the nearest kind
     of the set when the kind is close to one), and a pointer that no member it matches sets."""
     warnings = []
@@ -279,7 +285,7 @@ def _remove(obj, segments):
     return root
 
 
-def _owns(entry: dict, live: dict, segments) -> bool:
+def _owns(entry: dict, live: dict, segments: tuple[str, ...]) -> bool:
     """Whether a managedFields entry owns the field at ``segments`` of ``live``."""
     tree: object = entry.get("fieldsV1") or {}
     node: object = live

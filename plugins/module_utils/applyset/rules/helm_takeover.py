@@ -78,7 +78,7 @@ def refuse(owned: dict, releases: dict, wanted: Wanted) -> TakeoverRefusal | Non
     return None
 
 
-def pending_refusal(release) -> TakeoverRefusal | None:
+def pending_refusal(release: helm_release.Release) -> TakeoverRefusal | None:
     """The refusal of taking over ``release`` (a ``helm_release.Release``) while Helm changes it."""
     return refuse({(release.name, release.namespace): [f"Helm release {release.ref}"]},
                   {(release.name, release.namespace): release}, Wanted(True, release.name, release.namespace))

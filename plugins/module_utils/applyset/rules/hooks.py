@@ -29,11 +29,14 @@ the plan; every annotation problem is refused there, before any write. hook_run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import plan as plans
 from .. import spec
 from ..errors import InputError, InputErrors
+from ..inputs.manifests import Manifest
+from ..kube.discovery import Discovery
 
 PRE_APPLY, POST_APPLY, ON_FAILURE = "pre-apply", "post-apply", "on-failure"
 PRE_DELETE, POST_DELETE = "pre-delete", "post-delete"
@@ -142,7 +145,7 @@ class HookSet:
 NO_HOOKS = HookSet()
 
 
-def _family(meta: dict):
+def _family(meta: dict) -> tuple[tuple | None, dict]:
     annotations = meta.get("annotations") or {}
     for family in FAMILIES:
         if family[0] in annotations:
@@ -150,11 +153,11 @@ def _family(meta: dict):
     return None, annotations
 
 
-def _values(text) -> list[str]:
+def _values(text: object) -> list[str]:
     return [v.strip() for v in str(text).split(",") if v.strip()]
 
 
-def _where(m, discovery, default_namespace: str | None) -> str:
+def _where(m: Manifest, discovery: Discovery, default_namespace: str | None) -> str:
     """``source (Kind namespace/name)``, as input errors name an object (``Kind name`` when the kind
     is cluster-scoped; the manifest's namespace when the server does not serve the kind)."""
     res = discovery.for_gvk(m.group, m.version, m.kind)
@@ -164,7 +167,8 @@ def _where(m, discovery, default_namespace: str | None) -> str:
     return f"{m.source} ({m.kind} {namespace}/{m.name})" if namespace else f"{m.source} ({m.kind} {m.name})"
 
 
-def _parse(m, name_it, problems: list, warnings: list):
+def _parse(m: Manifest, name_it: Callable[[], str], problems: list,
+           warnings: list) -> tuple[tuple, int, frozenset, str] | None:
     """``(moments, weight, policies, hook annotation)`` of manifest ``m``; None for a member; ``()``
     moments for an object left out of the run. Problems go to ``problems``, named by ``name_it()`` (``_where``)."""
     family, annotations = _family(m.metadata)
@@ -203,7 +207,8 @@ def _parse(m, name_it, problems: list, warnings: list):
     return tuple(moments), weight, frozenset(policies or {BEFORE_CREATION}), hook_key
 
 
-def split(manifests: list, discovery, applyset_id: str, default_namespace: str | None) -> tuple[list, HookSet]:
+def split(manifests: list[Manifest], discovery: Discovery, applyset_id: str,
+          default_namespace: str | None) -> tuple[list, HookSet]:
     """The members of ``manifests`` (in input order) and their hooks.
 
     Raises:
@@ -244,7 +249,7 @@ def split(manifests: list, discovery, applyset_id: str, default_namespace: str |
     return members, HookSet(tuple(hooks), tuple(warnings))
 
 
-def _hooks_also_members(members: list, discovery, default_namespace: str | None, hook_keys: set) -> list:
+def _hooks_also_members(members: list, discovery: Discovery, default_namespace: str | None, hook_keys: set) -> list:
     """An object given twice, once as a hook and once as a member, would be applied twice with
     different labels: refused."""
     problems = []

@@ -14,11 +14,13 @@ recreate or fight over them, so they are refused unless allowed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .. import spec
 from .csa import LAST_APPLIED_ANNOTATION
 from ..errors import InputError
+from ..kube.discovery import Discovery, Resource
 from ..spec import GroupKind
 
 # kubectl's default prune allowlist (k8s.io/kubectl pkg/util/prune/prune.go).
@@ -70,7 +72,8 @@ def helm_release(meta: dict) -> str | None:
     return None
 
 
-def select(listed, applyset_id: str, options: LegacyAdoption, set_ref: str) -> Selection:
+def select(listed: Iterable[tuple[Resource, dict]], applyset_id: str, options: LegacyAdoption,
+           set_ref: str) -> Selection:
     """Sort what the legacy LISTs found into a ``Selection``.
 
     Args:
@@ -111,13 +114,13 @@ def select(listed, applyset_id: str, options: LegacyAdoption, set_ref: str) -> S
     return selection
 
 
-def ref(res, meta: dict) -> str:
+def ref(res: Resource, meta: dict) -> str:
     """``Kind namespace/name`` of an object of resource ``res`` with metadata ``meta``, for messages."""
     where = f"{meta['namespace']}/" if meta.get("namespace") else ""
     return f"{res.kind} {where}{meta['name']}"
 
 
-def scope_kinds(options: LegacyAdoption, discovery) -> tuple[list, list]:
+def scope_kinds(options: LegacyAdoption, discovery: Discovery) -> tuple[list, list]:
     """Split the allowlist of ``options`` by what ``discovery`` (a ``kube.Discovery``) serves.
 
     Returns ``(served resources to list, group kinds of the allowlist the server does not serve)``.

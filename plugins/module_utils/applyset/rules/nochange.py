@@ -40,6 +40,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Collection
 
 from ..object_meta import metadata_of
 from . import csa, server_form
@@ -106,7 +107,7 @@ def with_digest(body: dict, *, digest_of: dict | None = None) -> dict:
     return {**clean, "metadata": meta}
 
 
-def _scalar_equal(desired, live) -> bool:
+def _scalar_equal(desired: object, live: object) -> bool:
     # bool is an int in Python: never let True equal 1. int and float compare by value
     # (JSON has one number type; the server may answer 1 for 1.0). Anything else: same type.
     if isinstance(desired, bool) or isinstance(live, bool):
@@ -121,7 +122,7 @@ def _scalar_equal(desired, live) -> bool:
     return False
 
 
-def contains(desired, live, owned=None) -> bool:
+def contains(desired: object, live: object, owned: dict | None = None) -> bool:
     """Whether every value of ``desired`` is in ``live``, strictly equal.
 
     Maps recursively (``live`` may have more keys); lists element by element with equal length
@@ -162,7 +163,7 @@ def contains(desired, live, owned=None) -> bool:
     return _scalar_equal(desired, live)
 
 
-def _dropped(value, owned) -> bool:
+def _dropped(value: object, owned: dict | None) -> bool:
     """Whether the server leaves out a field sent with ``value``: a null (nothing to set), an empty
     list or map (Go's ``omitempty``), and, when we still own the field, false, 0 or "" (the zero
     value of a Go field with ``omitempty``). A field somebody else removed is no longer ours
@@ -179,7 +180,7 @@ def _owned_items(owned: dict, live: list) -> list:
     return [owned.get(list_element_key(owned, item, index, keys)) for index, item in enumerate(live)]
 
 
-def _parsed_keys(tree) -> list:
+def _parsed_keys(tree: object) -> list:
     parsed = []
     for key in tree if isinstance(tree, dict) else ():
         if key.startswith("k:"):
@@ -192,7 +193,7 @@ def _parsed_keys(tree) -> list:
     return parsed
 
 
-def list_element_key(tree, element, index: int, parsed: list | None = None) -> str:
+def list_element_key(tree: object, element: object, index: int, parsed: list | None = None) -> str:
     """The fieldsV1 key of a list element: ``k:{...}`` whose values it has, ``v:...`` or ``i:N``.
     ``parsed`` is ``_parsed_keys(tree)`` when the caller looks up many elements of one list."""
     for key, wanted in _parsed_keys(tree) if parsed is None else parsed:
@@ -224,7 +225,7 @@ def why_not_whole(live_obj: dict | None) -> str | None:
 
 
 def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digested: bool = False,
-              set_managers=frozenset()) -> str | None:
+              set_managers: Collection[str] = frozenset()) -> str | None:
     """The reason the member must be applied, or None when the apply may be skipped.
 
     Args:
@@ -262,7 +263,8 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
     return None
 
 
-def in_place_blocker(live_obj: dict | None, manager: str, set_id: str, set_managers=frozenset()) -> str | None:
+def in_place_blocker(live_obj: dict | None, manager: str, set_id: str,
+                     set_managers: Collection[str] = frozenset()) -> str | None:
     """Why a member's apply cannot be sent as a conditional in-place update, or None when it can.
 
     A run whose only writes are in-place updates goes without the claim (see the engine's

@@ -23,11 +23,16 @@ dependencies outside the set were looked for: steps/decide.py); gates.py runs it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import plan as plans
 from .. import spec
 from ..errors import InputError, InputErrors
+from ..kube.discovery import Discovery
+
+if TYPE_CHECKING:  # what the run and its decide step hold, named for the annotations only: both are above the rules
+    from ..run.options import Options
+    from ..steps.decide import Decisions
 
 DEPENDS_ON = "config.kubernetes.io/depends-on"
 # kapp's ordering annotations are not read (docs/user-guide.md, "Order inside a set"): a warning says so.
@@ -90,14 +95,14 @@ def is_ordered(annotations: dict | None) -> bool:
     return DEPENDS_ON in annotations or SYNC_WAVE in annotations
 
 
-def ref_of(key) -> str:
+def ref_of(key: spec.ObjectId | Gate) -> str:
     """How messages name a node: ``Kind namespace/name``, or what a gate stands for."""
     if isinstance(key, Gate):
         return f"sync wave {key.wave}" if key.phase is None else f"kind phase {key.phase} of wave {key.wave}"
     return f"{key.kind} {key.namespace}/{key.name}" if key.namespace else f"{key.kind} {key.name}"
 
 
-def _annotations(member) -> dict:
+def _annotations(member: plans.DesiredObject) -> dict:
     return member.body["metadata"].get("annotations") or {}
 
 
@@ -113,11 +118,11 @@ class Order:
     waves: dict = field(default_factory=dict)  # member key -> wave
     resources: dict = field(default_factory=dict)  # member key -> kube.Resource
 
-    def explicit(self, key) -> list:
+    def explicit(self, key: spec.ObjectId | Gate) -> list:
         """The dependencies ``key`` waits for by its own annotation (not waves or kinds)."""
         return [src for src, _need, why in self.needs.get(key, ()) if why == BY_DEPENDENCY]
 
-    def gated(self, key) -> bool:
+    def gated(self, key: spec.ObjectId | Gate) -> bool:
         """Whether ``key`` waits for another object to be ready before it is applied."""
         return any(need == READY for _src, need, _why in self._flat(key))
 
@@ -133,7 +138,7 @@ class Order:
                 yield src, need, why
 
 
-def build(members: list, discovery) -> Order:
+def build(members: list, discovery: Discovery) -> Order:
     """The graph of ``members`` (``plan.DesiredObject``, in plan order).
 
     Raises:
@@ -168,7 +173,7 @@ def _floating(order: Order, keys: dict) -> set:
     phase = {k: plans.phase_of(m.rank) for k, m in keys.items()}
     reach: dict = {}
 
-    def highest(key, visiting=frozenset()) -> int:
+    def highest(key: spec.ObjectId, visiting: frozenset[spec.ObjectId] = frozenset()) -> int:
         if key not in reach:
             deps = [d for d in order.explicit(key) if d in keys and d not in visiting
                     and order.waves[d] == order.waves[key]]
@@ -178,7 +183,8 @@ def _floating(order: Order, keys: dict) -> set:
     return {k for k in keys if phase[k] > 1 and highest(k) > phase[k]}
 
 
-def _add_dependencies(order: Order, member, keys: dict, discovery, problems: list) -> None:
+def _add_dependencies(order: Order, member: plans.DesiredObject, keys: dict, discovery: Discovery,
+                      problems: list) -> None:
     value = _annotations(member).get(DEPENDS_ON)
     if value is None:
         return
@@ -281,7 +287,7 @@ def cycle_error(order: Order, cycle: list, members: dict) -> InputError:
 # ----- before the first write ---------------------------------------------------------------------
 
 
-def decide_order(members: list, discovery) -> Order | None:
+def decide_order(members: list, discovery: Discovery) -> Order | None:
     """The ``Order`` of ``members`` (``plan.DesiredObject``, in plan order), or None when no member
     carries an ordering annotation (the kind phases alone then order the apply, as before). The
     dependencies outside the set (``Order.external``) are still to be found on the cluster
@@ -320,7 +326,7 @@ def unavailable(order: Order, members: list, absent: frozenset, pruned: frozense
     return problems
 
 
-def describe(order: Order, members: list, opts) -> list[str]:
+def describe(order: Order, members: list, opts: Options) -> list[str]:
     """The order a real run takes, as lines for the result (``order``) and for check mode."""
     lines = []
     waves = sorted(set(order.waves.values()))
@@ -340,7 +346,7 @@ def describe(order: Order, members: list, opts) -> list[str]:
     return lines
 
 
-def gated_change(decisions, plan) -> bool:
+def gated_change(decisions: Decisions, plan: plans.Plan) -> bool:
     """Whether a member this run sends waits for another object to be ready: such a run takes
     the claim's route, whose apply step holds the gates (the update-only route holds none)."""
     order = decisions.order

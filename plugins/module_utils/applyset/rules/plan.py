@@ -7,6 +7,7 @@ a cluster-scoped object is dropped with a warning, as kubectl drops it.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ..object_meta import metadata_of
@@ -89,12 +90,12 @@ STRATEGY_APPLY = "apply"
 UPDATE_STRATEGIES = (STRATEGY_APPLY, STRATEGY_RECREATE)
 
 
-def kind_matches(gk: GroupKind, names) -> bool:
+def kind_matches(gk: GroupKind, names: Collection[str]) -> bool:
     """Whether ``names`` (kinds as the user writes them: ``Kind`` or ``Kind.group``) includes ``gk``."""
     return gk.kind in names or str(gk) in names
 
 
-def update_strategy(member: "DesiredObject", recreate_kinds) -> str:
+def update_strategy(member: DesiredObject, recreate_kinds: Collection[str]) -> str:
     """How a refused immutable change of ``member`` is handled.
 
     Args:
@@ -111,7 +112,7 @@ def update_strategy(member: "DesiredObject", recreate_kinds) -> str:
     return STRATEGY_RECREATE if kind_matches(member.resource.group_kind, recreate_kinds) else STRATEGY_APPLY
 
 
-def recreate_problems(members: list, recreate_kinds) -> list[InputError]:
+def recreate_problems(members: list, recreate_kinds: Collection[str]) -> list[InputError]:
     """Input errors of the recreate settings: unknown annotation values, protected kinds.
 
     Args:

@@ -77,7 +77,7 @@ def _project(shape, live):
     return live
 
 
-def _element(item, index: int, live: list):
+def _element(item: object, index: int, live: list) -> object:
     if isinstance(item, dict) and "name" in item:
         return next((x for x in live if isinstance(x, dict) and x.get("name") == item["name"]), _ABSENT)
     return live[index] if index < len(live) else _ABSENT
@@ -87,5 +87,5 @@ def _short(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii")[:_CHARS]
 
 
-def _json(value) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

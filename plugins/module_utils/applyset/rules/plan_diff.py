@@ -32,7 +32,7 @@ class Approved:
     plan: list | None = None
 
 
-def parse_approved(value) -> Approved:
+def parse_approved(value: object) -> Approved:
     """``approved_plan`` as an ``Approved``.
 
     Raises:

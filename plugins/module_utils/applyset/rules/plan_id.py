@@ -54,10 +54,10 @@ def ref_of(key: spec.ObjectId) -> str:
     return f"{kind} {key.namespace}/{key.name}" if key.namespace else f"{kind} {key.name}"
 
 
-def entry(obj: str, action: str, **fields) -> dict:
+def entry(obj: str, action: str, **fields: object) -> dict:
     """One entry of a plan: ``object`` (its ``ref_of``), ``action`` and the ``fields`` that are set
     (an empty or None value is left out, so that adding a field later keeps old ids)."""
-    out = {"object": obj, "action": action}
+    out: dict[str, object] = {"object": obj, "action": action}
     out.update((name, value) for name, value in sorted(fields.items()) if value not in (None, "", [], ()))
     return out
 
@@ -88,7 +88,7 @@ def digest(plan: list) -> str:
     return f"{PLAN_VERSION}:" + hashlib.sha256(_json(canonical(plan)).encode("utf-8")).hexdigest()[:ID_HEX_DIGITS]
 
 
-def _json(value) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -21,11 +21,12 @@ never deleted either (pruning.carry_out).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .. import spec
 from ..kube.discovery import Resource
-from .plan import PROTECTED_KINDS, kind_matches
+from .plan import PROTECTED_KINDS, DesiredObject, kind_matches
 from ..spec import GroupKind
 
 PRUNE = "prune"  # delete it
@@ -158,7 +159,7 @@ class PruneDecisions:
         return [(d.resource, d.meta, d.reason) for d in self.with_verdict(SKIP)]
 
 
-def decide_all(candidates, context: Context) -> PruneDecisions:
+def decide_all(candidates: Iterable[tuple[Resource, dict]], context: Context) -> PruneDecisions:
     """Decide every candidate (``decide``).
 
     Args:
@@ -168,7 +169,7 @@ def decide_all(candidates, context: Context) -> PruneDecisions:
     return PruneDecisions([decide(res, meta, context) for res, meta in candidates])
 
 
-def scope_of(group_kinds, namespaces) -> PruneScope:
+def scope_of(group_kinds: Iterable[tuple[str, str]], namespaces: Iterable[str]) -> PruneScope:
     """A ``PruneScope`` from a hint's group-kinds (``GroupKind`` or ``(group, kind)`` pairs) and namespaces."""
     return PruneScope(frozenset(GroupKind(*gk) for gk in group_kinds), frozenset(namespaces))
 
@@ -200,11 +201,12 @@ def _ref(res: Resource, meta: dict) -> str:
     return f"{res.kind} {namespace + '/' if namespace else ''}{meta['name']}"
 
 
-def _would_prune(delete) -> dict:
+def _would_prune(delete: Iterable[tuple[Resource, dict]]) -> dict:
     return {"would_prune": [_ref(res, meta) for res, meta in delete]}
 
 
-def refuse_emptying(delete, set_size: int, emptying: bool, limits: GuardLimits) -> PruneRefusal | None:
+def refuse_emptying(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool,
+                    limits: GuardLimits) -> PruneRefusal | None:
     """Refuse to empty the set (no desired object) unless ``allow_empty``; parameters as ``guard``."""
     if not emptying or limits.allow_empty:
         return None
@@ -216,7 +218,7 @@ def refuse_emptying(delete, set_size: int, emptying: bool, limits: GuardLimits) 
         _would_prune(delete))
 
 
-def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardLimits,
+def refuse_protected_kinds(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool, limits: GuardLimits,
                            removing: bool = False) -> PruneRefusal | None:
     """Refuse to delete protected kinds (plan.PROTECTED_KINDS) unless ``allow_prune_kinds`` names
     them; parameters as ``guard``, and ``removing`` for ``state: absent`` (which deletes every
@@ -237,7 +239,8 @@ def refuse_protected_kinds(delete, set_size: int, emptying: bool, limits: GuardL
                         fix, _would_prune(delete))
 
 
-def refuse_too_many(delete, set_size: int, emptying: bool, limits: GuardLimits) -> PruneRefusal | None:
+def refuse_too_many(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool,
+                    limits: GuardLimits) -> PruneRefusal | None:
     """Refuse to delete more than ``max_prune_percent`` of the set (not when emptying it, which
     ``refuse_emptying`` judges); parameters as ``guard``."""
     if not set_size or emptying or len(delete) * 100 <= limits.max_prune_percent * set_size:
@@ -253,7 +256,8 @@ def refuse_too_many(delete, set_size: int, emptying: bool, limits: GuardLimits) 
 GUARD_RULES = (refuse_emptying, refuse_protected_kinds, refuse_too_many)
 
 
-def guard(delete, set_size: int, emptying: bool, limits: GuardLimits) -> PruneRefusal | None:
+def guard(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool,
+          limits: GuardLimits) -> PruneRefusal | None:
     """The blast-radius guard: whether a prune of ``delete`` may go ahead.
 
     Args:
@@ -273,7 +277,8 @@ def guard(delete, set_size: int, emptying: bool, limits: GuardLimits) -> PruneRe
     return None
 
 
-def overlap(desired, live: dict, applyset_id: str, adopt: bool) -> PruneRefusal | None:
+def overlap(desired: Iterable[DesiredObject], live: dict[spec.ObjectId, tuple[Resource, dict]],
+            applyset_id: str, adopt: bool) -> PruneRefusal | None:
     """Whether desired objects already belong to another set, which this run must not take silently.
 
     Args:

@@ -56,7 +56,7 @@ def stages(decisions: list) -> list[list]:
                 dependents.setdefault(ref, []).append(key_of[id(d)])
     depth: dict = {}
 
-    def level(key, visiting=frozenset()) -> int:
+    def level(key: spec.ObjectId, visiting: frozenset[spec.ObjectId] = frozenset()) -> int:
         if key not in depth:
             above = [level(k, visiting | {key}) + 1 for k in dependents.get(key, ()) if k not in visiting]
             depth[key] = max(above, default=0)

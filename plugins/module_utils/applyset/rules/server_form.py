@@ -56,7 +56,7 @@ def as_stored(body: dict) -> dict:
     if group == "" and body.get("kind") == "Secret" and isinstance(body.get("stringData"), dict):
         body = _string_data_merged(body)
     fields = {**_QUANTITY_FIELDS, **_AUTOSCALING_FIELDS} if group == "autoscaling" else _QUANTITY_FIELDS
-    return _quantities(body, None, fields)
+    return cast(dict, _quantities(body, None, fields))  # a dict comes back a dict
 
 
 def _built_in(group: str) -> bool:
@@ -76,7 +76,7 @@ def _string_data_merged(body: dict) -> dict:
     return stored
 
 
-def _quantities(node, parent, fields: dict):
+def _quantities(node: object, parent: str | None, fields: dict) -> object:
     """``node`` with the Quantity fields under it canonical; the same object when none changes."""
     if isinstance(node, list):
         items = [_quantities(item, parent, fields) for item in node]

@@ -34,6 +34,7 @@ import time
 from concurrent.futures import Future
 
 from ..kube.api import KubeApi
+from ..kube.http_requests import ApiRequest
 from ..kube.client import KubeClient
 from .. import spec
 
@@ -42,7 +43,7 @@ from .. import spec
 FINISH_TIMEOUT = 60.0
 
 
-def _key(req) -> tuple:
+def _key(req: ApiRequest) -> tuple:
     return req.method, req.target, req.accept
 
 
@@ -58,7 +59,7 @@ class EarlyReads:
         self.sent = 0  # requests recorded
         self.taken = 0  # answers the run took instead of sending
 
-    def record(self, req) -> Future | None:
+    def record(self, req: ApiRequest) -> Future | None:
         """A request about to be sent: the future its answer goes to, or None when nothing is
         recorded (the early reads are over, or it writes)."""
         if req.method != "GET":
@@ -71,7 +72,7 @@ class EarlyReads:
             self.sent += 1
             return future
 
-    def take(self, req) -> Future | None:
+    def take(self, req: ApiRequest) -> Future | None:
         """The recorded answer to ``req`` (once), or None: send it."""
         if req.method != "GET":
             return None
@@ -99,8 +100,8 @@ class EarlyReads:
             self._answers.clear()
 
 
-def start(client: KubeApi, parent_spec, namespace: str | None, *, takeover: bool = False, list_whole: bool = True,
-          lists: bool = True) -> EarlyReads | None:
+def start(client: KubeApi, parent_spec: str | dict, namespace: str | None, *, takeover: bool = False,
+          list_whole: bool = True, lists: bool = True) -> EarlyReads | None:
     """Send the early reads of a run of ``client`` from a thread (see the module) and return them;
     the client answers the run's identical requests from them once it calls ``finish``.
 
@@ -132,7 +133,8 @@ def start(client: KubeApi, parent_spec, namespace: str | None, *, takeover: bool
     return early
 
 
-def _read_early(client: KubeApi, parent_spec, namespace, takeover, list_whole, lists) -> None:
+def _read_early(client: KubeApi, parent_spec: str | dict, namespace: str | None, takeover: bool, list_whole: bool,
+                lists: bool) -> None:
     # Imported here: the module starts the early reads before it imports the rest of the engine.
     from ..kube import listing
     from ..parent import read as parents

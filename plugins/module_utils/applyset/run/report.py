@@ -9,7 +9,9 @@ requests finished in.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 try:
     import yaml
@@ -19,6 +21,11 @@ except ImportError:
 from ..object_meta import metadata_of
 from .. import spec
 from ..errors import ApplySetError
+
+if TYPE_CHECKING:  # named for the annotations only: importing the report loads no more than before
+    from ..inputs.redact import SecretDigester
+    from ..kube.discovery import Resource
+    from ..rules.plan import DesiredObject
 
 # Metadata the server owns; left out of diffs and of "did it change" comparisons.
 SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
@@ -175,7 +182,7 @@ def _dump(obj: dict | None) -> str:
     return "" if obj is None else yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)
 
 
-def result_for(member, action: str, reason: str | None = None, uid: str | None = None,
+def result_for(member: DesiredObject, action: str, reason: str | None = None, uid: str | None = None,
                error: ApplySetError | None = None) -> ObjectResult:
     """The result of a desired object (``rules.plan.DesiredObject``)."""
     return ObjectResult(api_version=member.resource.api_version, kind=member.resource.kind,
@@ -183,7 +190,7 @@ def result_for(member, action: str, reason: str | None = None, uid: str | None =
                         error=error.to_dict() if error else None)
 
 
-def live_result(res, meta: dict, action: str, reason: str | None = None,
+def live_result(res: Resource, meta: dict, action: str, reason: str | None = None,
                 error: ApplySetError | None = None) -> ObjectResult:
     """The result of a live object listed under ``res`` (a ``kube.discovery.Resource``) with metadata ``meta``."""
     return ObjectResult(api_version=res.api_version, kind=res.kind, namespace=meta.get("namespace"),
@@ -219,7 +226,7 @@ class Recorder:
     :param diff: whether the run renders diffs (``Options.diff``).
     """
 
-    def __init__(self, report: Report, masker, diff: bool):
+    def __init__(self, report: Report, masker: SecretDigester, diff: bool) -> None:
         self.report = report
         self._masker = masker
         self._diff = diff
@@ -237,7 +244,7 @@ class Recorder:
         self.report.objects.append(result)
         return result
 
-    def untried(self, members, reason: str) -> None:
+    def untried(self, members: Iterable[DesiredObject], reason: str) -> None:
         """Record ``members`` (``rules.plan.DesiredObject``, in plan order) that have no result yet as
         ``skipped`` with ``reason``: a run that stops lists every member of its plan, so the
         summary's counts add up to the plan's size."""

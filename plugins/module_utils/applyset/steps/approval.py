@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from .. import spec
 from ..inputs import redact
+from ..kube.discovery import Resource
+from ..kube.listing import LiveObject
 from ..parent import plan_key as plan_keys
 from ..errors import PlanChanged
 from ..rules import hooks as hks
 from ..rules import nochange
 from ..rules import plan_bind, plan_diff
 from ..rules import plan_id as plans
+from ..rules.plan import DesiredObject
 from ..rules import prune as prunes
 from ..run.runner import RunContext
 from . import hook_run
@@ -106,7 +109,7 @@ def _warn_unbound(ctx: RunContext) -> None:
                     "approval would not be refused")
 
 
-def _start(member, found, secret_key: bytes | None) -> str | None:
+def _start(member: DesiredObject, found: LiveObject | None, secret_key: bytes | None) -> str | None:
     """The starting point of a member the plan configures (``plan_bind.start_digest``); None when
     the live object was listed by its metadata only (a real run with ``reapply: always`` and no
     ``approved_plan``: nothing is compared there)."""
@@ -115,7 +118,7 @@ def _start(member, found, secret_key: bytes | None) -> str | None:
     return plan_bind.start_digest(member.digest_source or member.body, found.obj, secret_key)
 
 
-def _live_entry(resource, meta: dict, action: str) -> dict:
+def _live_entry(resource: Resource, meta: dict, action: str) -> dict:
     return plans.entry(plans.ref_of(spec.ObjectId.from_metadata(resource, meta)), action, uid=meta.get("uid"))
 
 

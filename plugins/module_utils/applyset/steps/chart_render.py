@@ -23,19 +23,22 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 
 from ..kube.api import KubeApi
+from ..kube.discovery import Discovery
 from ..errors import InputError, InputErrors
 from ..inputs import helm_chart
 from ..inputs.helm_chart import Chart
 from ..inputs.manifest_checks import validate
-from ..inputs.manifests import load_definition
+from ..inputs.manifests import Manifest, load_definition
+from ..run.options import Options
 from ..run.runner import READ, RunContext, Step
 
 HELM_TIMEOUT = 600.0  # seconds: a chart from a slow repository is downloaded by helm template itself
 
 
-def renders_chart(opts) -> bool:
+def renders_chart(opts: Options) -> bool:
     """Whether a run with ``opts`` renders a chart (not when it rolls back: the revision is applied)."""
     rolls_back = opts.history is not None and opts.history.rollback_to is not None
     return getattr(opts, "helm_chart", None) is not None and not rolls_back
@@ -69,7 +72,7 @@ def _run(args: list, chart: Chart) -> subprocess.CompletedProcess:
 
 
 @contextlib.contextmanager
-def values_file(values: dict):
+def values_file(values: dict) -> Iterator[str | None]:
     """A file of ``values`` (JSON, which helm reads as YAML) only this user can read, removed after;
     None when there are no values."""
     if not values:
@@ -131,7 +134,7 @@ def render_chart(ctx: RunContext) -> None:
         ctx.opts = dataclasses.replace(ctx.opts, history=dataclasses.replace(ctx.opts.history, provenance=recorded))
 
 
-def _default_namespace(manifests: list, discovery, namespace: str | None) -> None:
+def _default_namespace(manifests: list[Manifest], discovery: Discovery, namespace: str | None) -> None:
     """Namespaced objects the chart left without a namespace go to the release's (as helm install
     puts them), which may differ from the set's."""
     if not namespace:

@@ -21,6 +21,8 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 
 from ..kube.api import KubeApi
 from . import history_steps
@@ -29,6 +31,7 @@ from ..parent import write as parent_write
 from ..parent import model as parent_model
 from ..errors import ApplySetError, ParentChanged
 from ..run.runner import RunContext
+from ..spec import GroupKind
 
 # How many times one run starts over after losing the race for the claim. Each loss means another
 # writer got to the parent first, and each start over first waits for that writer's claim; a
@@ -40,6 +43,18 @@ RACES_BEFORE_GIVING_UP = 5
 def new_run_id() -> str:
     """A new run id, ``HOST/PID/RANDOM``: who holds a claim, readable by a person."""
     return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True)
+class Hints:
+    """The parent's hint during a run as ``(group_kinds, namespaces)`` pairs: ``superset`` while the
+    run writes (the union of old and new, for crash safety), ``final`` once everything went
+    through; and whether each differs from what the parent records now."""
+
+    superset: tuple
+    final: tuple
+    superset_changes: bool
+    final_changes: bool
 
 
 class RaceLost(Exception):
@@ -79,7 +94,7 @@ class Claim:
     def _claim_value(self) -> dict:
         return {"run": self.run_id, "expires": round(time.time() + self.ttl, 3)}
 
-    def acquire(self, group_kinds, namespaces) -> None:
+    def acquire(self, group_kinds: Iterable[GroupKind], namespaces: Iterable[str]) -> None:
         """Write the hints with our claim and start the heartbeat that renews it.
 
         :param group_kinds: the kinds to record (the union of the old and the new hint).
@@ -129,7 +144,7 @@ class Claim:
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=self.ttl)
 
-    def release(self, group_kinds, namespaces) -> None:
+    def release(self, group_kinds: Collection[GroupKind], namespaces: Collection[str]) -> None:
         """Stop renewing and write the final hints without the claim.
 
         :param group_kinds: the kinds to record (exactly this run's).
@@ -141,7 +156,8 @@ class Claim:
             parent_write.write(self.client, self.parent, group_kinds, namespaces, claim=None)
 
 
-def wait_until_free(read_parent, run_id: str, timeout: float, parent: parent_model.Parent) -> parent_model.Parent:
+def wait_until_free(read_parent: Callable[[], parent_model.Parent], run_id: str, timeout: float,
+                    parent: parent_model.Parent) -> parent_model.Parent:
     """Wait (bounded) while another run holds a claim on the set.
 
     :param read_parent: reads the parent again (``() -> Parent``).
@@ -168,7 +184,7 @@ def wait_until_free(read_parent, run_id: str, timeout: float, parent: parent_mod
 # ----- the claim and release steps every writing route shares ------------------------------------
 
 
-def _hints(ctx: RunContext):
+def _hints(ctx: RunContext) -> Hints:
     """The hints the claim writes: the apply's (``decide.Decisions``), or on the routes that end
     a set the recorded ones (``teardown.Removal``)."""
     if ctx.has("decisions"):

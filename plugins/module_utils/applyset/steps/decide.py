@@ -11,6 +11,7 @@ server can show is refused here, before anything is written.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from ..apply import adoption, namespaces
@@ -23,24 +24,15 @@ from ..rules import plan as plans
 from ..rules import prune as prunes
 from .. import spec
 from . import release_takeover
-from .claim import wait_until_free
+from .claim import Hints, wait_until_free
 from ..errors import ApplySetError, GuardError, InputError, InputErrors
 from ..kube.listing import LiveObject, list_pairs, live_objects, recorded_scope
+from ..parent.model import Parent
 from ..parent.prefetch import discover_and_read
 from ..kube.versions import VersionFallback
+from ..run.options import Options
 from ..run.runner import RunContext
-
-
-@dataclass(frozen=True)
-class Hints:
-    """The parent's hint during a run as ``(group_kinds, namespaces)`` pairs: ``superset`` while the
-    run writes (the union of old and new, for crash safety), ``final`` once everything went
-    through; and whether each differs from what the parent records now."""
-
-    superset: tuple
-    final: tuple
-    superset_changes: bool
-    final_changes: bool
+from ..spec import GroupKind
 
 
 @dataclass(frozen=True)
@@ -55,7 +47,7 @@ class LiveState:
         """The live object with identity ``key``, if listed."""
         return self.objects.get(key)
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self.objects
 
 
@@ -86,13 +78,14 @@ class Decisions:
     policies: field_policy.Policies = field(default_factory=field_policy.Policies)  # members and fields left alone
     helm: release_takeover.TakeOver | None = None  # the Helm release this run takes over (helm.take_over)
 
-    def prune_context(self, parent, applied_uids=frozenset()) -> prunes.Context:
+    def prune_context(self, parent: Parent, applied_uids: Iterable[str] = frozenset()) -> prunes.Context:
         """What the prune rules know: the recorded scope (widened by adopted objects) and the
         UIDs this run applied or is about to apply."""
         return prune_context(parent, self.adopted, applied_uids)
 
 
-def prune_context(parent, adopted, applied_uids=frozenset()) -> prunes.Context:
+def prune_context(parent: Parent, adopted: Iterable[LiveObject],
+                  applied_uids: Iterable[str] = frozenset()) -> prunes.Context:
     """The prune rules' ``Context`` for a set whose parent is ``parent``: its recorded scope,
     widened by the ``adopted`` legacy objects (``LiveObject``), and the UIDs not to prune."""
     return prunes.Context(
@@ -145,7 +138,7 @@ def make_plan(ctx: RunContext) -> None:
     ctx.plan = plan
 
 
-def _refuse_parent_as_member(parent, plan: plans.Plan) -> None:
+def _refuse_parent_as_member(parent: Parent, plan: plans.Plan) -> None:
     """A parent that is also one of its own members would be labelled part-of its own set, and
     each member apply would race the run's claim on it; refuse it before anything is written."""
     member = next((m for m in plan.members
@@ -265,7 +258,7 @@ def _order_members(ctx: RunContext, pruned: frozenset) -> ordering.Order | None:
     return order
 
 
-def _first_prune_decisions(ctx: RunContext, taken) -> tuple:
+def _first_prune_decisions(ctx: RunContext, taken: adoption.Adoption) -> tuple:
     """The prune candidates, the UIDs about to be applied, and the candidates' first decisions with
     the guard applied. The candidates are kept: after the applies they are decided again with
     the applied UIDs."""
@@ -304,7 +297,8 @@ def _hints(ctx: RunContext, adopted: tuple) -> Hints:
                  final_changes=not parent.exists or hint_differs(parent, *final))
 
 
-def retained_hint(ctx: RunContext, not_listed, group_kinds, namespaces) -> tuple[set, set]:
+def retained_hint(ctx: RunContext, not_listed: Collection[GroupKind], group_kinds: Iterable[GroupKind],
+                  namespaces: Iterable[str]) -> tuple[set, set]:
     """A final hint plus what must stay recorded: kinds whose members could not be listed
     (and, while any of them may be namespaced, every recorded namespace)."""
     if not not_listed:
@@ -315,13 +309,14 @@ def retained_hint(ctx: RunContext, not_listed, group_kinds, namespaces) -> tuple
             set(namespaces) | (ctx.parent.namespaces if namespaced_or_unknown else set()))
 
 
-def hint_differs(parent, group_kinds, namespaces) -> bool:
+def hint_differs(parent: Parent, group_kinds: Iterable[GroupKind], namespaces: Iterable[str]) -> bool:
     """Whether writing this hint would change the parent (or its tooling, or an old annotation)."""
     return bool(parent.legacy_annotation or parent.dropped_group_kinds or parent.tooling != spec.tooling_value()
                 or set(group_kinds) != parent.recorded_group_kinds or set(namespaces) != parent.namespaces)
 
 
-def find_unchanged(plan: plans.Plan, live: LiveState, opts, set_managers=frozenset()) -> dict:
+def find_unchanged(plan: plans.Plan, live: LiveState, opts: Options,
+                   set_managers: Collection[str] = frozenset()) -> dict:
     """``{ObjectId: uid}`` of the members whose apply would change nothing (nochange.why_apply;
     ``set_managers``: a rollback's, from load-revision); empty with ``reapply: always``. Members
     whose CRD this run applies are never listed."""
@@ -338,7 +333,7 @@ def find_unchanged(plan: plans.Plan, live: LiveState, opts, set_managers=frozens
     return unchanged
 
 
-def _parent_namespace_first(parent, plan: plans.Plan, live: LiveState) -> plans.DesiredObject | None:
+def _parent_namespace_first(parent: Parent, plan: plans.Plan, live: LiveState) -> plans.DesiredObject | None:
     """The set's Namespace object for a parent that does not exist yet in a namespace that does
     not either: it is applied before the parent (which cannot be created before it)."""
     if parent.exists:

@@ -26,18 +26,26 @@ and writes nothing.
 
 from __future__ import annotations
 
+from typing import Union
+
 from ..history import revisions as history
 from . import hook_run, without_claim
 from .. import spec
 from ..parent import write as parent_write
 from ..errors import ApiError, ApplySetError
+from ..kube.discovery import Resource
 from ..run.report import CHANGING_ACTIONS
+from ..run.options import Options
 from ..run.runner import WRITE, Step
 from .without_claim import StartOver
 from ..run.runner import RunContext
 
+# What creating a revision in a worker answers (_make_and_create_revision): None when it was created, the
+# class NumberTaken when another run holds its number, or the error that refused it.
+_Outcome = Union[ApplySetError, type[history.NumberTaken], None]
 
-def _secrets(ctx: RunContext):
+
+def _secrets(ctx: RunContext) -> Resource | None:
     return ctx.discovery.for_group_kind(spec.SECRET_KIND)
 
 
@@ -58,13 +66,13 @@ def _point_to(ctx: RunContext, number: int, content: dict) -> None:
     ctx.parent.revision_digest = history.set_digest(content["members"])
 
 
-def _failed(ctx: RunContext, err) -> ApplySetError:
+def _failed(ctx: RunContext, err: ApplySetError) -> ApplySetError:
     return ApplySetError(f"could not record revision {(ctx.parent.revision or 0) + 1} of the set: {err}",
                          obj=ctx.set_ref, fix="grant create, patch, list and delete on Secrets in the history's "
                                               "namespace, or set history_max: 0 to keep no history")
 
 
-def _not_permitted(ctx: RunContext, err) -> bool:
+def _not_permitted(ctx: RunContext, err: ApplySetError) -> bool:
     """A revision refused for the credentials' rights (403) is a warning: the release goes on unrecorded."""
     if isinstance(err, ApiError) and err.status == 403:
         ctx.record.warn(f"this release is not recorded in the set's history: {err.message}. Grant create, patch, "
@@ -113,7 +121,7 @@ def revision_alongside(ctx: RunContext) -> without_claim.Alongside | None:
                                    then=lambda answer: _keep_pending(ctx, *answer))
 
 
-def _keep_pending(ctx: RunContext, content: dict, outcome) -> None:
+def _keep_pending(ctx: RunContext, content: dict, outcome: _Outcome) -> None:
     """The revision created alongside the updates waits for its pointer (``record_in_place``)."""
     if _created(ctx, outcome):
         ctx.pending_revision = content  # else not recorded: confirm-parent-unchanged reads the parent
@@ -124,7 +132,7 @@ def _set_differs(ctx: RunContext) -> bool:
     return history.set_digest([history.member_entry(m) for m in ctx.plan.members]) != ctx.parent.revision_digest
 
 
-def _make_and_create_revision(ctx: RunContext, namespace: str):
+def _make_and_create_revision(ctx: RunContext, namespace: str) -> tuple[dict, _Outcome]:
     """The next revision's payload, made and created without overwriting one (in a worker):
     (content, outcome), the outcome None, ``history.NumberTaken`` (the class) when another run
     holds the number, or the error that refused it."""
@@ -138,7 +146,7 @@ def _make_and_create_revision(ctx: RunContext, namespace: str):
     return content, None
 
 
-def _created(ctx: RunContext, outcome) -> bool:
+def _created(ctx: RunContext, outcome: _Outcome) -> bool:
     """Whether ``_make_and_create_revision``'s ``outcome`` is a revision created. A number taken starts the
     run over with the claim; a refusal for the credentials' rights is a warning (False); any other
     error fails the run."""
@@ -239,6 +247,6 @@ TRIM = Step("trim-history", trim, WRITE, reads="discovery parent")
 DELETE_ALL = Step("delete-history", delete_all, WRITE, reads="discovery parent")
 
 
-def keeps_history(opts) -> bool:
+def keeps_history(opts: Options) -> bool:
     """Whether runs with ``opts`` keep a history (``history_max`` above 0)."""
     return opts.history is not None and opts.history.max > 0

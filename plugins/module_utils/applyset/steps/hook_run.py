@@ -33,6 +33,8 @@ from .. import spec
 from ..rules import hooks as hks
 from ..rules import prune as prunes
 from ..errors import ApiError, ApplySetError
+from ..kube.http_requests import Response
+from ..rules.plan import DesiredObject
 from ..run.report import NOT_TRIED_HOOK
 from ..run.runner import RunContext
 
@@ -192,7 +194,7 @@ def _delete_succeeded(ctx: RunContext, ran: list) -> None:
             entry["deleted"] = _delete(ctx, hook, entry)
 
 
-def _delete_after_failure(ctx: RunContext, failed, failed_entry: dict) -> None:
+def _delete_after_failure(ctx: RunContext, failed: hks.Hook, failed_entry: dict) -> None:
     """A hook failed, so the run fails: Helm deletes that hook if its policy says hook-failed; Argo
     CD deletes every hook of the run whose policy says HookFailed (``delete_after_failed_run``)."""
     if failed.succeeded_scope == hks.AFTER_PHASE and hks.FAILED in failed.delete_policies:
@@ -210,19 +212,19 @@ def delete_after_failed_run(ctx: RunContext) -> None:
             entry["deleted"] = _delete(ctx, hook, entry)
 
 
-def _failure(obj, phase: str, reason: str) -> ApplySetError:
+def _failure(obj: DesiredObject, phase: str, reason: str) -> ApplySetError:
     return ApplySetError(f"the {phase} hook {obj.ref} failed: {reason}", obj=f"{obj.manifest.source} ({obj.ref})",
                          fix="look at the hook object and its pods (kubectl describe, kubectl logs), fix it and "
                          "run again")
 
 
-def _apply(ctx: RunContext, obj, dry_run: bool):
+def _apply(ctx: RunContext, obj: DesiredObject, dry_run: bool) -> Response:
     opts = ctx.opts
     return ctx.client.apply(obj.resource, obj.body, field_manager=opts.field_manager, force=opts.force_conflicts,
                             dry_run=dry_run, field_validation=opts.field_validation)
 
 
-def _run(ctx: RunContext, hook, phase: str, entry: dict) -> ApplySetError | None:
+def _run(ctx: RunContext, hook: hks.Hook, phase: str, entry: dict) -> ApplySetError | None:
     """Run one hook: delete it first (before-hook-creation), apply it, wait. Fills ``entry`` (its
     ``uid`` too, for the deletion by policy); returns the hook's failure, or None."""
     obj = hook.desired
@@ -239,7 +241,7 @@ def _run(ctx: RunContext, hook, phase: str, entry: dict) -> ApplySetError | None
     return None
 
 
-def _wait(ctx: RunContext, obj, uid: str | None) -> None:
+def _wait(ctx: RunContext, obj: DesiredObject, uid: str | None) -> None:
     """Wait until the hook is ready (a Job: complete); a timeout says why, as the members' wait
     does: the Job's and its pods' Warning events (a pod that cannot be created names its cause)."""
     target = (obj.resource, obj.namespace, obj.name)
@@ -247,7 +249,7 @@ def _wait(ctx: RunContext, obj, uid: str | None) -> None:
                                        ctx.opts.wait_settings(), warn=ctx.record.warn)
 
 
-def _delete_existing(ctx: RunContext, obj) -> bool:
+def _delete_existing(ctx: RunContext, obj: DesiredObject) -> bool:
     """Delete a hook object left by an earlier run and wait (bounded) until it is gone; whether
     there was one."""
     live = ctx.client.get(obj.resource, obj.name, obj.namespace)
@@ -264,7 +266,7 @@ def _delete_existing(ctx: RunContext, obj) -> bool:
     return True
 
 
-def _delete(ctx: RunContext, hook, entry: dict) -> bool:
+def _delete(ctx: RunContext, hook: hks.Hook, entry: dict) -> bool:
     """Delete the hook object this run created by its policy (in the background: a Job's pods go
     too); Helm's scope then waits until it is gone, as Helm does, so that what runs next never
     meets it. A failure is a warning, not the run's."""
@@ -284,7 +286,7 @@ def _delete(ctx: RunContext, hook, entry: dict) -> bool:
     return True
 
 
-def _preview(ctx: RunContext, hook, phase: str, entry: dict) -> ApplySetError | None:
+def _preview(ctx: RunContext, hook: hks.Hook, phase: str, entry: dict) -> ApplySetError | None:
     """Check mode: a server-side dry run of the hook's apply; never run, never waited for."""
     obj = hook.desired
     entry["action"] = WOULD_RUN_ON_FAILURE if phase == hks.ON_FAILURE else WOULD_RUN

@@ -8,13 +8,16 @@ coordinating loop records them in a fixed order.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from ..rules import plan as plans
 from ..rules import prune as prunes
 from ..rules import prune_order
 from . import settling
 from .. import spec
 from ..errors import ApiError, ApplySetError
-from ..run.report import Change, live_result
+from ..kube.listing import LiveObject
+from ..run.report import Change, ObjectResult, live_result
 from ..run.runner import RunContext
 
 # Actions of objects that this run applied (their UIDs are never pruned).
@@ -36,7 +39,7 @@ def prune_early_step(ctx: RunContext) -> None:
     _prune(ctx, prune_order.is_early)
 
 
-def _prune(ctx: RunContext, which) -> None:
+def _prune(ctx: RunContext, which: Callable[[dict], bool] | None) -> None:
     """Prune the candidates whose metadata ``which`` accepts (all when None)."""
     if ctx.claim:
         ctx.claim.check()
@@ -53,7 +56,8 @@ def _prune(ctx: RunContext, which) -> None:
             + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
 
 
-def carry_out(ctx: RunContext, decided: prunes.PruneDecisions, live: dict, adopted=()) -> bool:
+def carry_out(ctx: RunContext, decided: prunes.PruneDecisions, live: dict,
+              adopted: Iterable[LiveObject] = ()) -> bool:
     """Record and carry out ``decided``: skipped ones reported, kept ones unlabelled, the rest deleted
     (dry runs in check mode); False when any object of the run failed.
 
@@ -104,7 +108,7 @@ def _delete_stage(ctx: RunContext, stage: list, live: dict, adopted_uids: set, o
     return deleted, ok
 
 
-def _keep(ctx: RunContext, decision: prunes.Decision):
+def _keep(ctx: RunContext, decision: prunes.Decision) -> ObjectResult:
     """Take a kept candidate out of the set (its part-of label removed; nothing in check mode)."""
     res, meta = decision.resource, decision.meta
     if not ctx.opts.dry_run:
@@ -116,7 +120,7 @@ def _keep(ctx: RunContext, decision: prunes.Decision):
     return live_result(res, meta, "kept", f"{decision.reason}; removed from the set")
 
 
-def _delete_one(ctx: RunContext, decision: prunes.Decision):
+def _delete_one(ctx: RunContext, decision: prunes.Decision) -> ObjectResult:
     """DELETE one candidate with its UID as a precondition (a worker: returns its result)."""
     res, meta = decision.resource, decision.meta
     try:

@@ -107,7 +107,7 @@ def _take_over(ctx: RunContext, release: helm_release.Release, desired_refs: lis
     return TakeOver(release, tuple(dropped), len(desired_refs), frozenset(managers))
 
 
-def _show(ctx: RunContext, release, desired_refs: list, dropped: list, managers: set) -> None:
+def _show(ctx: RunContext, release: helm_release.Release, desired_refs: list, dropped: list, managers: set) -> None:
     ctx.report.applyset["helm_take_over"] = {
         "release": release.name, "namespace": release.namespace, "found": True, "revision": release.version,
         "status": release.status, "chart": dict(release.chart),

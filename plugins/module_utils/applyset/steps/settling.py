@@ -8,6 +8,7 @@ and the loops are health.py's.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..kube.api import KubeApi
@@ -86,7 +87,7 @@ def wait_members_gone(ctx: RunContext) -> None:
     wait_gone(ctx.client, gone, timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)
 
 
-def wait_gone(client: KubeApi, targets: list[Gone], timeout: float, warn=None) -> None:
+def wait_gone(client: KubeApi, targets: list[Gone], timeout: float, warn: Callable[[str], None] | None = None) -> None:
     """Wait until the ``targets`` are gone, finalizers included (as ``kubectl delete`` does);
     ``warn`` is told once if the credentials may not watch (the wait then polls)."""
     where = {t: (t.resource, t.namespace, t.name) for t in targets}

@@ -9,12 +9,14 @@ deleted only once every member went; until then it keeps recording the set.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..parent import write as parent_write
 from ..rules import prune as prunes
 from .. import spec
-from .decide import Hints, prune_context
+from .claim import Hints
+from .decide import prune_context
 from ..errors import ApplySetError, GuardError
 from ..kube.list_errors import explain_error
 from ..kube.listing import failure_of, list_each, live_objects, recorded_scope
@@ -36,7 +38,7 @@ class Removal:
     gone_with_crd: frozenset = frozenset()  # CRD names whose objects were not listed: they go with the CRD
 
 
-def warn_missing_parent(action: str):
+def warn_missing_parent(action: str) -> Callable[[RunContext], None]:
     """The step of a route whose parent does not exist: a warning, nothing else."""
 
     def warn(ctx: RunContext) -> None:
@@ -45,7 +47,7 @@ def warn_missing_parent(action: str):
     return warn
 
 
-def list_members(action: str):
+def list_members(action: str) -> Callable[[RunContext], None]:
     """Step list-members: every member of the set, through our selector, in the recorded scope.
 
     A kind whose LIST fails at the preferred version is listed at another served version
@@ -149,7 +151,7 @@ def unlabel_members(ctx: RunContext) -> None:
                                     fix="run again")
 
 
-def delete_parent(show_diff: bool):
+def delete_parent(show_diff: bool) -> Callable[[RunContext], None]:
     """Step delete-parent: the claim ends (its heartbeat stops) and the parent is deleted (a dry run
     in check mode); with ``show_diff`` (uninstall) the diff shows the parent going."""
 

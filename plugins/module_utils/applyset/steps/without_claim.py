@@ -28,6 +28,7 @@ from .. import spec
 from ..errors import ApiError
 from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome, with_drift
 from .pruning import carry_out
+from ..rules.plan import DesiredObject
 from ..run.report import MemberOutcome, ObjectResult
 from ..run.runner import RunContext
 
@@ -92,7 +93,7 @@ def blocker(ctx: RunContext) -> str | None:
     return None if member is None else f"{member.ref} cannot be updated in place"
 
 
-def _updatable_in_place(ctx: RunContext, member) -> bool:
+def _updatable_in_place(ctx: RunContext, member: DesiredObject) -> bool:
     """Whether ``member`` is a listed member of this set whose apply may be sent conditional on the
     listed object (nochange.in_place_blocker). CRDs take the claim's route (their update is
     waited for before custom resources)."""
@@ -102,7 +103,7 @@ def _updatable_in_place(ctx: RunContext, member) -> bool:
             and _in_place_blocker(ctx, found.obj) is None)
 
 
-def _in_place_blocker(ctx: RunContext, live_obj) -> str | None:
+def _in_place_blocker(ctx: RunContext, live_obj: dict | None) -> str | None:
     return nochange.in_place_blocker(live_obj, ctx.opts.field_manager, ctx.parent.id, ctx.set_managers)
 
 
@@ -177,7 +178,7 @@ def _update_members(ctx: RunContext) -> None:
     ctx.in_place = Updates(updated, carried)
 
 
-def _update(ctx: RunContext, member) -> _InPlace:
+def _update(ctx: RunContext, member: DesiredObject) -> _InPlace:
     """Apply ``member`` conditional on the listed object (nochange.conditional), in a worker.
 
     An object that only changed since the LIST (a controller writing its status moves the
