@@ -19,6 +19,7 @@ import time
 from ..rules import ordering
 from ..wait import reasons as wait_reasons, waiting
 from ..errors import ApplySetError, WaitTimeout
+from . import member_inputs
 from .member_apply import apply_member, as_outcome
 from ..wait.status import Readiness
 from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED
@@ -84,6 +85,7 @@ def apply_in_order(ctx: RunContext) -> None:
     state.bodies = {m.key: m.body for m in ctx.plan.members}
     outcomes: dict = {}
     pending = [m for m in ctx.plan.members if m.key not in done_before]
+    run = member_inputs.of_run(ctx)  # what the workers read: taken once, never the context
     try:
         while pending:
             if ctx.claim:
@@ -93,7 +95,7 @@ def apply_in_order(ctx: RunContext) -> None:
             if not batch:
                 _wait_round(ctx, state, pending)
                 continue
-            for member, outcome in zip(batch, ctx.client.map(lambda m: apply_member(ctx, m, frozenset()), batch)):
+            for member, outcome in zip(batch, ctx.client.map(lambda m: apply_member(run, m, frozenset()), batch)):
                 outcomes[member.key] = outcome = as_outcome(member, outcome)
                 if outcome.result.action in _APPLIED:
                     state.applied[member.key] = outcome.result.uid

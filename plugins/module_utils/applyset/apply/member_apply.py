@@ -15,12 +15,12 @@ import time
 
 from ..object_meta import metadata_of
 from ..rules import csa, drift
-from . import namespaces, recreate
+from . import recreate
 from ..rules import plan as plans
 from .. import spec
 from ..errors import ApiError, ApplySetError, ConflictError, immutable_refusal, missing_namespace
 from ..run.report import Change, MemberOutcome, normalize, result_for
-from ..run.runner import RunContext
+from .member_inputs import MemberApply
 
 # How the server names the part-of label in an apply conflict's causes.
 _PART_OF_FIELD = f".metadata.labels.{spec.LABEL_PART_OF}"
@@ -28,69 +28,69 @@ _PART_OF_FIELD = f".metadata.labels.{spec.LABEL_PART_OF}"
 _CONFLICT_WITH = re.compile(r'conflict with "([^"]*)"')
 
 
-def apply_member(ctx: RunContext, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
+def apply_member(run: MemberApply, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
     """Apply one desired object (a dry run in check mode), or skip it when ``decide`` found it
     unchanged; its result says its drift (drift.py, from what was listed before the write).
 
     Args:
-        ctx: the run (``runner.RunContext``; read only).
+        run: what the apply reads of its run (``member_inputs.MemberApply``).
         member: the desired object.
         created_namespaces: names of Namespaces this run created in an earlier phase.
     """
-    return with_drift(ctx, member, _apply_member(ctx, member, created_namespaces))
+    return with_drift(run, member, _apply_member(run, member, created_namespaces))
 
 
-def with_drift(ctx: RunContext, member: plans.DesiredObject, outcome: MemberOutcome) -> MemberOutcome:
+def with_drift(run: MemberApply, member: plans.DesiredObject, outcome: MemberOutcome) -> MemberOutcome:
     """``outcome`` with its member's drift (``drift.mark``), judged against what the run listed
     and decided before its first write (read only: safe in a worker)."""
     return drift.mark(member, outcome, drift.Basis(
-        live=ctx.live.objects if ctx.has("live") else None, record=ctx.parent.member_record,
-        policies=ctx.decisions.policies if ctx.has("decisions") else None,
-        field_manager=ctx.opts.field_manager, dry_run=ctx.opts.dry_run))
+        live=run.live.objects if run.live is not None else None, record=run.member_record,
+        policies=run.decisions.policies if run.decisions is not None else None,
+        field_manager=run.opts.field_manager, dry_run=run.opts.dry_run))
 
 
-def _apply_member(ctx: RunContext, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
+def _apply_member(run: MemberApply, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
     """Apply one desired object (a dry run in check mode), or skip it when ``decide`` found it
     unchanged.
 
     Args:
-        ctx: the run (``runner.RunContext``; read only).
+        run: what the apply reads of its run (``member_inputs.MemberApply``).
         member: the desired object.
         created_namespaces: names of Namespaces this run created in an earlier phase (a check-mode
             apply into one of them cannot be dry-run yet).
     """
-    found = ctx.live.get(member.key)
+    found = run.live.get(member.key) if run.live is not None else None
     before = found.obj if found is not None else None
-    if member.key in ctx.decisions.unchanged:
+    if member.key in run.unchanged:
         # The live object already is what this apply would make (nochange.why_apply): not sent.
-        return unchanged_outcome(ctx, member)
-    if ctx.opts.dry_run and member.crd_in_set:
+        return unchanged_outcome(run, member)
+    if run.opts.dry_run and member.crd_in_set:
         return MemberOutcome(result_for(member, "created", reason="its CRD is created by this run, so the server "
                                         "cannot dry-run it yet"), [Change(member.ref, None, member.body)])
-    taken = _take_over_release_fields(ctx, member, before)
+    taken = _take_over_release_fields(run, member, before)
     if isinstance(taken, MemberOutcome):
         return taken
-    sent = _send(ctx, member, before, created_namespaces)
+    sent = _send(run, member, before, created_namespaces)
     if isinstance(sent, MemberOutcome):
         sent.warnings[:0] = taken
         return sent
-    return applied_outcome(ctx, member, before, sent, taken + [f"{member.ref}: {w}" for w in sent.warnings])
+    return applied_outcome(run, member, before, sent, taken + [f"{member.ref}: {w}" for w in sent.warnings])
 
 
-def _take_over_release_fields(ctx: RunContext, member: plans.DesiredObject, before: dict | None):
+def _take_over_release_fields(run: MemberApply, member: plans.DesiredObject, before: dict | None):
     """A rollback's takeover before its apply: the entries of the set's other release managers
-    (``ctx.set_managers``) merged into ours (csa.merge_releases), so the apply neither conflicts
+    (``run.set_managers``) merged into ours (csa.merge_releases), so the apply neither conflicts
     with a later release's fields nor leaves those only it set. Returns the warnings, or the
     member's failed outcome when the takeover could not be written (the apply would leave them).
     """
-    if before is None or not ctx.set_managers:
+    if before is None or not run.set_managers:
         return []
 
-    helm = ctx.decisions.helm if ctx.has("decisions") else None
+    helm = run.decisions.helm if run.decisions is not None else None
 
     def plan_merge(obj):
-        migration = csa.merge_releases(metadata_of(obj).get("managedFields"), ctx.opts.field_manager,
-                                       ctx.set_managers, member.body.get("apiVersion"))
+        migration = csa.merge_releases(metadata_of(obj).get("managedFields"), run.opts.field_manager,
+                                       run.set_managers, member.body.get("apiVersion"))
         if migration is not None and helm is not None and set(migration.releases) <= helm.managers:
             migration.releases_of = f"Helm release {helm.release.ref}"  # helm.take_over (steps/release_takeover.py)
         return migration
@@ -98,10 +98,10 @@ def _take_over_release_fields(ctx: RunContext, member: plans.DesiredObject, befo
     migration = plan_merge(before)
     if migration is None:
         return []
-    if ctx.opts.dry_run:
+    if run.opts.dry_run:
         return [f"{member.ref}: a real run first takes over {migration.describe()}"]
     try:
-        _taken, migration = _migrate(ctx, member, before, migration, plan_merge)
+        _taken, migration = _migrate(run, member, before, migration, plan_merge)
     except ApiError as err:
         reason = (f"could not take over the fields of earlier releases' field managers before the rollback's "
                   f"apply ({err.message}); nothing of it was applied. Fix: run the rollback again")
@@ -109,40 +109,40 @@ def _take_over_release_fields(ctx: RunContext, member: plans.DesiredObject, befo
     return [] if migration is None else [f"{member.ref}: took over {migration.describe()}"]
 
 
-def unchanged_outcome(ctx: RunContext, member: plans.DesiredObject) -> MemberOutcome:
+def unchanged_outcome(run: MemberApply, member: plans.DesiredObject) -> MemberOutcome:
     """The outcome of a member whose apply is skipped: unchanged, unless an attempt of this run
     without the claim updated it before the run started over (then that attempt's outcome)."""
-    uid = ctx.decisions.unchanged[member.key]
-    carried = ctx.carried.get(member.key)
+    uid = run.unchanged[member.key]
+    carried = run.carried.get(member.key)
     if carried is None:
         return MemberOutcome(result_for(member, "unchanged", uid=uid))
     if carried.result is not None and carried.result.action == "unchanged":
         return MemberOutcome(carried.result)
-    after = carried.after if carried.after is not None else ctx.live.objects[member.key].obj
+    after = carried.after if carried.after is not None else run.listed(member.key)
     return MemberOutcome(carried.result or result_for(member, "configured", uid=uid),
                          [Change(member.ref, carried.before, after)], list(carried.warnings))
 
 
-def _send(ctx: RunContext, member: plans.DesiredObject, before: dict | None, created_namespaces):
+def _send(run: MemberApply, member: plans.DesiredObject, before: dict | None, created_namespaces):
     """The server-side apply of ``member``: its response, or the object's outcome when refused.
 
     Retried while the endpoint of a CRD this run created comes up, and once after taking
     the part-of label for ``adopt`` when only that label conflicts.
     """
-    opts = ctx.opts
+    opts = run.opts
     deadline = time.monotonic() + (opts.crd_timeout if member.crd_in_set else 0)
     force = opts.force_conflicts
     label_taken = False
     while True:
         try:
-            return ctx.client.apply(member.resource, member.body, field_manager=opts.field_manager,
+            return run.client.apply(member.resource, member.body, field_manager=opts.field_manager,
                                     force=force, dry_run=opts.dry_run, field_validation=opts.field_validation)
         except ConflictError as err:
-            if opts.dry_run and not force and _only_release_conflicts(ctx, err):
+            if opts.dry_run and not force and _only_release_conflicts(run, err):
                 force = True  # a real rollback owns these fields by then (_take_over_release_fields)
                 continue
             if opts.dry_run and not force and not (opts.adopt and _only_part_of_conflicts(err)):
-                return _conflict_preview(ctx, member, before, err)
+                return _conflict_preview(run, member, before, err)
             if label_taken or not (opts.adopt and _only_part_of_conflicts(err) and before is not None):
                 return MemberOutcome(result_for(member, "failed", reason=_conflict_message(err), error=err))
             # adopt: true means "take the part-of label", and only that field: the other
@@ -152,7 +152,7 @@ def _send(ctx: RunContext, member: plans.DesiredObject, before: dict | None, cre
                 force = True  # nothing is written; the conflict was on the label alone
                 continue
             try:
-                _take_part_of_label(ctx, member, before)
+                _take_part_of_label(run, member, before)
             except ApiError as patch_err:
                 return MemberOutcome(result_for(member, "failed", reason="adopting it failed: could not take its "
                                                 f"part-of label: {patch_err.message}", error=patch_err))
@@ -160,40 +160,40 @@ def _send(ctx: RunContext, member: plans.DesiredObject, before: dict | None, cre
             if err.status == 404 and member.crd_in_set and time.monotonic() < deadline:
                 time.sleep(0.5)  # the new CRD's endpoint is not served yet
                 continue
-            return _refused(ctx, member, before, err, created_namespaces)
+            return _refused(run, member, before, err, created_namespaces)
 
 
-def _conflict_preview(ctx: RunContext, member: plans.DesiredObject, before: dict | None, err: ConflictError):
+def _conflict_preview(run: MemberApply, member: plans.DesiredObject, before: dict | None, err: ConflictError):
     """Check mode and a field conflict: the preview goes on as a forced dry run (nothing is
     written), and the member's result says that a real run refuses it without force_conflicts.
     A scheduled preview so always completes and reports the conflict as drift."""
-    opts = ctx.opts
+    opts = run.opts
     try:
-        resp = ctx.client.apply(member.resource, member.body, field_manager=opts.field_manager, force=True,
+        resp = run.client.apply(member.resource, member.body, field_manager=opts.field_manager, force=True,
                                 dry_run=True, field_validation=opts.field_validation)
     except ApiError as forced_err:
-        return _refused(ctx, member, before, forced_err, frozenset())
+        return _refused(run, member, before, forced_err, frozenset())
     message = _conflict_message(err)
-    outcome = applied_outcome(ctx, member, before, resp, [f"{member.ref}: {w}" for w in resp.warnings])
+    outcome = applied_outcome(run, member, before, resp, [f"{member.ref}: {w}" for w in resp.warnings])
     outcome.result.reason = f"a real run refuses this apply: {message}"
     outcome.warnings.append(f"{member.ref}: {message}")
     return outcome
 
 
-def _refused(ctx: RunContext, member: plans.DesiredObject, before: dict | None, err: ApiError, created_namespaces) -> MemberOutcome:
+def _refused(run: MemberApply, member: plans.DesiredObject, before: dict | None, err: ApiError, created_namespaces) -> MemberOutcome:
     """The outcome of an apply the server refused: a check-mode create in a namespace this run
     creates, a missing namespace, an immutable change (maybe recreated), or a plain failure."""
-    if (ctx.opts.dry_run and err.status == 404
-            and (member.namespace in created_namespaces or member.namespace == ctx.decisions.namespace_to_create)):
+    if (run.opts.dry_run and err.status == 404
+            and (member.namespace in created_namespaces or member.namespace == run.namespace_to_create)):
         return MemberOutcome(result_for(member, "created", reason=f"namespace {member.namespace} is created by "
                                         "this run, so the server cannot dry-run it yet"),
                              [Change(member.ref, None, member.body)])
     if missing_namespace(err):
-        return MemberOutcome(_missing_namespace_result(ctx, member, err))
+        return MemberOutcome(_missing_namespace_result(run, member, err))
     immutable = immutable_refusal(err)
     if immutable:
-        return _immutable(ctx, member, before, err, immutable)
-    if ctx.opts.dry_run and err.status == 403:
+        return _immutable(run, member, before, err, immutable)
+    if run.opts.dry_run and err.status == 403:
         return MemberOutcome(result_for(member, "failed", reason=dry_run_refusal(member, err), error=err))
     return MemberOutcome(result_for(member, "failed", reason=err.message, error=err))
 
@@ -211,14 +211,14 @@ def dry_run_refusal(member: plans.DesiredObject, err: ApiError) -> str:
             f"verbs): {err.message}")
 
 
-def applied_outcome(ctx: RunContext, member: plans.DesiredObject, before: dict | None, resp, warnings: list) -> MemberOutcome:
+def applied_outcome(run: MemberApply, member: plans.DesiredObject, before: dict | None, resp, warnings: list) -> MemberOutcome:
     """What an accepted apply did: created, configured or unchanged, with its diff change.
 
     Args:
         warnings: the object's warnings so far (the server's, prefixed); the take-over's follow.
     """
-    opts = ctx.opts
-    after, taken = _take_over_client_side_fields(ctx, member, resp.body)
+    opts = run.opts
+    after, taken = _take_over_client_side_fields(run, member, resp.body)
     warnings = warnings + taken
     uid = after["metadata"].get("uid")
     if before is None or resp.status == 201:
@@ -232,7 +232,7 @@ def applied_outcome(ctx: RunContext, member: plans.DesiredObject, before: dict |
                          changes, warnings)
 
 
-def _take_over_client_side_fields(ctx: RunContext, member: plans.DesiredObject, applied: dict) -> tuple[dict, list]:
+def _take_over_client_side_fields(run: MemberApply, member: plans.DesiredObject, applied: dict) -> tuple[dict, list]:
     """Make fields that client-side tools own ours where csa.py says so, as kubectl's
     managed-fields upgrade does; returns the object as it is afterwards, and the warnings.
 
@@ -240,7 +240,7 @@ def _take_over_client_side_fields(ctx: RunContext, member: plans.DesiredObject, 
     otherwise. A failure is a warning (the apply itself went through), and the next run
     tries again.
     """
-    opts = ctx.opts
+    opts = run.opts
     meta = metadata_of(applied)
     migration = csa.plan(meta.get("managedFields"), opts.field_manager)
     if migration is None:
@@ -251,12 +251,12 @@ def _take_over_client_side_fields(ctx: RunContext, member: plans.DesiredObject, 
                             if migration.needs_reapply else "")]
     warnings: list = []
     try:
-        applied, migration = _migrate(ctx, member, applied, migration)
+        applied, migration = _migrate(run, member, applied, migration)
         if migration is None:
             return applied, warnings
         warnings.append(f"{member.ref}: took over {migration.describe()}")
         if migration.needs_reapply:
-            applied = ctx.client.apply(member.resource, member.body, field_manager=opts.field_manager,
+            applied = run.client.apply(member.resource, member.body, field_manager=opts.field_manager,
                                        force=opts.force_conflicts, field_validation=opts.field_validation).body
     except ApiError as err:
         warnings.append(f"{member.ref}: could not take over the fields of client-side tools "
@@ -264,22 +264,22 @@ def _take_over_client_side_fields(ctx: RunContext, member: plans.DesiredObject, 
     return applied, warnings
 
 
-def _migrate(ctx: RunContext, member: plans.DesiredObject, applied: dict, migration, plan_again=None):
+def _migrate(run: MemberApply, member: plans.DesiredObject, applied: dict, migration, plan_again=None):
     """Send the managed-fields patch (csa.patch), planned again (``plan_again(obj)``; csa.plan by
     default) on a fresh read when the object changed since it was read; returns the object
     afterwards and the migration made (None when a fresh read needs none)."""
     if plan_again is None:
         def plan_again(obj):
-            return csa.plan(metadata_of(obj).get("managedFields"), ctx.opts.field_manager)
+            return csa.plan(metadata_of(obj).get("managedFields"), run.opts.field_manager)
     res, name, namespace = member.resource, member.name, member.namespace
     meta = metadata_of(applied)
     for _attempt in range(3):
         try:
-            applied = ctx.client.json_patch(res, name, namespace, csa.patch(migration, meta.get("resourceVersion")),
-                                            field_manager=ctx.opts.field_manager).body
+            applied = run.client.json_patch(res, name, namespace, csa.patch(migration, meta.get("resourceVersion")),
+                                            field_manager=run.opts.field_manager).body
             return applied, migration
         except ConflictError:  # changed since our apply: plan again on what is there now
-            applied = ctx.client.get(res, name, namespace) or applied
+            applied = run.client.get(res, name, namespace) or applied
             meta = metadata_of(applied)
             migration = plan_again(applied)
             if migration is None:
@@ -287,26 +287,26 @@ def _migrate(ctx: RunContext, member: plans.DesiredObject, applied: dict, migrat
     raise ApiError("the object kept changing", status=409)
 
 
-def _missing_namespace_result(ctx: RunContext, member: plans.DesiredObject, err: ApiError):
+def _missing_namespace_result(run: MemberApply, member: plans.DesiredObject, err: ApiError):
     """The namespace went missing after the check (or could not be read): say so, not just 404."""
     name = missing_namespace(err)
     fix = f"add a Namespace object for {name} to the set, or create it beforehand"
-    if name == namespaces.home(ctx):
+    if name == run.home_namespace:
         fix += ", or set create_namespace: true"
     error = ApiError(f"namespace {name} does not exist ({err.message})", status=err.status, reason=err.reason,
                      body=err.body, obj=member.ref, fix=fix, details=err.details)
     return result_for(member, "failed", reason=f"{error.message}. Fix: {fix}", error=error)
 
 
-def _immutable(ctx: RunContext, member: plans.DesiredObject, before: dict | None, err: ApiError, immutable: list) -> MemberOutcome:
+def _immutable(run: MemberApply, member: plans.DesiredObject, before: dict | None, err: ApiError, immutable: list) -> MemberOutcome:
     """A change the server refuses in place: recreate when its update strategy says so, else name
     the fields and the way out."""
     fields = "; ".join(text for _field, text in immutable)
     if member.resource.group_kind in plans.PROTECTED_KINDS:
         fix = (f"revert the change; a {member.resource.kind} is a protected kind and is never deleted to be "
                "created again (its data or contents would be lost)")
-    elif plans.update_strategy(member, ctx.opts.recreate_on_immutable) == plans.STRATEGY_RECREATE:
-        return recreate.recreate(ctx, member, before, fields)
+    elif plans.update_strategy(member, run.opts.recreate_on_immutable) == plans.STRATEGY_RECREATE:
+        return recreate.recreate(run, member, before, fields)
     else:
         fix = (f"revert the change, or let it be deleted and created again: list {member.resource.kind} in "
                f"recreate_on_immutable, or annotate the object {plans.ANNOTATION_UPDATE_STRATEGY}: "
@@ -317,13 +317,13 @@ def _immutable(ctx: RunContext, member: plans.DesiredObject, before: dict | None
     return MemberOutcome(result_for(member, "failed", reason=f"{message}. Fix: {fix}", error=error))
 
 
-def _take_part_of_label(ctx: RunContext, member: plans.DesiredObject, before: dict) -> None:
+def _take_part_of_label(run: MemberApply, member: plans.DesiredObject, before: dict) -> None:
     """Set the part-of label to this set's id with a merge patch guarded by the resourceVersion
     that was listed: an update takes a field over from another manager without a conflict,
     and touches nothing else."""
-    patch = {"metadata": {"labels": {spec.LABEL_PART_OF: ctx.parent.id},
+    patch = {"metadata": {"labels": {spec.LABEL_PART_OF: run.parent_id},
                           "resourceVersion": before["metadata"].get("resourceVersion")}}
-    ctx.client.merge_patch(member.resource, member.name, member.namespace, patch, field_manager=ctx.opts.field_manager)
+    run.client.merge_patch(member.resource, member.name, member.namespace, patch, field_manager=run.opts.field_manager)
 
 
 # ----- reading the server's answers ------------------------------------------------------------
@@ -362,10 +362,10 @@ def conflict_causes(err: ApiError) -> list:
     return [c for c in causes if isinstance(c, dict)]
 
 
-def _only_release_conflicts(ctx: RunContext, err: ConflictError) -> bool:
+def _only_release_conflicts(run: MemberApply, err: ConflictError) -> bool:
     """Whether every conflict of ``err`` is with another field manager of the set's releases (a
     rollback takes their fields over before a real apply; the server names each manager)."""
-    others = ctx.set_managers - {ctx.opts.field_manager}
+    others = run.set_managers - {run.opts.field_manager}
     named = [_CONFLICT_WITH.search(c.get("message") or "") for c in conflict_causes(err)]
     return bool(named) and all(found is not None and found.group(1) in others for found in named)
 

@@ -13,10 +13,10 @@ import time
 from ..object_meta import metadata_of
 from ..errors import ApiError, ConflictError
 from ..run.report import Change, MemberOutcome, result_for
-from ..run.runner import RunContext
+from .member_inputs import MemberApply
 
 
-def recreate(ctx: RunContext, member, before: dict | None, fields: str) -> MemberOutcome:
+def recreate(run: MemberApply, member, before: dict | None, fields: str) -> MemberOutcome:
     """Delete (UID precondition), wait until gone (bounded), and apply again.
 
     The replacement is first sent as a dry-run create: the server validates and admits
@@ -24,24 +24,24 @@ def recreate(ctx: RunContext, member, before: dict | None, fields: str) -> Membe
     will be accepted. An invalid manifest never gets the live object deleted.
 
     Args:
-        ctx: the run (``runner.RunContext``; read only).
+        run: what the apply reads of its run (``member_inputs.MemberApply``).
         member: the desired object (``plan.DesiredObject``).
         before: the object as listed, or None (it is read then).
         fields: what the server said cannot change in place.
     """
-    client, opts = ctx.client, ctx.opts
+    client, opts = run.client, run.opts
     live = before if before is not None else client.get(member.resource, member.name, member.namespace)
     if live is None or not live["metadata"].get("uid"):
         return _failed(member, f"{fields}; and it was not found to recreate it; run again")
     uid = live["metadata"]["uid"]
     why = f"the server cannot change it in place ({fields})"
-    refused = _replacement_refused(ctx, member, why)
+    refused = _replacement_refused(run, member, why)
     if refused is not None:
         return refused
     if opts.dry_run:
         return MemberOutcome(result_for(member, "replaced", reason=f"would be replaced (deleted and created again): "
                                         f"{why}", uid=uid), [Change(member.ref, live, member.body)])
-    not_deleted = _delete(ctx, member, uid, why)
+    not_deleted = _delete(run, member, uid, why)
     if not_deleted is not None:
         return not_deleted
     try:
@@ -59,10 +59,10 @@ def _failed(member, reason: str, err: ApiError | None = None) -> MemberOutcome:
     return MemberOutcome(result_for(member, "failed", reason=reason, error=err))
 
 
-def _replacement_refused(ctx: RunContext, member, why: str) -> MemberOutcome | None:
+def _replacement_refused(run: MemberApply, member, why: str) -> MemberOutcome | None:
     """The failed outcome when the server would refuse the replacement (a dry-run create), else None."""
     try:
-        ctx.client.create(member.resource, member.body, field_manager=ctx.opts.field_manager, dry_run=True)
+        run.client.create(member.resource, member.body, field_manager=run.opts.field_manager, dry_run=True)
     except ConflictError as err:
         if err.reason != "AlreadyExists":
             return _failed(member, f"{why}; its replacement was refused, so it was not deleted: {err.message}", err)
@@ -71,32 +71,32 @@ def _replacement_refused(ctx: RunContext, member, why: str) -> MemberOutcome | N
     return None
 
 
-def _delete(ctx: RunContext, member, uid: str, why: str) -> MemberOutcome | None:
+def _delete(run: MemberApply, member, uid: str, why: str) -> MemberOutcome | None:
     """Delete the object with ``uid`` and wait until it is gone; the failed outcome if not, else None."""
     try:
-        ctx.client.delete(member.resource, member.name, member.namespace, uid=uid,
-                          propagation_policy=ctx.opts.propagation_policy)
+        run.client.delete(member.resource, member.name, member.namespace, uid=uid,
+                          propagation_policy=run.opts.propagation_policy)
     except ApiError as err:
         if err.status == 409:
             return _failed(member, f"{why}; it was replaced by someone else meanwhile, so it was not deleted; "
                            "run again", err)
         if err.status != 404:
             return _failed(member, f"{why}; deleting it to recreate it failed: {err.message}", err)
-    left = _wait_deleted(ctx, member, uid)
+    left = _wait_deleted(run, member, uid)
     if left is None:
         return None
     finalizers = metadata_of(left).get("finalizers") or []
     held = f" (finalizers: {', '.join(finalizers)})" if finalizers else ""
-    return _failed(member, f"{why}; it was deleted but is still there after {ctx.opts.recreate_timeout:.0f}s{held}; "
+    return _failed(member, f"{why}; it was deleted but is still there after {run.opts.recreate_timeout:.0f}s{held}; "
                    "the next run creates it once it is gone")
 
 
-def _wait_deleted(ctx: RunContext, member, uid: str) -> dict | None:
+def _wait_deleted(run: MemberApply, member, uid: str) -> dict | None:
     """Wait until the object with ``uid`` is gone; returns it if it is still there at the deadline."""
-    deadline = time.monotonic() + ctx.opts.recreate_timeout
+    deadline = time.monotonic() + run.opts.recreate_timeout
     pause = 0.1
     while True:
-        live = ctx.client.get(member.resource, member.name, member.namespace)
+        live = run.client.get(member.resource, member.name, member.namespace)
         if live is None or live["metadata"].get("uid") != uid:
             return None
         if time.monotonic() >= deadline:

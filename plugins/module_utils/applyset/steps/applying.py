@@ -13,6 +13,7 @@ from ..apply import gates, namespaces
 from .. import spec
 from ..wait import waiting
 from ..errors import ApiError, ApplySetError
+from ..apply import member_inputs
 from ..apply.member_apply import apply_member, as_outcome
 from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, live_result
 from ..run.runner import RunContext
@@ -31,7 +32,7 @@ def make_namespaces(ctx: RunContext) -> None:
                                 fix=namespaces.refusal_fix(result))
     member = decisions.parent_namespace_first
     if member is not None:
-        result = ctx.record.outcome(apply_member(ctx, member, frozenset()))
+        result = ctx.record.outcome(apply_member(member_inputs.of_run(ctx), member, frozenset()))
         if result.action == "failed":
             # The server's own words, as kubectl prints them: the webhook or policy and its message.
             raise ApplySetError(f"could not create namespace {ctx.parent.namespace} for the parent: {result.reason}",
@@ -60,12 +61,13 @@ def _each_phase(ctx: RunContext) -> None:
     first = ctx.decisions.parent_namespace_first
     done_before = {first.key} if first is not None else set()
     created_namespaces: set = set()
+    run = member_inputs.of_run(ctx)  # what the workers read: taken once, never the context
     for phase_members in ctx.plan.phases:
         if ctx.claim:
             ctx.claim.check()
         members = [m for m in phase_members if m.key not in done_before]
         seen = frozenset(created_namespaces)
-        outcomes = ctx.client.map(lambda m: apply_member(ctx, m, seen), members)
+        outcomes = ctx.client.map(lambda m: apply_member(run, m, seen), members)
         ok = True
         for member, outcome in zip(members, outcomes):
             result = ctx.record.outcome(as_outcome(member, outcome))

@@ -26,6 +26,7 @@ from ..parent import write as parent_write
 from ..rules import prune as prunes
 from .. import spec
 from ..errors import ApiError
+from ..apply import member_inputs
 from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome, with_drift
 from .pruning import carry_out
 from ..rules.plan import DesiredObject
@@ -205,7 +206,8 @@ def _update(ctx: RunContext, member: DesiredObject) -> _InPlace:
                 return _InPlace(None, CarriedUpdate(None, before))
             before = fresh
     # the drift as listed before this write, kept in what is carried into a start over
-    outcome = with_drift(ctx, member, applied_outcome(ctx, member, before, resp,
+    run = member_inputs.of_run(ctx)
+    outcome = with_drift(run, member, applied_outcome(run, member, before, resp,
                                                       [f"{member.ref}: {w}" for w in resp.warnings]))
     return _InPlace(outcome, CarriedUpdate(outcome.result, before, resp.body, tuple(outcome.warnings)))
 
@@ -229,9 +231,10 @@ def confirm_parent_unchanged(ctx: RunContext) -> None:
 def record_in_plan_order(ctx: RunContext) -> None:
     """Step record: every member's outcome in rank order (updated or unchanged), then the prune
     candidates that are skipped (controlled by another object), as the claim's route reports them."""
+    run = member_inputs.of_run(ctx)
     for rank_members in ctx.plan.ranks:
         for member in rank_members:
-            outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(ctx, member)
-            ctx.record.outcome(with_drift(ctx, member, outcome))
+            outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(run, member)
+            ctx.record.outcome(with_drift(run, member, outcome))
     carry_out(ctx, prunes.PruneDecisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
     ctx.report.applyset["tooling"] = ctx.parent.tooling
