@@ -95,10 +95,11 @@ def reading(entry: str, opts) -> list[Step]:
 # hooks, which run whatever stopped the run.
 
 
-def _hooks(name: str, run: Callable[[RunContext], None], effect: str, always: bool = False) -> Step:
+def _hooks(name: str, run: Callable[[RunContext], None], effect: str, always: bool = False,
+           reads: str = "hooks") -> Step:
     """A step that runs hooks: it reads the hooks found (and the plan and decisions where there are
     some) and hands on which ran."""
-    return Step(name, run, effect, always, reads="hooks", may_read="decisions plan", sets="hooks")
+    return Step(name, run, effect, always, reads=reads, may_read="decisions plan", sets="hooks")
 
 
 _HOOKS_AFTER_APPLY = (_hooks("post-apply-hooks", hook_run.post_apply, WRITE),
@@ -118,7 +119,7 @@ def for_apply(opts) -> Route:
         tail += [Step("prune-early", pruning.prune_early_step, WRITE, reads=_PRUNE_READS),
                  Step("wait-ready", settling.wait_ready_before_prune, WAIT, reads="plan"),
                  Step("prune", pruning.prune_step, WRITE, reads=_PRUNE_READS), *_retire(opts), *_release(opts),
-                 Step("wait-gone", settling.wait_pruned_gone, WAIT, reads="plan")]
+                 Step("wait-gone", settling.wait_pruned_gone, WAIT, reads="discovery plan")]
         return _route(APPLY, APPLY, opts, tail)
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, WRITE, reads=_PRUNE_READS))
@@ -184,7 +185,7 @@ def for_uninstall(opts) -> Route:
             Step("plan-id", approval.plan_uninstall, DECIDE, reads="hooks parent removal")]
     tail += _claimed(opts, [_hooks("pre-delete-hooks", hook_run.pre_delete, effect),
                             Step("delete-members", teardown.delete_members, effect, reads="parent removal"),
-                            _hooks("post-delete-hooks", hook_run.post_delete, effect),
+                            _hooks("post-delete-hooks", hook_run.post_delete, effect, reads="hooks removal"),
                             Step("delete-parent", teardown.delete_parent(show_diff=True), effect, reads="parent")])
     if history_steps.keeps_history(opts) and not opts.dry_run:
         tail.append(history_steps.DELETE_ALL)
