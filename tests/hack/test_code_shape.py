@@ -44,7 +44,7 @@ def test_every_package_and_root_module_of_the_core_is_a_declared_layer():
     core = code_shape.CORE
     declared = {p.name for p in core.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     declared |= {p.stem for p in core.glob("*.py") if p.name != "__init__.py"}
-    assert declared == set(code_shape.LAYERS)
+    assert declared == set(code_shape.layer_ranks())
 
 
 def _tree(tmp_path, monkeypatch, files: dict):
@@ -63,6 +63,15 @@ def test_an_import_up_the_layers_is_refused_and_one_down_is_not(tmp_path, monkey
         "high/__init__.py": "", "high/step.py": "from ..low import rule\nrun = 1\n"})
     assert code_shape.layer_breaks(core, ("errors", "low", "high", "engine")) == [
         "core/low/rule.py:2: low imports high, a layer above it"]
+
+
+def test_layers_beside_each_other_import_those_below_and_never_each_other(tmp_path, monkeypatch):
+    core = _tree(tmp_path, monkeypatch, {
+        "__init__.py": "", "errors.py": "X = 1\n", "engine.py": "from . import errors\nfrom .verify import check\n",
+        "verify/__init__.py": "", "verify/check.py": "from .. import errors\n"})
+    assert code_shape.layer_breaks(core, ("errors", ("engine", "verify"))) == [
+        "core/engine.py:2: engine imports verify, a layer beside it"]
+    assert code_shape.layer_ranks(("errors", ("engine", "verify"))) == {"errors": 0, "engine": 1, "verify": 1}
 
 
 def test_an_import_for_annotations_only_may_name_a_type_of_any_layer(tmp_path, monkeypatch):

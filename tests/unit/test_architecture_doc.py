@@ -82,7 +82,7 @@ def test_the_apply_table_lists_the_apply_route_in_order():
 
 def test_the_package_table_has_one_row_per_layer_in_the_order_code_shape_declares():
     rows = [names(row[0])[0].removesuffix("/").removesuffix(".py") for row in table("## The packages")]
-    assert rows == list(code_shape.LAYERS)
+    assert rows == list(code_shape.layer_ranks())  # lowest first; layers beside each other in their order
 
 
 def test_every_module_of_a_package_is_named_in_its_row():
