@@ -133,7 +133,7 @@ def with_conditions(*conditions):
 
 def test_a_failed_rule_that_holds_only_over_an_empty_list_is_no_failure():
     ready, reason, final = judged_final(with_conditions(("Issuing", "True", "Issuing")),
-                                      health_check_exprs=[dict(FLUX_CERTIFICATE, current="false")])
+                                        health_check_exprs=[dict(FLUX_CERTIFICATE, current="false")])
     assert ready is False and not final, reason
     assert "failed holds only because status.conditions.filter(e, e.type == 'Ready') is empty" in reason
     ready, reason, final = judged_final(with_conditions(("Ready", "False", "Broken")), health_check_exprs=[FLUX_CERTIFICATE])

@@ -36,7 +36,7 @@ def test_flux_cheatsheet_expression_current_and_failed():
     ready, reason, final = judged_final(cert(("Ready", "True", "Issued", "")), health_check_exprs=[CERTIFICATE])
     assert (ready, reason) == (True, "health_check_exprs[0] current holds")
     ready, reason, final = judged_final(cert(("Ready", "False", "ConfigError", "no issuer")),
-                                      health_check_exprs=[CERTIFICATE])
+                                        health_check_exprs=[CERTIFICATE])
     assert ready is False and final
     assert str(reason) == "failed: health_check_exprs[0] failed holds: Ready False: ConfigError: no issuer"
 

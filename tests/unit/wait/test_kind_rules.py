@@ -7,6 +7,7 @@ from applyset.wait import kind_rules, workload_rules
 from applyset.wait.status import Status
 from readiness_objects import condition, deployment, judged, obj, service, widget
 
+
 def test_pvc_crd_namespace_rules():
     assert judged(obj("v1", "PersistentVolumeClaim", status={"phase": "Bound"})) == (True, "Bound")
     assert judged(obj("v1", "PersistentVolumeClaim", status={"phase": "Pending"}))[0] is False
@@ -42,7 +43,7 @@ def test_generic_rule_uses_ready_then_available_conditions():
     assert judged(widget({"conditions": [condition("Ready")]})) == (True, "Ready")
     assert judged(widget({"conditions": [condition("Available")]})) == (True, "Available")
     ready, reason = judged(widget({"conditions": [condition("Ready", "False", reason="Waiting",
-                                                                      message="db down")]}))
+                                                            message="db down")]}))
     assert (ready, reason) == (False, "Ready is False: Waiting: db down")
     assert judged(widget({"conditions": [condition("Synced")]})) == (True, "no Ready or Available condition")
 

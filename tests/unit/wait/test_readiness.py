@@ -41,7 +41,7 @@ def test_a_finished_job_being_deleted_by_its_ttl_keeps_its_verdict():
      "built-in"),
     (widget({"ok": 0}), {"overrides": {"Widget": "status.ok"}}, Status.IN_PROGRESS, "override Widget"),
     (widget({"phase": "Done"}), {"health_check_exprs": [{"apiVersion": "example.com/v1", "kind": "Widget",
-                                                          "current": "status.phase == 'Done'"}]},
+                                                         "current": "status.phase == 'Done'"}]},
      Status.CURRENT, "health_check_exprs[0]"),
 ])
 def test_the_verdict_names_the_rule_rule_for_names_without_judging(thing, options, status, rule):

@@ -37,7 +37,7 @@ def test_deployment_reasons(status, reason):
 
 def test_deployment_replicas_default_to_one_and_zero_replicas_is_ready():
     d = obj("apps/v1", "Deployment", spec={}, status={"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1,
-                                                     "availableReplicas": 1, "readyReplicas": 1})
+                                                      "availableReplicas": 1, "readyReplicas": 1})
     assert judged(d) == (True, "1/1 replicas available")
     assert judged(deployment(0))[0] is True
 

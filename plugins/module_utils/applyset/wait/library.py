@@ -28,7 +28,6 @@ from . import freshness
 from .status import Readiness, Status
 
 
-
 # ----- what the rules share ---------------------------------------------------------------------
 
 

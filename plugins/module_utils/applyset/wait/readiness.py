@@ -140,8 +140,8 @@ def _rule_of(obj: dict, group_kind: GroupKind, fail_closed: bool, overrides: dic
     chosen = expressions.entry_for(group_kind, exprs)
     if chosen is not None:
         index, expr = chosen
-        return f"health_check_exprs[{index}]", lambda: _answer(obj, expressions.judge_entry(obj, index, expr),
-                                                                field_manager)
+        judged_by = f"health_check_exprs[{index}]"
+        return judged_by, lambda: _answer(obj, expressions.judge_entry(obj, index, expr), field_manager)
     override = _override_for(group_kind, overrides)
     if override is not None:
         key, expression = override

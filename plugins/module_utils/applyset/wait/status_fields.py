@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..object_meta import metadata_of
 
+
 def status_of(obj: dict) -> dict:
     return obj.get("status") or {}
 

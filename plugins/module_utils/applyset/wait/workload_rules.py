@@ -14,6 +14,7 @@ from .status_fields import (
     conditions_by_type, count, desired_replicas, explain, generation_not_observed, is_true, spec_of, status_of,
 )
 
+
 def deployment_ready(obj: dict) -> Readiness:
     """A Deployment ``obj`` (as read) has rolled out: its generation observed, every replica updated,
     available and ready, no old replica left. ``FAILED`` when the rollout failed
@@ -92,9 +93,7 @@ def daemonset_ready(obj: dict) -> Readiness:
 
 
 def replicaset_ready(obj: dict) -> Readiness:
-    """A ReplicaSet ``obj`` has its generation observed and every replica available and ready.
-   
-    """
+    """A ReplicaSet ``obj`` has its generation observed and every replica available and ready."""
     stale = generation_not_observed(obj, required=True)
     if stale:
         return Readiness.in_progress(stale)
