@@ -16,8 +16,8 @@ from ..run.runner import RunContext, StepOrderError
 from ..spec import ObjectId
 from . import namespaces
 
-if TYPE_CHECKING:  # what the reading steps hand on: named for the annotations only
-    from ..steps.decide import Decisions, LiveState
+if TYPE_CHECKING:  # what the reading steps hand on (run/records.py): named for the annotations only
+    from ..run.records import Decisions, LiveState
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from ..errors import InputError
 from .plan import DesiredObject
 
 if TYPE_CHECKING:  # what the list-live step hands on, named for the annotations only: the steps are above the rules
-    from ..steps.decide import LiveState
+    from ..run.records import LiveState
 
 ANNOTATION_APPLY = "applyset.kubernetes.ansible/apply"
 FLUX_SSA = "kustomize.toolkit.fluxcd.io/ssa"
@@ -149,7 +149,7 @@ def apply_policy(body: dict) -> str | None:
 
 def resolve(rules: tuple, members: Iterable[DesiredObject], live: LiveState, manager: str) -> Policies:
     """The apply policies and ``ignore_fields`` ``rules`` (``parse_rules``) of every one of
-    ``members`` (``plan.DesiredObject``), against the ``live`` objects listed (``decide.LiveState``)
+    ``members`` (``plan.DesiredObject``), against the ``live`` objects listed (``run.records.LiveState``)
     for the field manager ``manager``. A member a rule matches gets its body resolved (and its
     digest) here, before the unchanged members are found."""
     result = Policies()

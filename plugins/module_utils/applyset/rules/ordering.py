@@ -32,7 +32,7 @@ from ..kube.discovery import Discovery
 
 if TYPE_CHECKING:  # what the run and its decide step hold, named for the annotations only: both are above the rules
     from ..run.options import Options
-    from ..steps.decide import Decisions
+    from ..run.records import Decisions
 
 DEPENDS_ON = "config.kubernetes.io/depends-on"
 # kapp's ordering annotations are not read (docs/user-guide.md, "Order inside a set"): a warning says so.

@@ -25,11 +25,10 @@ from ..spec import ObjectId
 from .options import Options
 from .report import Recorder, Report
 
-if TYPE_CHECKING:  # what the steps above this layer hand on: named for the annotations only
+from .records import CarriedUpdate, Decisions, LiveState, Removal, Updates
+
+if TYPE_CHECKING:  # the claim is a step's object with a heartbeat, not a record: named for the annotations only
     from ..steps.claim import Claim
-    from ..steps.decide import Decisions, LiveState
-    from ..steps.teardown import Removal
-    from ..steps.without_claim import CarriedUpdate, Updates
 
 _T = TypeVar("_T")
 
@@ -133,7 +132,7 @@ class RunContext:
     ``decisions`` ...) is read as the type that step sets, and refused before it ran
     (``HandedOn``, ``StepOrderError``); ``has`` tells whether it ran. What a run may or may not
     have at any step (``claim``, ``failure`` ...) is a plain optional field.
-    ``carried`` holds what an earlier attempt without the claim wrote (``without_claim.CarriedUpdate``
+    ``carried`` holds what an earlier attempt without the claim wrote (``records.CarriedUpdate``
     by object): it is passed in, never changed by the attempt that reads it.
     """
 
@@ -162,10 +161,10 @@ class RunContext:
     desired = HandedOn[list[Manifest]]("split-hooks")  # the members to apply: the input (or rendered) less its hooks
     hooks = HandedOn[HookSet]("split-hooks or find-hooks")
     plan = HandedOn[Plan]("plan")
-    live = HandedOn["LiveState"]("list-live")
-    decisions = HandedOn["Decisions"]("decide")
-    removal = HandedOn["Removal"]("list-members")  # what an uninstall or disband removes
-    in_place = HandedOn["Updates"]("update-in-place")
+    live = HandedOn[LiveState]("list-live")
+    decisions = HandedOn[Decisions]("decide")
+    removal = HandedOn[Removal]("list-members")  # what an uninstall or disband removes
+    in_place = HandedOn[Updates]("update-in-place")
 
     def has(self, name: str) -> bool:
         """Whether the step that hands on ``name`` (discovery, parent, rendered, desired, hooks, plan,

@@ -22,7 +22,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
 
 from ..kube.api import KubeApi
 from . import history_steps
@@ -31,6 +30,7 @@ from ..parent import write as parent_write
 from ..parent import model as parent_model
 from ..errors import ApplySetError, ParentChanged
 from ..run.runner import RunContext
+from ..run.records import Hints
 from ..spec import GroupKind
 
 # How many times one run starts over after losing the race for the claim. Each loss means another
@@ -43,18 +43,6 @@ RACES_BEFORE_GIVING_UP = 5
 def new_run_id() -> str:
     """A new run id, ``HOST/PID/RANDOM``: who holds a claim, readable by a person."""
     return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(4)}"
-
-
-@dataclass(frozen=True)
-class Hints:
-    """The parent's hint during a run as ``(group_kinds, namespaces)`` pairs: ``superset`` while the
-    run writes (the union of old and new, for crash safety), ``final`` once everything went
-    through; and whether each differs from what the parent records now."""
-
-    superset: tuple
-    final: tuple
-    superset_changes: bool
-    final_changes: bool
 
 
 class RaceLost(Exception):
@@ -185,7 +173,7 @@ def wait_until_free(read_parent: Callable[[], parent_model.Parent], run_id: str,
 
 
 def _hints(ctx: RunContext) -> Hints:
-    """The hints the claim writes: the apply's (``decide.Decisions``), or on the routes that end
+    """The hints the claim writes: the apply's (``records.Decisions``), or on the routes that end
     a set the recorded ones (``teardown.Removal``)."""
     if ctx.has("decisions"):
         return ctx.decisions.hints

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
 
 from ..apply import adoption, namespaces
 from ..run import early
@@ -24,75 +23,16 @@ from ..rules import plan as plans
 from ..rules import prune as prunes
 from .. import spec
 from . import release_takeover
-from .claim import Hints, wait_until_free
+from .claim import wait_until_free
 from ..errors import ApplySetError, GuardError, InputError, InputErrors
-from ..kube.listing import LiveObject, list_pairs, live_objects, recorded_scope
+from ..kube.listing import list_pairs, live_objects, recorded_scope
 from ..parent.model import Parent
 from ..parent.prefetch import discover_and_read
 from ..kube.versions import VersionFallback
 from ..run.options import Options
 from ..run.runner import RunContext
+from ..run.records import Decisions, Hints, LiveState, prune_context
 from ..spec import GroupKind
-
-
-@dataclass(frozen=True)
-class LiveState:
-    """What the LISTs of an apply saw: ``objects`` by identity, and the recorded kinds whose
-    members could not be listed (``not_listed``: they stay in the hint)."""
-
-    objects: dict
-    not_listed: frozenset = frozenset()
-
-    def get(self, key: spec.ObjectId) -> LiveObject | None:
-        """The live object with identity ``key``, if listed."""
-        return self.objects.get(key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.objects
-
-
-@dataclass(frozen=True)
-class Decisions:
-    """What an apply decided before its first write.
-
-    ``unchanged``: ``{ObjectId: uid}`` of members whose apply would change nothing (not sent);
-    ``candidates``: listed members of the set that are not desired (adopted ones included), as
-    ``LiveObject``; ``about_to_apply``: UIDs of the live objects the desired set names;
-    ``prune``: the candidates' first ``prune.PruneDecisions`` (guard applied; none when prune is off);
-    ``hints``: the parent's hints; ``adopted``: legacy prune objects taken in that are not
-    desired (their labels already set to this set); ``namespace_to_create``: the namespace
-    ``create_namespace`` makes; ``parent_namespace_first``: the set's own Namespace member that
-    is applied before the parent can be created in it.
-    """
-
-    unchanged: dict
-    candidates: tuple
-    about_to_apply: frozenset
-    prune: prunes.PruneDecisions
-    hints: Hints
-    adopted: tuple = ()
-    namespace_to_create: str | None = None
-    parent_namespace_first: plans.DesiredObject | None = None
-    not_listed: frozenset = field(default_factory=frozenset)
-    order: ordering.Order | None = None  # depends-on and sync waves; None when no member has them
-    policies: field_policy.Policies = field(default_factory=field_policy.Policies)  # members and fields left alone
-    helm: release_takeover.TakeOver | None = None  # the Helm release this run takes over (helm.take_over)
-
-    def prune_context(self, parent: Parent, applied_uids: Iterable[str] = frozenset()) -> prunes.Context:
-        """What the prune rules know: the recorded scope (widened by adopted objects) and the
-        UIDs this run applied or is about to apply."""
-        return prune_context(parent, self.adopted, applied_uids)
-
-
-def prune_context(parent: Parent, adopted: Iterable[LiveObject],
-                  applied_uids: Iterable[str] = frozenset()) -> prunes.Context:
-    """The prune rules' ``Context`` for a set whose parent is ``parent``: its recorded scope,
-    widened by the ``adopted`` legacy objects (``LiveObject``), and the UIDs not to prune."""
-    return prunes.Context(
-        applyset_id=parent.id, parent_uid=parent.uid,
-        scope=prunes.scope_of(parent.recorded_group_kinds | {o.resource.group_kind for o in adopted},
-                              parent.namespaces | {o.meta["namespace"] for o in adopted if o.meta.get("namespace")}),
-        applied_uids=frozenset(applied_uids))
 
 
 # ----- the reading steps -------------------------------------------------------------------------

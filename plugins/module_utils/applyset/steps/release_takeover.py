@@ -24,7 +24,6 @@ The result's ``applyset.helm_take_over`` says what is (or, in check mode, would 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from ..object_meta import metadata_of
 from .. import spec
@@ -33,18 +32,7 @@ from ..kube.listing import LiveObject
 from ..parent import helm_release
 from ..rules import helm_takeover as rules
 from ..run.runner import RunContext
-
-
-@dataclass(frozen=True)
-class TakeOver:
-    """A release this run takes over: the ``release``, its objects the manifests no longer contain
-    (``dropped``, ``LiveObject`` labelled with this set's id, as ``apply.adoption`` adopts), how many
-    desired members were its objects (``desired_count``), and Helm's field ``managers``."""
-
-    release: helm_release.Release
-    dropped: tuple
-    desired_count: int
-    managers: frozenset
+from ..run.records import TakeOver
 
 
 def home_namespace(ctx: RunContext) -> str:

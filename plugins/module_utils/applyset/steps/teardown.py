@@ -10,13 +10,10 @@ deleted only once every member went; until then it keeps recording the set.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ..parent import write as parent_write
 from ..rules import prune as prunes
 from .. import spec
-from .claim import Hints
-from .decide import prune_context
 from ..errors import ApplySetError, GuardError
 from ..kube.list_errors import explain_error
 from ..kube.listing import failure_of, list_each, live_objects, recorded_scope
@@ -24,18 +21,7 @@ from .pruning import carry_out
 from ..run.report import Change, live_result
 from ..kube.versions import VersionFallback
 from ..run.runner import RunContext, StepOrderError
-
-
-@dataclass(frozen=True)
-class Removal:
-    """What the end of a set decided before its first write: the ``members`` listed (``LiveObject``,
-    in LIST order), for uninstall their prune ``decided`` (guard applied), and the ``hints`` the
-    claim holds (the recorded ones, unchanged)."""
-
-    members: tuple
-    hints: Hints
-    decided: prunes.PruneDecisions | None = None
-    gone_with_crd: frozenset = frozenset()  # CRD names whose objects were not listed: they go with the CRD
+from ..run.records import Hints, Removal, prune_context
 
 
 def warn_missing_parent(action: str) -> Callable[[RunContext], None]:

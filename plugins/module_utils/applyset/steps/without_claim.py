@@ -30,25 +30,14 @@ from ..apply import member_inputs
 from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome, with_drift
 from .pruning import carry_out
 from ..rules.plan import DesiredObject
-from ..run.report import MemberOutcome, ObjectResult
+from ..run.report import MemberOutcome
 from ..run.runner import RunContext
+from ..run.records import CarriedUpdate, Updates
 
 _Answer = TypeVar("_Answer")
 
 # Tries of an update whose object changed since it was listed (read again in between).
 IN_PLACE_ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class CarriedUpdate:
-    """What an attempt without the claim wrote to one member before the run started over:
-    its ``result`` (None when unknown: the answer may have been lost), the object ``before``,
-    ``after`` (None when unknown) and the ``warnings`` it got."""
-
-    result: ObjectResult | None
-    before: dict
-    after: dict | None = None
-    warnings: tuple = ()
 
 
 class StartOver(Exception):
@@ -106,15 +95,6 @@ def _updatable_in_place(ctx: RunContext, member: DesiredObject) -> bool:
 
 def _in_place_blocker(ctx: RunContext, live_obj: dict | None) -> str | None:
     return nochange.in_place_blocker(live_obj, ctx.opts.field_manager, ctx.parent.id, ctx.set_managers)
-
-
-@dataclass(frozen=True)
-class Updates:
-    """What the update-in-place step did: ``outcomes`` of the members updated and what to carry
-    into a start over (both ``{ObjectId: ...}``)."""
-
-    outcomes: dict
-    carried: dict
 
 
 @dataclass(frozen=True)
