@@ -956,7 +956,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 # options.py nothing else). The rest of the engine is imported in main(), after the early reads went out
 # (early.py): they travel while Python compiles it.
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run import early  # noqa: E402
-from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import Options  # noqa: E402
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import HelmSettings, Options  # noqa: E402
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError  # noqa: E402
 
 
@@ -1218,23 +1218,24 @@ def checked_options(module, definition):
 
 
 def helm_options(params, values):
-    """The ``helm`` option as ``Options`` fields: the release (the name defaults to the parent's),
-    ``take_over``, and with a chart the chart (``inputs.helm_chart.Chart``) with ``values``
-    (``protected_helm_values``) rendered in the release's namespace (given, or the set's); {} without helm."""
+    """The ``helm`` option as the ``Options`` field ``helm`` (``HelmSettings``): the release (the name
+    defaults to the parent's), ``take_over``, and with a chart the chart (``inputs.helm_chart.Chart``)
+    with ``values`` (``protected_helm_values``) rendered in the release's namespace (given, or the
+    set's); {} without helm."""
     helm = params["helm"]
     if helm is None:
         return {}
     release = helm["release_name"] or parent_name(params["parent"])
-    fields = {"helm_release": release, "helm_namespace": helm["namespace"], "helm_take_over": helm["take_over"]}
+    settings = HelmSettings(release=release, namespace=helm["namespace"], take_over=helm["take_over"])
     if helm["chart"] is None:  # a take-over of objects given as src or definition
-        return fields
+        return {"helm": settings}
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs.helm_chart import Chart
 
     namespace = helm["namespace"] or params["namespace"] or parent_namespace(params["parent"])
     chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
                   values=values, values_files=tuple(helm["values_files"] or ()),
                   include_crds=helm["include_crds"], binary=helm["binary"])
-    return {**fields, "helm_chart": chart, "helm_namespace": namespace}
+    return {"helm": dataclasses.replace(settings, chart=chart, namespace=namespace)}
 
 
 def parent_name(parent):

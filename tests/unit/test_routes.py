@@ -12,7 +12,7 @@ from applyset.errors import ApplySetError
 from applyset.history.revisions import Settings
 from applyset.inputs.helm_chart import Chart
 from applyset.rules.legacy import LegacyAdoption
-from applyset.run.options import Options
+from applyset.run.options import HelmSettings, Options
 from applyset.steps import without_claim
 
 READING = ["read-parent", "split-hooks", "plan", "list-live", "decide", "plan-id"]
@@ -35,31 +35,31 @@ ROUTES = {
     "apply, adopt_legacy without prune": (
         routes.for_apply, Options(prune=False, adopt_legacy=LegacyAdoption(selector="app=shop")),
         READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
-    "apply, helm.take_over": (routes.for_apply, Options(helm_release="shop", helm_take_over=True),
+    "apply, helm.take_over": (routes.for_apply, Options(helm=HelmSettings(release="shop", take_over=True)),
                               READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune",
                                          "retire-helm-release", *POST, "release"]),
     "apply, helm.take_over, wait": (
-        routes.for_apply, Options(helm_release="shop", helm_take_over=True, wait=True),
+        routes.for_apply, Options(helm=HelmSettings(release="shop", take_over=True), wait=True),
         READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune-early", "wait-ready", "prune",
                    "retire-helm-release", *POST, "release", "wait-gone"]),
     "apply, helm.take_over without prune": (
-        routes.for_apply, Options(prune=False, helm_release="shop", helm_take_over=True),
+        routes.for_apply, Options(prune=False, helm=HelmSettings(release="shop", take_over=True)),
         READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "retire-helm-release", *POST,
                    "release"]),
-    "preview, helm.take_over": (routes.for_preview, Options(dry_run=True, helm_release="shop", helm_take_over=True),
+    "preview, helm.take_over": (routes.for_preview, Options(dry_run=True, helm=HelmSettings(release="shop", take_over=True)),
                                 READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
     "preview": (routes.for_preview, Options(dry_run=True, wait=True),
                 READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
     "preview, no prune": (routes.for_preview, Options(dry_run=True, prune=False),
                           READING + ["show-final-hint", "preview-namespace", "apply", "preview-hooks"]),
-    "apply, helm chart": (routes.for_apply, Options(helm_chart=Chart(chart="c", release="r", namespace="n")),
+    "apply, helm chart": (routes.for_apply, Options(helm=HelmSettings(chart=Chart(chart="c", release="r", namespace="n"))),
                           ["read-parent", "render-chart", *READING[1:], "make-namespaces", "claim", *PRE, "apply",
                            "prune", *POST, "release"]),
     "preview, helm chart": (routes.for_preview,
-                            Options(dry_run=True, helm_chart=Chart(chart="c", release="r", namespace="n")),
+                            Options(dry_run=True, helm=HelmSettings(chart=Chart(chart="c", release="r", namespace="n"))),
                             ["read-parent", "render-chart", *READING[1:], "show-final-hint", "preview-namespace",
                              "apply", "prune", "preview-hooks"]),
-    "uninstall, helm chart": (routes.for_uninstall, Options(helm_chart=Chart(chart="c", release="r", namespace="n")),
+    "uninstall, helm chart": (routes.for_uninstall, Options(helm=HelmSettings(chart=Chart(chart="c", release="r", namespace="n"))),
                               ["read-parent", "render-chart", "list-members", "decide-removal", "find-hooks", "plan-id", "claim",
                                "pre-delete-hooks", "delete-members", "post-delete-hooks", "delete-parent", "release"]),
     "update-only": (routes.for_update_only, Options(),
@@ -250,13 +250,13 @@ def test_routes_do_not_share_mutable_state():
 
 def test_a_chart_is_rendered_after_read_parent_but_never_by_a_rollback():
     chart = Chart(chart="./shop", release="shop", namespace="shop")
-    rendering = routes.reading(routes.APPLY, Options(helm_chart=chart, history=Settings()))
+    rendering = routes.reading(routes.APPLY, Options(helm=HelmSettings(chart=chart), history=Settings()))
     assert runner.names(rendering)[:2] == ["read-parent", "render-chart"]
     # A rollback applies the revision's recorded objects (load-revision): the chart is not rendered again.
-    rolling_back = routes.reading(routes.APPLY, Options(helm_chart=chart, history=Settings(rollback_to=1)))
+    rolling_back = routes.reading(routes.APPLY, Options(helm=HelmSettings(chart=chart), history=Settings(rollback_to=1)))
     assert runner.names(rolling_back)[:2] == ["read-parent", "load-revision"]
     assert "render-chart" not in runner.names(rolling_back)
-    assert runner.names(routes.reading(routes.DISBAND, Options(helm_chart=chart))) == ["read-parent"]
+    assert runner.names(routes.reading(routes.DISBAND, Options(helm=HelmSettings(chart=chart)))) == ["read-parent"]
 
 
 # ----- what each step reads and sets of what steps hand on ----------------------------------------
@@ -267,8 +267,8 @@ _VARIANTS = [Options(), Options(wait=True), Options(prune=False), Options(wait=T
              Options(dry_run=True), Options(dry_run=True, wait=True), Options(history=Settings(max=5)),
              Options(history=Settings(max=5), wait=True), Options(history=Settings(max=0)),
              Options(history=Settings(rollback_to=1)), Options(history=Settings(rollback_to=1), wait=True),
-             Options(helm_chart=_CHART), Options(helm_chart=_CHART, history=Settings(), wait=True),
-             Options(helm_chart=_CHART, dry_run=True), Options(helm_release="shop", helm_take_over=True, wait=True),
+             Options(helm=HelmSettings(chart=_CHART)), Options(helm=HelmSettings(chart=_CHART), history=Settings(), wait=True),
+             Options(helm=HelmSettings(chart=_CHART), dry_run=True), Options(helm=HelmSettings(release="shop", take_over=True), wait=True),
              Options(adopt_legacy=LegacyAdoption(selector="app=shop"))]
 
 

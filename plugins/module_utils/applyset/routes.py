@@ -111,7 +111,7 @@ def for_apply(opts) -> Route:
     needs), the release last and always, the wait after it."""
     tail = [Step("make-namespaces", applying.make_namespaces, WRITE, reads="decisions discovery live parent"),
             CLAIM_STEP, _hooks(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
-    if (opts.adopt_legacy is not None and opts.prune) or opts.helm_take_over:
+    if (opts.adopt_legacy is not None and opts.prune) or opts.helm.take_over:
         tail.append(Step("label-adopted", applying.label_adopted, WRITE, reads="decisions parent"))
     tail.append(Step("apply", applying.apply_phases, WRITE, reads=_APPLY_READS))
     if opts.prune and opts.wait:
@@ -131,7 +131,7 @@ def for_apply(opts) -> Route:
 
 def _retire(opts) -> list:
     """With ``helm.take_over``: the release's records deleted once its objects are members."""
-    if not opts.helm_take_over:
+    if not opts.helm.take_over:
         return []
     return [Step("retire-helm-release", release_takeover.retire, WRITE, reads="decisions discovery")]
 

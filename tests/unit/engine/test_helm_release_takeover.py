@@ -4,7 +4,7 @@ that cannot be deleted named with the fix, after the objects became members."""
 
 from applyset import spec
 from applyset.parent import helm_release
-from applyset.run.options import DEFAULT_FIELD_MANAGER
+from applyset.run.options import DEFAULT_FIELD_MANAGER, HelmSettings
 
 from fakeapi import ID, actions, cm, load, run
 
@@ -34,7 +34,7 @@ def helm_installed(api, status="deployed"):
 def test_a_release_is_taken_over_its_dropped_object_pruned_and_its_record_retired(api):
     helm_installed(api)
     uid = api.object("v1", "ConfigMap", "a", "shop")["metadata"]["uid"]
-    report, error = run(api, "apply", load(cm("a")), helm_release="shop", helm_take_over=True)
+    report, error = run(api, "apply", load(cm("a")), helm=HelmSettings(release="shop", take_over=True))
     assert error is None, error
     assert actions(report) == {"ConfigMap shop/a": "configured", "ConfigMap shop/b": "pruned"}
     live = api.object("v1", "ConfigMap", "a", "shop")
@@ -64,7 +64,7 @@ def test_without_take_over_helms_objects_are_refused_before_any_write(api):
 
 def test_a_pending_release_is_refused_before_any_write(api):
     helm_installed(api, status="pending-upgrade")
-    report, error = run(api, "apply", load(cm("a")), helm_release="shop", helm_take_over=True)
+    report, error = run(api, "apply", load(cm("a")), helm=HelmSettings(release="shop", take_over=True))
     assert error is not None and "Helm release shop/shop is pending-upgrade" in str(error)
     assert api.writes() == []
 
@@ -72,7 +72,7 @@ def test_a_pending_release_is_refused_before_any_write(api):
 def test_a_record_that_cannot_be_deleted_is_named_with_the_fix_after_the_objects_became_members(api):
     helm_installed(api)
     api.fail("DELETE", RECORD_PATH, 403, "secrets is forbidden", reason="Forbidden", times=None)
-    report, error = run(api, "apply", load(cm("a"), cm("b")), helm_release="shop", helm_take_over=True)
+    report, error = run(api, "apply", load(cm("a"), cm("b")), helm=HelmSettings(release="shop", take_over=True))
     assert error is not None and f"its record {RECORD} could not be deleted" in str(error)
     assert "grant this user delete on secrets" in error.fix
     assert api.object("v1", "ConfigMap", "a", "shop")["metadata"]["labels"][spec.LABEL_PART_OF] == ID

@@ -55,19 +55,18 @@ def test_every_row_names_a_parameter_and_a_field_and_every_field_has_its_source(
     # recreate_timeout is no option of the module; the helm fields come from the helm option, which
     # may be absent (helm_options: the release's name defaults to the parent's).
     assert fields - filled == {"dry_run", "diff", "adopt_legacy", "history", "recreate_timeout",
-                               "helm_chart", "helm_release", "helm_namespace", "helm_take_over"}
+                               "helm"}
 
 
 def test_helm_fields_only_with_the_helm_option_and_the_release_named_by_the_parent(apply_module):
     assert apply_module.helm_options({"helm": None, "parent": "shop"}, {}) == {}
     take_over = {"release_name": None, "namespace": None, "take_over": True, "chart": None}
     params = {"parent": "configmaps/cache", "helm": take_over}
-    assert apply_module.helm_options(params, {}) == {"helm_release": "cache", "helm_namespace": None,
-                                                     "helm_take_over": True}
+    settings = apply_module.HelmSettings
+    assert apply_module.helm_options(params, {}) == {"helm": settings(release="cache", take_over=True)}
     params = {"parent": {"kind": "Secret", "name": "shop"},
               "helm": dict(take_over, release_name="web", namespace="n", take_over=False)}
-    assert apply_module.helm_options(params, {}) == {"helm_release": "web", "helm_namespace": "n",
-                                                     "helm_take_over": False}
+    assert apply_module.helm_options(params, {}) == {"helm": settings(release="web", namespace="n")}
 
 
 def test_the_table_gives_the_options_a_task_without_options_always_got(apply_module):

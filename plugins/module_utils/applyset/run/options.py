@@ -22,6 +22,19 @@ REAPPLY_CHOICES = ("changed", "always")
 
 
 @dataclass(frozen=True)
+class HelmSettings:
+    """The helm option: the ``chart`` rendered into the desired objects (steps/chart_render.py), and
+    the ``release`` it renders as or that is taken over (steps/release_takeover.py, with
+    ``take_over``): the given name or the parent's; the given ``namespace`` (with a chart, else the
+    set's). Empty without the option."""
+
+    chart: Chart | None = None
+    release: str | None = None
+    namespace: str | None = None
+    take_over: bool = False
+
+
+@dataclass(frozen=True)
 class Options:
     """How a run behaves; the modules build it from their options, other callers directly.
 
@@ -67,13 +80,7 @@ class Options:
     # steps/approval.py: the plan a real run must still have (a plan id, a plan list, or a check-mode
     # result); a run whose plan differs fails before any write. None binds the run to no plan.
     approved_plan: object = None
-    # The helm option: the chart rendered into the desired objects (steps/chart_render.py), and the
-    # release it renders as or that is taken over (steps/release_takeover.py): the given name or the
-    # parent's; the given namespace (with a chart, else the set's), None without helm.
-    helm_chart: Chart | None = None
-    helm_release: str | None = None
-    helm_namespace: str | None = None
-    helm_take_over: bool = False  # take over the Helm release helm_release
+    helm: HelmSettings = field(default_factory=HelmSettings)
 
     @property
     def guard_limits(self) -> prunes.GuardLimits:
@@ -105,7 +112,7 @@ class Options:
         if not 0 <= self.max_prune_percent <= 100:
             found.append(("guard.max_prune_percent", "must be between 0 and 100",
                           "set it to 100 to allow any prune, or lower to guard more"))
-        if self.helm_take_over and not self.helm_release:
+        if self.helm.take_over and not self.helm.release:
             found.append(("helm.take_over", "needs the release's name", "set helm.release_name"))
         for name in ("crd_timeout", "claim_ttl", "claim_wait", "wait_timeout", "recreate_timeout"):
             if getattr(self, name) < 0:

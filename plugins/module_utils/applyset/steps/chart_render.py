@@ -41,7 +41,7 @@ HELM_TIMEOUT = 600.0  # seconds: a chart from a slow repository is downloaded by
 def renders_chart(opts: Options) -> bool:
     """Whether a run with ``opts`` renders a chart (not when it rolls back: the revision is applied)."""
     rolls_back = opts.history is not None and opts.history.rollback_to is not None
-    return getattr(opts, "helm_chart", None) is not None and not rolls_back
+    return opts.helm.chart is not None and not rolls_back
 
 
 def find_binary(name: str) -> str:
@@ -109,7 +109,7 @@ def render_chart(ctx: RunContext) -> None:
             that does not render, an unreachable repository, a version that does not exist),
             objects that are no valid input; all before any write.
     """
-    chart = ctx.opts.helm_chart
+    chart = ctx.opts.helm.chart
     if chart is None:  # the route has this step only with a chart (renders_chart)
         return
     missing = helm_chart.missing_values_files(chart)

@@ -37,7 +37,7 @@ from ..run.records import TakeOver
 
 def home_namespace(ctx: RunContext) -> str:
     """The release's namespace: ``helm.namespace``, else the set's."""
-    return ctx.opts.helm_namespace or ctx.namespace or ctx.parent.namespace or "default"
+    return ctx.opts.helm.namespace or ctx.namespace or ctx.parent.namespace or "default"
 
 
 def find(ctx: RunContext) -> TakeOver | None:
@@ -48,7 +48,8 @@ def find(ctx: RunContext) -> TakeOver | None:
         ApplySetError: naming the release and the fix, before any write.
     """
     opts, live = ctx.opts, ctx.live
-    wanted = rules.Wanted(opts.helm_take_over, opts.helm_release, home_namespace(ctx) if opts.helm_take_over else None)
+    helm = opts.helm
+    wanted = rules.Wanted(helm.take_over, helm.release, home_namespace(ctx) if helm.take_over else None)
     owned = rules.owners(ctx.plan.members, {key: o.meta for key, o in live.objects.items()})
     releases = {owner: helm_release.read(ctx.client, ctx.discovery, *owner) for owner in sorted(owned)}
     release = None
