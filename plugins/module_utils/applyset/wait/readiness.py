@@ -146,7 +146,8 @@ def _rule_of(obj: dict, group_kind: GroupKind, fail_closed: bool, overrides: dic
     if override is not None:
         key, expression = override
         return f"override {key}", lambda: _override_ready(obj, expression)
-    awaited = needs_reading(group_kind, overrides, load_balancers)
+    # No CEL entry and no override (both returned above): what needs_reading would say, not asked again.
+    awaited = group_kind not in ALWAYS_READY
     if group_kind == spec.SERVICE_KIND and not load_balancers:
         return "none", lambda: Readiness.current("Service (load balancer address not awaited)")
     rule = RULES.get(group_kind)
