@@ -284,3 +284,28 @@ def test_a_plain_429_is_retried_for_the_whole_window():
                + [(200, {"ok": 1}, None)])
     assert c.request("GET", "/x").body == {"ok": 1}
     assert len(c._pool.sent) == 5
+
+
+def test_a_server_back_from_a_stall_gets_the_retry_time_again_for_its_passing_500s(monkeypatch):
+    # test_refusals' 45-second SIGSTOP: the apply's tries time out past the retry deadline, then the
+    # server answers that its quota evaluation timed out while it catches up; that 500 is retried.
+    import urllib3
+
+    silent = urllib3.exceptions.ReadTimeoutError(None, "/x", "Read timed out. (read timeout=60)")
+    answers = [(200, {}, None), silent, silent] + [(500, QUOTA_TIMED_OUT, None)] * 3 + [(200, {"ok": 3}, None)]
+
+    class Stalling(Recorder):
+        def request(self, method, url, body=None, headers=None, **kwargs):
+            if isinstance(self.responses[0], Exception):
+                kube.time.now += 70.0  # each silent try waits out the read timeout
+                self.sent.append(url)
+                raise self.responses.pop(0)
+            return super().request(method, url, body, headers, **kwargs)
+
+    monkeypatch.setattr(kube, "time", SlowClock(0))
+    c = client([])
+    c._pool = Stalling(answers)
+    c.request("GET", "/version")  # the server has answered this client
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}
+    assert c.apply(DEPLOYMENTS, obj, field_manager="m").body == {"ok": 3}
+    assert c._pool.responses == []
