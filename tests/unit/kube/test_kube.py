@@ -200,6 +200,23 @@ def stalled_client(monkeypatch, responses, per_request=70.0):
     return c
 
 
+class Stalling(Recorder):
+    """A stalled server: a silent try (an exception among the answers) waits out the read timeout
+    (70 s of the fake clock), an answer takes ``answer_seconds``."""
+
+    def __init__(self, responses, answer_seconds=70.0):
+        super().__init__(responses)
+        self.answer_seconds = answer_seconds
+
+    def request(self, method, url, body=None, headers=None, **kwargs):
+        if isinstance(self.responses[0], Exception):
+            kube.time.now += 70.0
+            self.sent.append(url)
+            raise self.responses.pop(0)
+        kube.time.now += self.answer_seconds
+        return super().request(method, url, body, headers, **kwargs)
+
+
 QUOTA_TIMED_OUT = {"kind": "Status", "status": "Failure", "reason": "InternalError", "code": 500,
                    "message": "Internal error occurred: resource quota evaluation timed out"}
 
@@ -250,14 +267,6 @@ def test_no_answer_until_the_read_timeout_is_retried_three_times_once_the_server
     silent = urllib3.exceptions.ReadTimeoutError(None, "/x", "Read timed out. (read timeout=60)")
     answers = [(200, {}, None), silent, silent, silent, (200, {"ok": 2}, None), silent, silent, silent, silent]
 
-    class Stalling(Recorder):
-        def request(self, method, url, body=None, headers=None, **kwargs):
-            kube.time.now += 70.0  # each try waits out the read timeout
-            if isinstance(self.responses[0], Exception):
-                self.sent.append(url)
-                raise self.responses.pop(0)
-            return super().request(method, url, body, headers, **kwargs)
-
     monkeypatch.setattr(kube, "time", SlowClock(0))
     c = client([])
     c._pool = Stalling(answers)
@@ -294,17 +303,9 @@ def test_a_server_back_from_a_stall_gets_the_retry_time_again_for_its_passing_50
     silent = urllib3.exceptions.ReadTimeoutError(None, "/x", "Read timed out. (read timeout=60)")
     answers = [(200, {}, None), silent, silent] + [(500, QUOTA_TIMED_OUT, None)] * 3 + [(200, {"ok": 3}, None)]
 
-    class Stalling(Recorder):
-        def request(self, method, url, body=None, headers=None, **kwargs):
-            if isinstance(self.responses[0], Exception):
-                kube.time.now += 70.0  # each silent try waits out the read timeout
-                self.sent.append(url)
-                raise self.responses.pop(0)
-            return super().request(method, url, body, headers, **kwargs)
-
     monkeypatch.setattr(kube, "time", SlowClock(0))
     c = client([])
-    c._pool = Stalling(answers)
+    c._pool = Stalling(answers, answer_seconds=0.0)
     c.request("GET", "/version")  # the server has answered this client
     obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}
     assert c.apply(DEPLOYMENTS, obj, field_manager="m").body == {"ok": 3}
