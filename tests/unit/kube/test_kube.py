@@ -305,6 +305,7 @@ def test_a_server_back_from_a_stall_gets_the_retry_time_again_for_its_passing_50
 
     monkeypatch.setattr(kube, "time", SlowClock(0))
     c = client([])
+    c.retry_seconds = 30.0  # the module's: the backoff between the three 500s stays well inside it
     c._pool = Stalling(answers, answer_seconds=0.0)
     c.request("GET", "/version")  # the server has answered this client
     obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}
