@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     log: list = []
     instrument(client, log)
     extra = {"reapply": args.reapply} if args.reapply else {}
-    opts = Options(prune=not args.no_prune, dry_run=args.dry_run, max_prune_percent=50, **extra)
+    opts = Options.from_settings(prune=not args.no_prune, dry_run=args.dry_run, max_prune_percent=50, **extra)
     run = engine.Engine(client, json.loads(args.parent), args.namespace, opts)
     try:
         report, error = run.apply(loaded), None

@@ -130,7 +130,7 @@ def _gate_figures(engine, manifests, kube, Options, writer, auth, namespace, gro
         definition = [_widget(group, dep, "False"),
                       {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
                        "metadata": {"name": cm, "annotations": {"config.kubernetes.io/depends-on": depends}}}]
-        eng = engine.Engine(kube.connect(auth), f"configmaps/gates-{run}", namespace, Options(wait_timeout=60))
+        eng = engine.Engine(kube.connect(auth), f"configmaps/gates-{run}", namespace, Options.from_settings(wait_timeout=60))
         thread = threading.Thread(target=lambda: eng.apply(manifests.load_definition(definition)), daemon=True)
         thread.start()
         path = f"/apis/{group}/v1/namespaces/{namespace}/widgets/{dep}"

@@ -956,7 +956,8 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 # options.py nothing else). The rest of the engine is imported in main(), after the early reads went out
 # (early.py): they travel while Python compiles it.
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run import early  # noqa: E402
-from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import HelmSettings, Options  # noqa: E402
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import (  # noqa: E402
+    GuardLimits, HelmSettings, Options, WaitOptions)
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError  # noqa: E402
 
 
@@ -1032,16 +1033,16 @@ OPTIONS = (
     ("propagation_policy", "propagation_policy", None),
     ("takeover", "takeover", None),
     ("adopt", "adopt", None),
-    ("guard.allow_empty", "allow_empty", None),
-    ("guard.max_prune_percent", "max_prune_percent", None),
-    ("guard.allow_prune_kinds", "allow_prune_kinds", frozenset),
+    ("guard.allow_empty", "guard.allow_empty", None),
+    ("guard.max_prune_percent", "guard.max_prune_percent", None),
+    ("guard.allow_prune_kinds", "guard.allow_prune_kinds", frozenset),
     ("crd_timeout", "crd_timeout", float),
-    ("wait", "wait", None),
-    ("wait_timeout", "wait_timeout", float),
-    ("failure_logs", "failure_logs", None),
-    ("wait_rules.fail_closed", "wait_rules.fail_closed", None),
-    ("wait_rules.overrides", "wait_rules.overrides", lambda overrides: overrides or None),
-    ("wait_rules.load_balancers", "wait_rules.wait_for_load_balancers", None),
+    ("wait", "waiting.enabled", None),
+    ("wait_timeout", "waiting.timeout", float),
+    ("failure_logs", "waiting.failure_logs", None),
+    ("wait_rules.fail_closed", "waiting.rules.fail_closed", None),
+    ("wait_rules.overrides", "waiting.rules.overrides", lambda overrides: overrides or None),
+    ("wait_rules.load_balancers", "waiting.rules.wait_for_load_balancers", None),
     ("claim_ttl", "claim_ttl", float),
     ("claim_wait", "claim_wait", float),
     ("create_namespace", "create_namespace", None),
@@ -1189,11 +1190,13 @@ def checked_options(module, definition):
     (``Options.problems``) before any request, as is what the parameters ask together. The
     history and adopt_legacy are added after the early reads; the engine checks them."""
     params = module.params
-    options = Options(**options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff),
-                      **helm_options(params, protected_helm_values(module)))
+    fields = options_from(params, OPTIONS, dry_run=module.check_mode, diff=module._diff)
+    waiting, guard = fields.pop("waiting"), GuardLimits(**fields.pop("guard"))
     exprs = health_check_exprs(params["wait_rules"])
     if exprs:  # only then: a run without CEL rules passes the same rule keywords as before them
-        options.wait_rules["health_check_exprs"] = exprs
+        waiting["rules"]["health_check_exprs"] = exprs
+    options = Options(**fields, guard=guard, waiting=WaitOptions(**waiting),
+                      **helm_options(params, protected_helm_values(module)))
     problems = options.problems()
     if problems:
         fail_option(module, *problems[0])  # one at a time, in the order of Options.problems

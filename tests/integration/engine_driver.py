@@ -25,7 +25,7 @@ def main() -> int:
     options = dict(job.get("options", {}))
     if "history" in job:  # history.Settings keywords: the run keeps the set's history
         options["history"] = history.Settings(**job["history"])
-    run = engine.Engine(client, job["parent"], job.get("namespace"), Options(**options))
+    run = engine.Engine(client, job["parent"], job.get("namespace"), Options.from_settings(**options))
     # finished_at: when this run let go of the set, so that a test can tell which of two
     # concurrent runs wrote last (the order in which it reads their output says nothing).
     try:

@@ -25,7 +25,7 @@ def run(cluster, namespace, objs=None, *, state="present", parent="secrets/shop"
     """One run with a client of its own: its Report, or the ApplySetError it raised."""
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     try:
-        eng = engine.Engine(client, parent, namespace, Options(**options))  # the options are checked here
+        eng = engine.Engine(client, parent, namespace, Options.from_settings(**options))  # the options are checked here
         if state == "absent":
             return eng.uninstall()
         return eng.apply(manifests.load_definition(objs if objs is not None else []))

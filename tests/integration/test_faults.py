@@ -172,7 +172,7 @@ def test_faults_never_lose_leak_or_touch_foreign_objects(cluster, kube, two_name
     options = {"max_prune_percent": 100, "claim_ttl": 3, "claim_wait": 30, **SCENARIO_OPTIONS.get(scenario, {})}
 
     def direct(definition):
-        run = engine.Engine(admin, PARENT, ns1, Options(**options))
+        run = engine.Engine(admin, PARENT, ns1, Options.from_settings(**options))
         return run.apply(manifests.load_definition(definition))  # raises when the run failed
 
     set_id = direct(state_a).applyset["id"]
@@ -253,7 +253,7 @@ def test_a_lost_answer_to_a_parent_write_is_recognised_as_this_runs_own(cluster,
     admin = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     state_a, state_b = states(ns1, ns2)
     options = {"max_prune_percent": 100, "claim_ttl": 30}
-    first = engine.Engine(admin, PARENT, ns1, Options(**options)).apply(manifests.load_definition(state_a))
+    first = engine.Engine(admin, PARENT, ns1, Options.from_settings(**options)).apply(manifests.load_definition(state_a))
     set_id = first.applyset["id"]
 
     proxy = FaultProxy(cluster.kubeconfig, hang_seconds=3)
@@ -265,7 +265,7 @@ def test_a_lost_answer_to_a_parent_write_is_recognised_as_this_runs_own(cluster,
         rc, out, err = _drive(job)
         assert rc == 0, out + err
         total = proxy.mutating_seen
-        undo = engine.Engine(admin, PARENT, ns1, Options(**options)).apply(manifests.load_definition(state_a))
+        undo = engine.Engine(admin, PARENT, ns1, Options.from_settings(**options)).apply(manifests.load_definition(state_a))
 
         proxy.reset("reset", 1 if which == "claim" else total)
         rc, out, err = _drive(job)
@@ -337,7 +337,7 @@ def test_faults_around_the_revision_write_lose_or_duplicate_no_revision(cluster,
     settings = {"max": 100}  # nothing trimmed: every number stays visible
 
     def direct(definition):
-        run = engine.Engine(admin, PARENT, ns1, Options(**options, history=history.Settings(**settings)))
+        run = engine.Engine(admin, PARENT, ns1, Options.from_settings(**options, history=history.Settings(**settings)))
         return run.apply(manifests.load_definition(definition))
 
     set_id = direct(state_a).applyset["id"]

@@ -159,7 +159,7 @@ def next_second_after(kube, path: str) -> None:
 def engine_for(cluster, namespace, parent="fresh", **options):
     options.setdefault("wait", True)
     options.setdefault("wait_timeout", WAIT_TIMEOUT)
-    return engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), parent, namespace, Options(**options))
+    return engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), parent, namespace, Options.from_settings(**options))
 
 
 def apply(cluster, namespace, objects, **options):
@@ -260,7 +260,7 @@ def test_an_automatic_rollback_passes_once_cert_manager_reports_the_old_spec_iss
                                           "complete and will be retried: issuer missing not found", 2)]})
     healthy = Controller(kube, path)
     healthy.on_watch(watches, "certificates", 3, issued(3))
-    opts = Options(wait=True, wait_timeout=WAIT_TIMEOUT,
+    opts = Options.from_settings(wait=True, wait_timeout=WAIT_TIMEOUT,
                    history=history.Settings(on_failure="rollback", rollback_timeout=WAIT_TIMEOUT))
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     started = time.monotonic()
@@ -388,7 +388,7 @@ def test_an_automatic_rollback_is_judged_on_its_own_generation(cluster, kube, na
     Controller(kube, path).on_watch(watches, "gadgets", 2, {"phase": "Broken", "observedGeneration": 2})
     healthy = Controller(kube, path)
     healthy.on_watch(watches, "gadgets", 3, {"phase": "Done", "observedGeneration": 3})
-    opts = Options(wait=True, wait_timeout=WAIT_TIMEOUT,
+    opts = Options.from_settings(wait=True, wait_timeout=WAIT_TIMEOUT,
                    history=history.Settings(on_failure="rollback", rollback_timeout=WAIT_TIMEOUT))
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     with pytest.raises(engine.RolledBack) as caught:

@@ -92,7 +92,7 @@ class Recorder:
 def run(cluster, namespace: str, objects: list, *, state: str = "present"):
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     recorder = Recorder(client, {o["metadata"]["name"] for o in objects})
-    runner = engine.Engine(client, "secrets/release", namespace, Options(wait_timeout=60))
+    runner = engine.Engine(client, "secrets/release", namespace, Options.from_settings(wait_timeout=60))
     definition = manifests.load_definition(objects)
     report = runner.uninstall(definition) if state == "absent" else runner.apply(definition)
     return report, recorder.log

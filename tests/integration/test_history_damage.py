@@ -214,7 +214,7 @@ def test_a_failed_rollback_onto_a_damaged_revision_tells_both_failures(cluster, 
                                    "spec": {"nodeSelector": {"applyset-test/no-such-node": "true"},
                                             "containers": [{"name": "web", "image": "registry.invalid/web:2"}]}}}}
     admin = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    opts = Options(wait=True, wait_timeout=3,
+    opts = Options.from_settings(wait=True, wait_timeout=3,
                           history=history.Settings(on_failure="rollback", rollback_timeout=30))
     with pytest.raises(ApplySetError) as raised:
         engine.apply_or_roll_back(lambda o: engine.Engine(admin, PARENT, namespace, o), opts,

@@ -206,7 +206,7 @@ def test_the_cost_of_hooks_in_requests_and_seconds(cluster, namespace):
             members = [configmap(f"{parent}-{i}", {"version": version}) for i in range(3)]
             if extra:
                 extra[0]["metadata"]["name"] = f"{parent}-hook"
-            run = engine.Engine(client, f"secrets/{parent}", namespace, Options(wait_timeout=120))
+            run = engine.Engine(client, f"secrets/{parent}", namespace, Options.from_settings(wait_timeout=120))
             sent, writes = client.requests_sent, client.writes_sent
             started = time.monotonic()
             report = run.apply(manifests.load_definition(members + extra))
@@ -232,7 +232,7 @@ def test_with_wait_post_apply_hooks_run_once_the_members_are_ready_and_a_failed_
     hooks = [job("smoke", {"argocd.argoproj.io/hook": "PostSync"}),
              configmap("alarm", annotations={"applyset.kubernetes.ansible/hook": "on-failure",
                                              "applyset.kubernetes.ansible/hook-delete-policy": "hook-succeeded"})]
-    run = engine.Engine(client, "secrets/waited", ns, Options(wait=True, wait_timeout=120))
+    run = engine.Engine(client, "secrets/waited", ns, Options.from_settings(wait=True, wait_timeout=120))
     report = run.apply(manifests.load_definition([web()] + hooks))
     assert [(h["phase"], h["name"], h["action"]) for h in report.hooks] == [("post-apply", "smoke", "completed")]
     live = kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/web")
@@ -242,7 +242,7 @@ def test_with_wait_post_apply_hooks_run_once_the_members_are_ready_and_a_failed_
 
     # A rollout that can never be ready: the wait fails, the post-apply hook does not run, the
     # on-failure hook does, and the run fails with the wait's error.
-    run = engine.Engine(client, "secrets/waited", ns, Options(wait=True, wait_timeout=3))
+    run = engine.Engine(client, "secrets/waited", ns, Options.from_settings(wait=True, wait_timeout=3))
     try:
         run.apply(manifests.load_definition([web({"applyset.example.com/no-such-node": "true"})] + hooks))
         raise AssertionError("the wait should have failed")
@@ -279,7 +279,7 @@ def test_argo_cd_deletes_its_hook_succeeded_hooks_once_the_whole_run_succeeded(c
                job_as("prepare", presync, "deployer"),
                job_as("announce", {"argocd.argoproj.io/hook": "PostSync",
                                    "argocd.argoproj.io/hook-delete-policy": "HookSucceeded"}, "deployer")]
-    run = engine.Engine(client, "secrets/argo", ns, Options(wait_timeout=60))
+    run = engine.Engine(client, "secrets/argo", ns, Options.from_settings(wait_timeout=60))
     report = run.apply(manifests.load_definition(objects))
     assert [(h["phase"], h["name"], h["action"], h["deleted"]) for h in report.hooks] == [
         ("pre-apply", "deployer", "completed", True), ("pre-apply", "prepare", "completed", True),
@@ -295,7 +295,7 @@ def test_a_hook_job_that_cannot_create_its_pod_says_why(cluster, namespace):
     Job controller's FailedCreate event, not only '0/1 completions, 0 active'."""
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     objects = [configmap("settings"), job_as("migrate", {"helm.sh/hook": "pre-install"}, "no-such-account")]
-    run = engine.Engine(client, "secrets/why", namespace, Options(wait_timeout=5))
+    run = engine.Engine(client, "secrets/why", namespace, Options.from_settings(wait_timeout=5))
     with pytest.raises(errors.ApplySetError) as failed:
         run.apply(manifests.load_definition(objects))
     message = failed.value.message
@@ -313,7 +313,7 @@ def test_a_failed_run_deletes_argo_cds_hook_failed_hooks_and_only_helms_failed_h
     objects = [configmap("settings"), configmap("argo-done", annotations={**argo, "argocd.argoproj.io/sync-wave": "-1"}),
                configmap("helm-done", annotations={**helm, "helm.sh/hook-weight": "-1"}),
                job("doomed", helm, never_scheduled=True)]
-    run = engine.Engine(client, "secrets/failing", ns, Options(wait_timeout=60))
+    run = engine.Engine(client, "secrets/failing", ns, Options.from_settings(wait_timeout=60))
     with pytest.raises(errors.ApplySetError) as failed:
         run.apply(manifests.load_definition(objects))
     assert [(h["name"], h["action"], h["deleted"]) for h in failed.value.report.hooks] == [

@@ -64,7 +64,7 @@ def configmap(name, annotations=None, finalizers=None):
 
 def run(client, namespace, objects, **options):
     options.setdefault("wait_timeout", 90)
-    eng = engine.Engine(core_kube.connect({"kubeconfig": client}), "configmaps/order-set", namespace, Options(**options))
+    eng = engine.Engine(core_kube.connect({"kubeconfig": client}), "configmaps/order-set", namespace, Options.from_settings(**options))
     return eng.apply(manifests.load_definition(objects))
 
 
@@ -293,12 +293,12 @@ def test_the_cost_of_a_gate(kube, namespace, client):
         objects = [deployment(f"web-{suffix}", annotations), job(f"migrate-{suffix}")]
         started = time.monotonic()
         eng = engine.Engine(core_kube.connect({"kubeconfig": client}), f"configmaps/cost-{suffix}", namespace,
-                            Options(wait_timeout=90))
+                            Options.from_settings(wait_timeout=90))
         report = eng.apply(manifests.load_definition(objects))
         figures[gated] = (time.monotonic() - started, report.requests["sent"], report.requests["writes"])
         started = time.monotonic()
         eng = engine.Engine(core_kube.connect({"kubeconfig": client}), f"configmaps/cost-{suffix}", namespace,
-                            Options(wait_timeout=90))
+                            Options.from_settings(wait_timeout=90))
         again = eng.apply(manifests.load_definition(objects))
         figures[(gated, "no-op")] = (time.monotonic() - started, again.requests["sent"], again.requests["writes"])
     for name, (seconds, sent, writes) in figures.items():

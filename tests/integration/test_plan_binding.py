@@ -149,7 +149,7 @@ def _history(cluster, namespace):
 def _release(cluster, namespace, objs, **options):
     """A release with ``on_failure: rollback``, as the module runs it (engine.apply_or_roll_back)."""
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    opts = Options(**options)
+    opts = Options.from_settings(**options)
 
     def make_engine(o):
         return engine.Engine(client, "secrets/shop", namespace, o)

@@ -88,7 +88,7 @@ def configmaps(namespace, count):
 
 def apply(client, namespace, count, **options):
     loaded = manifests.load_definition(configmaps(namespace, count))
-    return engine.Engine(client, "apf-set", namespace, Options(**options)).apply(loaded)
+    return engine.Engine(client, "apf-set", namespace, Options.from_settings(**options)).apply(loaded)
 
 
 def test_a_rejecting_server_halves_the_requests_in_flight_waits_out_retry_after_and_loses_nothing(

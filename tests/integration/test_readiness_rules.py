@@ -81,7 +81,7 @@ def controller(kube, path, status, delay=0.0):
 def apply(cluster, namespace, objects, parent="rules", **options):
     options.setdefault("wait", True)
     options.setdefault("wait_timeout", WAIT_TIMEOUT)
-    run = engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), parent, namespace, Options(**options))
+    run = engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), parent, namespace, Options.from_settings(**options))
     return run.apply(manifests.load_definition(objects))
 
 
@@ -220,12 +220,12 @@ def test_bad_expressions_are_refused_before_any_request(cluster, kube, namespace
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     bad_rule = dict(FLUX_RULE, current="status.conditions.exists(e, e.type == 'Ready'")
     with pytest.raises(InputError) as caught:
-        engine.Engine(client, "rules", namespace, Options(wait=True, wait_rules={"health_check_exprs": [bad_rule]}))
+        engine.Engine(client, "rules", namespace, Options.from_settings(wait=True, wait_rules={"health_check_exprs": [bad_rule]}))
     assert "wait_rules.health_check_exprs[0] (kustomize.toolkit.fluxcd.io/v1/Kustomization) current does not parse" \
         in str(caught.value)
     assert (client.requests_sent, client.writes_sent) == (0, 0)
     annotated = member(WIDGET, "w", annotations={"applyset.kubernetes.ansible/ready-when": "status.phase =="})
-    run = engine.Engine(client, "rules", namespace, Options(wait=True))
+    run = engine.Engine(client, "rules", namespace, Options.from_settings(wait=True))
     with pytest.raises(InputError) as caught:
         run.apply(manifests.load_definition([member(WIDGET, "first"), annotated]))
     assert "definition item 2 (Widget w)" in caught.value.obj, caught.value.obj

@@ -174,7 +174,7 @@ def test_jobs_with_ttl_zero_complete_and_the_wait_succeeds(cluster, kube, namesp
     # the Job complete (even while the TTL controller is deleting it) or finds it gone and
     # reads its final event; both are success, and neither waits out the timeout.
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
-    run = engine.Engine(client, "jobs", namespace, Options(wait=True, wait_timeout=120))
+    run = engine.Engine(client, "jobs", namespace, Options.from_settings(wait=True, wait_timeout=120))
     started = time.monotonic()
     run.apply(manifests.load_definition([job(f"migrate-{i}", ttl=0) for i in range(3)]))  # raises on failure
     elapsed = time.monotonic() - started

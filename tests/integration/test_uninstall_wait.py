@@ -100,7 +100,7 @@ def cleanup(kube, group, namespace):
 def run(cluster, namespace, **options):
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig})
     options.setdefault("allow_prune_kinds", frozenset({"CustomResourceDefinition"}))
-    return engine.Engine(client, "stack", namespace, Options(**options))
+    return engine.Engine(client, "stack", namespace, Options.from_settings(**options))
 
 
 def test_uninstall_waits_for_finalizers_and_crds_then_reinstall_works(cluster, kube, namespace):

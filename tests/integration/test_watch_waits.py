@@ -253,7 +253,7 @@ def test_a_gated_set_for_a_user_who_may_not_watch_applies_with_one_warning(clust
                   {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
                    "metadata": {"name": "after", "annotations": {"config.kubernetes.io/depends-on": depends}}}]
     client = core_kube.connect({"kubeconfig": cluster.kubeconfig, "impersonate_user": user})
-    eng = engine.Engine(client, "configmaps/gated", namespace, Options(wait_timeout=30))
+    eng = engine.Engine(client, "configmaps/gated", namespace, Options.from_settings(wait_timeout=30))
 
     def ready_once_applied():
         path = f"/apis/{group}/v1/namespaces/{namespace}/widgets/dep"

@@ -33,7 +33,7 @@ def cm(name, **data):
 
 def apply(cluster, namespace, objects, parent="words", **options):
     run = engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), parent, namespace,
-                        Options(**options))
+                        Options.from_settings(**options))
     return run.apply(manifests.load_definition(objects))
 
 

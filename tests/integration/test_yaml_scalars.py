@@ -150,7 +150,7 @@ def our_results(cluster, kube, namespace, files: dict[str, Path]) -> dict[str, o
     # One set per kind: a failed apply holds back the later ranks of its run (ConfigMaps go
     # before custom resources), while all objects of one rank are attempted.
     for kind, suffix in (("ConfigMap", "-cm.yaml"), ("Scalar", ("-value.yaml", "-key.yaml"))):
-        run = engine.Engine(client, f"scalars-{kind.lower()}", namespace, Options(max_prune_percent=100))
+        run = engine.Engine(client, f"scalars-{kind.lower()}", namespace, Options.from_settings(max_prune_percent=100))
         try:
             report = run.apply([m for name, found in loaded.items() if name.endswith(suffix) for m in found])
         except ApplySetError as err:  # values the server refuses fail their object, not the comparison

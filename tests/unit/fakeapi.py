@@ -648,7 +648,7 @@ def client(api: FakeApi, parallelism: int = 1, **kwargs) -> kube.KubeClient:
 
 def make_engine(api: FakeApi, parent="configmaps/shop", namespace="shop", parallelism=1,
                 **options) -> engines.Engine:
-    return engines.Engine(client(api, parallelism), parent, namespace, Options(**options))
+    return engines.Engine(client(api, parallelism), parent, namespace, Options.from_settings(**options))
 
 
 def outcome(engine: engines.Engine, action: str, *args) -> tuple[report.Report, ApplySetError | None]:

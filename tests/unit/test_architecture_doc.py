@@ -76,7 +76,7 @@ def test_every_test_file_the_safety_table_cites_exists():
 
 def test_the_apply_table_lists_the_apply_route_in_order():
     documented = [row[0] for row in table("**apply** (a real run")]
-    full = Options(wait=True, adopt_legacy=LegacyAdoption(selector="app=x"))
+    full = Options.from_settings(wait=True, adopt_legacy=LegacyAdoption(selector="app=x"))
     assert documented == runner.names(routes.for_apply(full).steps)
 
 

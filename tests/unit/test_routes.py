@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import pytest
 
@@ -22,10 +21,10 @@ PRE, POST = ["pre-apply-hooks"], ["post-apply-hooks", "on-failure-hooks"]
 ROUTES = {
     "apply": (routes.for_apply, Options(),
               READING + ["make-namespaces", "claim", *PRE, "apply", "prune", *POST, "release"]),
-    "apply, wait": (routes.for_apply, Options(wait=True),
+    "apply, wait": (routes.for_apply, Options.from_settings(wait=True),
                     READING + ["make-namespaces", "claim", *PRE, "apply", "prune-early", "wait-ready", "prune", *POST,
                                "release", "wait-gone"]),
-    "apply, wait, no prune": (routes.for_apply, Options(wait=True, prune=False),
+    "apply, wait, no prune": (routes.for_apply, Options.from_settings(wait=True, prune=False),
                               READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release", "wait"]),
     "apply, no prune": (routes.for_apply, Options(prune=False),
                         READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
@@ -39,7 +38,7 @@ ROUTES = {
                               READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune",
                                          "retire-helm-release", *POST, "release"]),
     "apply, helm.take_over, wait": (
-        routes.for_apply, Options(helm=HelmSettings(release="shop", take_over=True), wait=True),
+        routes.for_apply, Options.from_settings(helm=HelmSettings(release="shop", take_over=True), wait=True),
         READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune-early", "wait-ready", "prune",
                    "retire-helm-release", *POST, "release", "wait-gone"]),
     "apply, helm.take_over without prune": (
@@ -48,7 +47,7 @@ ROUTES = {
                    "release"]),
     "preview, helm.take_over": (routes.for_preview, Options(dry_run=True, helm=HelmSettings(release="shop", take_over=True)),
                                 READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
-    "preview": (routes.for_preview, Options(dry_run=True, wait=True),
+    "preview": (routes.for_preview, Options.from_settings(dry_run=True, wait=True),
                 READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
     "preview, no prune": (routes.for_preview, Options(dry_run=True, prune=False),
                           READING + ["show-final-hint", "preview-namespace", "apply", "preview-hooks"]),
@@ -64,15 +63,15 @@ ROUTES = {
                                "pre-delete-hooks", "delete-members", "post-delete-hooks", "delete-parent", "release"]),
     "update-only": (routes.for_update_only, Options(),
                     READING + ["update-in-place", "confirm-parent-unchanged", "record"]),
-    "update-only, wait": (routes.for_update_only, Options(wait=True),
+    "update-only, wait": (routes.for_update_only, Options.from_settings(wait=True),
                           READING + ["update-in-place", "confirm-parent-unchanged", "record", "wait"]),
     "uninstall": (routes.for_uninstall, Options(),
                   ["read-parent", "list-members", "decide-removal", "find-hooks", "plan-id", "claim", "pre-delete-hooks",
                    "delete-members", "post-delete-hooks", "delete-parent", "release"]),
-    "uninstall, wait": (routes.for_uninstall, Options(wait=True),
+    "uninstall, wait": (routes.for_uninstall, Options.from_settings(wait=True),
                         ["read-parent", "list-members", "decide-removal", "find-hooks", "plan-id", "claim", "pre-delete-hooks",
                          "delete-members", "post-delete-hooks", "delete-parent", "release", "wait-gone"]),
-    "uninstall preview": (routes.for_uninstall, Options(dry_run=True, wait=True),
+    "uninstall preview": (routes.for_uninstall, Options.from_settings(dry_run=True, wait=True),
                           ["read-parent", "list-members", "decide-removal", "find-hooks", "plan-id", "pre-delete-hooks",
                            "delete-members", "post-delete-hooks", "delete-parent"]),
     "disband": (routes.for_disband, Options(),
@@ -244,7 +243,7 @@ def test_an_interrupt_still_runs_the_release():
 
 
 def test_routes_do_not_share_mutable_state():
-    one, two = routes.for_apply(Options()), routes.for_apply(replace(Options(), wait=True))
+    one, two = routes.for_apply(Options()), routes.for_apply(Options.from_settings(wait=True))
     assert one.steps != two.steps and isinstance(one.steps, tuple)
 
 
@@ -263,12 +262,12 @@ def test_a_chart_is_rendered_after_read_parent_but_never_by_a_rollback():
 
 HANDED_ON = frozenset(name for name, value in vars(runner.RunContext).items() if isinstance(value, runner.HandedOn))
 _CHART = Chart(chart="c", release="r", namespace="n")
-_VARIANTS = [Options(), Options(wait=True), Options(prune=False), Options(wait=True, prune=False),
-             Options(dry_run=True), Options(dry_run=True, wait=True), Options(history=Settings(max=5)),
-             Options(history=Settings(max=5), wait=True), Options(history=Settings(max=0)),
-             Options(history=Settings(rollback_to=1)), Options(history=Settings(rollback_to=1), wait=True),
-             Options(helm=HelmSettings(chart=_CHART)), Options(helm=HelmSettings(chart=_CHART), history=Settings(), wait=True),
-             Options(helm=HelmSettings(chart=_CHART), dry_run=True), Options(helm=HelmSettings(release="shop", take_over=True), wait=True),
+_VARIANTS = [Options(), Options.from_settings(wait=True), Options(prune=False), Options.from_settings(wait=True, prune=False),
+             Options(dry_run=True), Options.from_settings(dry_run=True, wait=True), Options(history=Settings(max=5)),
+             Options.from_settings(history=Settings(max=5), wait=True), Options(history=Settings(max=0)),
+             Options(history=Settings(rollback_to=1)), Options.from_settings(history=Settings(rollback_to=1), wait=True),
+             Options(helm=HelmSettings(chart=_CHART)), Options.from_settings(helm=HelmSettings(chart=_CHART), history=Settings(), wait=True),
+             Options(helm=HelmSettings(chart=_CHART), dry_run=True), Options.from_settings(helm=HelmSettings(release="shop", take_over=True), wait=True),
              Options(adopt_legacy=LegacyAdoption(selector="app=shop"))]
 
 

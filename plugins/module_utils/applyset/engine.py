@@ -22,6 +22,7 @@ Callers build ``run.options.Options`` and read ``run.report.Report`` (its ``Obje
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from .run import early, runner
 from .inputs import redact
@@ -179,8 +180,8 @@ class Engine:
             self._attempts(routes.APPLY, manifests,
                            may_skip_claim=self.opts.reapply == "changed" and not self.opts.dry_run)
         finally:
-            if self.opts.wait or self.opts.dry_run:
-                _show_rules(self.report, manifests, self.opts.wait_rules or {})
+            if self.opts.waiting.enabled or self.opts.dry_run:
+                _show_rules(self.report, manifests, self.opts.waiting.rules or {})
 
     def _teardown(self, entry: str, manifests: list[Manifest] | None = None) -> None:
         self._attempts(entry, manifests, may_skip_claim=False)
@@ -215,7 +216,7 @@ class Engine:
 _NOT_AWAITED = frozenset({"pruned", "deleted", "kept", "disbanded", "failed", "skipped"})
 
 
-def _show_rules(report: Report, manifests: list[Manifest], rule_options: dict) -> None:
+def _show_rules(report: Report, manifests: list[Manifest], rule_options: Mapping) -> None:
     """Each applied (or, in check mode, previewed) member's result names the readiness rule it is
     judged by (``readiness_rule``), found from its manifest: kind, annotations and spec."""
     by_name: dict = {}

@@ -114,7 +114,7 @@ def for_apply(opts) -> Route:
     if (opts.adopt_legacy is not None and opts.prune) or opts.helm.take_over:
         tail.append(Step("label-adopted", applying.label_adopted, WRITE, reads="decisions parent"))
     tail.append(Step("apply", applying.apply_phases, WRITE, reads=_APPLY_READS))
-    if opts.prune and opts.wait:
+    if opts.prune and opts.waiting.enabled:
         # Prune after ready (prune_order.py): a wait that fails prunes nothing; the parent stays the union.
         tail += [Step("prune-early", pruning.prune_early_step, WRITE, reads=_PRUNE_READS),
                  Step("wait-ready", settling.wait_ready_before_prune, WAIT, reads="plan"),
@@ -124,7 +124,7 @@ def for_apply(opts) -> Route:
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, WRITE, reads=_PRUNE_READS))
     tail += [*_retire(opts), *_release(opts)]
-    if opts.wait:
+    if opts.waiting.enabled:
         tail.append(Step("wait", settling.wait_until_settled, WAIT, reads="plan"))
     return _route(APPLY, APPLY, opts, tail)
 
@@ -170,7 +170,7 @@ def for_update_only(opts) -> Route:
             Step("record", without_claim.record_in_plan_order, DECIDE, reads="decisions in_place live parent plan")]
     if history:
         tail.append(history_steps.RECORD_IN_PLACE)
-    if opts.wait:
+    if opts.waiting.enabled:
         tail.append(Step("wait", settling.wait_until_settled, WAIT, reads="plan"))
     return _route(UPDATE_ONLY, APPLY, opts, tail)
 
@@ -189,7 +189,7 @@ def for_uninstall(opts) -> Route:
                             Step("delete-parent", teardown.delete_parent(show_diff=True), effect, reads="parent")])
     if history_steps.keeps_history(opts) and not opts.dry_run:
         tail.append(history_steps.DELETE_ALL)
-    if opts.wait and not opts.dry_run:
+    if opts.waiting.enabled and not opts.dry_run:
         tail.append(Step("wait-gone", settling.wait_members_gone, WAIT, reads="removal"))
     return _route(UNINSTALL, UNINSTALL, opts, tail)
 

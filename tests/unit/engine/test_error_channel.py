@@ -57,5 +57,5 @@ def test_a_run_that_succeeded_returns_its_report():
 
 def test_errors_outside_a_run_have_no_report():
     with pytest.raises(ApplySetError) as caught:
-        engine.Engine(DiscoveryFails(), "shop", "shop", Options(max_prune_percent=101))
+        engine.Engine(DiscoveryFails(), "shop", "shop", Options.from_settings(max_prune_percent=101))
     assert caught.value.report is None

@@ -70,7 +70,7 @@ def test_the_routes_record_before_the_release_and_trim_after_it():
     apply_names = names(list(routes.for_apply(opts).steps))
     assert apply_names[-6:] == ["prune", "post-apply-hooks", "on-failure-hooks", "record-revision", "release",
                                 "trim-history"]
-    waited = names(list(routes.for_apply(Options(wait=True, history=history.Settings())).steps))
+    waited = names(list(routes.for_apply(Options.from_settings(wait=True, history=history.Settings())).steps))
     assert waited[-5:] == ["on-failure-hooks", "record-revision", "release", "trim-history", "wait-gone"]
     assert names(list(routes.for_update_only(opts).steps))[-1] == "record-revision"
     assert names(list(routes.for_uninstall(opts).steps))[-1] == "delete-history"

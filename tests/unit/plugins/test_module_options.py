@@ -75,9 +75,10 @@ def test_the_table_gives_the_options_a_task_without_options_always_got(apply_mod
     params = defaults(apply_module.argument_spec())
     assert options_from(params, apply_module.OPTIONS, dry_run=True, diff=False) == dict(
         field_manager="applyset.kubernetes", force_conflicts=False, field_validation="Strict", prune=True,
-        propagation_policy="Background", takeover=False, adopt=False, allow_empty=False, max_prune_percent=50,
-        allow_prune_kinds=frozenset(), crd_timeout=60.0, wait=False, wait_timeout=300.0, failure_logs=True,
-        wait_rules=dict(fail_closed=False, overrides=None, wait_for_load_balancers=False),
+        propagation_policy="Background", takeover=False, adopt=False,
+        guard=dict(allow_empty=False, max_prune_percent=50, allow_prune_kinds=frozenset()), crd_timeout=60.0,
+        waiting=dict(enabled=False, timeout=300.0, failure_logs=True,
+                     rules=dict(fail_closed=False, overrides=None, wait_for_load_balancers=False)),
         claim_ttl=60.0, claim_wait=120.0, create_namespace=False, recreate_on_immutable=frozenset(),
         reapply="changed", ignore_fields=(), approved_plan=None, dry_run=True, diff=False)
 
@@ -91,7 +92,7 @@ def test_a_converted_value_keeps_its_type_and_a_suboption_its_place(apply_module
     made = options_from(params, apply_module.OPTIONS)
     assert made["crd_timeout"] == 5.0 and isinstance(made["crd_timeout"], float)
     assert made["recreate_on_immutable"] == frozenset({"Job"})
-    assert made["wait_rules"] == dict(fail_closed=True, overrides={"ConfigMap": "data.ready"},
+    assert made["waiting"]["rules"] == dict(fail_closed=True, overrides={"ConfigMap": "data.ready"},
                                       wait_for_load_balancers=True)
 
 

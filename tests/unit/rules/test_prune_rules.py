@@ -8,6 +8,7 @@ from applyset.rules import prune
 from applyset import spec
 from applyset.kube.discovery import Resource
 from applyset.spec import GroupKind
+from applyset.run.options import GuardLimits
 
 ID = "applyset-abc-v1"
 EVENT = Resource(group="", version="v1", kind="Event", plural="events", namespaced=True)
@@ -140,7 +141,7 @@ def test_scope_covers_by_group_kind_not_version():
 
 CRD = Resource(group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition",
                plural="customresourcedefinitions", namespaced=False)
-LIMITS = prune.GuardLimits()
+LIMITS = GuardLimits()
 
 
 def configmaps(count):
@@ -157,7 +158,7 @@ def test_an_empty_desired_set_is_refused_unless_allowed():
     assert refusal.message == "the desired set is empty, so every member would be pruned (2 objects)"
     assert "guard.allow_empty: true" in refusal.fix
     assert refusal.details == {"would_prune": ["ConfigMap shop/cm-0", "ConfigMap shop/cm-1"]}
-    assert prune.guard(configmaps(2), 2, True, prune.GuardLimits(allow_empty=True)) is None
+    assert prune.guard(configmaps(2), 2, True, GuardLimits(allow_empty=True)) is None
 
 
 def test_an_empty_desired_set_with_nothing_to_prune_names_no_count():
@@ -173,7 +174,7 @@ def test_an_empty_desired_set_with_nothing_to_prune_names_no_count():
 def test_protected_kinds_are_refused_unless_their_kind_is_allowed(allowed, refused):
     delete = [(NAMESPACE, meta(name="shop", namespace=None))] + configmaps(1)
     refusal = prune.guard(delete, set_size=10, emptying=False,
-                          limits=prune.GuardLimits(allow_prune_kinds=allowed))
+                          limits=GuardLimits(allow_prune_kinds=allowed))
     if not refused:
         assert refusal is None
         return
@@ -184,7 +185,7 @@ def test_protected_kinds_are_refused_unless_their_kind_is_allowed(allowed, refus
 
 def test_a_protected_kind_is_allowed_by_kind_and_group():
     delete = [(CRD, meta(name="widgets.example.com", namespace=None))]
-    limits = prune.GuardLimits(allow_prune_kinds=frozenset({"CustomResourceDefinition.apiextensions.k8s.io"}))
+    limits = GuardLimits(allow_prune_kinds=frozenset({"CustomResourceDefinition.apiextensions.k8s.io"}))
     assert prune.guard(delete, set_size=10, emptying=False, limits=limits) is None
 
 
@@ -196,7 +197,7 @@ def test_a_protected_kind_is_allowed_by_kind_and_group():
     (5, 0, 0, False),  # no set size known: the percentage rule does not apply
 ])
 def test_the_percentage_rule(pruned, set_size, percent, refused):
-    refusal = prune.guard(configmaps(pruned), set_size, False, prune.GuardLimits(max_prune_percent=percent))
+    refusal = prune.guard(configmaps(pruned), set_size, False, GuardLimits(max_prune_percent=percent))
     assert (refusal is not None) == refused
     if refused:
         assert refusal.rule == "refuse_too_many"
@@ -207,8 +208,8 @@ def test_the_percentage_rule(pruned, set_size, percent, refused):
 def test_emptying_is_judged_before_protected_kinds_and_is_not_a_percentage():
     delete = [(NAMESPACE, meta(name="shop", namespace=None))]
     assert prune.guard(delete, 1, True, LIMITS).rule == "refuse_emptying"
-    assert prune.guard(delete, 1, True, prune.GuardLimits(allow_empty=True)).rule == "refuse_protected_kinds"
-    allowed = prune.GuardLimits(allow_empty=True, allow_prune_kinds=frozenset({"Namespace"}), max_prune_percent=0)
+    assert prune.guard(delete, 1, True, GuardLimits(allow_empty=True)).rule == "refuse_protected_kinds"
+    allowed = GuardLimits(allow_empty=True, allow_prune_kinds=frozenset({"Namespace"}), max_prune_percent=0)
     assert prune.guard(delete, 1, True, allowed) is None
 
 

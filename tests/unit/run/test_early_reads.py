@@ -30,7 +30,7 @@ def run_early(api, objects, parent="configmaps/shop", **options):
     # reads 10 ms away; waiting for them (bounded) keeps that true on a loaded machine.
     if reads._thread is not None:
         reads._thread.join(timeout=5)
-    report, error = outcome(engines.Engine(c, parent, "shop", engines.Options(**options)), "apply", load(*objects))
+    report, error = outcome(engines.Engine(c, parent, "shop", engines.Options.from_settings(**options)), "apply", load(*objects))
     return report, error, reads
 
 

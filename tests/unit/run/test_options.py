@@ -30,7 +30,7 @@ class NoRequests:
 ])
 def test_bad_options_fail_before_any_request(options, message):
     with pytest.raises(InputError) as caught:
-        engine.Engine(NoRequests(), "shop", "shop", Options(**options))
+        engine.Engine(NoRequests(), "shop", "shop", Options.from_settings(**options))
     assert message in str(caught.value)
 
 
@@ -47,7 +47,7 @@ def test_good_options_pass_and_the_run_uses_them():
 
 def test_problems_name_the_option_what_is_wrong_and_the_fix_and_validate_says_the_same():
     assert Options().problems() == []
-    bad = Options(max_prune_percent=101, crd_timeout=-1)
+    bad = Options.from_settings(max_prune_percent=101, crd_timeout=-1)
     assert bad.problems() == [
         ("guard.max_prune_percent", "must be between 0 and 100", "set it to 100 to allow any prune, or lower to guard more"),
         ("crd_timeout", "must be 0 seconds or more", "set crd_timeout to 0 or more"),

@@ -78,7 +78,7 @@ def test_the_order_says_an_object_outside_the_set_is_waited_for_not_applied():
     web, outside = spec.ObjectId("", "ConfigMap", "shop", "web"), spec.ObjectId("", "ConfigMap", "shop", "outside")
     order = ordering.Order(needs={web: [(outside, ordering.READY, ordering.BY_DEPENDENCY)]}, waves={web: 0},
                            external={outside: CONFIGMAPS})
-    lines = ordering.describe(order, [SimpleNamespace(key=web, ref="ConfigMap shop/web")], SimpleNamespace(wait=False))
+    lines = ordering.describe(order, [SimpleNamespace(key=web, ref="ConfigMap shop/web")], SimpleNamespace(waiting=SimpleNamespace(enabled=False)))
     assert lines == ["ConfigMap shop/web waits for ConfigMap shop/outside (outside the set) to be ready: waited "
                      "for, not applied (config.kubernetes.io/depends-on)"]
 

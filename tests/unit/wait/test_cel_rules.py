@@ -95,7 +95,7 @@ def test_bad_expressions_are_refused_naming_the_entry_the_field_and_where():
         "wait_rules.health_check_exprs[0] (None/Widget) needs apiVersion",
         "wait_rules.health_check_exprs[0] (None/Widget) needs current"]
     with pytest.raises(InputError) as caught:
-        Options(wait_rules={"health_check_exprs": bad}).validate()
+        Options.from_settings(wait_rules={"health_check_exprs": bad}).validate()
     assert caught.value.obj == "wait_rules.health_check_exprs"
 
 
@@ -188,9 +188,9 @@ def test_without_cel_python_only_cel_rules_fail_and_say_what_to_install(monkeypa
     monkeypatch.setattr(builtins, "__import__", no_celpy)
     try:
         assert judged(cert(("Ready", "True", "Issued", "")))[0] is True  # the library: no CEL
-        Options(wait_rules={"overrides": {"Widget": "status.ok"}}).validate()
+        Options.from_settings(wait_rules={"overrides": {"Widget": "status.ok"}}).validate()
         with pytest.raises(InputError, match="needs the Python package 'cel-python'") as caught:
-            Options(wait_rules={"health_check_exprs": [dict(CERTIFICATE, current="status.never_compiled == 1")]}).validate()
+            Options.from_settings(wait_rules={"health_check_exprs": [dict(CERTIFICATE, current="status.never_compiled == 1")]}).validate()
         assert "pip install cel-python" in caught.value.fix
     finally:
         cel.compile_expression.cache_clear()

@@ -125,7 +125,7 @@ def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
     if not blocking:
         raise ApplySetError("internal error: objects wait for nothing that can become ready: "
                             + ", ".join(m.ref for m in pending), obj=ctx.set_ref)
-    timeout = ctx.opts.wait_timeout
+    timeout = ctx.opts.waiting.timeout
     started = time.monotonic()
     for node in blocking:
         state.since.setdefault(node, started)
@@ -136,7 +136,7 @@ def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
     left = min(state.since[node] + timeout for node in blocking) - started
     unready = waiting.wait_ready(ctx.client, list(targets), timeout=max(0.0, left), raise_on_timeout=False,
                                  applied=applied, until_any=True, warn=ctx.record.warn,
-                                 field_manager=ctx.opts.field_manager, **ctx.opts.wait_rules)
+                                 field_manager=ctx.opts.field_manager, **ctx.opts.waiting.rules)
     now = time.monotonic()
     for target, node in targets.items():
         found = unready.get(waiting.normalised(target))
@@ -146,14 +146,14 @@ def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
             # Say why, as the members' wait does: events and pods of the gate (a Job whose pods
             # cannot be created names the cause).
             raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], found),
-                                       wait_reasons.bodies_by_ref(applied), logs=ctx.opts.failure_logs)
+                                       wait_reasons.bodies_by_ref(applied), logs=ctx.opts.waiting.failure_logs)
 
 
 def _gate_closed(ctx: RunContext, node, blocked: tuple, found: Readiness) -> WaitTimeout:
     """The error of a gate that timed out or cannot open: what waits, for what, and why."""
     waiter, why = blocked
     cannot = found.final
-    timeout = ctx.opts.wait_timeout
+    timeout = ctx.opts.waiting.timeout
     what_failed = (f"{ordering.ref_of(waiter)} waits for {ordering.ref_of(node)} ({why}), which "
                    + ("cannot become ready" if cannot else f"is not ready after {timeout:g}s") + f": {found.message}")
     return WaitTimeout(

@@ -341,7 +341,7 @@ def describe(order: Order, members: list, opts: Options) -> list[str]:
             need = "(outside the set) to be ready: waited for, not applied" if dep in order.external \
                 else "to be applied and ready"
             lines.append(f"{m.ref} waits for {ref_of(dep)} {need} ({DEPENDS_ON})")
-    if opts.wait and opts.prune:
+    if opts.waiting.enabled and opts.prune:
         lines.append("prune once every applied object is ready (wait: true)")
     return lines
 

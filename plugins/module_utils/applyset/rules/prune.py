@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .. import spec
 from ..kube.discovery import Resource
@@ -187,13 +188,21 @@ class PruneRefusal:
     details: dict = field(default_factory=dict, hash=False, compare=False)
 
 
-@dataclass(frozen=True)
-class GuardLimits:
-    """The blast-radius guard's settings: the module's ``guard`` option."""
+class GuardSettings(Protocol):
+    """The blast-radius guard's settings, the module's ``guard`` option (``run.options.GuardLimits``,
+    which is built above the rules): read only."""
 
-    allow_empty: bool = False
-    max_prune_percent: int = 50
-    allow_prune_kinds: frozenset = frozenset()  # protected kinds allowed to prune, by Kind or Kind.group
+    @property
+    def allow_empty(self) -> bool:
+        ...
+
+    @property
+    def max_prune_percent(self) -> int:
+        ...
+
+    @property
+    def allow_prune_kinds(self) -> frozenset:  # protected kinds allowed to prune, by Kind or Kind.group
+        ...
 
 
 def _ref(res: Resource, meta: dict) -> str:
@@ -206,7 +215,7 @@ def _would_prune(delete: Iterable[tuple[Resource, dict]]) -> dict:
 
 
 def refuse_emptying(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool,
-                    limits: GuardLimits) -> PruneRefusal | None:
+                    limits: GuardSettings) -> PruneRefusal | None:
     """Refuse to empty the set (no desired object) unless ``allow_empty``; parameters as ``guard``."""
     if not emptying or limits.allow_empty:
         return None
@@ -218,7 +227,7 @@ def refuse_emptying(delete: Sequence[tuple[Resource, dict]], set_size: int, empt
         _would_prune(delete))
 
 
-def refuse_protected_kinds(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool, limits: GuardLimits,
+def refuse_protected_kinds(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool, limits: GuardSettings,
                            removing: bool = False) -> PruneRefusal | None:
     """Refuse to delete protected kinds (plan.PROTECTED_KINDS) unless ``allow_prune_kinds`` names
     them; parameters as ``guard``, and ``removing`` for ``state: absent`` (which deletes every
@@ -240,7 +249,7 @@ def refuse_protected_kinds(delete: Sequence[tuple[Resource, dict]], set_size: in
 
 
 def refuse_too_many(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool,
-                    limits: GuardLimits) -> PruneRefusal | None:
+                    limits: GuardSettings) -> PruneRefusal | None:
     """Refuse to delete more than ``max_prune_percent`` of the set (not when emptying it, which
     ``refuse_emptying`` judges); parameters as ``guard``."""
     if not set_size or emptying or len(delete) * 100 <= limits.max_prune_percent * set_size:
@@ -257,7 +266,7 @@ GUARD_RULES = (refuse_emptying, refuse_protected_kinds, refuse_too_many)
 
 
 def guard(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool,
-          limits: GuardLimits) -> PruneRefusal | None:
+          limits: GuardSettings) -> PruneRefusal | None:
     """The blast-radius guard: whether a prune of ``delete`` may go ahead.
 
     Args:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 
@@ -15,10 +16,35 @@ if TYPE_CHECKING:
     from ..wait.reasons import WaitSettings
     from ..history.revisions import Settings
     from ..inputs.helm_chart import Chart
-    from ..rules import prune as prunes
 
 DEFAULT_FIELD_MANAGER = "applyset.kubernetes"
 REAPPLY_CHOICES = ("changed", "always")
+
+
+@dataclass(frozen=True)
+class GuardLimits:
+    """The blast-radius guard (the module's ``guard`` option), which rules/prune.py applies: an
+    empty desired set prunes nothing unless ``allow_empty``; at most ``max_prune_percent`` of the
+    set is pruned at once; the protected kinds are pruned only when named in ``allow_prune_kinds``
+    (by Kind or Kind.group)."""
+
+    allow_empty: bool = False
+    max_prune_percent: int = 50
+    allow_prune_kinds: frozenset = frozenset()
+
+
+@dataclass(frozen=True)
+class WaitOptions:
+    """The wait options: whether a successful run waits (``enabled``: applied objects ready,
+    pruned ones gone) within ``timeout`` seconds, by the readiness ``rules`` (``readiness.verdict``
+    keywords: fail_closed, overrides, wait_for_load_balancers, health_check_exprs), and whether a
+    failed wait, gate or hook carries its failing containers' last log lines (``failure_logs``).
+    The gates and hooks wait by the same settings whether or not ``enabled``."""
+
+    enabled: bool = False
+    timeout: float = 300.0
+    rules: Mapping = field(default_factory=dict)
+    failure_logs: bool = True
 
 
 @dataclass(frozen=True)
@@ -42,9 +68,10 @@ class Options:
     (``dataclasses.replace``), never into the caller's, which an automatic rollback reuses.
     Call ``validate()`` (the engine does) before any request. The fields follow the module's
     options: ``field_manager``, ``force_conflicts`` and ``field_validation`` go to every apply;
-    ``prune``, ``propagation_policy`` and the guard settings (``allow_empty``,
-    ``max_prune_percent``, ``allow_prune_kinds``) rule the prune; ``dry_run`` is check mode and
-    ``diff`` asks for before/after documents; the timeouts are in seconds.
+    ``prune``, ``propagation_policy`` and ``guard`` rule the prune; ``waiting`` how the run
+    waits; ``dry_run`` is check mode and ``diff`` asks for before/after documents; the timeouts are
+    in seconds. The groups (``guard``, ``waiting``, ``history``, ``helm``) are built whole by the
+    caller; ``from_settings`` builds them from the module's flat option names.
     """
 
     field_manager: str = DEFAULT_FIELD_MANAGER
@@ -56,16 +83,11 @@ class Options:
     propagation_policy: str = "Background"
     takeover: bool = False  # manage a set whose parent another tool made
     adopt: bool = False  # take live objects that belong to another set
-    allow_empty: bool = False
-    max_prune_percent: int = 50
-    allow_prune_kinds: frozenset = frozenset()  # protected kinds the user allows to prune, by Kind or Kind.group
+    guard: GuardLimits = field(default_factory=GuardLimits)
     crd_timeout: float = 60.0
     claim_ttl: float = 60.0  # how long a crashed run's claim on the set blocks others
     claim_wait: float = 120.0  # how long to wait for another run's claim to go away
-    wait: bool = False  # after a successful run: applied objects ready, pruned ones gone
-    wait_timeout: float = 300.0
-    wait_rules: dict = field(default_factory=dict)  # readiness.verdict keywords
-    failure_logs: bool = True  # a failed wait, gate or hook carries its failing containers' last log lines
+    waiting: WaitOptions = field(default_factory=WaitOptions)
     adopt_legacy: legacies.LegacyAdoption | None = None  # take over a `kubectl apply --prune -l` set
     create_namespace: bool = False  # create the parent's namespace when missing (not a member)
     recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
@@ -82,20 +104,26 @@ class Options:
     approved_plan: object = None
     helm: HelmSettings = field(default_factory=HelmSettings)
 
-    @property
-    def guard_limits(self) -> prunes.GuardLimits:
-        """The blast-radius guard's settings among these options."""
-        from ..rules import prune as prunes
-
-        return prunes.GuardLimits(allow_empty=self.allow_empty, max_prune_percent=self.max_prune_percent,
-                                  allow_prune_kinds=frozenset(self.allow_prune_kinds))
+    @classmethod
+    def from_settings(cls, **settings: Any) -> Options:
+        """Options from flat keywords: this class's fields, and the groups' members by the module's
+        option names (``wait``, ``wait_timeout``, ``wait_rules``, ``failure_logs``; ``allow_empty``,
+        ``max_prune_percent``, ``allow_prune_kinds``), as test drivers and the benchmark give them."""
+        grouped: dict[str, dict] = {"waiting": {}, "guard": {}}
+        for name, (group, member) in _FLAT_GROUPS.items():
+            if name in settings:
+                grouped[group][member] = settings.pop(name)
+        guard = grouped["guard"]
+        if "allow_prune_kinds" in guard:
+            guard["allow_prune_kinds"] = frozenset(guard["allow_prune_kinds"])
+        return cls(**settings, waiting=WaitOptions(**grouped["waiting"]), guard=GuardLimits(**guard))
 
     def wait_settings(self) -> WaitSettings:
-        """How the run's waits (members, hooks, gates) wait, among these options."""
+        """How the run's waits (members, hooks, gates) wait: the ``waiting`` group and who applied."""
         from ..wait.reasons import WaitSettings
 
-        return WaitSettings(timeout=self.wait_timeout, rules=dict(self.wait_rules or {}),
-                            field_manager=self.field_manager, failure_logs=self.failure_logs)
+        return WaitSettings(timeout=self.waiting.timeout, rules=dict(self.waiting.rules or {}),
+                            field_manager=self.field_manager, failure_logs=self.waiting.failure_logs)
 
     def problems(self) -> list[tuple[str, str, str]]:
         """``(option, what is wrong, fix)`` for each value out of its range or choices: the checks
@@ -109,13 +137,15 @@ class Options:
                           "give Background, Foreground or Orphan"))
         if self.reapply not in REAPPLY_CHOICES:
             found.append(("reapply", "must be changed or always", "give changed or always"))
-        if not 0 <= self.max_prune_percent <= 100:
+        if not 0 <= self.guard.max_prune_percent <= 100:
             found.append(("guard.max_prune_percent", "must be between 0 and 100",
                           "set it to 100 to allow any prune, or lower to guard more"))
         if self.helm.take_over and not self.helm.release:
             found.append(("helm.take_over", "needs the release's name", "set helm.release_name"))
-        for name in ("crd_timeout", "claim_ttl", "claim_wait", "wait_timeout", "recreate_timeout"):
-            if getattr(self, name) < 0:
+        timeouts = (("crd_timeout", self.crd_timeout), ("claim_ttl", self.claim_ttl), ("claim_wait", self.claim_wait),
+                    ("wait_timeout", self.waiting.timeout), ("recreate_timeout", self.recreate_timeout))
+        for name, seconds in timeouts:
+            if seconds < 0:
                 found.append((name, "must be 0 seconds or more", f"set {name} to 0 or more"))
         return found
 
@@ -130,14 +160,14 @@ class Options:
         from ..wait import readiness
 
         problems = [(name, why) for name, why, _fix in self.problems()]
-        unknown = set(self.wait_rules or {}) - readiness.RULE_OPTIONS
+        unknown = set(self.waiting.rules or {}) - readiness.RULE_OPTIONS
         if unknown:
             problems.append(("wait_rules", f"unknown rule options {', '.join(sorted(unknown))}"))
         problems += self.history.problems() if self.history is not None else []
         if problems:
             raise InputError("; ".join(f"{name} {why}" for name, why in problems), obj="options",
                              fix="correct the options named; nothing was changed")
-        readiness.check_overrides((self.wait_rules or {}).get("overrides"))
+        readiness.check_overrides((self.waiting.rules or {}).get("overrides"))
         self._check_cel_rules()
         field_policy.parse_rules(self.ignore_fields)
         if self.approved_plan is not None:
@@ -146,8 +176,8 @@ class Options:
             plan_diff.parse_approved(self.approved_plan)
 
     def _check_cel_rules(self) -> None:
-        """Every ``wait_rules.health_check_exprs`` expression compiles (cel-python imported only then)."""
-        exprs = (self.wait_rules or {}).get("health_check_exprs")
+        """Every ``waiting.rules`` ``health_check_exprs`` expression compiles (cel-python imported only then)."""
+        exprs = (self.waiting.rules or {}).get("health_check_exprs")
         if not exprs:
             return
         from ..wait import expressions
@@ -156,3 +186,10 @@ class Options:
         if problems:
             raise InputError("; ".join(problems), obj="wait_rules.health_check_exprs",
                              fix="correct the expressions named (CEL, as in Flux's healthCheckExprs); nothing was changed")
+
+
+# The groups' members by the module's flat option names (Options.from_settings).
+_FLAT_GROUPS = {"wait": ("waiting", "enabled"), "wait_timeout": ("waiting", "timeout"),
+                "wait_rules": ("waiting", "rules"), "failure_logs": ("waiting", "failure_logs"),
+                "allow_empty": ("guard", "allow_empty"), "max_prune_percent": ("guard", "max_prune_percent"),
+                "allow_prune_kinds": ("guard", "allow_prune_kinds")}

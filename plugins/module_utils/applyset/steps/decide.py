@@ -217,7 +217,7 @@ def _first_prune_decisions(ctx: RunContext, taken: adoption.Adoption) -> tuple:
         return candidates, about_to_apply, prunes.PruneDecisions([])
     first = prunes.decide_all([(o.resource, o.meta) for o in candidates],
                               prune_context(parent, taken.adopted, about_to_apply))
-    refusal = prunes.guard(first.delete, len(in_set) + taken.desired_count, not plan.members, opts.guard_limits)
+    refusal = prunes.guard(first.delete, len(in_set) + taken.desired_count, not plan.members, opts.guard)
     if refusal is not None:
         raise GuardError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
     return candidates, about_to_apply, first

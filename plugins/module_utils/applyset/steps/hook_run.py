@@ -103,7 +103,7 @@ def post_apply(ctx: RunContext) -> None:
         return
     installing = ctx.hooks.installing
     later = ctx.hooks.of_phase(hks.POST_APPLY, installing) + ctx.hooks.of_phase(hks.ON_FAILURE, installing)
-    if ctx.opts.wait and later:
+    if ctx.opts.waiting.enabled and later:
         settling.wait_until_settled(ctx)
     run_phase(ctx, hks.POST_APPLY)
     finish_run(ctx)
@@ -130,7 +130,7 @@ def pre_delete(ctx: RunContext) -> None:
 def post_delete(ctx: RunContext) -> None:
     """Step post-delete-hooks (uninstall), once the members are deleted (with ``wait``: gone),
     before the parent: a failed one leaves the parent, so the next uninstall runs them again."""
-    if ctx.has("hooks") and ctx.hooks.of_phase(hks.POST_DELETE, False) and ctx.opts.wait and not ctx.opts.dry_run:
+    if ctx.has("hooks") and ctx.hooks.of_phase(hks.POST_DELETE, False) and ctx.opts.waiting.enabled and not ctx.opts.dry_run:
         settling.wait_members_gone(ctx)
     _delete_phase(ctx, hks.POST_DELETE)
     finish_run(ctx)
@@ -262,7 +262,7 @@ def _delete_existing(ctx: RunContext, obj: DesiredObject) -> bool:
         if err.status not in (404, 409):
             raise
     settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
-                       timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)
+                       timeout=ctx.opts.waiting.timeout, warn=ctx.record.warn)
     return True
 
 
@@ -275,7 +275,7 @@ def _delete(ctx: RunContext, hook: hks.Hook, entry: dict) -> bool:
         ctx.client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
         if hook.succeeded_scope == hks.AFTER_PHASE:
             settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
-                               timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)
+                               timeout=ctx.opts.waiting.timeout, warn=ctx.record.warn)
     except ApiError as err:
         if err.status in (404, 409):
             return True  # gone already (a Job's ttlSecondsAfterFinished), or replaced by someone else's

@@ -29,7 +29,7 @@ def prune_step(ctx: RunContext) -> None:
     visitedUids: whatever was listed before, nothing this run applied is deleted or taken out of
     the set), then their effects; a failure keeps the parent covering them. After a wait
     (``wait: true``), the candidates the prune-early step took are left out."""
-    late = ctx.opts.wait and not ctx.opts.dry_run
+    late = ctx.opts.waiting.enabled and not ctx.opts.dry_run
     _prune(ctx, (lambda meta: not prune_order.is_early(meta)) if late else None)
 
 
@@ -146,4 +146,4 @@ def _wait_stage_gone(ctx: RunContext, pruned: list) -> None:
         return
     settling.wait_gone(ctx.client, [settling.Gone(d.resource, d.meta.get("namespace"), d.meta["name"],
                                                   d.meta.get("uid")) for d in pruned],
-                       timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)
+                       timeout=ctx.opts.waiting.timeout, warn=ctx.record.warn)

@@ -34,7 +34,7 @@ class Gone:
 
 def wait_until_settled(ctx: RunContext) -> None:
     """Step wait: the applied members ready and the pruned objects gone, within ``wait_timeout``."""
-    deadline = time.monotonic() + ctx.opts.wait_timeout
+    deadline = time.monotonic() + ctx.opts.waiting.timeout
     wait_applied_ready(ctx)
     wait_pruned_gone(ctx, timeout=max(1.0, deadline - time.monotonic()))
 
@@ -63,7 +63,7 @@ def wait_pruned_gone(ctx: RunContext, timeout: float | None = None) -> None:
             res = by_kind.get(o.id.group_kind) or ctx.discovery.for_group_kind(o.id.group_kind)
             if res is not None:
                 gone_targets.append(Gone(res, o.namespace, o.name, o.uid))
-    wait_gone(ctx.client, gone_targets, timeout=ctx.opts.wait_timeout if timeout is None else timeout,
+    wait_gone(ctx.client, gone_targets, timeout=ctx.opts.waiting.timeout if timeout is None else timeout,
               warn=ctx.record.warn)
 
 
@@ -84,7 +84,7 @@ def wait_members_gone(ctx: RunContext) -> None:
     by_uid = {o.uid: o.resource for o in ctx.removal.members}
     gone = [Gone(by_uid[o.uid], o.namespace, o.name, o.uid)
             for o in ctx.report.objects if o.action == "pruned" and o.uid in by_uid]
-    wait_gone(ctx.client, gone, timeout=ctx.opts.wait_timeout, warn=ctx.record.warn)
+    wait_gone(ctx.client, gone, timeout=ctx.opts.waiting.timeout, warn=ctx.record.warn)
 
 
 def wait_gone(client: KubeApi, targets: list[Gone], timeout: float, warn: Callable[[str], None] | None = None) -> None:

@@ -90,7 +90,7 @@ def decide_removal(ctx: RunContext) -> None:
     not be listed."""
     removal = ctx.removal
     decided = prunes.decide_all([(o.resource, o.meta) for o in removal.members], prune_context(ctx.parent, ()))
-    refusal = prunes.refuse_protected_kinds(decided.delete, 0, False, ctx.opts.guard_limits, removing=True)
+    refusal = prunes.refuse_protected_kinds(decided.delete, 0, False, ctx.opts.guard, removing=True)
     if refusal is not None:
         raise GuardError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
     deleted = {meta.get("name") for res, meta in decided.delete if res.group_kind == spec.CRD_KIND}
