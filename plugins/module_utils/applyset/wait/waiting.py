@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..object_meta import metadata_of, uid_of
 from ..kube.api import KubeApi
@@ -29,9 +29,19 @@ from .workload_rules import job_outcome_from_events, ttl_after_finished
 
 _MAX_LISTED_IN_MESSAGE = 20
 
-# What a wait reads: (resource, namespace or None, name), namespace None for cluster-scoped kinds
-# (``normalised``); a group is what one LIST or one watch covers, (resource, namespace).
-Target = tuple[Resource, "str | None", str]
+
+class Target(NamedTuple):
+    """One object a wait reads: its resource (the version it is read at), its namespace (None for
+    a cluster-scoped kind: ``normalised``) and name. Callers may give plain ``(resource, namespace,
+    name)`` tuples (``TargetLike``); the waits key their answers by ``Target``, equal to those."""
+
+    resource: Resource
+    namespace: str | None
+    name: str
+
+
+TargetLike = tuple[Resource, "str | None", str]
+# A group is what one LIST or one watch covers: (resource, namespace).
 Group = tuple[Resource, "str | None"]
 Judge = Callable[[Target, "dict | None"], Readiness]
 Warn = Callable[[str], None]
@@ -43,18 +53,18 @@ def _ref(res: Resource, namespace: str | None, name: str) -> str:
 
 
 def _entry(target: Target, found: Readiness) -> dict:
-    res, namespace, name = target
+    res = target.resource
     return {"apiVersion": res.api_version, "kind": res.kind,
-            "namespace": namespace if res.namespaced else None, "name": name, "reason": found.message}
+            "namespace": target.namespace if res.namespaced else None, "name": target.name, "reason": found.message}
 
 
-def normalised(target: Target) -> Target:
+def normalised(target: TargetLike) -> Target:
     """``target`` (resource, namespace, name) as waits key it: namespace None for cluster-scoped kinds."""
     res, namespace, name = target
-    return res, namespace if res.namespaced else None, name
+    return Target(res, namespace if res.namespaced else None, name)
 
 
-def _normalise(targets: Iterable[Target]) -> list[Target]:
+def _normalise(targets: Iterable[TargetLike]) -> list[Target]:
     """Distinct targets, ``normalised``."""
     seen, result = set(), []
     for target in map(normalised, targets):
@@ -68,7 +78,7 @@ def _groups(targets: Iterable[Target]) -> dict[Group, list[Target]]:
     """Targets by (resource, namespace): what one LIST or one watch covers."""
     groups: dict[Group, list[Target]] = {}
     for target in targets:
-        groups.setdefault(target[:2], []).append(target)
+        groups.setdefault((target.resource, target.namespace), []).append(target)
     return groups
 
 
@@ -114,7 +124,7 @@ def _judge(pending: dict[Target, Readiness], targets: Iterable[Target], items: d
     for target in targets:
         if target not in pending:
             continue
-        found = _judge_listed(target, items[target[:2]], judge)
+        found = _judge_listed(target, items[target.resource, target.namespace], judge)
         if found.status is goal:
             del pending[target]
         else:
@@ -220,7 +230,7 @@ def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final:
     raise WaitTimeout(f"{head}: {'; '.join(lines)}", fix=fix, details={"unready": unready})
 
 
-def wait_ready(client: KubeApi, targets: Iterable[Target], *, timeout: float, interval: float = 1.0,
+def wait_ready(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float, interval: float = 1.0,
                raise_on_timeout: bool = True, applied: dict | None = None, until_any: bool = False,
                warn: Warn | None = None, field_manager: str | None = None,
                **rule_options: Any) -> dict[Target, Readiness]:
@@ -361,7 +371,7 @@ def _still_there(item: dict | None) -> Readiness:
     return Readiness.in_progress("still exists")  # in progress towards gone: its readiness is not asked
 
 
-def wait_gone(client: KubeApi, targets: Iterable[Target], *, timeout: float, interval: float = 1.0,
+def wait_gone(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float, interval: float = 1.0,
               raise_on_timeout: bool = True, uids: dict | None = None,
               warn: Warn | None = None) -> dict[Target, Readiness]:
     """Wait until no target exists any more (deleted objects whose finalizers are done).
