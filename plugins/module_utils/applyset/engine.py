@@ -107,7 +107,7 @@ class Engine:
             manifests: the desired objects (``manifests.load_*``, validated).
 
         Returns:
-            The report of the run; also when it waited (``Options.wait``) for readiness.
+            The report of the run; also when it waited (``Options.waiting``) for readiness.
 
         Raises:
             InputError: a problem with the input or the options, found before any write
@@ -134,7 +134,7 @@ class Engine:
         Raises:
             GuardError: the members include protected kinds that are not allowed.
             ApplySetError: some members could not be listed or deleted (the parent is kept).
-            WaitTimeout: with ``Options.wait``, members not gone in time (the parent is gone).
+            WaitTimeout: with ``Options.waiting``, members not gone in time (the parent is gone).
             ParentError, ApiError: as for ``apply``.
         """
         return self._run(self._teardown, routes.UNINSTALL, manifests)
@@ -239,7 +239,7 @@ class RolledBack(ApplySetError):
     cause: ApplySetError | None = None  # the error of the release that failed
 
 
-def apply_or_roll_back(make_engine, opts, manifests):
+def apply_or_roll_back(make_engine, opts: Options, manifests):
     """Run ``make_engine(opts).apply(manifests)``; with ``on_failure: rollback`` (and not in check
     mode), a failure applies the last good revision before it in a second run, whose wait (if
     any) has ``rollback_timeout`` of its own.
@@ -273,7 +273,8 @@ def apply_or_roll_back(make_engine, opts, manifests):
                 _say(err, why_none)
             raise
         # The rollback is a plan of its own, which nobody approved: it is bound to none.
-        again = dataclasses.replace(opts, wait_timeout=settings.rollback_timeout, approved_plan=None,
+        again = dataclasses.replace(opts, waiting=dataclasses.replace(opts.waiting, timeout=settings.rollback_timeout),
+                                    approved_plan=None,
                                     history=dataclasses.replace(settings, rollback_to=target, on_failure=None))
         rollback = make_engine(again)
         try:
