@@ -259,7 +259,7 @@ def apply_or_roll_back(make_engine, opts: Options, manifests):
     except ApplySetError as err:
         settings = opts.history
         parent = engine.parent
-        if rolls_back(opts):  # a rollback whose wait failed is no deployed revision
+        if settings is not None and rolls_back(opts):  # a rollback whose wait failed is no deployed revision
             _mark_failed(engine, parent, settings, err)
         refused = isinstance(err, (InputError, GuardError, ParentError))  # before any member write
         if opts.dry_run or settings is None or settings.on_failure != "rollback" or parent is None or refused:
@@ -297,7 +297,7 @@ def _keep_release_plan(report, release) -> None:
     report.plan_id, report.plan = release.plan_id, release.plan
 
 
-def _mark_failed(engine, parent, settings, err: ApplySetError) -> None:
+def _mark_failed(engine, parent, settings: history.Settings, err: ApplySetError) -> None:
     """The revision a rollback recorded marked failed, as it failed after recording it (its wait);
     when it cannot be, ``err`` says so (the history then shows it deployed)."""
     number, discovery = engine.recorded_revision, engine.parent_discovery
@@ -355,7 +355,7 @@ def _failed_objects(err) -> str | None:
     return ", ".join(named) or None
 
 
-def _last_good_before(engine, parent, settings) -> tuple:
+def _last_good_before(engine, parent, settings: history.Settings) -> tuple:
     """``(number, None)``: the newest deployed revision before the failed one; ``(None, why)``
     when there is none (``why`` None when the set keeps no history). The failed run's own
     revision, if it recorded one, is marked failed first."""

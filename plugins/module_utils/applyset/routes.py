@@ -44,6 +44,7 @@ from typing import Callable
 from .steps import applying, approval, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
 from .steps import rollback
 from .steps import settling, teardown, without_claim
+from .run.options import Options
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, RunContext, Step
 
 APPLY, PREVIEW, UPDATE_ONLY = "apply", "preview", "update-only"
@@ -73,7 +74,7 @@ class Route:
         return list(self.steps[self.reading:])
 
 
-def reading(entry: str, opts) -> list[Step]:
+def reading(entry: str, opts: Options) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
         first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
@@ -106,7 +107,7 @@ _HOOKS_AFTER_APPLY = (_hooks("post-apply-hooks", hook_run.post_apply, WRITE),
                       _hooks("on-failure-hooks", hook_run.on_failure, WRITE, always=True))
 
 
-def for_apply(opts) -> Route:
+def for_apply(opts: Options) -> Route:
     """The route of a real apply: the claim before any member write (but the namespaces the parent
     needs), the release last and always, the wait after it."""
     tail = [Step("make-namespaces", applying.make_namespaces, WRITE, reads="decisions discovery live parent"),
@@ -129,14 +130,14 @@ def for_apply(opts) -> Route:
     return _route(APPLY, APPLY, opts, tail)
 
 
-def _retire(opts) -> list:
+def _retire(opts: Options) -> list:
     """With ``helm.take_over``: the release's records deleted once its objects are members."""
     if not opts.helm.take_over:
         return []
     return [Step("retire-helm-release", release_takeover.retire, WRITE, reads="decisions discovery")]
 
 
-def _release(opts) -> list:
+def _release(opts: Options) -> list:
     """The end of an apply: the hooks after it, the revision (history.py) written just before the
     release that points at it, and the trim of old revisions after it."""
     if not history_steps.keeps_history(opts):
@@ -144,7 +145,7 @@ def _release(opts) -> list:
     return [*_HOOKS_AFTER_APPLY, history_steps.RECORD, RELEASE_STEP, history_steps.TRIM]
 
 
-def for_preview(opts) -> Route:
+def for_preview(opts: Options) -> Route:
     """The route of check mode: dry runs only, no claim, no release, no wait."""
     tail = [Step("show-final-hint", decide.show_final_hint, DECIDE, reads="decisions parent"),
             Step("preview-namespace", applying.preview_namespace, DRY_RUN, reads="decisions discovery"),
@@ -155,7 +156,7 @@ def for_preview(opts) -> Route:
     return _route(PREVIEW, APPLY, opts, tail)
 
 
-def for_update_only(opts) -> Route:
+def for_update_only(opts: Options) -> Route:
     """The route of a run whose only writes are in-place updates (without_claim.py): each
     conditional on the listed object, no claim, no parent write; a refusal or a parent written
     meanwhile starts the run over on the apply route."""
@@ -175,7 +176,7 @@ def for_update_only(opts) -> Route:
     return _route(UPDATE_ONLY, APPLY, opts, tail)
 
 
-def for_uninstall(opts) -> Route:
+def for_uninstall(opts: Options) -> Route:
     """The route of ``state: absent``: members deleted under the prune rules, then the parent."""
     effect = DRY_RUN if opts.dry_run else WRITE
     tail = [Step("list-members", teardown.list_members("remove"), READ, reads="discovery parent", sets="removal"),
@@ -194,7 +195,7 @@ def for_uninstall(opts) -> Route:
     return _route(UNINSTALL, UNINSTALL, opts, tail)
 
 
-def for_disband(opts) -> Route:
+def for_disband(opts: Options) -> Route:
     """The route of ``state: disbanded``: members left in place without the label, then the parent."""
     effect = DRY_RUN if opts.dry_run else WRITE
     tail = [Step("list-members", teardown.list_members("disband"), READ, reads="discovery parent", sets="removal"),
@@ -206,24 +207,24 @@ def for_disband(opts) -> Route:
     return _route(DISBAND, DISBAND, opts, tail)
 
 
-def _claimed(opts, writes: list) -> list:
+def _claimed(opts: Options, writes: list) -> list:
     """``writes`` between the claim and its release; in check mode, neither."""
     return list(writes) if opts.dry_run else [CLAIM_STEP, *writes, RELEASE_STEP]
 
 
-def for_missing_parent(entry: str, opts) -> Route:
+def for_missing_parent(entry: str, opts: Options) -> Route:
     """The route of an uninstall or disband whose parent does not exist: a warning."""
     action = "remove" if entry == UNINSTALL else "disband"
     return _route(NOTHING_TO_REMOVE, entry, opts,
                   [Step("warn-missing-parent", teardown.warn_missing_parent(action), DECIDE, reads="parent")])
 
 
-def _route(name: str, entry: str, opts, tail: list) -> Route:
+def _route(name: str, entry: str, opts: Options, tail: list) -> Route:
     first = reading(entry, opts)
     return Route(name, tuple(first + tail), len(first))
 
 
-def choose(entry: str, ctx, may_skip_claim: bool) -> Route:
+def choose(entry: str, ctx: RunContext, may_skip_claim: bool) -> Route:
     """The route to take once the reading steps of ``entry`` have run over ``ctx``.
 
     Args:

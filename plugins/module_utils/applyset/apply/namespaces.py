@@ -14,6 +14,7 @@ from ..object_meta import metadata_of
 from ..kube.api import KubeApi
 from .. import spec
 from ..errors import ApiError, NamespaceMissingError
+from ..run.options import Options
 from ..run.report import Change, MemberOutcome, ObjectResult
 from ..run.runner import RunContext
 
@@ -104,7 +105,7 @@ def _fixes(missing, terminating, made_home) -> list[str]:
     return fixes
 
 
-def create(client: KubeApi, discovery, opts, name: str) -> MemberOutcome:
+def create(client: KubeApi, discovery, opts: Options, name: str) -> MemberOutcome:
     """create_namespace: the namespace is made (a dry run in check mode), but does not join the set.
 
     As with helm --create-namespace, uninstall leaves it: it may hold what other tools put

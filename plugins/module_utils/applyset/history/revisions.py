@@ -27,12 +27,16 @@ import json
 import time
 import zlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..object_meta import labels_of, metadata_of, name_of
 from ..kube.api import KubeApi
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..parent.model import set_name
+
+if TYPE_CHECKING:  # the run's options, above this layer: named for the annotation only
+    from ..run.options import Options
 
 LABEL_HISTORY_OF = spec.OWN_PREFIX + "history-of"  # the set's id
 LABEL_REVISION = spec.OWN_PREFIX + "revision"  # the revision's number
@@ -172,13 +176,13 @@ def set_digest(members: list) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def payload(number: int, result: str, *, opts, parent, members: list, hint: tuple,
+def payload(number: int, result: str, *, opts: Options, parent, members: list, hint: tuple,
             rollback_of: int | None) -> dict:
     """The whole revision numbered ``number`` of a run with ``opts`` (``options.Options``, its
     ``history`` settings included) that applies ``members`` (``plan.DesiredObject``) to the set of
     ``parent`` (``parent_model.Parent``), whose final ``hint`` is ``(group_kinds, namespaces)``;
     ``rollback_of`` the revision it applies again, if any."""
-    settings = opts.history
+    provenance = dict(opts.history.provenance) if opts.history is not None else {}
     options = {}
     for name in SHAPING_OPTIONS:
         value = getattr(opts, name)
@@ -189,7 +193,7 @@ def payload(number: int, result: str, *, opts, parent, members: list, hint: tupl
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "result": result,
         "rollback_of": rollback_of, "parent": parent.describe()["parent"],
         "hint": {"group_kinds": sorted(map(str, kinds)), "namespaces": sorted(namespaces)},
-        "options": options, "provenance": dict(settings.provenance),
+        "options": options, "provenance": provenance,
         "members": [member_entry(m) for m in members],
     }
 
