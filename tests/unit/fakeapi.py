@@ -28,7 +28,7 @@ from types import SimpleNamespace
 
 import urllib3
 from applyset import engine as engines
-from applyset.run.options import Options
+from applyset.run.options import Options, RunOptions
 from applyset.run import report
 from applyset.kube import client as kube
 from applyset.kube import http_requests as httprequests
@@ -646,9 +646,12 @@ def client(api: FakeApi, parallelism: int = 1, **kwargs) -> kube.KubeClient:
     return c
 
 
-def make_engine(api: FakeApi, parent="configmaps/shop", namespace="shop", parallelism=1,
+def make_engine(api: FakeApi, parent="configmaps/shop", namespace="shop", parallelism=1, teardown=False,
                 **options) -> engines.Engine:
-    return engines.Engine(client(api, parallelism), parent, namespace, Options.from_settings(**options))
+    """An engine over ``api``; with ``teardown``, given only what every entry point reads
+    (``RunOptions``): a teardown step that reads an apply's options then fails the test."""
+    kind = RunOptions if teardown else Options
+    return engines.Engine(client(api, parallelism), parent, namespace, kind.from_settings(**options))
 
 
 def outcome(engine: engines.Engine, action: str, *args) -> tuple[report.Report, ApplySetError | None]:
@@ -709,7 +712,8 @@ def load(*objects):
 
 
 def run(api, action="apply", *args, **options):
-    return outcome(make_engine(api, **options), action, *args)
+    """``action`` of an engine over ``api``: ``outcome``. An uninstall or disband gets ``RunOptions``."""
+    return outcome(make_engine(api, teardown=action in ("uninstall", "disband"), **options), action, *args)
 
 
 def deployed(api, *objects, **options):

@@ -315,3 +315,13 @@ def test_a_strict_step_may_read_and_set_only_what_it_declares():
     ctx = strict()
     runner.run([runner.Step("lister", sets_live, runner.READ, sets="live")], ctx)
     assert ctx.live == "listed" and ctx.step is None
+
+
+def test_a_step_reading_an_apply_s_options_on_a_teardown_is_a_step_order_error():
+    from applyset.run.options import RunOptions
+
+    ctx = runner.RunContext(client=None, opts=RunOptions(), run_id="r", parent_spec=None, namespace=None,
+                            manifests=None, record=None, carried={})
+    with pytest.raises(runner.StepOrderError, match="reads an apply's options on a teardown"):
+        ctx.apply_options  # noqa: B018 - the read is the test
+    assert _context().apply_options.prune

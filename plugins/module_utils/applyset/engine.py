@@ -16,7 +16,7 @@ what it updated is carried into the new attempt explicitly. A run that loses the
 claim to a run started at the same moment (claim.RaceLost) starts over too: it waits for the
 winner (``claim_wait``) and decides again on the state the winner left.
 
-Callers build ``run.options.Options`` and read ``run.report.Report`` (its ``ObjectResult`` values).
+Callers build ``run.options.Options`` (an apply's; ``RunOptions`` suffices for a teardown) and read ``run.report.Report`` (its ``ObjectResult`` values).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from .kube.api import KubeApi
 from .kube.discovery import Discovery
 from .parent.model import Parent
 from .inputs.manifests import Manifest
-from .run.options import Options
+from .run.options import Options, RunOptions
 from .run.report import CHANGING_ACTIONS, Recorder, Report
 from .wait import expressions, readiness
 from .steps.without_claim import StartOver
@@ -49,7 +49,7 @@ class Engine:
     failure, with what the run did until then as ``err.report``.
     """
 
-    def __init__(self, client: KubeApi, parent_spec, namespace: str | None, options: Options):
+    def __init__(self, client: KubeApi, parent_spec, namespace: str | None, options: RunOptions):
         """Prepare a run; sends no request.
 
         Args:
@@ -58,10 +58,11 @@ class Engine:
                 (``kind``, ``name``, ...) or a whole object to create (see ``parent.resolve.resolve``).
             namespace: the parent's namespace when the reference names none, and the default
                 namespace of namespaced objects that name none; None for neither.
-            options: how the run behaves; validated here.
+            options: how the run behaves; validated here. ``apply`` needs an apply's ``Options``;
+                ``uninstall`` and ``disband`` read only what every entry point has (``RunOptions``).
 
         Raises:
-            InputError: an option is invalid (``Options.validate``).
+            InputError: an option is invalid (``RunOptions.validate``).
         """
         self.client = client
         self.parent_spec = parent_spec
@@ -119,7 +120,9 @@ class Engine:
             WaitTimeout: the applied objects were not ready (or pruned ones not gone) in time.
             ApiError: a request failed in a way that stops the run (a LIST, the parent's write).
         """
-        return self._run(self._apply, manifests)
+        if not isinstance(self.opts, Options):
+            raise TypeError(f"apply needs an apply's Options, not {type(self.opts).__name__}")
+        return self._run(self._apply, manifests, self.opts)
 
     def uninstall(self, manifests: list[Manifest] | None = None) -> Report:
         """Delete every member (same safety rules as prune), then the parent.
@@ -173,15 +176,14 @@ class Engine:
             raise failed
         return self.report
 
-    def _apply(self, manifests: list[Manifest]) -> None:
+    def _apply(self, manifests: list[Manifest], opts: Options) -> None:
         # The ready-when / failed-when annotations compile before the first request, like wait_rules.
         expressions.check_annotations((m.source, m.mapping) for m in manifests)
         try:
-            self._attempts(routes.APPLY, manifests,
-                           may_skip_claim=self.opts.reapply == "changed" and not self.opts.dry_run)
+            self._attempts(routes.APPLY, manifests, may_skip_claim=opts.reapply == "changed" and not opts.dry_run)
         finally:
-            if self.opts.waiting.enabled or self.opts.dry_run:
-                _show_rules(self.report, manifests, self.opts.waiting.rules or {})
+            if opts.waiting.enabled or opts.dry_run:
+                _show_rules(self.report, manifests, opts.waiting.rules or {})
 
     def _teardown(self, entry: str, manifests: list[Manifest] | None = None) -> None:
         self._attempts(entry, manifests, may_skip_claim=False)

@@ -44,7 +44,7 @@ from typing import Callable
 from .steps import applying, approval, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
 from .steps import rollback
 from .steps import settling, teardown, without_claim
-from .run.options import Options
+from .run.options import Options, RunOptions
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, RunContext, Step
 
 APPLY, PREVIEW, UPDATE_ONLY = "apply", "preview", "update-only"
@@ -74,7 +74,7 @@ class Route:
         return list(self.steps[self.reading:])
 
 
-def reading(entry: str, opts: Options) -> list[Step]:
+def reading(entry: str, opts: RunOptions) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
         first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
@@ -130,14 +130,14 @@ def for_apply(opts: Options) -> Route:
     return _route(APPLY, APPLY, opts, tail)
 
 
-def _retire(opts: Options) -> list:
+def _retire(opts: RunOptions) -> list:
     """With ``helm.take_over``: the release's records deleted once its objects are members."""
     if not opts.helm.take_over:
         return []
     return [Step("retire-helm-release", release_takeover.retire, WRITE, reads="decisions discovery")]
 
 
-def _release(opts: Options) -> list:
+def _release(opts: RunOptions) -> list:
     """The end of an apply: the hooks after it, the revision (history.py) written just before the
     release that points at it, and the trim of old revisions after it."""
     if not history_steps.keeps_history(opts):
@@ -176,7 +176,7 @@ def for_update_only(opts: Options) -> Route:
     return _route(UPDATE_ONLY, APPLY, opts, tail)
 
 
-def for_uninstall(opts: Options) -> Route:
+def for_uninstall(opts: RunOptions) -> Route:
     """The route of ``state: absent``: members deleted under the prune rules, then the parent."""
     effect = DRY_RUN if opts.dry_run else WRITE
     tail = [Step("list-members", teardown.list_members("remove"), READ, reads="discovery parent", sets="removal"),
@@ -195,7 +195,7 @@ def for_uninstall(opts: Options) -> Route:
     return _route(UNINSTALL, UNINSTALL, opts, tail)
 
 
-def for_disband(opts: Options) -> Route:
+def for_disband(opts: RunOptions) -> Route:
     """The route of ``state: disbanded``: members left in place without the label, then the parent."""
     effect = DRY_RUN if opts.dry_run else WRITE
     tail = [Step("list-members", teardown.list_members("disband"), READ, reads="discovery parent", sets="removal"),
@@ -207,19 +207,19 @@ def for_disband(opts: Options) -> Route:
     return _route(DISBAND, DISBAND, opts, tail)
 
 
-def _claimed(opts: Options, writes: list) -> list:
+def _claimed(opts: RunOptions, writes: list) -> list:
     """``writes`` between the claim and its release; in check mode, neither."""
     return list(writes) if opts.dry_run else [CLAIM_STEP, *writes, RELEASE_STEP]
 
 
-def for_missing_parent(entry: str, opts: Options) -> Route:
+def for_missing_parent(entry: str, opts: RunOptions) -> Route:
     """The route of an uninstall or disband whose parent does not exist: a warning."""
     action = "remove" if entry == UNINSTALL else "disband"
     return _route(NOTHING_TO_REMOVE, entry, opts,
                   [Step("warn-missing-parent", teardown.warn_missing_parent(action), DECIDE, reads="parent")])
 
 
-def _route(name: str, entry: str, opts: Options, tail: list) -> Route:
+def _route(name: str, entry: str, opts: RunOptions, tail: list) -> Route:
     first = reading(entry, opts)
     return Route(name, tuple(first + tail), len(first))
 
@@ -231,8 +231,8 @@ def choose(entry: str, ctx: RunContext, may_skip_claim: bool) -> Route:
         may_skip_claim: whether this attempt may take the update-only route (``reapply: changed``,
             not check mode, and not an attempt that already started over).
     """
-    opts = ctx.opts
     if entry == APPLY:
+        opts = ctx.apply_options
         if opts.dry_run:
             return for_preview(opts)
         # A run with hooks to run takes the claim: two runs never run one set's hooks at once.
@@ -242,5 +242,5 @@ def choose(entry: str, ctx: RunContext, may_skip_claim: bool) -> Route:
             return for_update_only(opts)
         return for_apply(opts)
     if not ctx.parent.exists:
-        return for_missing_parent(entry, opts)
-    return for_uninstall(opts) if entry == UNINSTALL else for_disband(opts)
+        return for_missing_parent(entry, ctx.opts)
+    return for_uninstall(ctx.opts) if entry == UNINSTALL else for_disband(ctx.opts)

@@ -37,6 +37,7 @@ def test_bad_options_fail_before_any_request(options, message):
 def test_good_options_pass_and_the_run_uses_them():
     api = fakeapi.FakeApi()
     api.add_namespace("shop")
+    api.add_namespace("shop")
     run = fakeapi.make_engine(api, wait=True, wait_timeout=5,
                               wait_rules={"overrides": {"ConfigMap": "data.ready == 'yes'"}})
     ready = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"ready": "yes"}}
@@ -55,3 +56,24 @@ def test_problems_name_the_option_what_is_wrong_and_the_fix_and_validate_says_th
     with pytest.raises(InputError) as caught:
         bad.validate()
     assert caught.value.message == "guard.max_prune_percent must be between 0 and 100; crd_timeout must be 0 seconds or more"
+
+
+def test_a_teardown_takes_what_every_entry_point_reads_and_an_apply_needs_an_apply_s_options():
+    from applyset.run.options import RunOptions
+
+    api = fakeapi.FakeApi()
+    api.add_namespace("shop")
+    fakeapi.deployed(api, fakeapi.cm("a"))
+    teardown = fakeapi.make_engine(api, teardown=True)
+    assert isinstance(teardown.opts, RunOptions) and not isinstance(teardown.opts, Options)
+    with pytest.raises(TypeError, match="apply needs an apply's Options, not RunOptions"):
+        teardown.apply(load_definition([fakeapi.cm("a")]))
+    report, error = fakeapi.outcome(teardown, "uninstall")
+    assert error is None and fakeapi.actions(report) == {"ConfigMap shop/a": "pruned"}
+
+
+def test_the_problems_of_an_apply_s_options_keep_the_module_s_order():
+    options = Options.from_settings(reapply="sometimes", crd_timeout=-1, claim_ttl=-1, wait_timeout=-1,
+                                    recreate_timeout=-1, max_prune_percent=101)
+    assert [name for name, _why, _fix in options.problems()] == [
+        "reapply", "guard.max_prune_percent", "crd_timeout", "claim_ttl", "wait_timeout", "recreate_timeout"]

@@ -31,7 +31,7 @@ NONE = Adoption()
 def select(ctx: RunContext, plan) -> Adoption:
     """The objects of the legacy prune set that this run takes in (LISTs, no write); records the
     references in ``applyset.adopted`` and warnings about what was left alone."""
-    options, parent = ctx.opts.adopt_legacy, ctx.parent
+    options, parent = ctx.apply_options.adopt_legacy, ctx.parent
     if options is None:
         return NONE
     served, missing = legacies.scope_kinds(options, ctx.discovery)

@@ -55,7 +55,7 @@ class MemberApply:
 
 def of_run(ctx: RunContext) -> MemberApply:
     """What the members' applies of the step running over ``ctx`` read, taken now."""
-    return MemberApply(client=ctx.client, opts=ctx.opts, parent_id=ctx.parent.id,
+    return MemberApply(client=ctx.client, opts=ctx.apply_options, parent_id=ctx.parent.id,
                        member_record=ctx.parent.member_record, home_namespace=namespaces.home(ctx),
                        live=ctx.live if ctx.has("live") else None,
                        decisions=ctx.decisions if ctx.has("decisions") else None,

@@ -39,7 +39,7 @@ def check(ctx: RunContext, unchanged: dict) -> str | None:
     Raises:
         NamespaceMissingError: namespaces missing or being deleted, naming who needs them.
     """
-    parent, opts, plan = ctx.parent, ctx.opts, ctx.plan
+    parent, opts, plan = ctx.parent, ctx.apply_options, ctx.plan
     made_by_set = {m.name for m in plan.members if m.resource.group_kind == spec.NAMESPACE_KIND}
     needed = {m.namespace for m in plan.members if m.resource.namespaced and m.namespace and m.key not in unchanged}
     if parent.namespace and not parent.exists:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import InputError
 
@@ -61,43 +61,33 @@ class HelmSettings:
 
 
 @dataclass(frozen=True)
-class Options:
-    """How a run behaves; the modules build it from their options, other callers directly.
+class RunOptions:
+    """How a run behaves, as every entry point reads it (apply, uninstall, disband); an apply's
+    ``Options`` add what only an apply reads. The modules build them from their options, other
+    callers directly.
 
     Frozen: what a run derives (a chart's provenance, a Helm release's) goes to that run's own copy
     (``dataclasses.replace``), never into the caller's, which an automatic rollback reuses.
     Call ``validate()`` (the engine does) before any request. The fields follow the module's
-    options: ``field_manager``, ``force_conflicts`` and ``field_validation`` go to every apply;
-    ``prune``, ``propagation_policy`` and ``guard`` rule the prune; ``waiting`` how the run
-    waits; ``dry_run`` is check mode and ``diff`` asks for before/after documents; the timeouts are
-    in seconds. The groups (``guard``, ``waiting``, ``history``, ``helm``) are built whole by the
-    caller; ``from_settings`` builds them from the module's flat option names.
+    options: ``field_manager``, ``force_conflicts`` and ``field_validation`` go to every apply (a
+    teardown's hooks are applied too); ``propagation_policy`` and ``guard`` rule the deletes;
+    ``waiting`` how the run waits; ``dry_run`` is check mode and ``diff`` asks for before/after
+    documents; the timeouts are in seconds. The groups (``guard``, ``waiting``, ``history``,
+    ``helm``) are built whole by the caller; ``from_settings`` builds them from the module's flat
+    option names.
     """
 
     field_manager: str = DEFAULT_FIELD_MANAGER
     force_conflicts: bool = False
     field_validation: str = "Strict"
-    prune: bool = True
     dry_run: bool = False
     diff: bool = False
     propagation_policy: str = "Background"
     takeover: bool = False  # manage a set whose parent another tool made
-    adopt: bool = False  # take live objects that belong to another set
     guard: GuardLimits = field(default_factory=GuardLimits)
-    crd_timeout: float = 60.0
     claim_ttl: float = 60.0  # how long a crashed run's claim on the set blocks others
     claim_wait: float = 120.0  # how long to wait for another run's claim to go away
     waiting: WaitOptions = field(default_factory=WaitOptions)
-    adopt_legacy: legacies.LegacyAdoption | None = None  # take over a `kubectl apply --prune -l` set
-    create_namespace: bool = False  # create the parent's namespace when missing (not a member)
-    recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
-    recreate_timeout: float = 120.0  # how long a recreated object may take to be gone
-    # "changed": members whose live object already is what the apply would make are not sent
-    # (nochange.py), and a run with nothing to change writes nothing, the parent included;
-    # "always": every member is applied on every run.
-    reapply: str = "changed"
-    # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
-    ignore_fields: tuple = ()
     history: Settings | None = None  # revisions kept, rollback; None keeps no history
     # steps/approval.py: the plan a real run must still have (a plan id, a plan list, or a check-mode
     # result); a run whose plan differs fails before any write. None binds the run to no plan.
@@ -105,7 +95,7 @@ class Options:
     helm: HelmSettings = field(default_factory=HelmSettings)
 
     @classmethod
-    def from_settings(cls, **settings: Any) -> Options:
+    def from_settings(cls: type[_Built], **settings: Any) -> _Built:
         """Options from flat keywords: this class's fields, and the groups' members by the module's
         option names (``wait``, ``wait_timeout``, ``wait_rules``, ``failure_logs``; ``allow_empty``,
         ``max_prune_percent``, ``allow_prune_kinds``), as test drivers and the benchmark give them."""
@@ -135,16 +125,13 @@ class Options:
         if self.propagation_policy not in ("Background", "Foreground", "Orphan"):
             found.append(("propagation_policy", "must be Background, Foreground or Orphan",
                           "give Background, Foreground or Orphan"))
-        if self.reapply not in REAPPLY_CHOICES:
-            found.append(("reapply", "must be changed or always", "give changed or always"))
+        found += self._apply_problems()
         if not 0 <= self.guard.max_prune_percent <= 100:
             found.append(("guard.max_prune_percent", "must be between 0 and 100",
                           "set it to 100 to allow any prune, or lower to guard more"))
         if self.helm.take_over and not self.helm.release:
             found.append(("helm.take_over", "needs the release's name", "set helm.release_name"))
-        timeouts = (("crd_timeout", self.crd_timeout), ("claim_ttl", self.claim_ttl), ("claim_wait", self.claim_wait),
-                    ("wait_timeout", self.waiting.timeout), ("recreate_timeout", self.recreate_timeout))
-        for name, seconds in timeouts:
+        for name, seconds in self._timeouts():
             if seconds < 0:
                 found.append((name, "must be 0 seconds or more", f"set {name} to 0 or more"))
         return found
@@ -156,7 +143,6 @@ class Options:
         Raises:
             InputError: naming each bad option (wait rule overrides included).
         """
-        from ..rules import field_policy
         from ..wait import readiness
 
         problems = [(name, why) for name, why, _fix in self.problems()]
@@ -169,11 +155,22 @@ class Options:
                              fix="correct the options named; nothing was changed")
         readiness.check_overrides((self.waiting.rules or {}).get("overrides"))
         self._check_cel_rules()
-        field_policy.parse_rules(self.ignore_fields)
+        self._check_apply_rules()
         if self.approved_plan is not None:
             from ..rules import plan_diff
 
             plan_diff.parse_approved(self.approved_plan)
+
+    def _apply_problems(self) -> list[tuple[str, str, str]]:
+        """``problems`` of the options only an apply has (``Options``): none here."""
+        return []
+
+    def _timeouts(self) -> list[tuple[str, float]]:
+        """``(option, seconds)`` of the timeouts ``problems`` checks, in the module's order."""
+        return [("claim_ttl", self.claim_ttl), ("claim_wait", self.claim_wait), ("wait_timeout", self.waiting.timeout)]
+
+    def _check_apply_rules(self) -> None:
+        """``validate``'s checks of the options only an apply has (``Options``): none here."""
 
     def _check_cel_rules(self) -> None:
         """Every ``waiting.rules`` ``health_check_exprs`` expression compiles (cel-python imported only then)."""
@@ -187,6 +184,43 @@ class Options:
             raise InputError("; ".join(problems), obj="wait_rules.health_check_exprs",
                              fix="correct the expressions named (CEL, as in Flux's healthCheckExprs); nothing was changed")
 
+
+@dataclass(frozen=True)
+class Options(RunOptions):
+    """An apply's options: every entry point's (``RunOptions``) and what only an apply reads:
+    whether it ``prune``s, takes objects of other sets (``adopt``, ``adopt_legacy``), makes the
+    parent's namespace, recreates immutable changes, skips unchanged members (``reapply``), leaves
+    fields to other managers (``ignore_fields``), and waits ``crd_timeout`` for its CRDs."""
+
+    prune: bool = True
+    adopt: bool = False  # take live objects that belong to another set
+    crd_timeout: float = 60.0
+    adopt_legacy: legacies.LegacyAdoption | None = None  # take over a `kubectl apply --prune -l` set
+    create_namespace: bool = False  # create the parent's namespace when missing (not a member)
+    recreate_on_immutable: frozenset = frozenset()  # kinds deleted and created again when a change is immutable
+    recreate_timeout: float = 120.0  # how long a recreated object may take to be gone
+    # "changed": members whose live object already is what the apply would make are not sent
+    # (nochange.py), and a run with nothing to change writes nothing, the parent included;
+    # "always": every member is applied on every run.
+    reapply: str = "changed"
+    # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
+    ignore_fields: tuple = ()
+
+    def _apply_problems(self) -> list[tuple[str, str, str]]:
+        if self.reapply not in REAPPLY_CHOICES:
+            return [("reapply", "must be changed or always", "give changed or always")]
+        return []
+
+    def _timeouts(self) -> list[tuple[str, float]]:
+        return [("crd_timeout", self.crd_timeout), *super()._timeouts(), ("recreate_timeout", self.recreate_timeout)]
+
+    def _check_apply_rules(self) -> None:
+        from ..rules import field_policy
+
+        field_policy.parse_rules(self.ignore_fields)
+
+
+_Built = TypeVar("_Built", bound=RunOptions)
 
 # The groups' members by the module's flat option names (Options.from_settings).
 _FLAT_GROUPS = {"wait": ("waiting", "enabled"), "wait_timeout": ("waiting", "timeout"),

@@ -22,7 +22,7 @@ from ..parent.model import Parent
 from ..rules.hooks import HookSet
 from ..rules.plan import Plan
 from ..spec import ObjectId
-from .options import Options
+from .options import Options, RunOptions
 from .report import Recorder, Report
 
 from .records import CarriedUpdate, Decisions, LiveState, Removal, Updates
@@ -137,7 +137,7 @@ class RunContext:
     """
 
     client: KubeApi
-    opts: Options
+    opts: RunOptions
     run_id: str
     parent_spec: str | dict | None
     namespace: str | None
@@ -173,6 +173,15 @@ class RunContext:
         if not isinstance(handed_on, HandedOn):
             raise StepOrderError(f"{name} is not a value a step hands on")
         return handed_on.is_set(self)
+
+    @property
+    def apply_options(self) -> Options:
+        """The options of an apply, which its steps read (``prune``, ``reapply`` ...); a teardown's
+        options have none of them, and a step reading them there is a StepOrderError."""
+        if not isinstance(self.opts, Options):
+            raise StepOrderError(f"the {self.step.name if self.step else 'run'} step reads an apply's options "
+                                 "on a teardown (routes.py)")
+        return self.opts
 
     @property
     def stopped(self) -> bool:

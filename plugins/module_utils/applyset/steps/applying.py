@@ -26,7 +26,7 @@ def make_namespaces(ctx: RunContext) -> None:
     decisions = ctx.decisions
     name = decisions.namespace_to_create
     if name:
-        result = ctx.record.outcome(namespaces.create(ctx.client, ctx.discovery, ctx.opts, name))
+        result = ctx.record.outcome(namespaces.create(ctx.client, ctx.discovery, ctx.apply_options, name))
         if result.action == "failed":
             raise ApplySetError(f"could not create namespace {name}: {result.reason}", obj=ctx.set_ref,
                                 fix=namespaces.refusal_fix(result))
@@ -83,7 +83,7 @@ def _each_phase(ctx: RunContext) -> None:
             return  # later phases depend on this one
         crds = [m for m in members if m.resource.group_kind == spec.CRD_KIND]
         if crds and not ctx.opts.dry_run:
-            waiting.wait_for_crds(ctx.client, crds[0].resource, [m.name for m in crds], ctx.opts.crd_timeout,
+            waiting.wait_for_crds(ctx.client, crds[0].resource, [m.name for m in crds], ctx.apply_options.crd_timeout,
                                   ctx.set_ref)
 
 
@@ -91,7 +91,7 @@ def preview_namespace(ctx: RunContext) -> None:
     """Step preview-namespace (check mode): the dry-run creation of create_namespace's namespace."""
     name = ctx.decisions.namespace_to_create
     if name:
-        ctx.record.outcome(namespaces.create(ctx.client, ctx.discovery, ctx.opts, name))
+        ctx.record.outcome(namespaces.create(ctx.client, ctx.discovery, ctx.apply_options, name))
 
 
 def label_adopted(ctx: RunContext) -> None:

@@ -32,13 +32,13 @@ from ..inputs import helm_chart
 from ..inputs.helm_chart import Chart
 from ..inputs.manifest_checks import validate
 from ..inputs.manifests import Manifest, load_definition
-from ..run.options import Options
+from ..run.options import RunOptions
 from ..run.runner import READ, RunContext, Step
 
 HELM_TIMEOUT = 600.0  # seconds: a chart from a slow repository is downloaded by helm template itself
 
 
-def renders_chart(opts: Options) -> bool:
+def renders_chart(opts: RunOptions) -> bool:
     """Whether a run with ``opts`` renders a chart (not when it rolls back: the revision is applied)."""
     rolls_back = opts.history is not None and opts.history.rollback_to is not None
     return opts.helm.chart is not None and not rolls_back

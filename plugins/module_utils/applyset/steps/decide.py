@@ -99,7 +99,7 @@ def list_live(ctx: RunContext) -> None:
     prune scope, the hint as recorded before this run (kubectl's rule), only through our
     selector. Desired kinds and namespaces new in this run are not searched for leftovers.
     """
-    opts, parent = ctx.opts, ctx.parent
+    opts, parent = ctx.apply_options, ctx.parent
     desired_pairs = {(m.resource, m.namespace if m.resource.namespaced else None)
                      for m in ctx.plan.members if not m.crd_in_set}
     not_listed: frozenset = frozenset()
@@ -138,7 +138,7 @@ def decide(ctx: RunContext) -> None:
     candidates and the guard, the hints, the unchanged members, then the input problems only
     the server can show (recreate settings, missing namespaces: one GET each).
     """
-    opts, parent, plan, live = ctx.opts, ctx.parent, ctx.plan, ctx.live
+    opts, parent, plan, live = ctx.apply_options, ctx.parent, ctx.plan, ctx.live
     refusal = prunes.overlap(plan.members, {k: (o.resource, o.obj) for k, o in live.objects.items()},
                              parent.id, adopt=opts.adopt)
     if refusal is not None:
@@ -172,7 +172,7 @@ def decide(ctx: RunContext) -> None:
 def _leave_to_others(ctx: RunContext) -> field_policy.Policies:
     """The apply policies and ``ignore_fields`` rules of the run's members (``field_policy.resolve``);
     warns about a rule that matches no member or no field of one."""
-    rules = field_policy.parse_rules(ctx.opts.ignore_fields)
+    rules = field_policy.parse_rules(ctx.apply_options.ignore_fields)
     policies = field_policy.resolve(rules, ctx.plan.members, ctx.live, ctx.opts.field_manager)
     ctx.record.warn(*field_policy.unused_rules(rules, ctx.plan.members))
     return policies
@@ -202,7 +202,7 @@ def _first_prune_decisions(ctx: RunContext, taken: adoption.Adoption) -> tuple:
     """The prune candidates, the UIDs about to be applied, and the candidates' first decisions with
     the guard applied. The candidates are kept: after the applies they are decided again with
     the applied UIDs."""
-    parent, plan, opts = ctx.parent, ctx.plan, ctx.opts
+    parent, plan, opts = ctx.parent, ctx.plan, ctx.apply_options
     desired_keys = plan.keys()
     in_set = [o for o in ctx.live.objects.values() if (o.meta.get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
     in_set += taken.adopted
@@ -230,7 +230,7 @@ def _hints(ctx: RunContext, adopted: tuple) -> Hints:
     superset = (parent.recorded_group_kinds | plan.group_kinds | {o.resource.group_kind for o in adopted},
                 parent.namespaces | plan.namespaces | {o.meta["namespace"] for o in adopted if o.meta.get("namespace")})
     final = superset
-    if ctx.opts.prune:
+    if ctx.apply_options.prune:
         final = retained_hint(ctx, ctx.live.not_listed, plan.group_kinds,
                               plan.namespaces | ({parent.namespace} if parent.namespace else set()))
     return Hints(superset, final, superset_changes=not parent.exists or hint_differs(parent, *superset),

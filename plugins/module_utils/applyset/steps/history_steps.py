@@ -35,7 +35,7 @@ from ..parent import write as parent_write
 from ..errors import ApiError, ApplySetError
 from ..kube.discovery import Resource
 from ..run.report import CHANGING_ACTIONS
-from ..run.options import Options
+from ..run.options import RunOptions
 from ..run.runner import WRITE, Step
 from .without_claim import StartOver
 from ..run.runner import RunContext
@@ -51,7 +51,7 @@ def _secrets(ctx: RunContext) -> Resource | None:
 
 def _payload(ctx: RunContext, number: int, result: str) -> dict:
     """The revision ``number`` of this run (``history.payload``)."""
-    return history.payload(number, result, opts=ctx.opts, parent=ctx.parent, members=ctx.plan.members,
+    return history.payload(number, result, opts=ctx.apply_options, parent=ctx.parent, members=ctx.plan.members,
                            hint=ctx.decisions.hints.final, rollback_of=ctx.rollback_of)
 
 
@@ -247,6 +247,6 @@ TRIM = Step("trim-history", trim, WRITE, reads="discovery parent")
 DELETE_ALL = Step("delete-history", delete_all, WRITE, reads="discovery parent")
 
 
-def keeps_history(opts: Options) -> bool:
+def keeps_history(opts: RunOptions) -> bool:
     """Whether runs with ``opts`` keep a history (``history_max`` above 0)."""
     return opts.history is not None and opts.history.max > 0

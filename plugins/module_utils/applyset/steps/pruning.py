@@ -97,7 +97,8 @@ def _delete_stage(ctx: RunContext, stage: list, live: dict, adopted_uids: set, o
                 result = live_result(d.resource, d.meta, "failed", f"pruning failed: {result}")
             ok = ok and result.action != "failed"
             if result.action == "pruned" and d.meta.get("uid") in adopted_uids:
-                selector = ctx.opts.adopt_legacy.selector if ctx.opts.adopt_legacy else ""
+                legacy = ctx.apply_options.adopt_legacy
+                selector = legacy.selector if legacy else ""
                 result.reason = (f"taken over from the legacy prune set ({selector}) and "
                                  "no longer in the manifests")
             ctx.record.result(result)

@@ -31,12 +31,12 @@ from .. import spec
 from ..errors import InputError
 from ..inputs.manifests import Manifest
 from ..inputs.manifest_checks import validate
-from ..run.options import Options
+from ..run.options import RunOptions
 from ..run.runner import READ, Step
 from ..run.runner import RunContext
 
 
-def rolls_back(opts: Options) -> bool:
+def rolls_back(opts: RunOptions) -> bool:
     """Whether a run with ``opts`` applies a revision of the history instead of its input."""
     return opts.history is not None and opts.history.rollback_to is not None
 
