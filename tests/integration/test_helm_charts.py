@@ -124,6 +124,8 @@ def test_own_chart_install_rerun_values_change_and_rollback(cluster, kube, names
     expected = expected_members(kube, helm_name, OWN, "shop", namespace)
     assert members(install) == expected
     assert install["objects"][0]["kind"] == "CustomResourceDefinition"
+    # The preview names the readiness rule of each of the chart's objects (helm template's, not the task's input).
+    assert [o["name"] for o in preview["objects"] if not o.get("readiness_rule")] == [], preview["objects"]
     base = f"/api/v1/namespaces/{namespace}/configmaps"
     config = kube.get(f"{base}/shop-config")["data"]
     assert config["deployments"] == "served" and config["kubeMinor"] == kube.get("/version")["minor"].rstrip("+")

@@ -183,7 +183,9 @@ class Engine:
             self._attempts(routes.APPLY, manifests, may_skip_claim=opts.reapply == "changed" and not opts.dry_run)
         finally:
             if opts.waiting.enabled or opts.dry_run:
-                _show_rules(self.report, manifests, opts.waiting.rules or {})
+                # The members applied: a chart's or a revision's objects, not the task's input.
+                applied = self._ctx.desired if self._ctx.has("desired") else manifests
+                _show_rules(self.report, applied, opts.waiting.rules or {})
 
     def _teardown(self, entry: str, manifests: list[Manifest] | None = None) -> None:
         self._attempts(entry, manifests, may_skip_claim=False)
