@@ -151,6 +151,24 @@ def test_a_release_that_cannot_become_ready_rolls_itself_back(cluster, kube, nam
     assert web["spec"]["replicas"] == 0
 
 
+def test_a_release_whose_wait_fails_is_listed_failed(cluster, kube, namespace, tmp_path):
+    # As helm upgrade --wait: the release went out, its objects did not become ready: it is no deployed revision.
+    # Only in-place updates: the release takes the route without the claim, which waits after it recorded.
+    common = {"parent": "shop", "namespace": namespace}
+    idle = deployment("web", "registry.invalid/web:1")
+    idle["spec"]["replicas"] = 0
+    stuck = deployment("web", "registry.invalid/web:2", nodeSelector={"applyset-test/no-such-node": "true"})
+    results, output = run(cluster, tmp_path, namespace, [
+        task("good release", "good", definition=[cm("settings", color="blue"), idle], **common),
+        task("stuck release", "stuck", definition=[cm("settings", color="red"), stuck], wait=True, wait_timeout=5,
+             **common),
+        {"name": "history", "applyset.kubernetes.applyset_info": {**common, "revisions": True}, "register": "info"},
+    ])
+    assert results["stuck"]["failed"] and results["stuck"]["revision"] == 2, results["stuck"]
+    listed = results["info"]["applysets"][0]["revisions"]
+    assert [(r["revision"], r["result"]) for r in listed] == [(1, "superseded"), (2, "failed")], listed
+
+
 def test_a_rollback_takes_the_tasks_force_conflicts_over_a_kubectl_scale(cluster, kube, namespace, tmp_path):
     # Issue 36, item 2: the rollback used the options stored in the revision and dropped the task's.
     common = {"parent": "shop", "namespace": namespace}

@@ -28,7 +28,7 @@ from .run import early, runner
 from .inputs import redact
 from . import routes
 from .steps.claim import RACES_BEFORE_GIVING_UP, RaceLost, new_run_id
-from .errors import ApplySetError, GuardError, InputError, ParentError
+from .errors import ApplySetError, GuardError, InputError, ParentError, WaitTimeout
 from .history import revisions as history
 from . import spec
 from .steps.rollback import rolls_back
@@ -263,7 +263,10 @@ def apply_or_roll_back(make_engine, opts: Options, manifests):
     except ApplySetError as err:
         settings = opts.history
         parent = engine.parent
-        if settings is not None and rolls_back(opts):  # a rollback whose wait failed is no deployed revision
+        # A release whose wait failed after it recorded its revision is no deployed revision (helm
+        # marks it failed too); on_failure: rollback marks it before it looks for the last good one.
+        waited_in_vain = isinstance(err, WaitTimeout) and settings is not None and settings.on_failure != "rollback"
+        if settings is not None and (rolls_back(opts) or waited_in_vain):
             _mark_failed(engine, parent, settings, err)
         refused = isinstance(err, (InputError, GuardError, ParentError))  # before any member write
         if opts.dry_run or settings is None or settings.on_failure != "rollback" or parent is None or refused:
@@ -302,8 +305,8 @@ def _keep_release_plan(report, release) -> None:
 
 
 def _mark_failed(engine, parent, settings: history.Settings, err: ApplySetError) -> None:
-    """The revision a rollback recorded marked failed, as it failed after recording it (its wait);
-    when it cannot be, ``err`` says so (the history then shows it deployed)."""
+    """The revision a release or a rollback recorded marked failed, as it failed after recording it
+    (its wait); when it cannot be, ``err`` says so (the history then shows it deployed)."""
     number, discovery = engine.recorded_revision, engine.parent_discovery
     namespace = history.home(parent, settings) if parent is not None and settings is not None else None
     if number is None or namespace is None or discovery is None:
