@@ -8,7 +8,6 @@ rest of the object (spec, status) is the kind's, read by the rules that know it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 
 def metadata_of(obj: Mapping | None) -> dict:
@@ -16,21 +15,26 @@ def metadata_of(obj: Mapping | None) -> dict:
     return (obj or {}).get("metadata") or {}
 
 
-def name_of(obj: Mapping | None) -> Any:
+def name_of(obj: Mapping | None) -> str | None:
     """``metadata.name``, or None."""
-    return metadata_of(obj).get("name")
+    return _text(metadata_of(obj).get("name"))
 
 
-def uid_of(obj: Mapping | None) -> Any:
+def uid_of(obj: Mapping | None) -> str | None:
     """``metadata.uid``, or None (not created yet, or a dry run's)."""
-    return metadata_of(obj).get("uid")
+    return _text(metadata_of(obj).get("uid"))
 
 
-def labels_of(obj: Mapping | None) -> dict:
+def labels_of(obj: Mapping | None) -> dict[str, str]:
     """``metadata.labels``; ``{}`` when there are none."""
     return metadata_of(obj).get("labels") or {}
 
 
-def annotations_of(obj: Mapping | None) -> dict:
+def annotations_of(obj: Mapping | None) -> dict[str, str]:
     """``metadata.annotations``; ``{}`` when there are none."""
     return metadata_of(obj).get("annotations") or {}
+
+
+def _text(value: object) -> str | None:
+    """``value`` when it is a string (as the API server sends names and UIDs), else None."""
+    return value if isinstance(value, str) else None
