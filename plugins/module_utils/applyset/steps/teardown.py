@@ -110,7 +110,7 @@ def delete_members(ctx: RunContext) -> None:
     live = {o.key: o for o in ctx.removal.members}
     if ctx.removal.decided is None:
         raise StepOrderError("delete-members runs before decide-removal")
-    if not carry_out(ctx, ctx.removal.decided, live):
+    if not carry_out(ctx.client, ctx.opts, ctx.record, ctx.removal.decided, live):
         ctx.failure = ApplySetError(
             "some members could not be deleted; the parent is kept so that a re-run finds them:\n"
             + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")

@@ -216,5 +216,6 @@ def record_in_plan_order(ctx: RunContext) -> None:
         for member in rank_members:
             outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(run, member)
             ctx.record.outcome(with_drift(run, member, outcome))
-    carry_out(ctx, prunes.PruneDecisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
+    carry_out(ctx.client, ctx.opts, ctx.record, prunes.PruneDecisions(ctx.decisions.prune.with_verdict(prunes.SKIP)),
+              ctx.live.objects)
     ctx.report.applyset["tooling"] = ctx.parent.tooling
