@@ -148,7 +148,7 @@ def decide(ctx: RunContext) -> None:
         raise ApplySetError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
     taken = adoption.NONE
     if opts.adopt_legacy is not None and opts.prune:
-        taken = adoption.select(ctx, plan)
+        taken = adoption.select(ctx.client, ctx.discovery, opts, parent, ctx.record, plan)
     helm = release_takeover.find(ctx)  # before the unchanged are found: it names Helm's field managers
     if helm is not None:
         taken = adoption.Adoption(taken.adopted + helm.dropped, taken.desired_count + helm.desired_count)
