@@ -94,7 +94,8 @@ def record(ctx: RunContext) -> None:
     # a release they stopped wrote no member, and there is nothing to record or to roll back.
     stopped_after_writes = ctx.stopped and ctx.stopped_at != hook_run.PRE_APPLY_STEP
     wrote = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or stopped_after_writes
-    if not (wrote if ctx.failing else _changed(ctx.report, ctx.plan, ctx.parent)):  # a failed release is recorded when it wrote
+    # A failed release is recorded when it wrote.
+    if not (wrote if ctx.failing else _changed(ctx.report, ctx.plan, ctx.parent)):
         return
     number = (ctx.parent.revision or 0) + 1
     content = _payload(ctx, number, history.FAILED if ctx.failing else history.DEPLOYED)

@@ -35,13 +35,12 @@ from ..rules import prune as prunes
 from ..errors import ApiError, ApplySetError
 from ..kube.http_requests import Response
 from ..rules.plan import DesiredObject
-from ..run.report import NOT_TRIED_HOOK
+from ..run.report import NOT_TRIED_HOOK, Recorder
 from ..inputs.manifests import Manifest
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
 from ..parent.model import Parent
 from ..run.options import Options
-from ..run.report import Recorder
 from ..run.runner import RunContext
 
 COMPLETED, FAILED, WOULD_RUN, WOULD_RUN_ON_FAILURE = "completed", "failed", "would run", "would run on failure"
@@ -186,7 +185,8 @@ def run_phase(ctx: RunContext, phase: str) -> None:
         succeeded.append((hook, entry))
     if first_error is not None:
         raise first_error
-    _delete_succeeded(ctx.client, ctx.opts, ctx.record, [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
+    _delete_succeeded(ctx.client, ctx.opts, ctx.record,
+                      [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
 
 
 def finish_run(client: KubeApi, opts: Options, record: Recorder, ran: tuple, phase: str | None = None) -> None:
@@ -194,8 +194,9 @@ def finish_run(client: KubeApi, opts: Options, record: Recorder, ran: tuple, pha
     hooks among those that ``ran`` (``HookSet.ran``) are deleted now, last run first."""
     if opts.dry_run:
         return
-    _delete_succeeded(client, opts, record, [(h, e) for h, e in ran if h.succeeded_scope == hks.AFTER_RUN
-                                             and e.get("action") == COMPLETED and (phase is None or e["phase"] == phase)])
+    finished = [(h, e) for h, e in ran if h.succeeded_scope == hks.AFTER_RUN
+                and e.get("action") == COMPLETED and (phase is None or e["phase"] == phase)]
+    _delete_succeeded(client, opts, record, finished)
 
 
 def _delete_succeeded(client: KubeApi, opts: Options, record: Recorder, ran: list) -> None:

@@ -53,7 +53,8 @@ def find(ctx: RunContext) -> TakeOver | None:
     """
     opts, live = ctx.opts, ctx.live
     helm = opts.helm
-    wanted = rules.Wanted(helm.take_over, helm.release, home_namespace(opts, ctx.namespace, ctx.parent) if helm.take_over else None)
+    home = home_namespace(opts, ctx.namespace, ctx.parent) if helm.take_over else None
+    wanted = rules.Wanted(helm.take_over, helm.release, home)
     owned = rules.owners(ctx.plan.members, {key: o.meta for key, o in live.objects.items()})
     releases = {owner: helm_release.read(ctx.client, ctx.discovery, *owner) for owner in sorted(owned)}
     release = None
