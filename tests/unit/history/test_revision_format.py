@@ -101,12 +101,12 @@ def test_a_rollback_to_an_api_version_no_longer_served_is_refused():
                           parent=SimpleNamespace(ref="secrets/shop", set_ref="ApplySet Secret shop/shop"),
                           client=SimpleNamespace(get=lambda res, name: {"status": {"storedVersions": ["v1", "v2"]}}))
     with pytest.raises(InputError) as raised:
-        rollback.refuse_data_loss(ctx, 1, [crd, old])
+        rollback.refuse_data_loss(ctx.client, ctx.discovery, ctx.parent, 1, [crd, old])
     assert "Widget w: shop.example/v1alpha1 is no longer served" in raised.value.message
     assert "stored as v2" in raised.value.message
     promotion = {"apiVersion": "shop.example/v1", "kind": "Promotion", "metadata": {"name": "p"}}
     ctx.client = SimpleNamespace(get=lambda res, name: {"status": {"storedVersions": ["v1"]}})
-    rollback.refuse_data_loss(ctx, 1, [crd, promotion])  # served by the revision's own CRD
+    rollback.refuse_data_loss(ctx.client, ctx.discovery, ctx.parent, 1, [crd, promotion])  # served by the revision's own CRD
 
 
 def test_the_git_commit_is_read_from_files_without_running_git(tmp_path):
@@ -167,7 +167,7 @@ def test_a_rollback_keeps_the_tasks_options_and_learns_the_sets_field_managers(m
     monkeypatch.setattr(history, "list_secrets", lambda *args: metadata)
     monkeypatch.setattr(history, "read", lambda client, res, parent, namespace, number: content)
     opts = Options(field_manager="rollback", force_conflicts=True, history=history.Settings(rollback_to=1))
-    ctx = SimpleNamespace(opts=opts, client=None, discovery=Discovery({("", "v1", "ConfigMap")}),
+    ctx = SimpleNamespace(opts=opts, client=None, record=None, discovery=Discovery({("", "v1", "ConfigMap")}),
                           parent=SimpleNamespace(**vars(PARENT), exists=True, revision=2, ref="secrets/shop"))
     rollback.load_revision(ctx)
     assert ctx.opts is opts  # force_conflicts, field_manager, field_validation: the task's

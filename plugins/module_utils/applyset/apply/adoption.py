@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from ..rules import legacy as legacies
 from .. import spec
 from ..kube.listing import LiveObject, list_pairs, live_objects
-from ..run.runner import RunContext
+from ..kube.api import KubeApi
+from ..kube.discovery import Discovery, Resource
+from ..parent.model import Parent
+from ..rules.plan import Plan
+from ..run.options import Options
+from ..run.report import Recorder
 
 
 @dataclass(frozen=True)
@@ -28,17 +33,18 @@ class Adoption:
 NONE = Adoption()
 
 
-def select(ctx: RunContext, plan) -> Adoption:
+def select(client: KubeApi, discovery: Discovery, opts: Options, parent: Parent, record: Recorder,
+           plan: Plan) -> Adoption:
     """The objects of the legacy prune set that this run takes in (LISTs, no write); records the
     references in ``applyset.adopted`` and warnings about what was left alone."""
-    options, parent = ctx.apply_options.adopt_legacy, ctx.parent
+    options = opts.adopt_legacy
     if options is None:
         return NONE
-    served, missing = legacies.scope_kinds(options, ctx.discovery)
+    served, missing = legacies.scope_kinds(options, discovery)
     namespaces = sorted({m.namespace for m in plan.members if m.resource.namespaced and m.namespace})
-    pairs = [(res, ns) for res in served if res.namespaced for ns in namespaces]
+    pairs: list[tuple[Resource, str | None]] = [(res, ns) for res in served if res.namespaced for ns in namespaces]
     pairs += [(res, None) for res in served if not res.namespaced]
-    listed = list_pairs(ctx.client, pairs, selector_for=lambda pair: options.selector, obj=ctx.set_ref)
+    listed = list_pairs(client, pairs, selector_for=lambda pair: options.selector, obj=parent.set_ref)
     found = [(o.resource, o.meta) for o in live_objects(listed)]
     selection = legacies.select(found, parent.id, options, parent.set_ref)
     desired_keys = plan.keys()
@@ -50,8 +56,8 @@ def select(ctx: RunContext, plan) -> Adoption:
             continue  # applying it labels it
         labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: parent.id}
         adopted.append(LiveObject(res, {"metadata": {**meta, "labels": labels}}))
-    ctx.report.applyset["adopted"] = refs
-    ctx.record.warn(*_warnings(options, refs, selection, missing))
+    record.report.applyset["adopted"] = refs
+    record.warn(*_warnings(options, refs, selection, missing))
     return Adoption(tuple(adopted), desired_count)
 
 

@@ -22,7 +22,12 @@ from ..errors import ApplySetError, WaitTimeout
 from . import member_inputs
 from .member_apply import apply_member, as_outcome
 from ..wait.status import Readiness
-from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED
+from ..kube.api import KubeApi
+from ..parent.model import Parent
+from ..run.options import RunOptions
+from ..run.records import Decisions
+from ..spec import ObjectId
+from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, Recorder
 from ..run.runner import RunContext, StepOrderError
 from ..rules.ordering import Order
 
@@ -76,7 +81,7 @@ class _State:
 def apply_in_order(ctx: RunContext) -> None:
     """Step apply of a set with an order: see the module docstring. A failed member records the
     run's failure, as ``applying.apply_phases`` does; a gate that cannot open raises."""
-    order = _order(ctx)
+    order = _order(ctx.decisions)
     first = ctx.decisions.parent_namespace_first
     done_before = {}
     if first is not None:
@@ -93,7 +98,7 @@ def apply_in_order(ctx: RunContext) -> None:
             memo: dict = {}
             batch = [m for m in pending if m.key in ctx.decisions.unchanged or state.can_go(m.key, memo)]
             if not batch:
-                _wait_round(ctx, state, pending)
+                _wait_round(ctx.client, ctx.opts, ctx.record, ctx.parent, state, pending)
                 continue
             for member, outcome in zip(batch, ctx.client.map(lambda m: apply_member(run, m, frozenset()), batch)):
                 outcomes[member.key] = outcome = as_outcome(member, outcome)
@@ -117,26 +122,27 @@ def apply_in_order(ctx: RunContext) -> None:
                 ctx.record.untried([member], why)
 
 
-def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
+def _wait_round(client: KubeApi, opts: RunOptions, record: Recorder, parent: Parent, state: _State,
+                pending: list) -> None:
     """Wait until one of what the pending members wait for is ready (one LIST per resource and
     namespace, then watches: ``waiting.wait_ready`` with ``until_any``), at most until the
     earliest gate's ``wait_timeout``; raises when a gate times out or cannot open."""
     blocking = state.blocking(pending)
     if not blocking:
         raise ApplySetError("internal error: objects wait for nothing that can become ready: "
-                            + ", ".join(m.ref for m in pending), obj=ctx.set_ref)
-    timeout = ctx.opts.waiting.timeout
+                            + ", ".join(m.ref for m in pending), obj=parent.set_ref)
+    timeout = opts.waiting.timeout
     started = time.monotonic()
     for node in blocking:
         state.since.setdefault(node, started)
-    targets = {_target(ctx, node): node for node in blocking}
+    targets = {_target(state.order, node): node for node in blocking}
     # The objects as applied, with their UIDs: the wait then knows a Job its TTL removed.
     applied = {t: wait_reasons.as_applied(state.bodies[n], state.applied[n])
                for t, n in targets.items() if state.applied.get(n) and n in state.bodies}
     left = min(state.since[node] + timeout for node in blocking) - started
-    unready = waiting.wait_ready(ctx.client, list(targets), timeout=max(0.0, left), raise_on_timeout=False,
-                                 applied=applied, until_any=True, warn=ctx.record.warn,
-                                 field_manager=ctx.opts.field_manager, **ctx.opts.waiting.rules)
+    unready = waiting.wait_ready(client, list(targets), timeout=max(0.0, left), raise_on_timeout=False,
+                                 applied=applied, until_any=True, warn=record.warn,
+                                 field_manager=opts.field_manager, **opts.waiting.rules)
     now = time.monotonic()
     for target, node in targets.items():
         found = unready.get(waiting.normalised(target))
@@ -145,37 +151,36 @@ def _wait_round(ctx: RunContext, state: _State, pending: list) -> None:
         elif found.final or now - state.since[node] >= timeout:
             # Say why, as the members' wait does: events and pods of the gate (a Job whose pods
             # cannot be created names the cause).
-            raise wait_reasons.explain(ctx.client, _gate_closed(ctx, node, blocking[node], found),
-                                       wait_reasons.bodies_by_ref(applied), logs=ctx.opts.waiting.failure_logs)
+            raise wait_reasons.explain(client, _gate_closed(opts, parent, node, blocking[node], found),
+                                       wait_reasons.bodies_by_ref(applied), logs=opts.waiting.failure_logs)
 
 
-def _gate_closed(ctx: RunContext, node, blocked: tuple, found: Readiness) -> WaitTimeout:
+def _gate_closed(opts: RunOptions, parent: Parent, node: ObjectId, blocked: tuple, found: Readiness) -> WaitTimeout:
     """The error of a gate that timed out or cannot open: what waits, for what, and why."""
     waiter, why = blocked
     cannot = found.final
-    timeout = ctx.opts.waiting.timeout
+    timeout = opts.waiting.timeout
     what_failed = (f"{ordering.ref_of(waiter)} waits for {ordering.ref_of(node)} ({why}), which "
                    + ("cannot become ready" if cannot else f"is not ready after {timeout:g}s") + f": {found.message}")
     return WaitTimeout(
         what_failed + "; what waits for it was not applied, nothing was pruned and the parent keeps covering "
         "every object", what_failed=what_failed,
-        obj=ctx.set_ref,
+        obj=parent.set_ref,
         fix=("look at the object and its events (kubectl describe), fix it and run again"
              + ("" if cannot else "; raise wait_timeout if it is only slow")),
         details={"unready": [{"kind": node.kind, "namespace": node.namespace or None, "name": node.name,
                               "reason": found.message, "waited_for_by": ordering.ref_of(waiter)}]})
 
 
-def _order(ctx: RunContext) -> Order:
-    """The order decide found; this apply runs only on a route that has one (routes.py)."""
-    if ctx.decisions.order is None:
+def _order(decisions: Decisions) -> Order:
+    """The order decide found (``decisions``); this apply runs only on a route that has one (routes.py)."""
+    if decisions.order is None:
         raise StepOrderError("an ordered apply runs before decide has found an order")
-    return ctx.decisions.order
+    return decisions.order
 
 
-def _target(ctx: RunContext, node) -> tuple:
-    """The (resource, namespace, name) to read for ``node``."""
-    order = _order(ctx)
+def _target(order: Order, node: ObjectId) -> tuple:
+    """The (resource, namespace, name) of ``order`` to read for ``node``."""
     res = order.external[node] if node in order.external else order.resources[node]
     return res, node.namespace or None, node.name
 

@@ -56,7 +56,8 @@ class MemberApply:
 def of_run(ctx: RunContext) -> MemberApply:
     """What the members' applies of the step running over ``ctx`` read, taken now."""
     return MemberApply(client=ctx.client, opts=ctx.apply_options, parent_id=ctx.parent.id,
-                       member_record=ctx.parent.member_record, home_namespace=namespaces.home(ctx),
+                       member_record=ctx.parent.member_record,
+                       home_namespace=namespaces.home(ctx.parent, ctx.namespace),
                        live=ctx.live if ctx.has("live") else None,
                        decisions=ctx.decisions if ctx.has("decisions") else None,
                        set_managers=frozenset(ctx.set_managers), carried=ctx.carried)

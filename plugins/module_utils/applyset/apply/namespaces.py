@@ -14,19 +14,23 @@ from ..object_meta import metadata_of
 from ..kube.api import KubeApi
 from .. import spec
 from ..errors import ApiError, NamespaceMissingError
-from ..run.options import Options
 from ..run.report import Change, MemberOutcome, ObjectResult
-from ..run.runner import RunContext
+from ..kube.discovery import Discovery
+from ..parent.model import Parent
+from ..rules.plan import Plan
+from ..run.options import Options
 
 _CREATED_REASON = "create_namespace: true; not a member of the set, so state=absent leaves it"
 
 
-def home(ctx: RunContext) -> str | None:
-    """The namespace create_namespace makes: the parent's, else the default one of members."""
-    return ctx.parent.namespace or ctx.namespace or None
+def home(parent: Parent, namespace: str | None) -> str | None:
+    """The namespace create_namespace makes: the ``parent``'s, else the default one of members
+    (the run's ``namespace``)."""
+    return parent.namespace or namespace or None
 
 
-def check(ctx: RunContext, unchanged: dict) -> str | None:
+def check(client: KubeApi, discovery: Discovery, parent: Parent, namespace: str | None, opts: Options, plan: Plan,
+          unchanged: dict) -> str | None:
     """One GET per namespace that this run writes into and does not create itself.
 
     A GET that is refused (credentials limited to a namespace) tells nothing; the writes then
@@ -39,21 +43,20 @@ def check(ctx: RunContext, unchanged: dict) -> str | None:
     Raises:
         NamespaceMissingError: namespaces missing or being deleted, naming who needs them.
     """
-    parent, opts, plan = ctx.parent, ctx.apply_options, ctx.plan
     made_by_set = {m.name for m in plan.members if m.resource.group_kind == spec.NAMESPACE_KIND}
     needed = {m.namespace for m in plan.members if m.resource.namespaced and m.namespace and m.key not in unchanged}
     if parent.namespace and not parent.exists:
         needed.add(parent.namespace)
-    made_home = home(ctx)
+    made_home = home(parent, namespace)
     if opts.create_namespace and made_home:
         needed.add(made_home)
     if parent.exists and parent.namespace:
         needed.discard(parent.namespace)  # the parent lives there
     names = sorted(needed - made_by_set)
-    ns_res = ctx.discovery.for_group_kind(spec.NAMESPACE_KIND) if names else None
+    ns_res = discovery.for_group_kind(spec.NAMESPACE_KIND) if names else None
     if ns_res is None:
         return None
-    found = ctx.client.map(lambda name: ctx.client.get(ns_res, name), names)
+    found = client.map(lambda name: client.get(ns_res, name), names)
     missing = [n for n, obj in zip(names, found) if obj is None]
     terminating = [n for n, obj in zip(names, found)
                    if isinstance(obj, dict) and metadata_of(obj).get("deletionTimestamp")]
@@ -62,14 +65,14 @@ def check(ctx: RunContext, unchanged: dict) -> str | None:
         missing.remove(made_home)
         to_create = made_home
     if missing or terminating:
-        raise _missing_error(ctx, missing, terminating, made_home)
+        raise _missing_error(parent, plan, missing, terminating, made_home)
     return to_create
 
 
-def _missing_error(ctx: RunContext, missing, terminating, made_home) -> NamespaceMissingError:
-    parent = ctx.parent
+def _missing_error(parent: Parent, plan: Plan, missing: list, terminating: list,
+                   made_home: str | None) -> NamespaceMissingError:
     users: dict = {}
-    for m in ctx.plan.members:
+    for m in plan.members:
         if m.namespace in missing or m.namespace in terminating:
             users.setdefault(m.namespace, []).append(m.ref)
     parts = []
@@ -86,7 +89,7 @@ def _missing_error(ctx: RunContext, missing, terminating, made_home) -> Namespac
         state = "does not exist" if name in missing else "is being deleted"
         parts.append(f"namespace {name} {state}" + (f" ({'; '.join(notes)})" if notes else ""))
     return NamespaceMissingError(
-        "; ".join(parts), obj=ctx.set_ref, fix=", or ".join(_fixes(missing, terminating, made_home))
+        "; ".join(parts), obj=parent.set_ref, fix=", or ".join(_fixes(missing, terminating, made_home))
         + "; nothing was changed", details={"missing": missing, "terminating": terminating})
 
 

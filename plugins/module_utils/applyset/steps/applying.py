@@ -16,7 +16,11 @@ from ..errors import ApiError, ApplySetError
 from ..apply import member_inputs
 from ..apply.member_apply import apply_member, as_outcome
 from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, live_result
+from ..parent.model import Parent
+from ..rules.plan import DesiredObject, Plan
+from ..run.report import Recorder
 from ..run.runner import RunContext
+from .claim import Claim
 
 
 def make_namespaces(ctx: RunContext) -> None:
@@ -49,42 +53,46 @@ def apply_phases(ctx: RunContext) -> None:
         gates.apply_in_order(ctx)
         return
     try:
-        _each_phase(ctx)
+        first = ctx.decisions.parent_namespace_first
+        run = member_inputs.of_run(ctx)  # what the workers read: taken once, never the context
+        failure = _each_phase(run, ctx.plan, first, ctx.claim, ctx.record, ctx.parent)
     except ApplySetError:
         ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_STOPPED)  # a CRD not Established, a lost claim
         raise
-    if ctx.failure is not None:
+    if failure is not None:
+        ctx.failure = failure
         ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_AFTER_FAILURE)
 
 
-def _each_phase(ctx: RunContext) -> None:
-    first = ctx.decisions.parent_namespace_first
+def _each_phase(run: member_inputs.MemberApply, plan: Plan, first: DesiredObject | None, claim: Claim | None,
+                record: Recorder, parent: Parent) -> ApplySetError | None:
+    """The members of ``plan`` phase by phase (but ``first``, applied before the parent), each
+    outcome recorded; the run's failure when a member failed (the later phases are not sent)."""
     done_before = {first.key} if first is not None else set()
     created_namespaces: set = set()
-    run = member_inputs.of_run(ctx)  # what the workers read: taken once, never the context
-    for phase_members in ctx.plan.phases:
-        if ctx.claim:
-            ctx.claim.check()
+    for phase_members in plan.phases:
+        if claim:
+            claim.check()
         members = [m for m in phase_members if m.key not in done_before]
         seen = frozenset(created_namespaces)
-        outcomes = ctx.client.map(lambda m: apply_member(run, m, seen), members)
+        outcomes = run.client.map(lambda m: apply_member(run, m, seen), members)
         ok = True
         for member, outcome in zip(members, outcomes):
-            result = ctx.record.outcome(as_outcome(member, outcome))
+            result = record.outcome(as_outcome(member, outcome))
             ok = ok and result.action != "failed"
             if member.resource.group_kind == spec.NAMESPACE_KIND and result.action == "created":
                 created_namespaces.add(member.name)
         if not ok:
-            failures = ctx.record.failures()
-            ctx.failure = ApplySetError(
+            failures = record.failures()
+            return ApplySetError(  # later phases depend on this one
                 "some objects could not be applied; nothing was pruned and the parent keeps covering every "
                 "object that may exist:\n" + failures, what_failed="some objects could not be applied:\n" + failures,
-                obj=ctx.set_ref, fix="fix the errors listed per object and run again")
-            return  # later phases depend on this one
+                obj=parent.set_ref, fix="fix the errors listed per object and run again")
         crds = [m for m in members if m.resource.group_kind == spec.CRD_KIND]
-        if crds and not ctx.opts.dry_run:
-            waiting.wait_for_crds(ctx.client, crds[0].resource, [m.name for m in crds], ctx.apply_options.crd_timeout,
-                                  ctx.set_ref)
+        if crds and not run.opts.dry_run:
+            waiting.wait_for_crds(run.client, crds[0].resource, [m.name for m in crds], run.opts.crd_timeout,
+                                  parent.set_ref)
+    return None
 
 
 def preview_namespace(ctx: RunContext) -> None:

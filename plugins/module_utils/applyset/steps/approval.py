@@ -25,7 +25,10 @@ from ..rules import hooks as hks
 from ..rules import nochange
 from ..rules import plan_bind, plan_diff
 from ..rules import plan_id as plans
-from ..rules.plan import DesiredObject
+from ..parent.model import Parent
+from ..rules.plan import DesiredObject, Plan
+from ..run.options import RunOptions
+from ..run.report import Recorder, Report
 from ..rules import prune as prunes
 from ..run.runner import RunContext
 from . import hook_run
@@ -36,7 +39,8 @@ _REMOVE_ACTIONS = {prunes.PRUNE: plans.DELETE, prunes.KEEP: plans.KEEP, prunes.S
 
 def plan_apply(ctx: RunContext) -> None:
     """Step plan-id of an apply (after decide): the plan, its id, and the approval's check."""
-    settle(ctx, apply_entries(ctx))
+    entries = apply_entries(ctx)
+    settle(ctx.report, ctx.opts, ctx.carried, ctx.parent, entries)
 
 
 def plan_uninstall(ctx: RunContext) -> None:
@@ -48,15 +52,16 @@ def plan_uninstall(ctx: RunContext) -> None:
         action = _REMOVE_ACTIONS.get(decision.verdict)
         if action is not None:
             entries.append(_live_entry(decision.resource, decision.meta, action))
-    entries += _hook_entries(ctx, (hks.PRE_DELETE, hks.POST_DELETE), installing=False)
-    settle(ctx, entries)
+    hooks = ctx.hooks if ctx.has("hooks") else None
+    entries += _hook_entries(hooks, (hks.PRE_DELETE, hks.POST_DELETE), installing=False)
+    settle(ctx.report, ctx.opts, ctx.carried, ctx.parent, entries)
 
 
 def plan_disband(ctx: RunContext) -> None:
     """Step plan-id of a disband (after list-members, before the claim)."""
     entries = [plans.entry(ctx.set_ref, plans.SET_DISBAND, id=ctx.parent.id)]
     entries += [_live_entry(o.resource, o.meta, plans.UNLABEL) for o in ctx.removal.members]
-    settle(ctx, entries)
+    settle(ctx.report, ctx.opts, ctx.carried, ctx.parent, entries)
 
 
 def apply_entries(ctx: RunContext) -> list:
@@ -89,24 +94,24 @@ def apply_entries(ctx: RunContext) -> list:
         entries.append(plans.entry(f"Helm release {release.ref}", plans.RETIRE_HELM_RELEASE,
                                    revision=release.version, status=release.status))
     if hook_run.due(ctx):
-        entries += _hook_entries(ctx, (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE), ctx.hooks.installing)
+        entries += _hook_entries(ctx.hooks, (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE), ctx.hooks.installing)
     if secret_key is None and (ctx.opts.dry_run or ctx.opts.approved_plan is not None):
-        _warn_unbound(ctx)
+        _warn_unbound(ctx.plan, ctx.parent, ctx.record)
     return entries
 
 
-def _warn_unbound(ctx: RunContext) -> None:
-    """Say so when the plan cannot bind the values of the Secrets it sends (no plan key)."""
-    secrets = sorted(m.ref for m in ctx.plan.members if redact.is_secret(m.body))
+def _warn_unbound(plan: Plan, parent: Parent, record: Recorder) -> None:
+    """Say so when the ``plan`` cannot bind the values of the Secrets it sends (no plan key)."""
+    secrets = sorted(m.ref for m in plan.members if redact.is_secret(m.body))
     if not secrets:
         return
     named = ", ".join(secrets[:3]) + (f" and {len(secrets) - 3} more" if len(secrets) > 3 else "")
     why = ("the set has no plan key yet: the first run that writes its parent makes one"
-           if plan_keys.holds_key(ctx.parent.resource) else
-           f"its parent is a {ctx.parent.resource.kind}, which cannot keep the key that would bind them unseen "
+           if plan_keys.holds_key(parent.resource) else
+           f"its parent is a {parent.resource.kind}, which cannot keep the key that would bind them unseen "
            "(use a Secret parent)")
-    ctx.record.warn(f"this plan does not bind the values of {named}: {why}; a value changed after the "
-                    "approval would not be refused")
+    record.warn(f"this plan does not bind the values of {named}: {why}; a value changed after the "
+                "approval would not be refused")
 
 
 def _start(member: DesiredObject, found: LiveObject | None, secret_key: bytes | None) -> str | None:
@@ -122,28 +127,30 @@ def _live_entry(resource: Resource, meta: dict, action: str) -> dict:
     return plans.entry(plans.ref_of(spec.ObjectId.from_metadata(resource, meta)), action, uid=meta.get("uid"))
 
 
-def _hook_entries(ctx: RunContext, phases: tuple, installing: bool) -> list:
-    """One entry per hook and phase it runs in: its body's digest and its weight."""
-    if not ctx.has("hooks"):
+def _hook_entries(hooks: hks.HookSet | None, phases: tuple, installing: bool) -> list:
+    """One entry per hook and phase it runs in: its body's digest and its weight (none without
+    ``hooks``: a route that found none)."""
+    if hooks is None:
         return []
     return [plans.entry(plans.ref_of(hook.desired.key), plans.RUN_HOOK, phase=phase,
                         body=plans.body_digest(hook.desired.body), weight=hook.weight)
-            for phase in phases for hook in ctx.hooks.of_phase(phase, installing)]
+            for phase in phases for hook in hooks.of_phase(phase, installing)]
 
 
-def settle(ctx: RunContext, entries: list) -> None:
-    """Record the plan and its id in the report; with ``approved_plan``, refuse a run whose plan differs.
+def settle(report: Report, opts: RunOptions, carried: dict, parent: Parent, entries: list) -> None:
+    """Record the plan and its id in the ``report``; with ``approved_plan``, refuse a run whose plan
+    differs (not an attempt that ``carried`` updates over: the plan was checked before them).
 
     Raises:
         PlanChanged: the plan is not the approved one; nothing was written.
     """
     plan = plans.canonical(entries)
-    ctx.report.plan, ctx.report.plan_id = plan, plans.digest(plan)
-    if ctx.opts.approved_plan is None or ctx.carried:
+    report.plan, report.plan_id = plan, plans.digest(plan)
+    if opts.approved_plan is None or carried:
         return
-    approved = plan_diff.parse_approved(ctx.opts.approved_plan)
-    if approved.plan_id != ctx.report.plan_id:
-        raise refusal(approved, plan, ctx.report.plan_id, ctx.set_ref)
+    approved = plan_diff.parse_approved(opts.approved_plan)
+    if approved.plan_id != report.plan_id:
+        raise refusal(approved, plan, report.plan_id, parent.set_ref)
 
 
 def refusal(approved: plan_diff.Approved, plan: list, plan_id: str, set_ref: str) -> PlanChanged:

@@ -202,7 +202,7 @@ def release(ctx: RunContext) -> None:
     recorded = hints.final if done else hints.superset
     if ctx.has("plan"):
         ctx.parent.record_members = members.at_release(ctx.parent.member_record, ctx.plan, ctx.report.objects, done)
-    forgotten = history_steps.drop_pointer(ctx)
+    forgotten = history_steps.drop_pointer(ctx.parent, ctx.opts)
     try:
         claim.release(*recorded)
     except ApplySetError as err:
@@ -210,7 +210,7 @@ def release(ctx: RunContext) -> None:
             raise
         ctx.record.warn(f"could not release the claim on the set (it expires by itself): {err}")
     else:
-        history_steps.forget(ctx, forgotten)
+        history_steps.forget(ctx.client, ctx.discovery, ctx.parent, ctx.opts, ctx.record, forgotten)
     finally:
         ctx.claim = None
     ctx.describe_hint(*recorded)

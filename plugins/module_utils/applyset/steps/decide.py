@@ -29,7 +29,10 @@ from ..kube.listing import list_pairs, live_objects, recorded_scope
 from ..parent.model import Parent
 from ..parent.prefetch import discover_and_read
 from ..kube.versions import VersionFallback
+from ..kube.api import KubeApi
+from ..kube.discovery import Discovery
 from ..run.options import Options
+from ..run.report import Recorder
 from ..run.runner import RunContext
 from ..run.records import Decisions, Hints, LiveState, prune_context
 from ..spec import GroupKind
@@ -145,19 +148,19 @@ def decide(ctx: RunContext) -> None:
         raise ApplySetError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
     taken = adoption.NONE
     if opts.adopt_legacy is not None and opts.prune:
-        taken = adoption.select(ctx, plan)
+        taken = adoption.select(ctx.client, ctx.discovery, opts, parent, ctx.record, plan)
     helm = release_takeover.find(ctx)  # before the unchanged are found: it names Helm's field managers
     if helm is not None:
         taken = adoption.Adoption(taken.adopted + helm.dropped, taken.desired_count + helm.desired_count)
-    candidates, about_to_apply, first = _first_prune_decisions(ctx, taken)
-    hints = _hints(ctx, taken.adopted)
-    policies = _leave_to_others(ctx)  # before the unchanged are found: rules change bodies
+    candidates, about_to_apply, first = _first_prune_decisions(parent, plan, live, opts, taken)
+    hints = _hints(parent, plan, live, ctx.discovery, opts, taken.adopted)
+    policies = _leave_to_others(plan, live, opts, ctx.record)  # before the unchanged are found: rules change bodies
     unchanged = {**find_unchanged(plan, live, opts, ctx.set_managers), **policies.skipped}
     problems = plans.recreate_problems(plan.members, opts.recreate_on_immutable)
     if problems:
         raise InputErrors(problems)
-    order = _order_members(ctx, frozenset(spec.ObjectId.from_metadata(d.resource, d.meta)
-                                          for d in first.with_verdict(prunes.PRUNE)))
+    pruned = frozenset(spec.ObjectId.from_metadata(d.resource, d.meta) for d in first.with_verdict(prunes.PRUNE))
+    order = _order_members(ctx.client, ctx.discovery, plan, live, pruned)
     if order is not None:
         ctx.report.order = ordering.describe(order, plan.members, opts)
     ctx.record.warn(*ordering.unread(plan.members))
@@ -165,20 +168,21 @@ def decide(ctx: RunContext) -> None:
     ctx.decisions = Decisions(
         unchanged=unchanged, candidates=candidates, about_to_apply=about_to_apply, prune=first, hints=hints,
         adopted=taken.adopted, not_listed=live.not_listed, order=order, policies=policies, helm=helm,
-        namespace_to_create=namespaces.check(ctx, unchanged),
+        namespace_to_create=namespaces.check(ctx.client, ctx.discovery, parent, ctx.namespace, opts, plan, unchanged),
         parent_namespace_first=None if opts.dry_run else _parent_namespace_first(parent, plan, live))
 
 
-def _leave_to_others(ctx: RunContext) -> field_policy.Policies:
-    """The apply policies and ``ignore_fields`` rules of the run's members (``field_policy.resolve``);
+def _leave_to_others(plan: plans.Plan, live: LiveState, opts: Options, record: Recorder) -> field_policy.Policies:
+    """The apply policies and ``ignore_fields`` rules of the ``plan``'s members (``field_policy.resolve``);
     warns about a rule that matches no member or no field of one."""
-    rules = field_policy.parse_rules(ctx.apply_options.ignore_fields)
-    policies = field_policy.resolve(rules, ctx.plan.members, ctx.live, ctx.opts.field_manager)
-    ctx.record.warn(*field_policy.unused_rules(rules, ctx.plan.members))
+    rules = field_policy.parse_rules(opts.ignore_fields)
+    policies = field_policy.resolve(rules, plan.members, live, opts.field_manager)
+    record.warn(*field_policy.unused_rules(rules, plan.members))
     return policies
 
 
-def _order_members(ctx: RunContext, pruned: frozenset) -> ordering.Order | None:
+def _order_members(client: KubeApi, discovery: Discovery, plan: plans.Plan, live: LiveState,
+                   pruned: frozenset) -> ordering.Order | None:
     """The order of the run's members (``ordering.decide_order``), or None when none is ordered.
     A dependency outside the set that was not listed is read (one GET each, in the order of
     their identities); one on neither, or one this run prunes (``pruned``), is refused.
@@ -186,67 +190,67 @@ def _order_members(ctx: RunContext, pruned: frozenset) -> ordering.Order | None:
     Raises:
         InputErrors: what ``ordering.decide_order`` and ``ordering.unavailable`` refuse.
     """
-    members = ctx.plan.members
-    order = ordering.decide_order(members, ctx.discovery)
+    members = plan.members
+    order = ordering.decide_order(members, discovery)
     if order is None:
         return None
     absent = frozenset(key for key, res in sorted(order.external.items())
-                       if key not in ctx.live and ctx.client.get(res, key.name, key.namespace or None) is None)
+                       if key not in live and client.get(res, key.name, key.namespace or None) is None)
     problems = ordering.unavailable(order, members, absent, pruned)
     if problems:
         raise InputErrors(problems)
     return order
 
 
-def _first_prune_decisions(ctx: RunContext, taken: adoption.Adoption) -> tuple:
+def _first_prune_decisions(parent: Parent, plan: plans.Plan, live: LiveState, opts: Options,
+                           taken: adoption.Adoption) -> tuple:
     """The prune candidates, the UIDs about to be applied, and the candidates' first decisions with
     the guard applied. The candidates are kept: after the applies they are decided again with
     the applied UIDs."""
-    parent, plan, opts = ctx.parent, ctx.plan, ctx.apply_options
     desired_keys = plan.keys()
-    in_set = [o for o in ctx.live.objects.values() if (o.meta.get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
+    in_set = [o for o in live.objects.values() if (o.meta.get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
     in_set += taken.adopted
     candidates = tuple(o for o in in_set if o.key not in desired_keys)
     # UIDs of the live objects this run is about to apply: the same object listed under
     # another group (Event and Event.events.k8s.io) is never a prune candidate.
-    about_to_apply = frozenset(ctx.live.objects[key].uid for key in desired_keys if key in ctx.live) - {None}
+    about_to_apply = frozenset(live.objects[key].uid for key in desired_keys if key in live) - {None}
     if not opts.prune:
         if not plan.members:
-            raise InputError("no objects passed to apply", obj=ctx.set_ref,
+            raise InputError("no objects passed to apply", obj=parent.set_ref,
                              fix="give src or definition, or use state: absent")
         return candidates, about_to_apply, prunes.PruneDecisions([])
     first = prunes.decide_all([(o.resource, o.meta) for o in candidates],
                               prune_context(parent, taken.adopted, about_to_apply))
     refusal = prunes.guard(first.delete, len(in_set) + taken.desired_count, not plan.members, opts.guard)
     if refusal is not None:
-        raise GuardError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
+        raise GuardError(refusal.message, obj=parent.set_ref, fix=refusal.fix, details=refusal.details)
     return candidates, about_to_apply, first
 
 
-def _hints(ctx: RunContext, adopted: tuple) -> Hints:
+def _hints(parent: Parent, plan: plans.Plan, live: LiveState, discovery: Discovery, opts: Options,
+           adopted: tuple) -> Hints:
     """What the parent records while the run writes (the union of old and new, for crash safety)
     and once everything went through (exactly this run's set, and what must stay recorded)."""
-    parent, plan = ctx.parent, ctx.plan
     superset = (parent.recorded_group_kinds | plan.group_kinds | {o.resource.group_kind for o in adopted},
                 parent.namespaces | plan.namespaces | {o.meta["namespace"] for o in adopted if o.meta.get("namespace")})
     final = superset
-    if ctx.apply_options.prune:
-        final = retained_hint(ctx, ctx.live.not_listed, plan.group_kinds,
+    if opts.prune:
+        final = retained_hint(discovery, parent, live.not_listed, plan.group_kinds,
                               plan.namespaces | ({parent.namespace} if parent.namespace else set()))
     return Hints(superset, final, superset_changes=not parent.exists or hint_differs(parent, *superset),
                  final_changes=not parent.exists or hint_differs(parent, *final))
 
 
-def retained_hint(ctx: RunContext, not_listed: Collection[GroupKind], group_kinds: Iterable[GroupKind],
-                  namespaces: Iterable[str]) -> tuple[set, set]:
+def retained_hint(discovery: Discovery, parent: Parent, not_listed: Collection[GroupKind],
+                  group_kinds: Iterable[GroupKind], namespaces: Iterable[str]) -> tuple[set, set]:
     """A final hint plus what must stay recorded: kinds whose members could not be listed
     (and, while any of them may be namespaced, every recorded namespace)."""
     if not not_listed:
         return set(group_kinds), set(namespaces)
-    served = [ctx.discovery.for_group_kind(gk) for gk in not_listed]
+    served = [discovery.for_group_kind(gk) for gk in not_listed]
     namespaced_or_unknown = any(res is None or res.namespaced for res in served)
     return (set(group_kinds) | set(not_listed),
-            set(namespaces) | (ctx.parent.namespaces if namespaced_or_unknown else set()))
+            set(namespaces) | (parent.namespaces if namespaced_or_unknown else set()))
 
 
 def hint_differs(parent: Parent, group_kinds: Iterable[GroupKind], namespaces: Iterable[str]) -> bool:

@@ -33,8 +33,11 @@ from . import hook_run, without_claim
 from .. import spec
 from ..parent import write as parent_write
 from ..errors import ApiError, ApplySetError
-from ..kube.discovery import Resource
-from ..run.report import CHANGING_ACTIONS
+from ..kube.api import KubeApi
+from ..kube.discovery import Discovery, Resource
+from ..parent.model import Parent
+from ..rules.plan import Plan
+from ..run.report import CHANGING_ACTIONS, Recorder, Report
 from ..run.options import RunOptions
 from ..run.runner import WRITE, Step
 from .without_claim import StartOver
@@ -45,8 +48,8 @@ from ..run.runner import RunContext
 _Outcome = Union[ApplySetError, type[history.NumberTaken], None]
 
 
-def _secrets(ctx: RunContext) -> Resource | None:
-    return ctx.discovery.for_group_kind(spec.SECRET_KIND)
+def _secrets(discovery: Discovery) -> Resource | None:
+    return discovery.for_group_kind(spec.SECRET_KIND)
 
 
 def _payload(ctx: RunContext, number: int, result: str) -> dict:
@@ -55,28 +58,28 @@ def _payload(ctx: RunContext, number: int, result: str) -> dict:
                            hint=ctx.decisions.hints.final, rollback_of=ctx.rollback_of)
 
 
-def _changed(ctx: RunContext) -> bool:
+def _changed(report: Report, plan: Plan, parent: Parent) -> bool:
     """Whether the run changed a member, or applies a set the current revision does not record
     (a run stopped before its release changed members without recording them)."""
-    return any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or _set_differs(ctx)
+    return any(o.action in CHANGING_ACTIONS for o in report.objects) or _set_differs(plan, parent)
 
 
-def _point_to(ctx: RunContext, number: int, content: dict) -> None:
-    ctx.parent.revision = number
-    ctx.parent.revision_digest = history.set_digest(content["members"])
+def _point_to(parent: Parent, number: int, content: dict) -> None:
+    parent.revision = number
+    parent.revision_digest = history.set_digest(content["members"])
 
 
-def _failed(ctx: RunContext, err: ApplySetError) -> ApplySetError:
-    return ApplySetError(f"could not record revision {(ctx.parent.revision or 0) + 1} of the set: {err}",
-                         obj=ctx.set_ref, fix="grant create, patch, list and delete on Secrets in the history's "
-                                              "namespace, or set history_max: 0 to keep no history")
+def _failed(parent: Parent, err: ApplySetError) -> ApplySetError:
+    return ApplySetError(f"could not record revision {(parent.revision or 0) + 1} of the set: {err}",
+                         obj=parent.set_ref, fix="grant create, patch, list and delete on Secrets in the history's "
+                                                 "namespace, or set history_max: 0 to keep no history")
 
 
-def _not_permitted(ctx: RunContext, err: ApplySetError) -> bool:
+def _not_permitted(record: Recorder, err: ApplySetError) -> bool:
     """A revision refused for the credentials' rights (403) is a warning: the release goes on unrecorded."""
     if isinstance(err, ApiError) and err.status == 403:
-        ctx.record.warn(f"this release is not recorded in the set's history: {err.message}. Grant create, patch, "
-                        "list and delete on Secrets in the history's namespace, or set history_max: 0")
+        record.warn(f"this release is not recorded in the set's history: {err.message}. Grant create, patch, "
+                    "list and delete on Secrets in the history's namespace, or set history_max: 0")
         return True
     return False
 
@@ -91,20 +94,21 @@ def record(ctx: RunContext) -> None:
     # a release they stopped wrote no member, and there is nothing to record or to roll back.
     stopped_after_writes = ctx.stopped and ctx.stopped_at != hook_run.PRE_APPLY_STEP
     wrote = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects) or stopped_after_writes
-    if not (wrote if ctx.failing else _changed(ctx)):  # a failed release is recorded when it wrote
+    # A failed release is recorded when it wrote.
+    if not (wrote if ctx.failing else _changed(ctx.report, ctx.plan, ctx.parent)):
         return
     number = (ctx.parent.revision or 0) + 1
     content = _payload(ctx, number, history.FAILED if ctx.failing else history.DEPLOYED)
     try:
-        history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=False)
+        history.write(ctx.client, _secrets(ctx.discovery), ctx.parent, namespace, content, exclusive=False)
     except (ApiError, ApplySetError) as err:
-        if _not_permitted(ctx, err):
+        if _not_permitted(ctx.record, err):
             return
         if not ctx.failing:
-            raise _failed(ctx, err) from None
+            raise _failed(ctx.parent, err) from None
         ctx.record.warn(f"the failed release was not recorded in the history: {err}")
         return
-    _point_to(ctx, number, content)
+    _point_to(ctx.parent, number, content)
     ctx.revision = number
 
 
@@ -114,7 +118,7 @@ def revision_alongside(ctx: RunContext) -> without_claim.Alongside | None:
     updates answer), the revision's first Secret, created while the members are updated; the
     pointer to it is written by ``record_in_place``. Else nothing."""
     namespace = history.home(ctx.parent, ctx.opts.history)
-    if namespace is None or not _set_differs(ctx):
+    if namespace is None or not _set_differs(ctx.plan, ctx.parent):
         return None
     # The payload too is made in the worker: the first updates go out without waiting for it.
     return without_claim.Alongside(work=lambda: _make_and_create_revision(ctx, namespace),
@@ -127,9 +131,9 @@ def _keep_pending(ctx: RunContext, content: dict, outcome: _Outcome) -> None:
         ctx.pending_revision = content  # else not recorded: confirm-parent-unchanged reads the parent
 
 
-def _set_differs(ctx: RunContext) -> bool:
-    """Whether the set applied is not the one the current revision records."""
-    return history.set_digest([history.member_entry(m) for m in ctx.plan.members]) != ctx.parent.revision_digest
+def _set_differs(plan: Plan, parent: Parent) -> bool:
+    """Whether the set ``plan`` applies is not the one the current revision (``parent``'s) records."""
+    return history.set_digest([history.member_entry(m) for m in plan.members]) != parent.revision_digest
 
 
 def _make_and_create_revision(ctx: RunContext, namespace: str) -> tuple[dict, _Outcome]:
@@ -138,7 +142,7 @@ def _make_and_create_revision(ctx: RunContext, namespace: str) -> tuple[dict, _O
     holds the number, or the error that refused it."""
     content = _payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
     try:
-        history.write(ctx.client, _secrets(ctx), ctx.parent, namespace, content, exclusive=True)
+        history.write(ctx.client, _secrets(ctx.discovery), ctx.parent, namespace, content, exclusive=True)
     except history.NumberTaken:
         return content, history.NumberTaken
     except ApplySetError as err:
@@ -153,9 +157,9 @@ def _created(ctx: RunContext, outcome: _Outcome) -> bool:
     if outcome is history.NumberTaken:
         raise StartOver(ctx.in_place.carried)
     if isinstance(outcome, ApplySetError):
-        if _not_permitted(ctx, outcome):
+        if _not_permitted(ctx.record, outcome):
             return False
-        raise _failed(ctx, outcome)
+        raise _failed(ctx.parent, outcome)
     return True
 
 
@@ -169,12 +173,12 @@ def record_in_place(ctx: RunContext) -> None:
         # None created by update-in-place: the set is the recorded one, recorded again only when an
         # update changed something; or the set differs and its revision was refused (warned there).
         updated = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects)
-        if namespace is None or not updated or _set_differs(ctx):
+        if namespace is None or not updated or _set_differs(ctx.plan, ctx.parent):
             return
         content, outcome = _make_and_create_revision(ctx, namespace)
         if not _created(ctx, outcome):
             return
-    _point_to(ctx, content["revision"], content)
+    _point_to(ctx.parent, content["revision"], content)
     try:
         parent_write.write(ctx.client, ctx.parent, *ctx.decisions.hints.final, claim=None)
     except ApplySetError:
@@ -195,31 +199,33 @@ def trim(ctx: RunContext) -> None:
     if number is None or number <= keep or namespace is None:
         return
     try:
-        items = history.list_secrets(ctx.client, _secrets(ctx), namespace, ctx.parent.id)
-        history.delete(ctx.client, _secrets(ctx), namespace, history.beyond(items, number, keep))
+        items = history.list_secrets(ctx.client, _secrets(ctx.discovery), namespace, ctx.parent.id)
+        history.delete(ctx.client, _secrets(ctx.discovery), namespace, history.beyond(items, number, keep))
     except ApiError as err:
         ctx.record.warn(f"old revisions of the set were not deleted (they are deleted by a later run): {err}")
 
 
-def drop_pointer(ctx: RunContext) -> int | None:
-    """At the release of a run that keeps no history (``history.forgets``): the parent's pointer
+def drop_pointer(parent: Parent, opts: RunOptions) -> int | None:
+    """At the release of a run that keeps no history (``history.forgets``): the ``parent``'s pointer
     dropped, so that the release's write leaves its annotations out (what this run deployed is no
     revision). Returns the number it named, for ``forget``."""
-    if not history.forgets(ctx.parent, ctx.opts.history):
+    if not history.forgets(parent, opts.history):
         return None
-    number, ctx.parent.revision, ctx.parent.revision_digest = ctx.parent.revision, None, None
+    number, parent.revision, parent.revision_digest = parent.revision, None, None
     return number
 
 
-def forget(ctx: RunContext, number: int | None) -> None:
+def forget(client: KubeApi, discovery: Discovery, parent: Parent, opts: RunOptions, record: Recorder,
+           number: int | None) -> None:
     """After the release that dropped the pointer to revision ``number``: every history Secret of
     the set deleted, as ``history_max: 0`` keeps none, and so that no revision outlives the pointer
     (a later run with a history numbers from 1 again). A failure is a warning."""
-    settings = ctx.opts.history
-    namespace = ctx.parent.namespace or (settings.namespace if settings is not None else None)
+    settings = opts.history
+    namespace = parent.namespace or (settings.namespace if settings is not None else None)
     if number is not None and namespace:
-        _delete_history(ctx, namespace, f"the set's history (up to revision {number}) was not deleted, though this "
-                                        "run keeps none (history_max: 0); delete its Secrets, or they go with the parent")
+        _delete_history(client, discovery, parent, record, namespace,
+                        f"the set's history (up to revision {number}) was not deleted, though this run keeps none "
+                        "(history_max: 0); delete its Secrets, or they go with the parent")
 
 
 def delete_all(ctx: RunContext) -> None:
@@ -227,18 +233,19 @@ def delete_all(ctx: RunContext) -> None:
     garbage collector would delete them with the parent; this does not wait for it)."""
     namespace = history.home(ctx.parent, ctx.opts.history)
     if namespace is not None and not ctx.opts.dry_run:
-        _delete_history(ctx, namespace, "the set's history was not deleted (the garbage collector deletes it with the "
-                                        "parent)")
+        _delete_history(ctx.client, ctx.discovery, ctx.parent, ctx.record, namespace,
+                        "the set's history was not deleted (the garbage collector deletes it with the parent)")
 
 
-def _delete_history(ctx: RunContext, namespace: str, unless_deleted: str) -> None:
-    """Every history Secret of the set in ``namespace`` deleted; a failure is the warning
-    ``unless_deleted``, with the error."""
+def _delete_history(client: KubeApi, discovery: Discovery, parent: Parent, record: Recorder, namespace: str,
+                    unless_deleted: str) -> None:
+    """Every history Secret of the set whose parent is ``parent`` in ``namespace`` deleted; a failure
+    is the warning ``unless_deleted``, with the error."""
     try:
-        items = history.list_secrets(ctx.client, _secrets(ctx), namespace, ctx.parent.id)
-        history.delete(ctx.client, _secrets(ctx), namespace, items)
+        items = history.list_secrets(client, _secrets(discovery), namespace, parent.id)
+        history.delete(client, _secrets(discovery), namespace, items)
     except ApiError as err:
-        ctx.record.warn(f"{unless_deleted}: {err.message}")
+        record.warn(f"{unless_deleted}: {err.message}")
 
 
 RECORD = Step("record-revision", record, WRITE, always=True, reads="decisions discovery parent", may_read="plan")

@@ -35,7 +35,12 @@ from ..rules import prune as prunes
 from ..errors import ApiError, ApplySetError
 from ..kube.http_requests import Response
 from ..rules.plan import DesiredObject
-from ..run.report import NOT_TRIED_HOOK
+from ..run.report import NOT_TRIED_HOOK, Recorder
+from ..inputs.manifests import Manifest
+from ..kube.api import KubeApi
+from ..kube.discovery import Discovery
+from ..parent.model import Parent
+from ..run.options import RunOptions
 from ..run.runner import RunContext
 
 COMPLETED, FAILED, WOULD_RUN, WOULD_RUN_ON_FAILURE = "completed", "failed", "would run", "would run on failure"
@@ -61,24 +66,27 @@ def split_hooks(ctx: RunContext) -> None:
     """Step split-hooks: the objects given (``ctx.manifests``, or the chart's or revision's:
     ``ctx.rendered``) split into the hooks (``ctx.hooks``) and the members to apply (``ctx.desired``),
     before the plan."""
-    ctx.desired, ctx.hooks = _split(ctx)
+    given = ctx.rendered if ctx.has("rendered") else ctx.manifests
+    ctx.desired, ctx.hooks = _split(given, ctx.namespace, ctx.parent, ctx.discovery, ctx.record)
 
 
 def find_delete_hooks(ctx: RunContext) -> None:
     """Step find-hooks (uninstall): the hooks among the objects given with ``state: absent``; the
     other objects are not used (the members are what the cluster holds)."""
-    _members, ctx.hooks = _split(ctx)
-
-
-def _split(ctx: RunContext) -> tuple[list, hks.HookSet]:
-    """The objects given, split into members and hooks (``hooks.split``); warns about hooks."""
     given = ctx.rendered if ctx.has("rendered") else ctx.manifests
+    _members, ctx.hooks = _split(given, ctx.namespace, ctx.parent, ctx.discovery, ctx.record)
+
+
+def _split(given: list[Manifest] | None, namespace: str | None, parent: Parent, discovery: Discovery,
+           record: Recorder) -> tuple[list, hks.HookSet]:
+    """The objects ``given``, split into members and hooks (``hooks.split``; ``namespace`` is the
+    run's default one); warns about hooks."""
     if not given:
         return list(given or []), hks.NO_HOOKS
-    default_namespace = ctx.namespace or ctx.parent.namespace or None
-    members, hook_set = hks.split(given, ctx.discovery, ctx.parent.id, default_namespace)
-    ctx.record.warn(*hook_set.warnings)
-    return members, dataclasses.replace(hook_set, installing=not ctx.parent.exists)
+    default_namespace = namespace or parent.namespace or None
+    members, hook_set = hks.split(given, discovery, parent.id, default_namespace)
+    record.warn(*hook_set.warnings)
+    return members, dataclasses.replace(hook_set, installing=not parent.exists)
 
 
 # ----- the steps that run them -------------------------------------------------------------------
@@ -106,7 +114,7 @@ def post_apply(ctx: RunContext) -> None:
     if ctx.opts.waiting.enabled and later:
         settling.wait_until_settled(ctx)
     run_phase(ctx, hks.POST_APPLY)
-    finish_run(ctx)
+    finish_run(ctx.client, ctx.opts, ctx.record, ctx.hooks.ran)
 
 
 def on_failure(ctx: RunContext) -> None:
@@ -114,10 +122,10 @@ def on_failure(ctx: RunContext) -> None:
     run fails with its first error whatever these hooks do; a failed one is a warning too."""
     if not (ctx.failing and ctx.has("hooks") and ctx.hooks.started):
         return
-    delete_after_failed_run(ctx)
+    delete_after_failed_run(ctx.client, ctx.opts, ctx.record, ctx.hooks.ran)
     try:
         run_phase(ctx, hks.ON_FAILURE)
-        finish_run(ctx, hks.ON_FAILURE)
+        finish_run(ctx.client, ctx.opts, ctx.record, ctx.hooks.ran, hks.ON_FAILURE)
     except ApplySetError as err:
         ctx.record.warn(f"an on-failure hook failed too: {err}")
 
@@ -133,7 +141,8 @@ def post_delete(ctx: RunContext) -> None:
     if ctx.has("hooks") and ctx.hooks.of_phase(hks.POST_DELETE, False) and ctx.opts.waiting.enabled and not ctx.opts.dry_run:
         settling.wait_members_gone(ctx)
     _delete_phase(ctx, hks.POST_DELETE)
-    finish_run(ctx)
+    if ctx.has("hooks"):
+        finish_run(ctx.client, ctx.opts, ctx.record, ctx.hooks.ran)
 
 
 def preview(ctx: RunContext) -> None:
@@ -167,49 +176,52 @@ def run_phase(ctx: RunContext, phase: str) -> None:
             ctx.record.hook(entry)
             continue
         entry["deleted"] = False
-        error = _run(ctx, hook, phase, entry)
+        error = _run(ctx.client, ctx.opts, ctx.record, hook, phase, entry)
         ctx.record.hook(entry)
         ctx.hooks = dataclasses.replace(ctx.hooks, ran=ctx.hooks.ran + ((hook, entry),))
         if error is not None:
-            _delete_after_failure(ctx, hook, entry)
+            _delete_after_failure(ctx.client, ctx.opts, ctx.record, hook, entry, ctx.hooks.ran)
             raise error
         succeeded.append((hook, entry))
     if first_error is not None:
         raise first_error
-    _delete_succeeded(ctx, [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
+    _delete_succeeded(ctx.client, ctx.opts, ctx.record,
+                      [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
 
 
-def finish_run(ctx: RunContext, phase: str | None = None) -> None:
+def finish_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: tuple, phase: str | None = None) -> None:
     """The run (or, with ``phase``, its last phase: on-failure) succeeded: Argo CD's hook-succeeded
-    hooks are deleted now, last run first."""
-    if not ctx.has("hooks") or ctx.opts.dry_run:
+    hooks among those that ``ran`` (``HookSet.ran``) are deleted now, last run first."""
+    if opts.dry_run:
         return
-    _delete_succeeded(ctx, [(h, e) for h, e in ctx.hooks.ran if h.succeeded_scope == hks.AFTER_RUN
-                            and e.get("action") == COMPLETED and (phase is None or e["phase"] == phase)])
+    finished = [(h, e) for h, e in ran if h.succeeded_scope == hks.AFTER_RUN
+                and e.get("action") == COMPLETED and (phase is None or e["phase"] == phase)]
+    _delete_succeeded(client, opts, record, finished)
 
 
-def _delete_succeeded(ctx: RunContext, ran: list) -> None:
+def _delete_succeeded(client: KubeApi, opts: RunOptions, record: Recorder, ran: list) -> None:
     for hook, entry in reversed(ran):
         if hks.SUCCEEDED in hook.delete_policies and not entry["deleted"]:
-            entry["deleted"] = _delete(ctx, hook, entry)
+            entry["deleted"] = _delete(client, opts, record, hook, entry)
 
 
-def _delete_after_failure(ctx: RunContext, failed: hks.Hook, failed_entry: dict) -> None:
+def _delete_after_failure(client: KubeApi, opts: RunOptions, record: Recorder, failed: hks.Hook, failed_entry: dict,
+                          ran: tuple) -> None:
     """A hook failed, so the run fails: Helm deletes that hook if its policy says hook-failed; Argo
-    CD deletes every hook of the run whose policy says HookFailed (``delete_after_failed_run``)."""
+    CD deletes every hook of the run (``ran``) whose policy says HookFailed (``delete_after_failed_run``)."""
     if failed.succeeded_scope == hks.AFTER_PHASE and hks.FAILED in failed.delete_policies:
-        failed_entry["deleted"] = _delete(ctx, failed, failed_entry)
-    delete_after_failed_run(ctx)
+        failed_entry["deleted"] = _delete(client, opts, record, failed, failed_entry)
+    delete_after_failed_run(client, opts, record, ran)
 
 
-def delete_after_failed_run(ctx: RunContext) -> None:
-    """The run failed: Argo CD's hooks run so far with HookFailed are deleted (its sync deletes
-    them whether each hook itself failed or succeeded)."""
-    if not ctx.has("hooks") or ctx.opts.dry_run:
+def delete_after_failed_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: tuple) -> None:
+    """The run failed: Argo CD's hooks among those that ``ran`` (``HookSet.ran``) with HookFailed are
+    deleted (its sync deletes them whether each hook itself failed or succeeded)."""
+    if opts.dry_run:
         return
-    for hook, entry in reversed(ctx.hooks.ran):
+    for hook, entry in reversed(ran):
         if hook.succeeded_scope == hks.AFTER_RUN and hks.FAILED in hook.delete_policies and not entry["deleted"]:
-            entry["deleted"] = _delete(ctx, hook, entry)
+            entry["deleted"] = _delete(client, opts, record, hook, entry)
 
 
 def _failure(obj: DesiredObject, phase: str, reason: str) -> ApplySetError:
@@ -218,22 +230,22 @@ def _failure(obj: DesiredObject, phase: str, reason: str) -> ApplySetError:
                          "run again")
 
 
-def _apply(ctx: RunContext, obj: DesiredObject, dry_run: bool) -> Response:
-    opts = ctx.opts
-    return ctx.client.apply(obj.resource, obj.body, field_manager=opts.field_manager, force=opts.force_conflicts,
-                            dry_run=dry_run, field_validation=opts.field_validation)
+def _apply(client: KubeApi, opts: RunOptions, obj: DesiredObject, dry_run: bool) -> Response:
+    return client.apply(obj.resource, obj.body, field_manager=opts.field_manager, force=opts.force_conflicts,
+                        dry_run=dry_run, field_validation=opts.field_validation)
 
 
-def _run(ctx: RunContext, hook: hks.Hook, phase: str, entry: dict) -> ApplySetError | None:
+def _run(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook, phase: str,
+         entry: dict) -> ApplySetError | None:
     """Run one hook: delete it first (before-hook-creation), apply it, wait. Fills ``entry`` (its
     ``uid`` too, for the deletion by policy); returns the hook's failure, or None."""
     obj = hook.desired
     try:
         if hks.BEFORE_CREATION in hook.delete_policies:
-            entry["replaced"] = _delete_existing(ctx, obj)
-        uid = uid_of(_apply(ctx, obj, dry_run=False).body)
+            entry["replaced"] = _delete_existing(client, opts, record, obj)
+        uid = uid_of(_apply(client, opts, obj, dry_run=False).body)
         entry["uid"] = uid
-        _wait(ctx, obj, uid)
+        _wait(client, opts, record, obj, uid)
     except ApplySetError as err:
         entry.update(action=FAILED, reason=err.message)
         return _failure(obj, phase, err.message)
@@ -241,48 +253,48 @@ def _run(ctx: RunContext, hook: hks.Hook, phase: str, entry: dict) -> ApplySetEr
     return None
 
 
-def _wait(ctx: RunContext, obj: DesiredObject, uid: str | None) -> None:
+def _wait(client: KubeApi, opts: RunOptions, record: Recorder, obj: DesiredObject, uid: str | None) -> None:
     """Wait until the hook is ready (a Job: complete); a timeout says why, as the members' wait
     does: the Job's and its pods' Warning events (a pod that cannot be created names its cause)."""
     target = (obj.resource, obj.namespace, obj.name)
-    wait_reasons.wait_ready_or_explain(ctx.client, [target], {target: wait_reasons.as_applied(obj.body, uid)},
-                                       ctx.opts.wait_settings(), warn=ctx.record.warn)
+    wait_reasons.wait_ready_or_explain(client, [target], {target: wait_reasons.as_applied(obj.body, uid)},
+                                       opts.wait_settings(), warn=record.warn)
 
 
-def _delete_existing(ctx: RunContext, obj: DesiredObject) -> bool:
+def _delete_existing(client: KubeApi, opts: RunOptions, record: Recorder, obj: DesiredObject) -> bool:
     """Delete a hook object left by an earlier run and wait (bounded) until it is gone; whether
     there was one."""
-    live = ctx.client.get(obj.resource, obj.name, obj.namespace)
+    live = client.get(obj.resource, obj.name, obj.namespace)
     if live is None:
         return False
     uid = uid_of(live)
     try:
-        ctx.client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
+        client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
     except ApiError as err:
         if err.status not in (404, 409):
             raise
-    settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
-                       timeout=ctx.opts.waiting.timeout, warn=ctx.record.warn)
+    settling.wait_gone(client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
+                       timeout=opts.waiting.timeout, warn=record.warn)
     return True
 
 
-def _delete(ctx: RunContext, hook: hks.Hook, entry: dict) -> bool:
+def _delete(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook, entry: dict) -> bool:
     """Delete the hook object this run created by its policy (in the background: a Job's pods go
     too); Helm's scope then waits until it is gone, as Helm does, so that what runs next never
     meets it. A failure is a warning, not the run's."""
     obj, uid = hook.desired, entry.get("uid")
     try:
-        ctx.client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
+        client.delete(obj.resource, obj.name, obj.namespace, uid=uid, propagation_policy="Background")
         if hook.succeeded_scope == hks.AFTER_PHASE:
-            settling.wait_gone(ctx.client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
-                               timeout=ctx.opts.waiting.timeout, warn=ctx.record.warn)
+            settling.wait_gone(client, [settling.Gone(obj.resource, obj.namespace, obj.name, uid)],
+                               timeout=opts.waiting.timeout, warn=record.warn)
     except ApiError as err:
         if err.status in (404, 409):
             return True  # gone already (a Job's ttlSecondsAfterFinished), or replaced by someone else's
-        ctx.record.warn(f"hook {obj.ref}: could not delete it by its delete policy: {err.message}")
+        record.warn(f"hook {obj.ref}: could not delete it by its delete policy: {err.message}")
         return False
     except ApplySetError as err:
-        ctx.record.warn(f"hook {obj.ref}: deleted by its delete policy, but not gone: {err.message}")
+        record.warn(f"hook {obj.ref}: deleted by its delete policy, but not gone: {err.message}")
     return True
 
 
@@ -291,7 +303,7 @@ def _preview(ctx: RunContext, hook: hks.Hook, phase: str, entry: dict) -> ApplyS
     obj = hook.desired
     entry["action"] = WOULD_RUN_ON_FAILURE if phase == hks.ON_FAILURE else WOULD_RUN
     try:
-        _apply(ctx, obj, dry_run=True)
+        _apply(ctx.client, ctx.opts, obj, dry_run=True)
     except ApiError as err:
         if hks.BEFORE_CREATION in hook.delete_policies and err.status in (409, 422):
             entry["reason"] = "the object left by an earlier run would be deleted and created again"

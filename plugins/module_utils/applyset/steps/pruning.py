@@ -17,7 +17,9 @@ from . import settling
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..kube.listing import LiveObject
-from ..run.report import Change, ObjectResult, live_result
+from ..kube.api import KubeApi
+from ..run.options import RunOptions
+from ..run.report import Change, ObjectResult, Recorder, live_result
 from ..run.runner import RunContext
 
 # Actions of objects that this run applied (their UIDs are never pruned).
@@ -50,28 +52,32 @@ def _prune(ctx: RunContext, which: Callable[[dict], bool] | None) -> None:
     applied = {o.uid for o in ctx.report.objects if o.uid and o.action in _APPLIED}
     decided = prunes.decide_all([(o.resource, o.meta) for o in candidates],
                                 decisions.prune_context(ctx.parent, applied | decisions.about_to_apply))
-    if not carry_out(ctx, decided, ctx.live.objects, adopted=decisions.adopted):
+    legacy = ctx.apply_options.adopt_legacy
+    if not carry_out(ctx.client, ctx.opts, ctx.record, decided, ctx.live.objects, adopted=decisions.adopted,
+                     adopted_from=legacy.selector if legacy else ""):
         ctx.failure = ApplySetError(
             "some objects could not be pruned; the parent keeps covering them so the next run retries:\n"
             + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
 
 
-def carry_out(ctx: RunContext, decided: prunes.PruneDecisions, live: dict,
-              adopted: Iterable[LiveObject] = ()) -> bool:
+def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prunes.PruneDecisions, live: dict,
+              adopted: Iterable[LiveObject] = (), adopted_from: str = "") -> bool:
     """Record and carry out ``decided``: skipped ones reported, kept ones unlabelled, the rest deleted
     (dry runs in check mode); False when any object of the run failed.
 
     Args:
-        ctx: the run (``runner.RunContext``).
+        client, opts: the connection and the run's options (``dry_run``, ``propagation_policy`` ...).
+        record: where each object's result and diff go (its report says what failed so far).
         decided: the candidates' decisions (prune.decide_all).
         live: ``{ObjectId: listing.LiveObject}``: the objects as listed, for the diff of a pruned one.
-        adopted: ``listing.LiveObject`` values taken in from a legacy prune set (their reason says so).
+        adopted: ``listing.LiveObject`` values taken in from a legacy prune set (their reason says so,
+            naming the set's selector, ``adopted_from``).
     """
     for d in decided.with_verdict(prunes.SKIP):
-        ctx.record.result(live_result(d.resource, d.meta, "skipped", d.reason))
+        record.result(live_result(d.resource, d.meta, "skipped", d.reason))
     for d in decided.with_verdict(prunes.KEEP):
-        ctx.record.result(_keep(ctx, d))
-    ok = all(o.action != "failed" for o in ctx.report.objects)
+        record.result(_keep(client, opts, d))
+    ok = all(o.action != "failed" for o in record.report.objects)
     adopted_uids = {o.uid for o in adopted}
     stages = prune_order.stages(decided.with_verdict(prunes.PRUNE))
     gone_uids: set = set()  # of the stage before
@@ -79,54 +85,55 @@ def carry_out(ctx: RunContext, decided: prunes.PruneDecisions, live: dict,
         if index and not ok:
             break  # what a failed delete depended on stays, and the parent keeps covering it
         if index:  # dependents (and higher waves) gone, finalizers included, before what they need
-            _wait_stage_gone(ctx, [d for d in stages[index - 1] if d.meta.get("uid") in gone_uids])
-        gone_uids, ok = _delete_stage(ctx, stage, live, adopted_uids, ok)
+            _wait_stage_gone(client, opts, record, [d for d in stages[index - 1] if d.meta.get("uid") in gone_uids])
+        gone_uids, ok = _delete_stage(client, opts, record, stage, live, (adopted_uids, adopted_from), ok)
     return ok
 
 
-def _delete_stage(ctx: RunContext, stage: list, live: dict, adopted_uids: set, ok: bool) -> tuple:
-    """Delete one stage in reverse rank order; the UIDs deleted, and whether all went through."""
+def _delete_stage(client: KubeApi, opts: RunOptions, record: Recorder, stage: list, live: dict,
+                  adopted: tuple[set, str], ok: bool) -> tuple:
+    """Delete one stage in reverse rank order; the UIDs deleted, and whether all went through.
+    ``adopted``: the UIDs taken from a legacy prune set, and its selector."""
+    adopted_uids, selector = adopted
     deleted = set()
     by_rank: dict[int, list] = {}
     for d in stage:
         by_rank.setdefault(plans.rank_of(d.resource.group_kind, d.resource.namespaced), []).append(d)
     for rank in sorted(by_rank, reverse=True):
         batch = sorted(by_rank[rank], key=lambda d: (d.resource.kind, d.meta.get("namespace") or "", d.meta["name"]))
-        for d, result in zip(batch, ctx.client.map(lambda d: _delete_one(ctx, d), batch)):
+        for d, result in zip(batch, client.map(lambda d: _delete_one(client, opts, d), batch)):
             if isinstance(result, Exception):
                 result = live_result(d.resource, d.meta, "failed", f"pruning failed: {result}")
             ok = ok and result.action != "failed"
             if result.action == "pruned" and d.meta.get("uid") in adopted_uids:
-                legacy = ctx.apply_options.adopt_legacy
-                selector = legacy.selector if legacy else ""
                 result.reason = (f"taken over from the legacy prune set ({selector}) and "
                                  "no longer in the manifests")
-            ctx.record.result(result)
+            record.result(result)
             if result.action == "pruned":
                 deleted.add(d.meta.get("uid"))
                 found = live.get(spec.ObjectId.from_metadata(d.resource, d.meta))
-                ctx.record.change(Change(result.ref, found.obj if found is not None else {"metadata": d.meta}, None))
+                record.change(Change(result.ref, found.obj if found is not None else {"metadata": d.meta}, None))
     return deleted, ok
 
 
-def _keep(ctx: RunContext, decision: prunes.Decision) -> ObjectResult:
+def _keep(client: KubeApi, opts: RunOptions, decision: prunes.Decision) -> ObjectResult:
     """Take a kept candidate out of the set (its part-of label removed; nothing in check mode)."""
     res, meta = decision.resource, decision.meta
-    if not ctx.opts.dry_run:
+    if not opts.dry_run:
         patch = {"metadata": {"labels": {spec.LABEL_PART_OF: None}}}
         try:
-            ctx.client.merge_patch(res, meta["name"], meta.get("namespace"), patch, field_manager=ctx.opts.field_manager)
+            client.merge_patch(res, meta["name"], meta.get("namespace"), patch, field_manager=opts.field_manager)
         except ApiError as err:
             return live_result(res, meta, "failed", f"could not remove it from the set: {err.message}", error=err)
     return live_result(res, meta, "kept", f"{decision.reason}; removed from the set")
 
 
-def _delete_one(ctx: RunContext, decision: prunes.Decision) -> ObjectResult:
+def _delete_one(client: KubeApi, opts: RunOptions, decision: prunes.Decision) -> ObjectResult:
     """DELETE one candidate with its UID as a precondition (a worker: returns its result)."""
     res, meta = decision.resource, decision.meta
     try:
-        ctx.client.delete(res, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
-                          propagation_policy=ctx.opts.propagation_policy, dry_run=ctx.opts.dry_run)
+        client.delete(res, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
+                      propagation_policy=opts.propagation_policy, dry_run=opts.dry_run)
     except ApiError as err:
         if err.status == 404:
             return live_result(res, meta, "pruned", "already gone")
@@ -137,14 +144,14 @@ def _delete_one(ctx: RunContext, decision: prunes.Decision) -> ObjectResult:
     return live_result(res, meta, "pruned")
 
 
-def _wait_stage_gone(ctx: RunContext, pruned: list) -> None:
+def _wait_stage_gone(client: KubeApi, opts: RunOptions, record: Recorder, pruned: list) -> None:
     """Wait until the objects pruned by a stage are gone (not in check mode).
 
     Args:
         pruned: the decisions whose DELETE went through.
     """
-    if ctx.opts.dry_run or not pruned:
+    if opts.dry_run or not pruned:
         return
-    settling.wait_gone(ctx.client, [settling.Gone(d.resource, d.meta.get("namespace"), d.meta["name"],
-                                                  d.meta.get("uid")) for d in pruned],
-                       timeout=ctx.opts.waiting.timeout, warn=ctx.record.warn)
+    settling.wait_gone(client, [settling.Gone(d.resource, d.meta.get("namespace"), d.meta["name"],
+                                              d.meta.get("uid")) for d in pruned],
+                       timeout=opts.waiting.timeout, warn=record.warn)

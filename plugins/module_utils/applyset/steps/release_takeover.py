@@ -31,13 +31,17 @@ from ..errors import ApiError, ApplySetError
 from ..kube.listing import LiveObject
 from ..parent import helm_release
 from ..rules import helm_takeover as rules
+from ..parent.model import Parent
+from ..run.options import RunOptions
+from ..run.report import Report
 from ..run.runner import RunContext
 from ..run.records import TakeOver
 
 
-def home_namespace(ctx: RunContext) -> str:
-    """The release's namespace: ``helm.namespace``, else the set's."""
-    return ctx.opts.helm.namespace or ctx.namespace or ctx.parent.namespace or "default"
+def home_namespace(opts: RunOptions, namespace: str | None, parent: Parent) -> str:
+    """The release's namespace: ``helm.namespace``, else the set's (the run's ``namespace``, else the
+    ``parent``'s)."""
+    return opts.helm.namespace or namespace or parent.namespace or "default"
 
 
 def find(ctx: RunContext) -> TakeOver | None:
@@ -49,7 +53,8 @@ def find(ctx: RunContext) -> TakeOver | None:
     """
     opts, live = ctx.opts, ctx.live
     helm = opts.helm
-    wanted = rules.Wanted(helm.take_over, helm.release, home_namespace(ctx) if helm.take_over else None)
+    home = home_namespace(opts, ctx.namespace, ctx.parent) if helm.take_over else None
+    wanted = rules.Wanted(helm.take_over, helm.release, home)
     owned = rules.owners(ctx.plan.members, {key: o.meta for key, o in live.objects.items()})
     releases = {owner: helm_release.read(ctx.client, ctx.discovery, *owner) for owner in sorted(owned)}
     release = None
@@ -88,7 +93,7 @@ def _take_over(ctx: RunContext, release: helm_release.Release, desired_refs: lis
     if left:
         ctx.record.warn(f"helm.take_over: {', '.join(left)} of Helm release {release.ref} no longer carry the "
                         "release's annotations; left alone")
-    _show(ctx, release, desired_refs, dropped, managers)
+    _show(ctx.report, release, desired_refs, dropped, managers)
     if ctx.opts.history is not None and not ctx.opts.dry_run:
         history = ctx.opts.history
         provenance = {**history.provenance, "helm_release": release.provenance()}
@@ -96,8 +101,8 @@ def _take_over(ctx: RunContext, release: helm_release.Release, desired_refs: lis
     return TakeOver(release, tuple(dropped), len(desired_refs), frozenset(managers))
 
 
-def _show(ctx: RunContext, release: helm_release.Release, desired_refs: list, dropped: list, managers: set) -> None:
-    ctx.report.applyset["helm_take_over"] = {
+def _show(report: Report, release: helm_release.Release, desired_refs: list, dropped: list, managers: set) -> None:
+    report.applyset["helm_take_over"] = {
         "release": release.name, "namespace": release.namespace, "found": True, "revision": release.version,
         "status": release.status, "chart": dict(release.chart),
         "adopted": sorted(desired_refs),

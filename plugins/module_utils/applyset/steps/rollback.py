@@ -31,7 +31,11 @@ from .. import spec
 from ..errors import InputError
 from ..inputs.manifests import Manifest
 from ..inputs.manifest_checks import validate
+from ..kube.api import KubeApi
+from ..kube.discovery import Discovery
+from ..parent.model import Parent
 from ..run.options import RunOptions
+from ..run.report import Recorder
 from ..run.runner import READ, Step
 from ..run.runner import RunContext
 
@@ -41,13 +45,14 @@ def rolls_back(opts: RunOptions) -> bool:
     return opts.history is not None and opts.history.rollback_to is not None
 
 
-def _target(ctx: RunContext, listed: list) -> int:
-    wanted = ctx.opts.history.rollback_to if ctx.opts.history is not None else None
-    parent = ctx.parent
+def _target(opts: RunOptions, parent: Parent, record: Recorder, listed: list) -> int:
+    """The revision to roll back to: ``rollback_to``'s number, else the last deployed one before
+    the ``parent``'s (among those ``listed``)."""
+    wanted = opts.history.rollback_to if opts.history is not None else None
     if isinstance(wanted, int):  # else "previous" (Settings.validate refuses anything else)
         if any(r.number == wanted and r.stored_result == history.FAILED for r in listed):
-            ctx.record.warn(f"revision {wanted} of {parent.set_ref} is marked failed: the release it records did not "
-                            "go through, and rolling back to it applies that release again")
+            record.warn(f"revision {wanted} of {parent.set_ref} is marked failed: the release it records did not "
+                        "go through, and rolling back to it applies that release again")
         return wanted
     earlier = history.last_good(listed, parent.revision)
     if earlier is None:
@@ -71,10 +76,10 @@ def load_revision(ctx: RunContext) -> None:
                              "cluster-scoped parent, with history_namespace); apply src or definition instead")
     secrets = ctx.discovery.for_group_kind(spec.SECRET_KIND)
     listed = history.revisions(history.list_secrets(ctx.client, secrets, namespace, parent.id))
-    number = _target(ctx, listed)
+    number = _target(ctx.opts, parent, ctx.record, listed)
     content = history.read(ctx.client, secrets, parent, namespace, number)
     bodies = [(m["source"], m["body"]) for m in content["members"]]
-    refuse_data_loss(ctx, number, [body for _source, body in bodies])
+    refuse_data_loss(ctx.client, ctx.discovery, parent, number, [body for _source, body in bodies])
     revision_objects = [Manifest(_without_membership(body), f"revision {number} ({source})") for source, body in bodies]
     validate(revision_objects)
     ctx.rendered = revision_objects
@@ -105,7 +110,7 @@ def _served_by_revision_crd(bodies: list, group: str, version: str, kind: str) -
     return False
 
 
-def refuse_data_loss(ctx: RunContext, number: int, bodies: list) -> None:
+def refuse_data_loss(client: KubeApi, discovery: Discovery, parent: Parent, number: int, bodies: list) -> None:
     """Refuse, before any write, a rollback that would lose data: an object whose apiVersion is no
     longer served (a CRD version removed since) and that the revision's own CRD does not serve,
     or a CRD of the revision that drops a version the live CRD stores objects in.
@@ -114,15 +119,15 @@ def refuse_data_loss(ctx: RunContext, number: int, bodies: list) -> None:
         InputError: naming each such object.
     """
     problems = []
-    crds = ctx.discovery.for_group_kind(spec.CRD_KIND)
+    crds = discovery.for_group_kind(spec.CRD_KIND)
     for body in bodies:
         group, _sep, version = body["apiVersion"].rpartition("/")
         kind, name = body["kind"], body["metadata"]["name"]
-        if ctx.discovery.for_gvk(group, version, kind) is None and not _served_by_revision_crd(bodies, group, version,
-                                                                                               kind):
+        if discovery.for_gvk(group, version, kind) is None and not _served_by_revision_crd(bodies, group, version,
+                                                                                           kind):
             problems.append(f"{kind} {name}: {body['apiVersion']} is no longer served")
         if kind == "CustomResourceDefinition" and crds is not None:
-            live = ctx.client.get(crds, name) or {}
+            live = client.get(crds, name) or {}
             stored = set((live.get("status") or {}).get("storedVersions") or ())
             kept = {v.get("name") for v in (body.get("spec") or {}).get("versions") or ()}
             if stored - kept:
@@ -130,7 +135,7 @@ def refuse_data_loss(ctx: RunContext, number: int, bodies: list) -> None:
                                 f"{', '.join(sorted(stored - kept))}, which revision {number} does not define")
     if problems:
         raise InputError(f"rolling back to revision {number} would lose data: " + "; ".join(problems),
-                         obj=f"revision {number} of {ctx.parent.set_ref}",
+                         obj=f"revision {number} of {parent.set_ref}",
                          fix="roll back to a later revision, or migrate those objects first; nothing was changed")
 
 

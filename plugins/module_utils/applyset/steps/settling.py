@@ -16,6 +16,9 @@ from ..kube.discovery import Resource
 from ..wait import reasons as wait_reasons
 from ..wait import waiting
 from ..errors import WaitTimeout
+from ..rules.plan import Plan
+from ..run.options import RunOptions
+from ..run.report import Recorder
 from ..run.runner import RunContext
 
 _APPLIED = ("created", "configured", "replaced", "unchanged")
@@ -35,7 +38,7 @@ class Gone:
 def wait_until_settled(ctx: RunContext) -> None:
     """Step wait: the applied members ready and the pruned objects gone, within ``wait_timeout``."""
     deadline = time.monotonic() + ctx.opts.waiting.timeout
-    wait_applied_ready(ctx)
+    wait_applied_ready(ctx.client, ctx.plan, ctx.opts, ctx.record)
     wait_pruned_gone(ctx, timeout=max(1.0, deadline - time.monotonic()))
 
 
@@ -44,7 +47,7 @@ def wait_ready_before_prune(ctx: RunContext) -> None:
     ``wait_timeout``, before anything is pruned. A wait that fails prunes nothing: the run stops
     here, and the release keeps the parent covering every object (the union)."""
     try:
-        wait_applied_ready(ctx)
+        wait_applied_ready(ctx.client, ctx.plan, ctx.opts, ctx.record)
     except WaitTimeout as err:
         err.what_failed = err.args[0]
         err.message = err.args[0] + "; nothing was pruned, and the parent keeps covering every object (the " \
@@ -67,14 +70,15 @@ def wait_pruned_gone(ctx: RunContext, timeout: float | None = None) -> None:
               warn=ctx.record.warn)
 
 
-def wait_applied_ready(ctx: RunContext) -> None:
-    """The members this run applied (or left unchanged) ready within ``wait_timeout``."""
-    plan, opts, report = ctx.plan, ctx.opts, ctx.report
+def wait_applied_ready(client: KubeApi, plan: Plan, opts: RunOptions, record: Recorder) -> None:
+    """The members of ``plan`` this run applied (or left unchanged, as ``record``'s report says)
+    ready within ``wait_timeout``."""
+    report = record.report
     applied = {o.id: o.uid for o in report.objects if o.action in _APPLIED}
     ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members if m.key in applied]
     bodies = {(m.resource, m.namespace, m.name): wait_reasons.as_applied(m.body, applied[m.key])
               for m in plan.members if m.key in applied}
-    wait_reasons.wait_ready_or_explain(ctx.client, ready_targets, bodies, opts.wait_settings(), warn=ctx.record.warn)
+    wait_reasons.wait_ready_or_explain(client, ready_targets, bodies, opts.wait_settings(), warn=record.warn)
 
 
 def wait_members_gone(ctx: RunContext) -> None:

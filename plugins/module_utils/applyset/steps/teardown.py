@@ -18,7 +18,8 @@ from ..errors import ApplySetError, GuardError
 from ..kube.list_errors import explain_error
 from ..kube.listing import failure_of, list_each, live_objects, recorded_scope
 from .pruning import carry_out
-from ..run.report import Change, live_result
+from ..parent.model import Parent
+from ..run.report import Change, Recorder, live_result
 from ..kube.versions import VersionFallback
 from ..run.runner import RunContext, StepOrderError
 from ..run.records import Hints, Removal, prune_context
@@ -58,14 +59,14 @@ def list_members(action: str) -> Callable[[RunContext], None]:
         ctx.record.warn(*fallback.notes)
         listed = {(used, pair[1]): items for pair, used, items in found if not isinstance(items, Exception)}
         members = tuple(live_objects(listed))
-        gone_with_crd = _left_to_their_crds(ctx, action, found, members)
+        gone_with_crd = _left_to_their_crds(parent, ctx.record, action, found, members)
         recorded = (parent.group_kinds, parent.namespaces)
         ctx.removal = Removal(members, Hints(recorded, recorded, False, False), gone_with_crd=gone_with_crd)
 
     return list_them
 
 
-def _left_to_their_crds(ctx: RunContext, action: str, found: list, members: tuple) -> frozenset:
+def _left_to_their_crds(parent: Parent, record: Recorder, action: str, found: list, members: tuple) -> frozenset:
     """The kinds whose LIST failed but whose CRD is a member that uninstall deletes (with a warning
     each); any other failed LIST stops the run."""
     crds = {o.meta.get("name") for o in members if o.resource.group_kind == spec.CRD_KIND}
@@ -76,10 +77,10 @@ def _left_to_their_crds(ctx: RunContext, action: str, found: list, members: tupl
         res = pair[0]
         crd = f"{res.plural}.{res.group}"
         if action != "remove" or crd not in crds:
-            raise failure_of(items, pair, ctx.set_ref)
+            raise failure_of(items, pair, parent.set_ref)
         if crd not in left:
-            ctx.record.warn(f"{res.group_kind} could not be listed ({explain_error(items, res).what}); its objects "
-                            f"go with CustomResourceDefinition {crd}, which this uninstall deletes")
+            record.warn(f"{res.group_kind} could not be listed ({explain_error(items, res).what}); its objects "
+                        f"go with CustomResourceDefinition {crd}, which this uninstall deletes")
         left.add(crd)
     return frozenset(left)
 
@@ -110,7 +111,7 @@ def delete_members(ctx: RunContext) -> None:
     live = {o.key: o for o in ctx.removal.members}
     if ctx.removal.decided is None:
         raise StepOrderError("delete-members runs before decide-removal")
-    if not carry_out(ctx, ctx.removal.decided, live):
+    if not carry_out(ctx.client, ctx.opts, ctx.record, ctx.removal.decided, live):
         ctx.failure = ApplySetError(
             "some members could not be deleted; the parent is kept so that a re-run finds them:\n"
             + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")

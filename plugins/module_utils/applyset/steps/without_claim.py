@@ -29,10 +29,10 @@ from ..errors import ApiError
 from ..apply import member_inputs
 from ..apply.member_apply import applied_outcome, conflict_causes, unchanged_outcome, with_drift
 from .pruning import carry_out
-from ..rules.plan import DesiredObject
+from ..rules.plan import DesiredObject, Plan
 from ..run.report import MemberOutcome
 from ..run.runner import RunContext
-from ..run.records import CarriedUpdate, Updates
+from ..run.records import CarriedUpdate, LiveState, Updates
 
 _Answer = TypeVar("_Answer")
 
@@ -78,23 +78,24 @@ def blocker(ctx: RunContext) -> str | None:
     reason = next((why for holds, why in rules if holds), None)
     if reason is not None:
         return reason
+    run = member_inputs.of_run(ctx)
     member = next((m for m in ctx.plan.members
-                   if m.key not in decisions.unchanged and not _updatable_in_place(ctx, m)), None)
+                   if m.key not in decisions.unchanged and not _updatable_in_place(ctx.live, run, m)), None)
     return None if member is None else f"{member.ref} cannot be updated in place"
 
 
-def _updatable_in_place(ctx: RunContext, member: DesiredObject) -> bool:
-    """Whether ``member`` is a listed member of this set whose apply may be sent conditional on the
-    listed object (nochange.in_place_blocker). CRDs take the claim's route (their update is
+def _updatable_in_place(live: LiveState, run: member_inputs.MemberApply, member: DesiredObject) -> bool:
+    """Whether ``member`` is a member of this set ``live`` lists whose apply may be sent conditional
+    on the listed object (nochange.in_place_blocker). CRDs take the claim's route (their update is
     waited for before custom resources)."""
-    found = ctx.live.get(member.key)
+    found = live.get(member.key)
     return (found is not None and not member.crd_in_set and member.resource.group_kind != spec.CRD_KIND
             and found.resource.group_kind == member.resource.group_kind
-            and _in_place_blocker(ctx, found.obj) is None)
+            and _in_place_blocker(run, found.obj) is None)
 
 
-def _in_place_blocker(ctx: RunContext, live_obj: dict | None) -> str | None:
-    return nochange.in_place_blocker(live_obj, ctx.opts.field_manager, ctx.parent.id, ctx.set_managers)
+def _in_place_blocker(run: member_inputs.MemberApply, live_obj: dict | None) -> str | None:
+    return nochange.in_place_blocker(live_obj, run.opts.field_manager, run.parent_id, run.set_managers)
 
 
 @dataclass(frozen=True)
@@ -126,13 +127,14 @@ def update_in_place(alongside: Callable[[RunContext], Alongside | None] | None =
 
     def update(ctx: RunContext) -> None:
         extra = alongside(ctx) if alongside is not None else None
+        run = member_inputs.of_run(ctx)  # what the workers read: taken once, never the context
         if extra is None:
-            _update_members(ctx)
+            ctx.in_place = _update_members(ctx.plan, run)
             return
         with ThreadPoolExecutor(max_workers=1) as pool:
             answer = pool.submit(extra.work)  # the first updates go out without waiting for it
             try:
-                _update_members(ctx)
+                ctx.in_place = _update_members(ctx.plan, run)
             finally:
                 answered = answer.result()  # nothing of this step goes on after it (a StartOver included)
         extra.then(answered)
@@ -140,12 +142,12 @@ def update_in_place(alongside: Callable[[RunContext], Alongside | None] | None =
     return update
 
 
-def _update_members(ctx: RunContext) -> None:
-    """The in-place updates of ``update_in_place``, phase by phase (``ctx.in_place``)."""
+def _update_members(plan: Plan, run: member_inputs.MemberApply) -> Updates:
+    """The in-place updates of ``update_in_place``, phase by phase: what they did (``ctx.in_place``)."""
     updated, carried = {}, {}
-    for phase_members in ctx.plan.phases:
-        members = [m for m in phase_members if m.key not in ctx.decisions.unchanged]
-        answers = ctx.client.map(lambda m: _update(ctx, m), members)
+    for phase_members in plan.phases:
+        members = [m for m in phase_members if m.key not in run.unchanged]
+        answers = run.client.map(lambda m: _update(run, m), members)
         refused = False
         for member, answer in zip(members, answers):
             if isinstance(answer, _InPlace):
@@ -156,10 +158,10 @@ def _update_members(ctx: RunContext) -> None:
             refused = True
         if refused:
             raise StartOver(carried)  # later phases wait for the claim's route
-    ctx.in_place = Updates(updated, carried)
+    return Updates(updated, carried)
 
 
-def _update(ctx: RunContext, member: DesiredObject) -> _InPlace:
+def _update(run: member_inputs.MemberApply, member: DesiredObject) -> _InPlace:
     """Apply ``member`` conditional on the listed object (nochange.conditional), in a worker.
 
     An object that only changed since the LIST (a controller writing its status moves the
@@ -167,26 +169,25 @@ def _update(ctx: RunContext, member: DesiredObject) -> _InPlace:
     a member of this set that can be updated in place, the update is made conditional on what
     is there now. Anything else (gone, created again, left the set) is a refusal.
     """
-    opts = ctx.opts
-    before = ctx.live.objects[member.key].obj
+    opts = run.opts
+    before = run.listed(member.key)
     for attempt in range(IN_PLACE_ATTEMPTS):
         try:
-            resp = ctx.client.apply(member.resource, nochange.conditional(member.body, before),
+            resp = run.client.apply(member.resource, nochange.conditional(member.body, before),
                                     field_manager=opts.field_manager, force=opts.force_conflicts,
                                     field_validation=opts.field_validation)
             break
         except ApiError as err:
             fresh = None
             if attempt + 1 < IN_PLACE_ATTEMPTS and err.status == 409 and not conflict_causes(err):
-                fresh = ctx.client.get(member.resource, member.name, member.namespace or None)
+                fresh = run.client.get(member.resource, member.name, member.namespace or None)
             if (fresh is None or fresh["metadata"].get("uid") != before["metadata"].get("uid")
-                    or _in_place_blocker(ctx, fresh) is not None):
+                    or _in_place_blocker(run, fresh) is not None):
                 # Maybe written (an answer lost after a retry): a restart that finds it
                 # unchanged reports it configured, not unchanged.
                 return _InPlace(None, CarriedUpdate(None, before))
             before = fresh
     # the drift as listed before this write, kept in what is carried into a start over
-    run = member_inputs.of_run(ctx)
     outcome = with_drift(run, member, applied_outcome(run, member, before, resp,
                                                       [f"{member.ref}: {w}" for w in resp.warnings]))
     return _InPlace(outcome, CarriedUpdate(outcome.result, before, resp.body, tuple(outcome.warnings)))
@@ -216,5 +217,6 @@ def record_in_plan_order(ctx: RunContext) -> None:
         for member in rank_members:
             outcome = ctx.in_place.outcomes.get(member.key) or unchanged_outcome(run, member)
             ctx.record.outcome(with_drift(run, member, outcome))
-    carry_out(ctx, prunes.PruneDecisions(ctx.decisions.prune.with_verdict(prunes.SKIP)), ctx.live.objects)
+    carry_out(ctx.client, ctx.opts, ctx.record, prunes.PruneDecisions(ctx.decisions.prune.with_verdict(prunes.SKIP)),
+              ctx.live.objects)
     ctx.report.applyset["tooling"] = ctx.parent.tooling
