@@ -98,9 +98,10 @@ def reading(entry: str, opts: RunOptions) -> list[Step]:
 
 def _hooks(name: str, run: Callable[[RunContext], None], effect: str, always: bool = False,
            reads: str = "hooks") -> Step:
-    """A step that runs hooks: it reads the hooks found (and the plan and decisions where there are
-    some) and hands on which ran."""
-    return Step(name, run, effect, always, reads=reads, may_read="decisions plan", sets="hooks")
+    """A step that runs hooks: it reads the hooks found (and the plan, decisions and live state where
+    there are some: what a wait before the hooks and a refused dry run of one look up) and hands on
+    which ran."""
+    return Step(name, run, effect, always, reads=reads, may_read="decisions discovery live plan", sets="hooks")
 
 
 _HOOKS_AFTER_APPLY = (_hooks("post-apply-hooks", hook_run.post_apply, WRITE),
@@ -126,7 +127,7 @@ def for_apply(opts: Options) -> Route:
         tail.append(Step("prune", pruning.prune_step, WRITE, reads=_PRUNE_READS))
     tail += [*_retire(opts), *_release(opts)]
     if opts.waiting.enabled:
-        tail.append(Step("wait", settling.wait_until_settled, WAIT, reads="plan"))
+        tail.append(Step("wait", settling.wait_until_settled, WAIT, reads="plan", may_read="discovery"))
     return _route(APPLY, APPLY, opts, tail)
 
 
@@ -172,7 +173,7 @@ def for_update_only(opts: Options) -> Route:
     if history:
         tail.append(history_steps.RECORD_IN_PLACE)
     if opts.waiting.enabled:
-        tail.append(Step("wait", settling.wait_until_settled, WAIT, reads="plan"))
+        tail.append(Step("wait", settling.wait_until_settled, WAIT, reads="plan", may_read="discovery"))
     return _route(UPDATE_ONLY, APPLY, opts, tail)
 
 
