@@ -48,6 +48,16 @@ class ClusterError(RuntimeError):
     """The control plane could not be started, checked or stopped."""
 
 
+class PortTaken(ClusterError):
+    """A component could not bind the port chosen for it: something took it after ``free_port``
+    (often another component's outgoing connection, whose local port the kernel picks from the
+    same range). Starting again with new ports gets past it."""
+
+
+# How many times ``up`` starts the control plane when a chosen port was taken meanwhile.
+PORT_RACE_ATTEMPTS = 3
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -225,10 +235,9 @@ class LocalCluster:
         while time.monotonic() < deadline:
             if proc is not None and not proc.alive():
                 tail = self._log_tail(proc.name)
-                hint = ""
-                if "address already in use" in tail:
-                    hint = " (a port it needs is already in use on 127.0.0.1)"
-                raise ClusterError(
+                taken = "address already in use" in tail
+                hint = " (a port it needs is already in use on 127.0.0.1)" if taken else ""
+                raise (PortTaken if taken else ClusterError)(
                     f"{proc.name} exited while waiting for {what}{hint}. Last lines of "
                     f"{self.logs / (proc.name + '.log')}:\n{tail}"
                 )
@@ -281,6 +290,22 @@ class LocalCluster:
             self.down(log=lambda *_: None)
         binaries = ensure_binaries(log=log)
         started = time.monotonic()
+        for attempt in range(1, PORT_RACE_ATTEMPTS + 1):
+            try:
+                self._start_fresh(binaries, log)
+                break
+            except PortTaken as err:
+                if attempt == PORT_RACE_ATTEMPTS:
+                    raise
+                log(f"a port chosen for the control plane was taken meanwhile; starting again with new ports "
+                    f"({str(err).splitlines()[0]})")
+        log(
+            f"local cluster {KUBERNETES_VERSION} ready at {self.server} in "
+            f"{time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}"
+        )
+
+    def _start_fresh(self, binaries: dict[str, Path], log) -> None:
+        """Start every component from an empty state directory; on any failure, stop what started."""
         if self.state_dir.exists():
             shutil.rmtree(self.state_dir)
         self.state_dir.mkdir(parents=True)
@@ -290,10 +315,6 @@ class LocalCluster:
         except BaseException:
             self.down(log=lambda *_: None)
             raise
-        log(
-            f"local cluster {KUBERNETES_VERSION} ready at {self.server} in "
-            f"{time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}"
-        )
 
     def _start_all(self, binaries: dict[str, Path], log) -> None:
         pki = PKI(self.state_dir / "pki")
