@@ -311,3 +311,20 @@ def test_a_server_back_from_a_stall_gets_the_retry_time_again_for_its_passing_50
     obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}
     assert c.apply(DEPLOYMENTS, obj, field_manager="m").body == {"ok": 3}
     assert c._pool.responses == []
+
+
+def test_a_request_queued_past_the_retry_time_still_retries_a_passing_500(monkeypatch):
+    # test_refusals' 45-second stop, the other way: the request waited behind the stalled ones (its
+    # first answer came after the retry time), then met the server catching up.
+    c = stalled_client(monkeypatch, [(500, QUOTA_TIMED_OUT, None)] * 2 + [(200, {"ok": 4}, None)], per_request=0.0)
+    c.retry_seconds = 30.0
+    first = c._pool.request
+
+    def queued_first(*args, **kwargs):
+        if not c._pool.sent:
+            kube.time.now += 45.0  # waited for the flow limit while the server was stopped
+        return first(*args, **kwargs)
+
+    c._pool.request = queued_first
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}
+    assert c.apply(DEPLOYMENTS, obj, field_manager="m").body == {"ok": 4}

@@ -218,12 +218,12 @@ class KubeClient:
 
     def _send_with_retries(self, req: ApiRequest, headers):
         """The server's last answer to ``req``: retried on connection errors, 429 and 5xx while
-        ``req.retry`` and the time allow, and after a stalled server (``MAX_STALLED_RETRIES``, and
-        the retry time again once it answers); raises ``ConnectionFailed`` when there was none."""
+        ``req.retry`` and the time allow (counted from the server's first answer to it), and after a
+        stalled server (``MAX_STALLED_RETRIES``); raises ``ConnectionFailed`` when there was none."""
         url = self.host + req.target
         started = time.monotonic()
         deadline = started + self.retry_seconds
-        attempt, stalls, resumed = 0, 0, False
+        attempt, stalls, answered = 0, 0, False
         while True:
             attempt += 1
             try:
@@ -242,9 +242,9 @@ class KubeClient:
                 raise connection_failed(self.host, self.source, req.method, req.path, err, attempt,
                                         time.monotonic() - started) from None
             self._answered = True
-            if stalls and not resumed:
-                # back from a stall, a server catches up a while (quota, etcd time out): retry time anew
-                resumed, deadline = True, max(deadline, time.monotonic() + self.retry_seconds)
+            if not answered:
+                # retry time from the first answer: queued behind a stall, it meets a server catching up
+                answered, deadline = True, max(deadline, time.monotonic() + self.retry_seconds)
             if resp.status in (429, 503):
                 # the server is overloaded (priority and fairness rejects with 429): send less at once
                 self.flow.pushed_back(_seconds(resp.headers.get("Retry-After")))
