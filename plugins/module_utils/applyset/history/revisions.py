@@ -499,6 +499,8 @@ def mark_failed(client: KubeApi, secrets_res, parent, namespace: str, number: in
         summary = summary_of(live["metadata"])
     except _Damage:
         return  # its summary is damaged: left as it is, for applyset_verify to report
+    if summary.get("result") == FAILED:
+        return  # recorded failed already (the wait before the record failed): no second write
     summary["result"] = FAILED
     patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"], "annotations": {
         ANNOTATION_SUMMARY: json.dumps(summary, sort_keys=True, separators=(",", ":"))}}}
