@@ -192,7 +192,11 @@ def test_the_plan_id_costs_no_request(cluster, kube, namespace, monkeypatch):
     monkeypatch.setattr(approval, "settle", lambda *settled: None)  # no plan id, no approval check
     without_plan = ok(run(cluster, namespace, members))
     assert without_plan.plan_id is None
-    assert with_plan.requests == without_plan.requests, (with_plan.requests, without_plan.requests)
+    # Requests and writes are counted exactly; round trips are a measurement (two requests sent side
+    # by side count as two when a loaded machine starts the second after the first was answered).
+    counted = ("sent", "writes")
+    assert [with_plan.requests[k] for k in counted] == [without_plan.requests[k] for k in counted], \
+        (with_plan.requests, without_plan.requests)
     assert with_plan.requests["writes"] == 0
     print(f"\n50-member no-op: {with_plan.requests} with the plan id, {without_plan.requests} without")
 
