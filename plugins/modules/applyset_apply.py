@@ -955,7 +955,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 # What the run needs to start reading the cluster (connect() adds kube.client, check_names() inputs.names,
 # options.py nothing else). The rest of the engine is imported in main(), after the early reads went out
 # (early.py): they travel while Python compiles it.
-from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run import early  # noqa: E402
+from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run import early, phases  # noqa: E402
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import (  # noqa: E402
     GuardLimits, HelmSettings, Options, WaitOptions)
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError  # noqa: E402
@@ -1134,17 +1134,21 @@ def legacy_options(params):
 
 
 def main():
+    phases.start_from_env()  # APPLYSET_PHASE_TIMES=FILE: where the time goes, to FILE (run/phases.py)
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
     # Secret data never goes to no_log_values (that would mask every equal word in the output);
     # it is kept out of results by structure instead. See protected_input().
     definition, kubeconfig = start(module)
     options = checked_options(module, definition)
+    phases.lap("arguments")
     runs = []  # the engines of the run: one, or two when a failed release rolled back
     try:
         check_names(module)  # the engine may take this over
         desired = input_with_readiness_rules(module, definition)
         client, connect_error = connect_and_read_early(module, kubeconfig)
+        phases.watch_client(client)
+        phases.lap("connect")
         try:
             from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset import engine
             from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import manifests
@@ -1162,6 +1166,7 @@ def main():
             desired = load_manifests(params, definition, protected_src_contents(module))  # for its delete hooks
         if connect_error is not None:
             raise connect_error  # after the input's own problems, as before the early reads
+        phases.lap("imports and input")
 
         def make_engine(opts):
             runs.append(engine.Engine(client, params["parent"], params["namespace"], opts))
@@ -1173,6 +1178,7 @@ def main():
             report = make_engine(options).uninstall(desired)
         else:
             report = make_engine(options).disband()
+        phases.lap("run")
     except ApplySetError as err:
         # A failed run raises; what it did until then comes with the error (err.report).
         partial = err.report

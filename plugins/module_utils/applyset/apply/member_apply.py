@@ -227,7 +227,9 @@ def applied_outcome(run: MemberApply, member: plans.DesiredObject, before: dict 
         action = "unchanged" if normalize(before) == normalize(after) else "configured"
     else:
         action = "unchanged" if apply_changed_nothing(before, after, opts.field_manager) else "configured"
-    changes = [Change(member.ref, before, after)] if action != "unchanged" else []
+    # Only a run that renders diffs keeps the answer: each outcome waits in its phase's list until the
+    # coordinator records it, and a whole object per member there was most of a large run's peak memory.
+    changes = [Change(member.ref, before, after)] if action != "unchanged" and opts.diff else []
     return MemberOutcome(result_for(member, action, uid=None if opts.dry_run and action == "created" else uid),
                          changes, warnings)
 

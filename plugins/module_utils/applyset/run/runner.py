@@ -22,6 +22,7 @@ from ..parent.model import Parent
 from ..rules.hooks import HookSet
 from ..rules.plan import Plan
 from ..spec import ObjectId
+from . import phases
 from .options import Options, RunOptions
 from .report import Recorder, Report
 
@@ -223,7 +224,8 @@ def run(steps: list[Step], ctx: RunContext) -> None:
             continue
         ctx.step = step
         try:
-            step.run(ctx)
+            with phases.step(step.name, step.effect, ctx.client):  # APPLYSET_PHASE_TIMES only
+                step.run(ctx)
         except BaseException as err:  # noqa: B036 - the release must run on any way out
             if error is None:
                 error = err

@@ -35,6 +35,7 @@ from ..rules import prune as prunes
 from ..errors import ApiError, ApplySetError
 from ..kube.http_requests import Response
 from ..rules.plan import DesiredObject
+from ..run import phases
 from ..run.report import NOT_TRIED_HOOK, Recorder
 from ..inputs.manifests import Manifest
 from ..kube.api import KubeApi
@@ -160,6 +161,7 @@ def _delete_phase(ctx: RunContext, phase: str) -> None:
 # ----- one phase, one hook ---------------------------------------------------------------------
 
 
+@phases.spanned("hooks")
 def run_phase(ctx: RunContext, phase: str) -> None:
     """The hooks of ``phase`` one after the other, each recorded; the first that fails stops the
     phase and raises (in check mode all are tried, then the first refusal raises). Once all
@@ -189,6 +191,7 @@ def run_phase(ctx: RunContext, phase: str) -> None:
                       [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
 
 
+@phases.spanned("hooks")
 def finish_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: tuple, phase: str | None = None) -> None:
     """The run (or, with ``phase``, its last phase: on-failure) succeeded: Argo CD's hook-succeeded
     hooks among those that ``ran`` (``HookSet.ran``) are deleted now, last run first."""
@@ -253,6 +256,7 @@ def _run(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook, ph
     return None
 
 
+@phases.spanned("hook waits")
 def _wait(client: KubeApi, opts: RunOptions, record: Recorder, obj: DesiredObject, uid: str | None) -> None:
     """Wait until the hook is ready (a Job: complete); a timeout says why, as the members' wait
     does: the Job's and its pods' Warning events (a pod that cannot be created names its cause)."""
