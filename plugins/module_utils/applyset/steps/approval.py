@@ -165,7 +165,7 @@ def refusal(approved: plan_diff.Approved, plan: list, plan_id: str, set_ref: str
         found = [f"{theirs['object']}: the approved plan is for this set ({theirs['action']}, id {theirs.get('id')}), "
                  f"not for {plan[0]['object']} ({plan[0]['action']}, id {plan[0].get('id')})"]
     elif approved.plan is not None:
-        found = plan_diff.differences(approved.plan, plan)
+        found = plan_diff.differences(approved.plan, plan, approved.left_out)
     else:
         found = []
     body = "\n".join(f"- {line}" for line in found) if approved.plan is not None else (
