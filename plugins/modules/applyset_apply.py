@@ -254,6 +254,9 @@ options:
       - Give the RV(plan_id) of a check-mode run, its RV(plan) list, or a dict with C(plan) and C(plan_id) (the
         check-mode result itself, or what C(playbooks/preview.yml) publishes for an AWX workflow). Only a plan
         lets a refusal name each difference; with the id alone it says the plan differs and shows the plan now.
+        A dict with C(plan_id) and C(digests) (what the deploy role publishes, filter C(applyset.kubernetes.plan_digests),
+        11 characters per entry) is bound by the id and names each difference of the current plan, counting the
+        approved entries whose object is no longer in it.
         An id that is not C(plan-v1:) and 24 hex digits is refused as such; a plan made for another set, or for
         another kind of run, is refused saying so.
       - What it binds besides each body's digest (see RV(plan)) are the values of each Secret it sends (a keyed

@@ -1,5 +1,5 @@
 """A page as a person sees it: a screenshot in headless Chromium and the colours in it, for the
-fleet audit page (test_fleet.py) and the preview report (test_preview_report.py)."""
+fleet audit page (test_fleet.py) and the preview report (test_preview_report_job.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 the collection's bookkeeping and with Secret values masked, caps that count what they leave out.
 
 Through the deploy role and ansible-runner, with the page in headless Chromium:
-tests/integration/test_preview_report.py.
+tests/integration/test_preview_report_job.py.
 """
 
 from __future__ import annotations

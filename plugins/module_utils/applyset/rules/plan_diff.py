@@ -26,12 +26,13 @@ _ID = re.compile(r"(plan-v[0-9]+):([0-9a-f]+)")
 
 @dataclass(frozen=True)
 class Approved:
-    """What was approved: its ``plan_id``, and its ``plan`` when given (None with the id alone);
-    ``left_out`` entries of that plan when its result left them out (``result_detail``)."""
+    """What was approved: its ``plan_id``, and its ``plan`` when given (None with the id alone) or
+    its ``digests``; ``left_out`` entries of that plan when its result left them out (``result_detail``)."""
 
     plan_id: str
     plan: list | None = None
     left_out: int = 0
+    digests: str | None = None  # plan_digests.tokens: what a fleet's preview publishes instead of the plan
 
 
 def parse_approved(value: object) -> Approved:
@@ -46,6 +47,8 @@ def parse_approved(value: object) -> Approved:
         if problem:
             raise InputError(f"approved_plan {value!r} is not a plan id: {problem}", obj="approved_plan", fix=_FIX)
         return Approved(value)
+    if isinstance(value, dict) and "plan" not in value and isinstance(value.get("digests"), str):
+        return _with_digests(value)
     if isinstance(value, dict) and "plan" not in value and isinstance(value.get("plan_id"), str):
         return parse_approved(value["plan_id"])
     plan = value.get("plan") if isinstance(value, dict) else value
@@ -61,6 +64,19 @@ def parse_approved(value: object) -> Approved:
                          "changed after the preview", obj="approved_plan",
                          fix="give the plan exactly as the check-mode run returned it")
     return Approved(computed, list(plan))
+
+
+def _with_digests(value: dict) -> Approved:
+    """A plan id with its entries' digests (``plan_digests.published``): the id binds, the digests name."""
+    try:
+        plans.parse_digests(value["digests"])
+    except ValueError as err:
+        raise InputError(f"approved_plan's digests are not plan digests: {err}", obj="approved_plan",
+                         fix="give the digests exactly as the preview published them") from None
+    if not isinstance(value.get("plan_id"), str):
+        raise InputError("approved_plan has digests but no plan_id to bind the run to", obj="approved_plan",
+                         fix="give the plan_id with its digests, as the preview published them")
+    return Approved(parse_approved(value["plan_id"]).plan_id, digests=value["digests"], left_out=_left_out(value))
 
 
 def _left_out(value: object) -> int:
@@ -116,6 +132,21 @@ def differences(approved: list, current: list, left_out: int = 0) -> list[str]:
         lines.append(f"(the approved plan's result left {left_out} entries out, see result_detail: "
                      "a difference among them is not named)")
     return lines
+
+
+def describe(now: dict, approved_action: str | None, same_action: bool = False) -> str:
+    """The line of a current plan entry ``now`` whose approved entry is known only by its action
+    (published digests): None when the approved plan has no entry for its object; with
+    ``same_action``, the rest of the entry (its body, UID, start, values or order) differs."""
+    obj, current = now["object"], _say(now)
+    if approved_action is None:
+        why = _appeared(now)
+    elif same_action:
+        current += " (another body, UID, start, values or order)"
+        why = "it was changed in the manifests or on the cluster since"
+    else:
+        why = _action_changed(approved_action, now["action"])
+    return f"{obj}: approved {approved_action or 'nothing'}, now {current}" + (f": {why}" if why else "")
 
 
 def _line(obj: str, was: dict | None, now: dict | None) -> str:
