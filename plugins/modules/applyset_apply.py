@@ -254,6 +254,9 @@ options:
       - Give the RV(plan_id) of a check-mode run, its RV(plan) list, or a dict with C(plan) and C(plan_id) (the
         check-mode result itself, or what C(playbooks/preview.yml) publishes for an AWX workflow). Only a plan
         lets a refusal name each difference; with the id alone it says the plan differs and shows the plan now.
+        A dict with C(plan_id) and C(digests) (what the deploy role publishes, filter C(applyset.kubernetes.plan_digests),
+        11 characters per entry) is bound by the id and names each difference of the current plan, counting the
+        approved entries whose object is no longer in it.
         An id that is not C(plan-v1:) and 24 hex digits is refused as such; a plan made for another set, or for
         another kind of run, is refused saying so.
       - What it binds besides each body's digest (see RV(plan)) are the values of each Secret it sends (a keyed
@@ -265,6 +268,32 @@ options:
         O(state=disbanded). A rollback that O(on_failure=rollback) starts is bound to no plan.
       - In check mode the preview fails the same way, which tells whether an approved plan still holds.
     type: raw
+  result_detail:
+    description:
+      - How much of the run the result lists; the summary, the failures, the warnings, RV(plan_id) and the keys that
+        are not per object are always there. AWX keeps an event's result only up to 700,000 bytes of JSON
+        (C(MAX_EVENT_RES_DATA)) and drops a larger one whole.
+      - C(auto) lists everything while the result fits in O(result_max_bytes); a result that fits is the same as with
+        C(full). Beyond it, the failed members come first, then the other members that changed (or were skipped),
+        the plan's entries that do something, the diff, and last the unchanged members and plan entries; a list
+        stops at the first entry that no longer fits, RV(omitted) counts what was left out and a warning says so.
+      - C(changed) leaves out the unchanged members and plan entries (counted in RV(omitted)), within
+        O(result_max_bytes) as C(auto).
+      - C(summary) lists only the failed members, no plan entries and no diff (within O(result_max_bytes));
+        RV(plan_id) still binds a deploy (O(approved_plan)).
+      - C(full) lists everything, whatever its size (in AWX a result over the limit is lost whole).
+      - A plan that left entries out still binds O(approved_plan) by its RV(plan_id) (give the result, with its
+        RV(omitted)); a refusal names the differences among the entries it has.
+    type: str
+    choices: [auto, changed, summary, full]
+    default: auto
+  result_max_bytes:
+    description:
+      - The most bytes of JSON the result may take with O(result_detail) other than C(full), the warnings' texts
+        included; 600,000 leaves room below AWX's 700,000 for what Ansible adds.
+      - A limit below the keys that are always there leaves every list out.
+    type: int
+    default: 600000
   ignore_fields:
     description:
       - Fields of members that this collection leaves to others (an HPA's C(spec.replicas), a value tuned by
@@ -890,6 +919,13 @@ plan:
     - {object: ConfigMap shop/banner, action: prune, uid: 0f4c...}
     - {object: Deployment.apps shop/web, action: configure, body: 3q2-7wAbCdEfGhIj, start: Qm9vT3c2WmRkM1pV}
     - {object: Secret shop/db, action: create, body: Hx81c0dQfT2LwPzA, values: u0Jk3dP-sV9aQe1L}
+omitted:
+  description:
+    - How many entries of RV(objects), RV(plan) and RV(diff) the result left out (see O(result_detail)), per list;
+      the lists keep their order. RV(summary) still counts every member.
+  returned: when O(result_detail) or O(result_max_bytes) left entries out
+  type: dict
+  sample: {objects: 23950, plan: 23950}
 rollback_plan_id:
   description:
     - With O(on_failure=rollback), the plan id of the rollback a failed release started; RV(plan_id) and RV(plan)
@@ -1013,6 +1049,8 @@ def argument_spec():
         rollback_timeout=dict(type="int", default=300),
         provenance=dict(type="dict"),
         approved_plan=dict(type="raw"),
+        result_detail=dict(type="str", choices=["auto", "changed", "summary", "full"], default="auto"),
+        result_max_bytes=dict(type="int", default=600000),
         helm=dict(type="dict", options=dict(
             chart=dict(type="str"), repo=dict(type="str"), version=dict(type="str"),
             release_name=dict(type="str"), namespace=dict(type="str"), values=dict(type="dict", default={}),
@@ -1186,9 +1224,10 @@ def main():
             warn_all(module, partial.warnings)
         result = partial.to_dict() if partial is not None else {"changed": False}
         result.update(_revisions(runs, err))
-        fail_from_error(module, err, **_shape(result, module, failed=True))
+        carried = [partial.warnings if partial is not None else [], str(err), getattr(err, "details", None)]
+        fail_from_error(module, err, **_shape(result, module, failed=True, carried=carried))
     warn_all(module, report.warnings)
-    module.exit_json(**_shape(dict(report.to_dict(), **_revisions(runs)), module))
+    module.exit_json(**_shape(dict(report.to_dict(), **_revisions(runs)), module, carried=report.warnings))
 
 
 def checked_options(module, definition):
@@ -1315,15 +1354,24 @@ def _revisions(runs, err=None):
     return shown
 
 
-def _shape(result, module, failed=False):
+def _shape(result, module, failed=False, carried=()):
+    """The result to return: no diff outside diff mode, no Secret data, and the detail and size that
+    ``result_detail`` and ``result_max_bytes`` ask (``carried``: what the result will also carry,
+    the warnings and the error, counted in the size)."""
     if not module._diff:
         result.pop("diff", None)
     if failed and module.check_mode:
         result["changed"] = False  # a preview that fails changed nothing, and its objects say what it found
     # The engine returns no Secret data; this makes sure of it for every path, by structure.
     from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs import redact
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run import result_budget
 
-    return redact.hide_secret_data(result)
+    params = module.params
+    fitted = result_budget.fit(redact.hide_secret_data(result), params["result_detail"], params["result_max_bytes"],
+                               reserved=result_budget.size_of(carried))
+    if fitted.warning:
+        module.warn(fitted.warning)
+    return fitted.result
 
 
 if __name__ == "__main__":

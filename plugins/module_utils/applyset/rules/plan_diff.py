@@ -26,10 +26,13 @@ _ID = re.compile(r"(plan-v[0-9]+):([0-9a-f]+)")
 
 @dataclass(frozen=True)
 class Approved:
-    """What was approved: its ``plan_id``, and its ``plan`` when given (None with the id alone)."""
+    """What was approved: its ``plan_id``, and its ``plan`` when given (None with the id alone) or
+    its ``digests``; ``left_out`` entries of that plan when its result left them out (``result_detail``)."""
 
     plan_id: str
     plan: list | None = None
+    left_out: int = 0
+    digests: str | None = None  # plan_digests.tokens: what a fleet's preview publishes instead of the plan
 
 
 def parse_approved(value: object) -> Approved:
@@ -44,11 +47,16 @@ def parse_approved(value: object) -> Approved:
         if problem:
             raise InputError(f"approved_plan {value!r} is not a plan id: {problem}", obj="approved_plan", fix=_FIX)
         return Approved(value)
+    if isinstance(value, dict) and "plan" not in value and isinstance(value.get("digests"), str):
+        return _with_digests(value)
     if isinstance(value, dict) and "plan" not in value and isinstance(value.get("plan_id"), str):
         return parse_approved(value["plan_id"])
     plan = value.get("plan") if isinstance(value, dict) else value
     if not isinstance(plan, list) or not all(isinstance(e, dict) and "object" in e and "action" in e for e in plan):
         raise InputError("approved_plan is neither a plan id nor a plan", obj="approved_plan", fix=_FIX)
+    left_out = _left_out(value)
+    if left_out and isinstance(value, dict):  # a result cut to its budget: its id binds, its entries name what they can
+        return Approved(parse_approved(value["plan_id"]).plan_id, list(plan), left_out)
     computed = plans.digest(plan)
     given = value.get("plan_id") if isinstance(value, dict) else None
     if given is not None and given != computed:
@@ -56,6 +64,34 @@ def parse_approved(value: object) -> Approved:
                          "changed after the preview", obj="approved_plan",
                          fix="give the plan exactly as the check-mode run returned it")
     return Approved(computed, list(plan))
+
+
+def _with_digests(value: dict) -> Approved:
+    """A plan id with its entries' digests (``plan_digests.published``): the id binds, the digests name."""
+    try:
+        plans.parse_digests(value["digests"])
+    except ValueError as err:
+        raise InputError(f"approved_plan's digests are not plan digests: {err}", obj="approved_plan",
+                         fix="give the digests exactly as the preview published them") from None
+    if not isinstance(value.get("plan_id"), str):
+        raise InputError("approved_plan has digests but no plan_id to bind the run to", obj="approved_plan",
+                         fix="give the plan_id with its digests, as the preview published them")
+    return Approved(parse_approved(value["plan_id"]).plan_id, digests=value["digests"], left_out=_left_out(value))
+
+
+def _left_out(value: object) -> int:
+    """How many plan entries the check-mode result ``value`` left out (its ``omitted``), 0 for a
+    whole plan. Raises InputError for a cut plan without its ``plan_id``: the id is what binds it."""
+    if not isinstance(value, dict):
+        return 0
+    omitted = value.get("omitted")
+    count = omitted.get("plan") if isinstance(omitted, dict) else None
+    if not isinstance(count, int) or count <= 0:
+        return 0
+    if not isinstance(value.get("plan_id"), str):
+        raise InputError("approved_plan's plan left entries out (omitted) and has no plan_id to bind the run to",
+                         obj="approved_plan", fix="give the check-mode result with its plan_id")
+    return count
 
 
 def malformed(plan_id: str) -> str | None:
@@ -80,17 +116,37 @@ def other_set(approved: list, set_entry: dict) -> dict | None:
     return theirs
 
 
-def differences(approved: list, current: list) -> list[str]:
+def differences(approved: list, current: list, left_out: int = 0) -> list[str]:
     """Each difference between the ``approved`` plan and the ``current`` one, as a line
-    ``Object: approved A, now B: why`` (in the order of the objects)."""
+    ``Object: approved A, now B: why`` (in the order of the objects). With ``left_out`` (entries
+    the approved plan's result left out) only the objects the approved entries name are compared,
+    and a last line says so."""
     before = {plans.entry_key(e): e for e in approved}
     now = {plans.entry_key(e): e for e in current}
     lines = []
-    for key in sorted(set(before) | set(now)):
+    for key in sorted(set(before) | (set() if left_out else set(now))):
         was, is_now = before.get(key), now.get(key)
         if was != is_now:
             lines.append(_line(key[0], was, is_now))
+    if left_out:
+        lines.append(f"(the approved plan's result left {left_out} entries out, see result_detail: "
+                     "a difference among them is not named)")
     return lines
+
+
+def describe(now: dict, approved_action: str | None, same_action: bool = False) -> str:
+    """The line of a current plan entry ``now`` whose approved entry is known only by its action
+    (published digests): None when the approved plan has no entry for its object; with
+    ``same_action``, the rest of the entry (its body, UID, start, values or order) differs."""
+    obj, current = now["object"], _say(now)
+    if approved_action is None:
+        why = _appeared(now)
+    elif same_action:
+        current += " (another body, UID, start, values or order)"
+        why = "it was changed in the manifests or on the cluster since"
+    else:
+        why = _action_changed(approved_action, now["action"])
+    return f"{obj}: approved {approved_action or 'nothing'}, now {current}" + (f": {why}" if why else "")
 
 
 def _line(obj: str, was: dict | None, now: dict | None) -> str:

@@ -43,6 +43,10 @@ PRUNE, KEEP, LEAVE = "prune", "keep", "leave"  # prune candidates: deleted, kept
 DELETE, UNLABEL = "delete", "unlabel"  # uninstall, disband
 RETIRE_HELM_RELEASE = "retire-helm-release"  # helm.take_over: the release's records deleted
 
+# plan_digests.py: a plan published as digests, each entry in 11 characters - 6 of its object's
+# digest, 1 for its action, 4 of the rest's digest. Here so that plan_diff reads them without it.
+DIGEST_KEY_CHARS, DIGEST_TOKEN_CHARS = 6, 11
+
 MEMBER_ACTIONS = frozenset({CREATE, CONFIGURE, UNCHANGED, SKIP})
 SET_ACTIONS = frozenset({SET_APPLY, SET_UNINSTALL, SET_DISBAND})
 
@@ -86,6 +90,18 @@ def canonical(entries: list) -> list:
 def digest(plan: list) -> str:
     """The plan's id: ``plan-v1:`` and 24 hex digits of the sha256 of its canonical JSON."""
     return f"{PLAN_VERSION}:" + hashlib.sha256(_json(canonical(plan)).encode("utf-8")).hexdigest()[:ID_HEX_DIGITS]
+
+
+def parse_digests(text: object) -> dict:
+    """``{object digest: (action code, rest digest)}`` of a plan's digests (``plan_digests.tokens``).
+
+    Raises:
+        ValueError: not a string of whole entries.
+    """
+    if not isinstance(text, str) or len(text) % DIGEST_TOKEN_CHARS:
+        raise ValueError(f"plan digests are {DIGEST_TOKEN_CHARS} characters per entry")
+    key, size = DIGEST_KEY_CHARS, DIGEST_TOKEN_CHARS
+    return {text[i:i + key]: (text[i + key], text[i + key + 1:i + size]) for i in range(0, len(text), size)}
 
 
 def _json(value: object) -> str:

@@ -23,7 +23,7 @@ from ..parent import plan_key as plan_keys
 from ..errors import PlanChanged
 from ..rules import hooks as hks
 from ..rules import nochange
-from ..rules import plan_bind, plan_diff
+from ..rules import plan_bind, plan_diff, plan_digests
 from ..rules import plan_id as plans
 from ..parent.model import Parent
 from ..rules.plan import DesiredObject, Plan
@@ -165,10 +165,13 @@ def refusal(approved: plan_diff.Approved, plan: list, plan_id: str, set_ref: str
         found = [f"{theirs['object']}: the approved plan is for this set ({theirs['action']}, id {theirs.get('id')}), "
                  f"not for {plan[0]['object']} ({plan[0]['action']}, id {plan[0].get('id')})"]
     elif approved.plan is not None:
-        found = plan_diff.differences(approved.plan, plan)
+        found = plan_diff.differences(approved.plan, plan, approved.left_out)
+    elif approved.digests is not None:
+        found = plan_digests.differences(approved.digests, plan, approved.left_out)
     else:
         found = []
-    body = "\n".join(f"- {line}" for line in found) if approved.plan is not None else (
+    named = approved.plan is not None or approved.digests is not None
+    body = "\n".join(f"- {line}" for line in found) if named else (
         "only the plan id was approved, so the differences cannot be named; the plan now is:\n"
         + "\n".join(f"- {line}" for line in plans.as_lines(plan)))
     return PlanChanged(
