@@ -113,7 +113,8 @@ options:
         is the set's input, as if given as text in C(definition). Give either O(helm.chart) or C(src)/C(definition).
       - "It is rendered as C(helm install) would render it: with the cluster's version (C(--kube-version)) and
         each served group/version and group/version/Kind (C(--api-versions)), C(.Release.IsUpgrade) when the set
-        exists (C(.Release.IsInstall) on its first run), the release name and namespace."
+        exists or a release O(helm.take_over) takes over does (C(.Release.IsInstall) on its first run), the release
+        name and namespace; with the cluster reachable to helm, so that C(lookup) reads it (see O(helm.lookup))."
       - "Hooks follow C(helm.sh/hook) (install hooks on the first run, upgrade hooks on later ones); C(test)
         hooks are left out with a warning. CRDs of the chart's C(crds/) directory are members, applied first."
       - "The revision's provenance records the chart's name, version and source, a digest of the values
@@ -177,6 +178,16 @@ options:
           - The helm to run, a path or a name looked for on C(PATH). helm 3.8 or newer (helm 3 or helm 4).
         type: str
         default: helm
+      lookup:
+        description:
+          - Render with the cluster reachable to helm (C(helm template --dry-run=server)), so that the chart's C(lookup)
+            reads it as C(helm upgrade) does (a Bitnami chart keeps the password it generated on its first run). helm
+            connects with the task's own connection (server, credential, CA, impersonation), written to a file only
+            the module's user can read, removed after, never shown. helm only reads, so check mode renders so too.
+          - A user that may not read what the chart looks up fails the task before any write, naming the resource.
+          - V(false) renders without the cluster (C(lookup) returns nothing), as a helm older than 3.13 always does.
+        type: bool
+        default: true
       take_over:
         description:
           - Take over the release, installed by Helm 3 or Helm 4 (or kubernetes.core's C(helm) module), into this
@@ -1017,7 +1028,8 @@ def argument_spec():
             chart=dict(type="str"), repo=dict(type="str"), version=dict(type="str"),
             release_name=dict(type="str"), namespace=dict(type="str"), values=dict(type="dict", default={}),
             values_files=dict(type="list", elements="path", default=[]), include_crds=dict(type="bool", default=True),
-            binary=dict(type="str", default="helm"), take_over=dict(type="bool", default=False))),
+            binary=dict(type="str", default="helm"), take_over=dict(type="bool", default=False),
+            lookup=dict(type="bool", default=True))),
     )
 
 
@@ -1237,7 +1249,7 @@ def helm_options(params, values):
     namespace = helm["namespace"] or params["namespace"] or parent_namespace(params["parent"])
     chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
                   values=values, values_files=tuple(helm["values_files"] or ()),
-                  include_crds=helm["include_crds"], binary=helm["binary"])
+                  include_crds=helm["include_crds"], binary=helm["binary"], lookup=helm["lookup"])
     return {"helm": dataclasses.replace(settings, chart=chart, namespace=namespace)}
 
 

@@ -74,9 +74,9 @@ def test_the_charts_provenance_goes_to_this_runs_options_never_to_the_callers(mo
     rendered = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\n"
     monkeypatch.setattr(chart_render, "helm_version", lambda chart: ("helm", (3, 22, 0)))
     monkeypatch.setattr(chart_render, "server_version", lambda client: "v1.33.0")
-    monkeypatch.setattr(chart_render, "_run", lambda args, chart: CompletedProcess(args, 0, rendered, ""))
+    monkeypatch.setattr(chart_render, "_run", lambda args, chart, env=None: CompletedProcess(args, 0, rendered, ""))
     callers = Options(history=Settings(provenance={"play": "deploy"}),
-                      helm=HelmSettings(chart=Chart(chart="./shop", release="shop", namespace="shop")))
+                      helm=HelmSettings(chart=Chart(chart="./shop", release="shop", namespace="shop", lookup=False)))
     ctx = SimpleNamespace(opts=callers, client=None, parent=SimpleNamespace(exists=True),
                           discovery=Discovery([Resource("", "v1", "ConfigMap", "configmaps", True)]))
     chart_render.render_chart(ctx)

@@ -32,6 +32,7 @@ from .discovery_pass import discover
 from ..errors import ApiError, ApplySetError
 from .flow import AdaptiveLimit, CriticalPath, bounds
 from .http_errors import api_error, connection_failed, is_timeout, is_tls_failure, unauthorized
+from .kubeconfig import export as export_kubeconfig
 from .http_requests import (
     ApiRequest, Response, apply_request, build_request, create_request, delete_request, get_request, json_patch_request,
     list_request, merge_patch_request,
@@ -150,6 +151,7 @@ class KubeClient:
         self._pool: urllib3.PoolManager
         self._pool = _new_pool(self, pool_args)
         self._static_headers = urllib3.HTTPHeaderDict({"User-Agent": USER_AGENT})
+        self._impersonation = (impersonate_user, list(impersonate_groups or []))
         if impersonate_user:
             self._static_headers["Impersonate-User"] = impersonate_user
         for group in impersonate_groups or []:
@@ -312,6 +314,12 @@ class KubeClient:
         return send_streaming(self, req, read_timeout)
 
     # -- discovery -------------------------------------------------------------------------
+    def kubeconfig(self) -> dict:
+        """This client's connection as a kubeconfig for another tool (helm's ``lookup``): see
+        ``kubeconfig.export``; it holds the credential."""
+        user, groups = self._impersonation
+        return export_kubeconfig(self.cfg, impersonate_user=user, impersonate_groups=groups)
+
     def discover(self) -> Discovery:
         """One discovery pass (``discovery.discover``): 2 requests where aggregated discovery is
         served. Raises as ``discovery.discover``."""
