@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_cli import run_playbook
+from ansible_cli import ansible_env, run_playbook
 from helm_bins import HELMS, helm, helm_binaries
 from test_history import run, task
 
@@ -273,3 +273,34 @@ def test_the_deploy_role_deploys_each_chart_as_its_own_set_before_the_app(
     assert chart["applyset"]["parent"]["name"] == "shop" and ("ConfigMap", namespace, "shop-banner") not in members(chart)
     assert members(chart) == expected_members(kube, helm_name, OWN, "shop", namespace, tmp_path / "off.yaml")
     assert members(results["app"]) == {("ConfigMap", namespace, "app-settings")}
+
+
+def test_no_value_the_task_gave_is_printed_by_the_role_or_by_helms_messages(
+        cluster, kube, namespace, tmp_path, helm_name):
+    """The role's chart loop registers no chart (its values) at -v; a chart's failure that formats a value,
+    from values or a values file, reaches the task with the value redacted and without helm's --debug hint."""
+    given, in_file = "s3cret-of-the-task-7f1e", "s3cret-of-the-file-9c2a"
+    shutil.copytree(OWN, tmp_path / "charts" / "shopchart")
+    (tmp_path / "refuse.yaml").write_text(f"refuseWith: {in_file}\n")
+    out = tmp_path / "out.json"
+    role = {"role": "applyset.kubernetes.deploy", "vars": {
+        "deploy_app": "app", "deploy_namespace": namespace, "deploy_wait": False,
+        "deploy_helm_charts": [{"chart": "charts/shopchart", "release_name": "shop",
+                                "values": {"unusedSecret": given}, "binary": helm_binaries()[helm_name]}]}}
+    refusals = [chart_task("refuse a value", "given", namespace, helm_name, values={"refuseWith": given}),
+                chart_task("refuse a file's value", "in_file", namespace, helm_name,
+                           values_files=[str(tmp_path / "refuse.yaml")])]
+    (tmp_path / "deploy.yml").write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False, "roles": [role], "post_tasks": refusals + [
+            {"copy": {"content": "{{ {'charts': deploy_helm_results, 'given': given, 'in_file': in_file} | to_nice_json }}",
+                      "dest": str(out), "mode": "0644"}}]}]))
+    proc = run_playbook(cluster, tmp_path / "deploy.yml", env=ansible_env(cluster, ANSIBLE_VERBOSITY="1"))
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    registered = out.read_text()
+    assert given not in output and in_file not in output and given not in registered, output
+    results = json.loads(registered)
+    assert not results["charts"]["results"][0].get("failed"), results["charts"]
+    for name in ("given", "in_file"):
+        assert results[name]["failed"] and "refusing the admin password <redacted>" in results[name]["msg"], results[name]
+        assert "--debug" not in results[name]["msg"]

@@ -148,3 +148,19 @@ def test_server_side_rendering_is_asked_for_and_needs_helm_3_13():
     # helm 4 builds the objects against the cluster: the run validates them and decides ownership itself.
     helm4 = helm_chart.ServerRender(kubeconfig="/tmp/k", context="applyset", helm_major=4).args()
     assert helm4 == helm3 + ["--disable-openapi-validation", "--take-ownership"]
+
+
+def test_helms_message_has_every_value_the_task_gave_redacted_and_no_debug_hint(tmp_path):
+    values_file = tmp_path / "prod.yaml"
+    values_file.write_text("db:\n  password: from-the-file\n  port: 5432\n  pin: 12345678\n  tls: true\n")
+    chart = Chart(chart="./shop", release="shop", namespace="prod", values={"admin": {"password": "hunter22"}, "x": "no"},
+                  values_files=(str(values_file), str(tmp_path / "missing.yaml")))
+    assert helm_chart.value_strings(chart) == {"hunter22", "from-the-file", "5432", "12345678"}
+    stderr = ("level=WARN msg=\"This chart or one of its subcharts contains CRDs.\"\n"
+              "Error: execution error at (shop/templates/x.yaml:2:4): bad password hunter22 (not from-the-file)\n\n"
+              "Use --debug flag to render out invalid YAML\n")
+    err = helm_chart.render_error(chart, stderr)
+    assert err.message == ("helm template of chart ./shop failed: execution error at (shop/templates/x.yaml:2:4): "
+                           "bad password <redacted> (not <redacted>)")
+    # A value inside a longer one goes with the longer one.
+    assert helm_chart.redact_values("key abcdef", {"abc", "abcdef"}) == "key <redacted>"

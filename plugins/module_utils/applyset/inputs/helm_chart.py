@@ -21,7 +21,9 @@ import re
 import tarfile
 from dataclasses import dataclass, field
 
-from ..errors import InputError
+from ..errors import ApplySetError, InputError
+from ..kubeyaml.stream import read_stream
+from .redact import leaves
 
 # The oldest helm whose template takes every flag used here: --kube-version and --is-upgrade
 # (3.6), and oci:// chart references without HELM_EXPERIMENTAL_OCI (3.8).
@@ -159,8 +161,10 @@ _API_VERSIONS = re.compile(r"(--api-versions \S+ ?)+")
 
 def render_error(chart: Chart, stderr: str) -> InputError:
     """helm's failure as an error naming the chart and the fix: helm's own message (the template
-    file and line of a chart that does not render), the long --api-versions list left out."""
-    message = _API_VERSIONS.sub("", (stderr or "").strip()).removeprefix("Error: ").strip()
+    file and line of a chart that does not render), the long --api-versions list, helm's hints and
+    log lines left out, and every value the task gave redacted (``redact_values``)."""
+    message = _API_VERSIONS.sub("", _without_hints(redact_values(stderr or "", value_strings(chart))))
+    message = message.strip().removeprefix("Error: ").strip()
     lowered = message.lower()
     refused = lookup_refusal(chart, message)
     if refused is not None:
@@ -178,6 +182,47 @@ def render_error(chart: Chart, stderr: str) -> InputError:
         fix = "correct the chart or its values (helm template with the same values shows the same error)"
     return InputError(f"helm template of {chart.named()} failed: {message or 'no message'}", obj=f"chart {chart.source}",
                       fix=fix + "; nothing was changed")
+
+
+# helm's lines that are no part of its error: the --debug hint (the module shows no debug output)
+# and helm 4's log lines (level=WARN msg=...).
+_HINT_LINE = re.compile(r"^(Use --debug flag.*|level=\w+ msg=.*)$\n?", re.MULTILINE)
+REDACTED = "<redacted>"
+# Shorter value strings are left in helm's messages: "no", "on" or "v1" are words of the message
+# far more often than a value a template formatted into its error (a credential is longer).
+MIN_REDACTED_LENGTH = 3
+
+
+def _without_hints(text: str) -> str:
+    return _HINT_LINE.sub("", text)
+
+
+def value_strings(chart: Chart) -> set[str]:
+    """Every value string the task gave helm: the scalars of ``values`` and of each values file
+    (numbers too, as a template formats them), those at least ``MIN_REDACTED_LENGTH`` long."""
+    found = set(_scalars(chart.values))
+    for path in chart.values_files:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                documents = read_stream(handle.read())
+        except (OSError, UnicodeDecodeError, ValueError, ApplySetError):
+            continue  # helm's own message says what is wrong with the file
+        for _number, document in documents:
+            found.update(_scalars(document))
+    return {text for text in found if len(text.strip()) >= MIN_REDACTED_LENGTH}
+
+
+def _scalars(value):
+    return (str(leaf) for leaf in leaves(value) if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool))
+
+
+def redact_values(text: str, values: set[str]) -> str:
+    """``text`` (helm's message) with each of ``values`` replaced by ``REDACTED``, longest first (a
+    value inside a longer one goes with it). A chart's ``fail`` or ``required`` message may format
+    any value it was given, a password among them."""
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return text
 
 
 # client-go's words for a refused request: secrets "x" is forbidden: User "u" cannot get resource "secrets" ...
