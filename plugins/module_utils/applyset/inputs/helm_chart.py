@@ -50,6 +50,7 @@ class Chart:
     include_crds: bool = True
     binary: str = "helm"
     lookup: bool = True
+    crds: str = "Create"  # rules.chart_crds: Skip, Create or CreateReplace
 
     @property
     def source(self) -> str:

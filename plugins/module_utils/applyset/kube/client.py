@@ -151,7 +151,6 @@ class KubeClient:
         self._pool: urllib3.PoolManager
         self._pool = _new_pool(self, pool_args)
         self._static_headers = urllib3.HTTPHeaderDict({"User-Agent": USER_AGENT})
-        self._impersonation = (impersonate_user, list(impersonate_groups or []))
         if impersonate_user:
             self._static_headers["Impersonate-User"] = impersonate_user
         for group in impersonate_groups or []:
@@ -313,13 +312,9 @@ class KubeClient:
         (``send_streaming``; ``read_timeout`` bounds each read). Raises ``ConnectionFailed``."""
         return send_streaming(self, req, read_timeout)
 
-    # -- discovery -------------------------------------------------------------------------
-    def kubeconfig(self) -> dict:
-        """This client's connection as a kubeconfig for another tool (helm's ``lookup``): see
-        ``kubeconfig.export``; it holds the credential."""
-        user, groups = self._impersonation
-        return export_kubeconfig(self.cfg, impersonate_user=user, impersonate_groups=groups)
+    kubeconfig = lambda self: kubeconfig_of(self)  # noqa: E731  (KubeApi.kubeconfig: below, to keep the class short)
 
+    # -- discovery -------------------------------------------------------------------------
     def discover(self) -> Discovery:
         """One discovery pass (``discovery.discover``): 2 requests where aggregated discovery is
         served. Raises as ``discovery.discover``."""
@@ -339,10 +334,8 @@ class KubeClient:
                                        field_validation=field_validation))
 
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict | None:
-        """The object ``name`` of ``res`` (in ``namespace``), or None when it does not exist.
-
-        Raises as ``request`` for any error other than 404.
-        """
+        """The object ``name`` of ``res`` (in ``namespace``), or None when it does not exist; raises
+        as ``request`` for any error other than 404."""
         try:
             return self.send(get_request(res, name, namespace)).body
         except ApiError as err:
@@ -398,6 +391,14 @@ class KubeClient:
         resourceVersion (``rules.csa.patch``), so that a stale one fails with ``ConflictError``. Not
         retried. Raises as ``request``."""
         return self.send(json_patch_request(res, name, namespace, operations, field_manager=field_manager))
+
+
+def kubeconfig_of(client: KubeClient) -> dict:
+    """The client's connection as a kubeconfig for another tool (helm's ``lookup``): see
+    ``kubeconfig.export``; it holds the credential. Impersonation is the client's headers'."""
+    headers = client._static_headers  # pylint: disable=protected-access
+    return export_kubeconfig(client.cfg, impersonate_user=headers.get("Impersonate-User"),
+                             impersonate_groups=headers.getlist("Impersonate-Group"))
 
 
 def connect(auth: dict, **kwargs) -> KubeClient:

@@ -28,12 +28,14 @@ from collections.abc import Iterator
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
 from ..kube.kubeconfig import EXPORTED_CONTEXT
-from ..errors import InputError, InputErrors
+from ..errors import ApplySetError, InputError, InputErrors
 from ..inputs import helm_chart
 from ..inputs.helm_chart import Chart
 from ..inputs.manifest_checks import validate
 from ..inputs.manifests import Manifest, load_definition
+from .. import spec
 from ..parent import helm_release
+from ..rules import chart_crds
 from .release_takeover import home_namespace
 from ..run.options import RunOptions
 from ..run.runner import READ, RunContext, Step
@@ -153,12 +155,34 @@ def render_chart(ctx: RunContext) -> None:
     manifests = load_definition(helm_chart.split_output(answer.stdout), source=f"chart {chart.source}")
     _default_namespace(manifests, ctx.discovery, chart.namespace)
     validate(manifests)
+    crds, manifests = chart_crds.split(manifests)
+    ctx.chart_crds = _decide_crds(ctx, chart, crds)
     ctx.rendered = manifests
     if ctx.opts.history is not None:
         # The run's own options (as release_takeover does): the caller's, which an automatic rollback
         # reuses, keep the provenance they were given.
         recorded = {**ctx.opts.history.provenance, "chart": helm_chart.provenance(chart, version)}
         ctx.opts = dataclasses.replace(ctx.opts, history=dataclasses.replace(ctx.opts.history, provenance=recorded))
+
+
+def _decide_crds(ctx: RunContext, chart: Chart, crds: list[Manifest]) -> chart_crds.ChartCrds:
+    """What the run does with the chart's ``crds/`` CRDs (rules.chart_crds), from their live state
+    (one GET each); the result's ``applyset.chart_crds`` says it, a warning names those adopted."""
+    if not crds:
+        return chart_crds.ChartCrds(chart.crds)
+    res = ctx.discovery.for_group_kind(spec.CRD_KIND)
+    if res is None:  # never: every API server since 1.16 serves them
+        raise AssertionError("CustomResourceDefinitions are not served")
+    found = ctx.client.map(lambda crd: ctx.client.get(res, crd.name), crds)
+    for crd, obj in zip(crds, found):
+        if isinstance(obj, ApplySetError):
+            raise ApplySetError(f"the chart's CRD {crd.name} could not be read: {obj}", obj=crd.source,
+                                fix="grant this user get on customresourcedefinitions; nothing was changed") from obj
+    decided = chart_crds.decide(crds, {crd.name: obj for crd, obj in zip(crds, found)}, chart.crds,
+                                set_id=ctx.parent.id, field_manager=ctx.opts.field_manager)
+    ctx.record.warn(*filter(None, [chart_crds.adoption_warning(decided, chart.source)]))
+    ctx.report.applyset["chart_crds"] = decided.report()
+    return decided
 
 
 def _release_exists(ctx: RunContext) -> bool:
@@ -214,4 +238,4 @@ def _crd_scopes(manifests: list) -> dict:
     return scopes
 
 
-RENDER_CHART = Step("render-chart", render_chart, READ, reads="discovery parent", sets="rendered")
+RENDER_CHART = Step("render-chart", render_chart, READ, reads="discovery parent", sets="rendered chart_crds")
