@@ -141,6 +141,9 @@ def render_chart(ctx: RunContext) -> None:
     if missing:
         raise InputErrors(missing)
     binary, version = helm_version(chart)
+    if chart.is_local and chart.version:
+        ctx.record.warn(f"helm.version {chart.version} is not used for the local chart {chart.chart}: helm renders "
+                        f"it as it is there (its Chart.yaml says version {local_metadata_version(chart)})")
     is_upgrade = ctx.parent.exists or _release_exists(ctx)
     with values_file(chart.values) as path:
         args = helm_chart.template_args(chart, kube_version=server_version(ctx.client),
@@ -183,6 +186,11 @@ def _decide_crds(ctx: RunContext, chart: Chart, crds: list[Manifest]) -> chart_c
     ctx.record.warn(*filter(None, [chart_crds.adoption_warning(decided, chart.source)]))
     ctx.report.applyset["chart_crds"] = decided.report()
     return decided
+
+
+def local_metadata_version(chart: Chart) -> str:
+    """The version a local chart's Chart.yaml gives, or "none"."""
+    return helm_chart.local_metadata(chart).get("version", "none")
 
 
 def _release_exists(ctx: RunContext) -> bool:
