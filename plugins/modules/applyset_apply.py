@@ -184,7 +184,7 @@ options:
             collection never applied is adopted so with a warning naming it.
           - V(Skip) leaves them out (C(helm install --skip-crds)); install them beforehand.
           - A CRD of C(crds/) that an earlier run made a member of this set is taken out of the set and kept.
-          - To remove them on purpose, delete them (C(kubectl delete crd NAME)): every custom resource of them goes too.
+          - "To remove them on purpose, delete them (C(kubectl delete crd NAME)): every custom resource of them goes too."
         type: str
         choices: [Skip, Create, CreateReplace]
         default: Create
@@ -799,9 +799,9 @@ applyset:
                retired: true}
     chart_crds:
       description:
-        - With O(helm.chart) and CRDs in the chart's C(crds/), what the run did with them (in check mode, would do)
+        - "With O(helm.chart) and CRDs in the chart's C(crds/), what the run did with them (in check mode, would do)
           under O(helm.crds) (C(policy)): C(created), C(replaced), C(left) as they were, C(adopted) (replaced, but
-          never applied by this collection before). They are no members of the set.
+          never applied by this collection before). They are no members of the set."
       type: dict
       returned: when the chart has CRDs in crds/
       sample: {policy: Create, created: [widgets.shop.example.com], replaced: [], left: [], adopted: []}

@@ -379,3 +379,11 @@ def test_an_exported_credential_is_the_current_one(tmp_path):
     plain.TokenFile(str(token)).install(cfg)
     token.write_text("rotated!")
     assert plain.export(cfg)["users"][0]["user"] == {"token": "rotated!"}
+
+
+def test_the_clients_kubeconfig_carries_its_impersonation():
+    cfg = plain.ClientConfig()
+    cfg.host = "https://k:6443"
+    cfg.api_key["BearerToken"] = "Bearer t"
+    client = kube.KubeClient(cfg, impersonate_user="alice", impersonate_groups=["ops", "dev"])
+    assert client.kubeconfig()["users"][0]["user"] == {"token": "t", "as": "alice", "as-groups": ["ops", "dev"]}

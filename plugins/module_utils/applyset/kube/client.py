@@ -91,7 +91,22 @@ def read_response(req: ApiRequest, resp, host: str, source: ConnectionSource) ->
     return Response(resp.status, payload, warnings)
 
 
-class KubeClient:
+class _ExportedConnection:
+    """What another tool (helm's ``lookup``) needs of a client: its connection as a kubeconfig (a
+    class of its own, so that the client's stays within its size)."""
+
+    cfg: Any
+    _static_headers: Any
+
+    def kubeconfig(self) -> dict:
+        """The connection as a kubeconfig (``kubeconfig.export``; it holds the credential), with the
+        impersonation the client's headers carry."""
+        headers = self._static_headers
+        return export_kubeconfig(self.cfg, impersonate_user=headers.get("Impersonate-User"),
+                                 impersonate_groups=headers.getlist("Impersonate-Group"))
+
+
+class KubeClient(_ExportedConnection):
     """A thread-safe client over one urllib3 connection pool.
 
     Args:
@@ -312,8 +327,6 @@ class KubeClient:
         (``send_streaming``; ``read_timeout`` bounds each read). Raises ``ConnectionFailed``."""
         return send_streaming(self, req, read_timeout)
 
-    kubeconfig = lambda self: kubeconfig_of(self)  # noqa: E731  (KubeApi.kubeconfig: below, to keep the class short)
-
     # -- discovery -------------------------------------------------------------------------
     def discover(self) -> Discovery:
         """One discovery pass (``discovery.discover``): 2 requests where aggregated discovery is
@@ -391,14 +404,6 @@ class KubeClient:
         resourceVersion (``rules.csa.patch``), so that a stale one fails with ``ConflictError``. Not
         retried. Raises as ``request``."""
         return self.send(json_patch_request(res, name, namespace, operations, field_manager=field_manager))
-
-
-def kubeconfig_of(client: KubeClient) -> dict:
-    """The client's connection as a kubeconfig for another tool (helm's ``lookup``): see
-    ``kubeconfig.export``; it holds the credential. Impersonation is the client's headers'."""
-    headers = client._static_headers  # pylint: disable=protected-access
-    return export_kubeconfig(client.cfg, impersonate_user=headers.get("Impersonate-User"),
-                             impersonate_groups=headers.getlist("Impersonate-Group"))
 
 
 def connect(auth: dict, **kwargs) -> KubeClient:

@@ -284,12 +284,12 @@ def export(cfg, *, impersonate_user: str | None = None, impersonate_groups: list
 
 def _exported_credential(authorization: str | None) -> dict:
     """The kubeconfig user fields of an ``Authorization`` header value (Bearer or Basic)."""
-    scheme, _, value = (authorization or "").partition(" ")
+    scheme, _space, value = (authorization or "").partition(" ")
     if scheme.lower() == "bearer" and value:
         return {"token": value}
     if scheme.lower() == "basic" and value:
         try:
-            username, _, password = base64.b64decode(value).decode("utf-8").partition(":")
+            username, _colon, password = base64.b64decode(value).decode("utf-8").partition(":")
         except (binascii.Error, UnicodeDecodeError):
             return {}
         return {"username": username, "password": password}
