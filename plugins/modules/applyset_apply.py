@@ -113,9 +113,10 @@ options:
         is the set's input, as if given as text in C(definition). Give either O(helm.chart) or C(src)/C(definition).
       - "It is rendered as C(helm install) would render it: with the cluster's version (C(--kube-version)) and
         each served group/version and group/version/Kind (C(--api-versions)), C(.Release.IsUpgrade) when the set
-        exists (C(.Release.IsInstall) on its first run), the release name and namespace."
+        exists or a release O(helm.take_over) takes over does (C(.Release.IsInstall) on its first run), the release
+        name and namespace; with the cluster reachable to helm, so that C(lookup) reads it (see O(helm.lookup))."
       - "Hooks follow C(helm.sh/hook) (install hooks on the first run, upgrade hooks on later ones); C(test)
-        hooks are left out with a warning. CRDs of the chart's C(crds/) directory are members, applied first."
+        hooks are left out with a warning. CRDs of the chart's C(crds/) directory are no members: see O(helm.crds)."
       - "The revision's provenance records the chart's name, version and source, a digest of the values
         (never the values) and the helm version. C(rollback_to) applies a revision's recorded objects again
         without rendering (give C(rollback_to) without C(helm))."
@@ -169,14 +170,39 @@ options:
         default: []
       include_crds:
         description:
-          - Render the chart's C(crds/) directory too (C(--include-crds)); its CRDs become members applied first.
+          - Render the chart's C(crds/) directory too (C(--include-crds)); what is done with its CRDs is O(helm.crds).
         type: bool
         default: true
+      crds:
+        description:
+          - "What a run does with the CRDs of the chart's C(crds/) directories, named as Flux's HelmRelease names it.
+            They are no members of the set, as with Helm: they carry no part-of label, no prune and no C(state=absent)
+            deletes them, and every release of the chart (another set, another namespace) shares them. They are
+            applied after the claim, before the chart's hooks and members; RV(applyset.chart_crds) says what was done."
+          - V(Create) creates the missing ones and leaves existing ones as they are (Helm's way).
+          - V(CreateReplace) also brings existing ones to the chart's (forced server-side apply, on every run); one this
+            collection never applied is adopted so with a warning naming it.
+          - V(Skip) leaves them out (C(helm install --skip-crds)); install them beforehand.
+          - A CRD of C(crds/) that an earlier run made a member of this set is taken out of the set and kept.
+          - "To remove them on purpose, delete them (C(kubectl delete crd NAME)): every custom resource of them goes too."
+        type: str
+        choices: [Skip, Create, CreateReplace]
+        default: Create
       binary:
         description:
           - The helm to run, a path or a name looked for on C(PATH). helm 3.8 or newer (helm 3 or helm 4).
         type: str
         default: helm
+      lookup:
+        description:
+          - Render with the cluster reachable to helm (C(helm template --dry-run=server)), so that the chart's C(lookup)
+            reads it as C(helm upgrade) does (a Bitnami chart keeps the password it generated on its first run). helm
+            connects with the task's own connection (server, credential, CA, impersonation), written to a file only
+            the module's user can read, removed after, never shown. helm only reads, so check mode renders so too.
+          - A user that may not read what the chart looks up fails the task before any write, naming the resource.
+          - V(false) renders without the cluster (C(lookup) returns nothing), as a helm older than 3.13 always does.
+        type: bool
+        default: true
       take_over:
         description:
           - Take over the release, installed by Helm 3 or Helm 4 (or kubernetes.core's C(helm) module), into this
@@ -800,6 +826,14 @@ applyset:
                dropped: [Secret shop/shop-token], field_managers: [helm],
                records: [sh.helm.release.v1.shop.v1, sh.helm.release.v1.shop.v2, sh.helm.release.v1.shop.v3],
                retired: true}
+    chart_crds:
+      description:
+        - "With O(helm.chart) and CRDs in the chart's C(crds/), what the run did with them (in check mode, would do)
+          under O(helm.crds) (C(policy)): C(created), C(replaced), C(left) as they were, C(adopted) (replaced, but
+          never applied by this collection before). They are no members of the set."
+      type: dict
+      returned: when the chart has CRDs in crds/
+      sample: {policy: Create, created: [widgets.shop.example.com], replaced: [], left: [], adopted: []}
 summary:
   description: How many objects got each action.
   returned: always
@@ -1055,7 +1089,9 @@ def argument_spec():
             chart=dict(type="str"), repo=dict(type="str"), version=dict(type="str"),
             release_name=dict(type="str"), namespace=dict(type="str"), values=dict(type="dict", default={}),
             values_files=dict(type="list", elements="path", default=[]), include_crds=dict(type="bool", default=True),
-            binary=dict(type="str", default="helm"), take_over=dict(type="bool", default=False))),
+            binary=dict(type="str", default="helm"), take_over=dict(type="bool", default=False),
+            lookup=dict(type="bool", default=True),
+            crds=dict(type="str", choices=["Skip", "Create", "CreateReplace"], default="Create"))),
     )
 
 
@@ -1282,7 +1318,8 @@ def helm_options(params, values):
     namespace = helm["namespace"] or params["namespace"] or parent_namespace(params["parent"])
     chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
                   values=values, values_files=tuple(helm["values_files"] or ()),
-                  include_crds=helm["include_crds"], binary=helm["binary"])
+                  include_crds=helm["include_crds"], binary=helm["binary"], lookup=helm["lookup"],
+                  crds=helm["crds"])
     return {"helm": dataclasses.replace(settings, chart=chart, namespace=namespace)}
 
 

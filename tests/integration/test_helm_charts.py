@@ -17,17 +17,19 @@ import http.server
 import json
 import shutil
 import threading
+import time
 from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
 
-from ansible_cli import run_playbook
+from ansible_cli import ansible_env, run_playbook
 from helm_bins import HELMS, helm, helm_binaries
 from test_history import run, task
 
 CHARTS = Path(__file__).resolve().parent / "data" / "charts"
+CRD = "widgets.shop.example.com"  # shopchart's crds/
 OWN = CHARTS / "shopchart"
 PUBLIC = {
     "podinfo": {"values": {}},
@@ -68,9 +70,11 @@ def expected_members(kube, helm_name, chart, release, namespace, values_file=Non
     objects = [o for o in yaml.safe_load_all(helm(helm_name, *args).stdout) if o]
     cluster_scoped = {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "IngressClass",
                       "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Namespace"}
+    # The charts' CRDs are all in crds/, which are no members (helm.crds: shared by the chart's releases).
     return {(o["kind"], None if o["kind"] in cluster_scoped else o["metadata"].get("namespace", namespace),
              o["metadata"]["name"])
-            for o in objects if "helm.sh/hook" not in (o["metadata"].get("annotations") or {})}
+            for o in objects if "helm.sh/hook" not in (o["metadata"].get("annotations") or {})
+            and o["kind"] != "CustomResourceDefinition"}
 
 
 def members(result) -> set:
@@ -94,7 +98,7 @@ def chart_task(name, register, namespace, helm_name, chart=OWN, check_mode=False
 
 
 @pytest.fixture(autouse=True)
-def removed_after(cluster, namespace, tmp_path):
+def removed_after(cluster, kube, namespace, tmp_path):
     """The set removed after each test: its cluster-scoped members (the CRD, ingress-nginx's RBAC and
     webhook) would otherwise be another set's for the next test, whose namespace differs."""
     yield
@@ -102,6 +106,19 @@ def removed_after(cluster, namespace, tmp_path):
         task("remove", "rm", parent="shop", namespace=namespace, state="absent",
              guard={"allow_prune_kinds": ["CustomResourceDefinition"]})], name="remove")
     assert not results["rm"].get("failed"), results["rm"]
+    remove_chart_crd(kube)
+
+
+def remove_chart_crd(kube, timeout=60.0):
+    """shopchart's CRD deleted, as the docs tell a user to (no set deletes it: helm.crds), and gone."""
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}"
+    if kube.get(path) is None:
+        return
+    kube.delete(path)
+    deadline = time.monotonic() + timeout
+    while kube.get(path) is not None:
+        assert time.monotonic() < deadline, f"{CRD} still there after {timeout}s"
+        time.sleep(0.2)
 
 
 def test_own_chart_install_rerun_values_change_and_rollback(cluster, kube, namespace, tmp_path, helm_name):
@@ -123,7 +140,9 @@ def test_own_chart_install_rerun_values_change_and_rollback(cluster, kube, names
     assert members(preview) == members(install)
     expected = expected_members(kube, helm_name, OWN, "shop", namespace)
     assert members(install) == expected
-    assert install["objects"][0]["kind"] == "CustomResourceDefinition"
+    assert install["applyset"]["chart_crds"]["policy"] == "Create"
+    assert set(install["applyset"]["chart_crds"]["created"] + install["applyset"]["chart_crds"]["left"]) == {
+        "widgets.shop.example.com"}
     # The preview names the readiness rule of each of the chart's objects (helm template's, not the task's input).
     assert [o["name"] for o in preview["objects"] if not o.get("readiness_rule")] == [], preview["objects"]
     base = f"/api/v1/namespaces/{namespace}/configmaps"
@@ -236,7 +255,8 @@ def test_chart_errors_name_the_chart_and_write_nothing(cluster, kube, namespace,
     # Nor in the task's invocation (-vvv): the action plugin carries helm.values hidden.
     assert secret_value not in output
     assert not results["fromrepo"].get("failed"), results["fromrepo"]
-    assert len(members(results["fromrepo"])) == 6
+    # The CRD of crds/ is no member (helm.crds): the preview says it would be created.
+    assert len(members(results["fromrepo"])) == 5 and results["fromrepo"]["applyset"]["chart_crds"]["created"] == [CRD]
     assert_nothing_written(kube, namespace)
 
 
@@ -273,3 +293,63 @@ def test_the_deploy_role_deploys_each_chart_as_its_own_set_before_the_app(
     assert chart["applyset"]["parent"]["name"] == "shop" and ("ConfigMap", namespace, "shop-banner") not in members(chart)
     assert members(chart) == expected_members(kube, helm_name, OWN, "shop", namespace, tmp_path / "off.yaml")
     assert members(results["app"]) == {("ConfigMap", namespace, "app-settings")}
+
+
+def test_no_value_the_task_gave_is_printed_by_the_role_or_by_helms_messages(
+        cluster, kube, namespace, tmp_path, helm_name):
+    """The role's chart loop registers no chart (its values) at -v; a chart's failure that formats a value,
+    from values or a values file, reaches the task with the value redacted and without helm's --debug hint."""
+    given, in_file = "s3cret-of-the-task-7f1e", "s3cret-of-the-file-9c2a"
+    shutil.copytree(OWN, tmp_path / "charts" / "shopchart")
+    (tmp_path / "refuse.yaml").write_text(f"refuseWith: {in_file}\n")
+    out = tmp_path / "out.json"
+    role = {"role": "applyset.kubernetes.deploy", "vars": {
+        "deploy_app": "app", "deploy_namespace": namespace, "deploy_wait": False,
+        "deploy_helm_charts": [{"chart": "charts/shopchart", "release_name": "shop",
+                                "values": {"unusedSecret": given}, "binary": helm_binaries()[helm_name]}]}}
+    refusals = [chart_task("refuse a value", "given", namespace, helm_name, values={"refuseWith": given}),
+                chart_task("refuse a file's value", "in_file", namespace, helm_name,
+                           values_files=[str(tmp_path / "refuse.yaml")])]
+    (tmp_path / "deploy.yml").write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False, "roles": [role], "post_tasks": refusals + [
+            {"copy": {"content": "{{ {'charts': deploy_helm_results, 'given': given, 'in_file': in_file} | to_nice_json }}",
+                      "dest": str(out), "mode": "0644"}}]}]))
+    proc = run_playbook(cluster, tmp_path / "deploy.yml", env=ansible_env(cluster, ANSIBLE_VERBOSITY="1"))
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    registered = out.read_text()
+    assert given not in output and in_file not in output and given not in registered, output
+    results = json.loads(registered)
+    assert not results["charts"]["results"][0].get("failed"), results["charts"]
+    for name in ("given", "in_file"):
+        assert results[name]["failed"] and "refusing the admin password <redacted>" in results[name]["msg"], results[name]
+        assert "--debug" not in results[name]["msg"]
+
+
+def test_the_charts_crds_are_shared_by_two_releases_and_kept_when_one_is_removed(
+        cluster, kube, namespace, tmp_path, helm_name):
+    """shopchart's crds/ CRD, as Helm treats it: created by the first release, used as it is by a second
+    release in another namespace (another set), kept when the first is removed (state: absent, no guard
+    option needed); it is no member of either set."""
+    other = f"{namespace}-b"
+    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    try:
+        results, output = run(cluster, tmp_path, namespace, [
+            chart_task("first", "first", namespace, helm_name),
+            chart_task("second", "second", other, helm_name),
+            chart_task("remove the first", "removed", namespace, helm_name, state="absent")])
+        first, second, removed = results["first"], results["second"], results["removed"]
+        assert not first.get("failed") and not second.get("failed") and not removed.get("failed"), output
+        assert first["applyset"]["chart_crds"]["created"] == [CRD]
+        assert second["applyset"]["chart_crds"] == {"policy": "Create", "created": [], "replaced": [], "left": [CRD],
+                                                    "adopted": []}
+        crd = kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}")
+        assert "applyset.kubernetes.io/part-of" not in (crd["metadata"].get("labels") or {})
+        assert kube.get(f"/apis/shop.example.com/v1/namespaces/{namespace}/widgets/shop-widget") is None
+        assert kube.get(f"/apis/shop.example.com/v1/namespaces/{other}/widgets/shop-widget")["spec"] == {"size": 3}
+        results, output = run(cluster, tmp_path, other, [
+            chart_task("remove the second", "removed", other, helm_name, state="absent")], name="second")
+        assert not results["removed"].get("failed"), output
+        assert kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}") is not None
+    finally:
+        kube.delete(f"/api/v1/namespaces/{other}")

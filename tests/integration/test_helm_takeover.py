@@ -123,8 +123,12 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     assert preview["dropped"] == [f"Secret {namespace}/{RELEASE}-token"]
     assert preview["field_managers"] == ["helm"] and preview["records"] == [f"sh.helm.release.v1.{RELEASE}.v1"]
     assert not preview["retired"]
-    assert {o["name"]: o["action"] for o in result["objects"]}[f"{RELEASE}-token"] == "pruned"
-    assert f"a real run first takes over all fields of helm (Helm release {namespace}/{RELEASE})" in out, out
+    token = next(o for o in result["objects"] if o["name"] == f"{RELEASE}-token")
+    assert token["action"] == "pruned"
+    assert token["reason"] == f"taken over from Helm release {namespace}/{RELEASE} and no longer in the manifests"
+    # One warning for the release, naming the objects (not one per object).
+    head = f"a real run first takes over all fields of helm (Helm release {namespace}/{RELEASE}) on 3 objects: "
+    assert out.count("a real run first takes over all fields of helm") == 1 and head in out, out
     assert snapshot(kube, [namespace]) == state  # check mode wrote nothing
     assert helm.releases(namespace) == [RELEASE]
 

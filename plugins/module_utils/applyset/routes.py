@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .steps import applying, approval, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
+from .steps import applying, approval, chart_crds_apply, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
 from .steps import rollback
 from .steps import settling, teardown, without_claim
 from .run.options import Options, RunOptions
@@ -83,9 +83,11 @@ def reading(entry: str, opts: RunOptions) -> list[Step]:
         return [*first,
                 Step("split-hooks", hook_run.split_hooks, DECIDE, reads="discovery parent", may_read="rendered",
                      sets="desired hooks"),
-                Step("plan", decide.make_plan, DECIDE, reads="desired discovery parent", sets="plan"),
+                Step("plan", decide.make_plan, DECIDE, reads="desired discovery parent", may_read="chart_crds",
+                     sets="plan"),
                 Step("list-live", decide.list_live, READ, reads="discovery parent plan", sets="live"),
-                Step("decide", decide.decide, READ, reads="discovery live parent plan", sets="decisions"),
+                Step("decide", decide.decide, READ, reads="discovery live parent plan", may_read="chart_crds",
+                     sets="decisions"),
                 Step("plan-id", approval.plan_apply, DECIDE, reads="decisions hooks live parent plan")]
     if entry == UNINSTALL and chart_render.renders_chart(opts):
         return [READ_PARENT, chart_render.RENDER_CHART]  # for the chart's delete hooks
@@ -112,7 +114,7 @@ def for_apply(opts: Options) -> Route:
     """The route of a real apply: the claim before any member write (but the namespaces the parent
     needs), the release last and always, the wait after it."""
     tail = [Step("make-namespaces", applying.make_namespaces, WRITE, reads="decisions discovery live parent"),
-            CLAIM_STEP, _hooks(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
+            CLAIM_STEP, *_chart_crds(opts, WRITE), _hooks(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
     if (opts.adopt_legacy is not None and opts.prune) or opts.helm.take_over:
         tail.append(Step("label-adopted", applying.label_adopted, WRITE, reads="decisions parent"))
     tail.append(Step("apply", applying.apply_phases, WRITE, reads=_APPLY_READS))
@@ -129,6 +131,13 @@ def for_apply(opts: Options) -> Route:
     if opts.waiting.enabled:
         tail.append(Step("wait", settling.wait_until_settled, WAIT, reads="plan", may_read="discovery"))
     return _route(APPLY, APPLY, opts, tail)
+
+
+def _chart_crds(opts: RunOptions, effect: str) -> list:
+    """With a chart rendered: its crds/ CRDs applied before its hooks and members, outside the set."""
+    if not chart_render.renders_chart(opts):
+        return []
+    return [Step("apply-chart-crds", chart_crds_apply.apply_chart_crds, effect, reads="chart_crds discovery")]
 
 
 def _retire(opts: RunOptions) -> list:
@@ -150,7 +159,7 @@ def for_preview(opts: Options) -> Route:
     """The route of check mode: dry runs only, no claim, no release, no wait."""
     tail = [Step("show-final-hint", decide.show_final_hint, DECIDE, reads="decisions parent"),
             Step("preview-namespace", applying.preview_namespace, DRY_RUN, reads="decisions discovery"),
-            Step("apply", applying.apply_phases, DRY_RUN, reads=_APPLY_READS)]
+            *_chart_crds(opts, DRY_RUN), Step("apply", applying.apply_phases, DRY_RUN, reads=_APPLY_READS)]
     if opts.prune:
         tail.append(Step("prune", pruning.prune_step, DRY_RUN, reads=_PRUNE_READS))
     tail.append(_hooks("preview-hooks", hook_run.preview, DRY_RUN))
@@ -181,7 +190,8 @@ def for_uninstall(opts: RunOptions) -> Route:
     """The route of ``state: absent``: members deleted under the prune rules, then the parent."""
     effect = DRY_RUN if opts.dry_run else WRITE
     tail = [Step("list-members", teardown.list_members("remove"), READ, reads="discovery parent", sets="removal"),
-            Step("decide-removal", teardown.decide_removal, DECIDE, reads="parent removal", sets="removal"),
+            Step("decide-removal", teardown.decide_removal, DECIDE, reads="parent removal", may_read="chart_crds",
+                 sets="removal"),
             Step("find-hooks", hook_run.find_delete_hooks, DECIDE, reads="discovery parent", may_read="rendered",
                  sets="hooks"),
             Step("plan-id", approval.plan_uninstall, DECIDE, reads="hooks parent removal")]
@@ -237,8 +247,9 @@ def choose(entry: str, ctx: RunContext, may_skip_claim: bool) -> Route:
         if opts.dry_run:
             return for_preview(opts)
         # A run with hooks to run takes the claim: two runs never run one set's hooks at once.
-        # A Helm release to take over is retired under the claim.
-        if (may_skip_claim and not hook_run.due(ctx) and ctx.decisions.helm is None
+        # A Helm release to take over is retired under the claim; a chart's CRDs are applied under it.
+        crds_due = ctx.has("chart_crds") and bool(ctx.chart_crds.to_apply)
+        if (may_skip_claim and not hook_run.due(ctx) and ctx.decisions.helm is None and not crds_due
                 and without_claim.blocker(ctx) is None):
             return for_update_only(opts)
         return for_apply(opts)

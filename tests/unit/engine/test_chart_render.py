@@ -74,12 +74,31 @@ def test_the_charts_provenance_goes_to_this_runs_options_never_to_the_callers(mo
     rendered = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\n"
     monkeypatch.setattr(chart_render, "helm_version", lambda chart: ("helm", (3, 22, 0)))
     monkeypatch.setattr(chart_render, "server_version", lambda client: "v1.33.0")
-    monkeypatch.setattr(chart_render, "_run", lambda args, chart: CompletedProcess(args, 0, rendered, ""))
+    monkeypatch.setattr(chart_render, "_run", lambda args, chart, env=None: CompletedProcess(args, 0, rendered, ""))
     callers = Options(history=Settings(provenance={"play": "deploy"}),
-                      helm=HelmSettings(chart=Chart(chart="./shop", release="shop", namespace="shop")))
+                      helm=HelmSettings(chart=Chart(chart="./shop", release="shop", namespace="shop", lookup=False)))
     ctx = SimpleNamespace(opts=callers, client=None, parent=SimpleNamespace(exists=True),
                           discovery=Discovery([Resource("", "v1", "ConfigMap", "configmaps", True)]))
     chart_render.render_chart(ctx)
     assert [m.name for m in ctx.rendered] == ["settings"]
     assert ctx.opts.history.provenance["chart"]["release"] == "shop"
     assert callers.history.provenance == {"play": "deploy"}
+
+
+def test_a_version_given_for_a_local_chart_is_named_unused(monkeypatch, tmp_path):
+    from subprocess import CompletedProcess
+    from types import SimpleNamespace
+
+    from applyset.run.options import HelmSettings, Options
+
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: shop\nversion: 1.2.3\n")
+    monkeypatch.setattr(chart_render, "helm_version", lambda chart: ("helm", (3, 22, 0)))
+    monkeypatch.setattr(chart_render, "server_version", lambda client: "v1.33.0")
+    monkeypatch.setattr(chart_render, "_run", lambda args, chart, env=None: CompletedProcess(args, 0, "", ""))
+    warned = []
+    chart = Chart(chart=str(tmp_path), release="shop", namespace="shop", version="9.9.9", lookup=False)
+    ctx = SimpleNamespace(opts=Options(helm=HelmSettings(chart=chart)), client=None, parent=SimpleNamespace(exists=True),
+                          record=SimpleNamespace(warn=lambda *w: warned.extend(w)), discovery=Discovery([]))
+    chart_render.render_chart(ctx)
+    assert warned == [f"helm.version 9.9.9 is not used for the local chart {tmp_path}: helm renders it as it is there "
+                      "(its Chart.yaml says version 1.2.3)"]

@@ -37,6 +37,8 @@ def test_a_release_is_taken_over_its_dropped_object_pruned_and_its_record_retire
     report, error = run(api, "apply", load(cm("a")), helm=HelmSettings(release="shop", take_over=True))
     assert error is None, error
     assert actions(report) == {"ConfigMap shop/a": "configured", "ConfigMap shop/b": "pruned"}
+    pruned = next(o for o in report.objects if o.name == "b")
+    assert pruned.reason == "taken over from Helm release shop/shop and no longer in the manifests"
     live = api.object("v1", "ConfigMap", "a", "shop")
     assert live["metadata"]["uid"] == uid and live["data"] == {"k": "a"}  # what only Helm set went
     assert [e["manager"] for e in live["metadata"]["managedFields"]] == [DEFAULT_FIELD_MANAGER]

@@ -120,3 +120,47 @@ def test_the_provenance_records_the_chart_and_a_digest_never_the_values():
     assert recorded["name"] == "podinfo" and recorded["version"] == "6.14.1" and recorded["helm_version"] == "v4.3.1"
     assert recorded["source"] == "podinfo from https://stefanprodan.github.io/podinfo"
     assert "hunter2" not in str(recorded)
+
+
+HELM_LOOKUP_REFUSED = (
+    'Error: template: tomcat/templates/secrets.yaml:19:22: executing "tomcat/templates/secrets.yaml" at <include '
+    '"common.secrets.passwords.manage" ...>: error calling lookup: secrets "t-tomcat" is forbidden: User "nobody" '
+    'cannot get resource "secrets" in API group "" in the namespace "exp"\n\nUse --debug flag to render out invalid YAML')
+
+
+def test_a_lookup_the_server_refused_names_the_resource_and_both_fixes():
+    err = helm_chart.render_error(CHART, HELM_LOOKUP_REFUSED)
+    assert 'looks up secrets in namespace "exp", which User "nobody" may not get' in err.message
+    assert "grant the task's user get and list on secrets" in err.fix and "helm.lookup: false" in err.fix
+    cluster_wide = 'nodes is forbidden: User "u" cannot list resource "nodes" in API group "" at the cluster scope'
+    assert "looks up nodes cluster-wide" in helm_chart.render_error(CHART, cluster_wide).message
+    crd = 'widgets.shop.example.com is forbidden: User "u" cannot list resource "widgets" in API group "shop.example.com"'
+    assert "looks up widgets.shop.example.com cluster-wide" in helm_chart.render_error(CHART, crd).message
+
+
+def test_server_side_rendering_is_asked_for_and_needs_helm_3_13():
+    assert helm_chart.renders_on_server(CHART, (3, 13, 0)) and helm_chart.renders_on_server(CHART, (4, 0, 0))
+    assert not helm_chart.renders_on_server(CHART, (3, 12, 9))
+    assert not helm_chart.renders_on_server(Chart(chart="./shop", release="shop", namespace="prod", lookup=False),
+                                            (3, 22, 0))
+    helm3 = helm_chart.ServerRender(kubeconfig="/tmp/k", context="applyset", helm_major=3).args()
+    assert helm3 == ["--dry-run=server", "--kubeconfig", "/tmp/k", "--kube-context", "applyset"]
+    # helm 4 builds the objects against the cluster: the run validates them and decides ownership itself.
+    helm4 = helm_chart.ServerRender(kubeconfig="/tmp/k", context="applyset", helm_major=4).args()
+    assert helm4 == helm3 + ["--disable-openapi-validation", "--take-ownership"]
+
+
+def test_helms_message_has_every_value_the_task_gave_redacted_and_no_debug_hint(tmp_path):
+    values_file = tmp_path / "prod.yaml"
+    values_file.write_text("db:\n  password: from-the-file\n  port: 5432\n  pin: 12345678\n  tls: true\n")
+    chart = Chart(chart="./shop", release="shop", namespace="prod", values={"admin": {"password": "hunter22"}, "x": "no"},
+                  values_files=(str(values_file), str(tmp_path / "missing.yaml")))
+    assert helm_chart.value_strings(chart) == {"hunter22", "from-the-file", "5432", "12345678"}
+    stderr = ("level=WARN msg=\"This chart or one of its subcharts contains CRDs.\"\n"
+              "Error: execution error at (shop/templates/x.yaml:2:4): bad password hunter22 (not from-the-file)\n\n"
+              "Use --debug flag to render out invalid YAML\n")
+    err = helm_chart.render_error(chart, stderr)
+    assert err.message == ("helm template of chart ./shop failed: execution error at (shop/templates/x.yaml:2:4): "
+                           "bad password <redacted> (not <redacted>)")
+    # A value inside a longer one goes with the longer one.
+    assert helm_chart.redact_values("key abcdef", {"abc", "abcdef"}) == "key <redacted>"

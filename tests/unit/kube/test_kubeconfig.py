@@ -349,3 +349,41 @@ def test_the_in_cluster_configuration_is_the_kubernetes_packages(tmp_path, envir
         return cfg
 
     assert loaded(lambda: plain.in_cluster(environ, str(token_path), str(ca_path))) == loaded(theirs)
+
+
+def test_the_connection_is_exported_for_helm_as_the_client_connects():
+    cfg = plain.ClientConfig()
+    cfg.host, cfg.ssl_ca_cert, cfg.proxy, cfg.tls_server_name = "https://k:6443", "ca.pem", "http://proxy:3128", "k8s"
+    cfg.cert_file, cfg.key_file = "/c.pem", "/k.pem"
+    cfg.api_key["BearerToken"] = "Bearer t0ken"
+    exported = plain.export(cfg, impersonate_user="alice", impersonate_groups=["ops"])
+    assert exported["current-context"] == plain.EXPORTED_CONTEXT
+    assert exported["clusters"][0]["cluster"] == {"server": "https://k:6443", "certificate-authority": os.path.abspath("ca.pem"),
+                                                  "tls-server-name": "k8s", "proxy-url": "http://proxy:3128"}
+    assert exported["users"][0]["user"] == {"token": "t0ken", "client-certificate": "/c.pem", "client-key": "/k.pem",
+                                            "as": "alice", "as-groups": ["ops"]}
+    # Basic credentials go back to a user name and password; without verification, no CA (client-go refuses both).
+    cfg = plain.ClientConfig()
+    cfg.host, cfg.verify_ssl, cfg.ssl_ca_cert = "https://k", False, "ca.pem"
+    cfg.api_key["BearerToken"] = "Basic " + base64.b64encode(b"me:p:w").decode()
+    exported = plain.export(cfg)
+    assert exported["clusters"][0]["cluster"] == {"server": "https://k", "insecure-skip-tls-verify": True}
+    assert exported["users"][0]["user"] == {"username": "me", "password": "p:w"}
+
+
+def test_an_exported_credential_is_the_current_one(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("first")
+    cfg = plain.ClientConfig()
+    cfg.host = "https://k"
+    plain.TokenFile(str(token)).install(cfg)
+    token.write_text("rotated!")
+    assert plain.export(cfg)["users"][0]["user"] == {"token": "rotated!"}
+
+
+def test_the_clients_kubeconfig_carries_its_impersonation():
+    cfg = plain.ClientConfig()
+    cfg.host = "https://k:6443"
+    cfg.api_key["BearerToken"] = "Bearer t"
+    client = kube.KubeClient(cfg, impersonate_user="alice", impersonate_groups=["ops", "dev"])
+    assert client.kubeconfig()["users"][0]["user"] == {"token": "t", "as": "alice", "as-groups": ["ops", "dev"]}

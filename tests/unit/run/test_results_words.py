@@ -94,3 +94,18 @@ def test_a_diff_leaves_out_our_bookkeeping_annotations_but_keeps_the_users_and_t
     assert for_diff(only_ours)["metadata"] == {"name": "a"}
     assert obj["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST] == "sha256:1"  # the object is not changed
     assert for_diff(None) is None
+
+
+def test_a_take_overs_field_warnings_are_one_per_release_not_one_per_object():
+    from applyset.run.report import MemberOutcome
+
+    recorder = Recorder(Report(), SecretDigester(), diff=False)
+    what = "all fields of helm (Helm release apps/web)"
+    for ref in ("ConfigMap apps/a", "Service apps/b", "Deployment apps/c"):
+        recorder.outcome(MemberOutcome(ObjectResult("v1", "ConfigMap", "apps", "x", "configured"),
+                                       warnings=[f"{ref}: took over {what}"]))
+        recorder.warn(f"something else after {ref}")
+    assert recorder.report.warnings == [
+        f"took over {what} on 3 objects: ConfigMap apps/a, Service apps/b, Deployment apps/c",
+        "something else after ConfigMap apps/a", "something else after Service apps/b",
+        "something else after Deployment apps/c"]

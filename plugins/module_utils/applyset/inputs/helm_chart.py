@@ -21,12 +21,16 @@ import re
 import tarfile
 from dataclasses import dataclass, field
 
-from ..errors import InputError
+from ..errors import ApplySetError, InputError
+from ..kubeyaml.stream import read_stream
+from .redact import leaves
 
 # The oldest helm whose template takes every flag used here: --kube-version and --is-upgrade
 # (3.6), and oci:// chart references without HELM_EXPERIMENTAL_OCI (3.8).
 MIN_VERSION = (3, 8, 0)
 WORKING_VERSIONS = "helm 3.8 or newer (helm 3 or helm 4)"
+# The oldest helm whose template takes --dry-run=server: its ``lookup`` then reads the cluster.
+SERVER_RENDER_VERSION = (3, 13, 0)
 HOW_TO_POINT = ("install helm (https://helm.sh/docs/intro/install/) on the host that runs the module, "
                 "or give its path in helm.binary")
 
@@ -45,6 +49,8 @@ class Chart:
     values_files: tuple = ()
     include_crds: bool = True
     binary: str = "helm"
+    lookup: bool = True
+    crds: str = "Create"  # rules.chart_crds: Skip, Create or CreateReplace
 
     @property
     def source(self) -> str:
@@ -95,9 +101,34 @@ def api_versions(resources) -> list[str]:
     return sorted(found)
 
 
+def renders_on_server(chart: Chart, version: tuple) -> bool:
+    """Whether ``chart`` is rendered with the cluster reachable (``lookup`` reads it): asked for
+    (``lookup``, the default) and a helm that can (``SERVER_RENDER_VERSION``)."""
+    return chart.lookup and version >= SERVER_RENDER_VERSION
+
+
+@dataclass(frozen=True)
+class ServerRender:
+    """How helm reaches the cluster when it renders (``--dry-run=server``): the kubeconfig file
+    written for it and its context, and helm's major version (helm 4 then also builds the
+    objects against the cluster: it is told not to validate them or refuse existing ones, which
+    the run itself does)."""
+
+    kubeconfig: str
+    context: str
+    helm_major: int
+
+    def args(self) -> list[str]:
+        args = ["--dry-run=server", "--kubeconfig", self.kubeconfig, "--kube-context", self.context]
+        if self.helm_major >= 4:
+            args += ["--disable-openapi-validation", "--take-ownership"]
+        return args
+
+
 def template_args(chart: Chart, *, kube_version: str, apis: list[str], is_upgrade: bool,
                   values_file: str | None) -> list[str]:
-    """The arguments of ``helm template`` for ``chart`` (the binary not included)."""
+    """The arguments of ``helm template`` for ``chart`` (the binary not included); rendered with the
+    cluster reachable, ``ServerRender.args`` follow."""
     args = ["template", chart.release, chart.chart]
     if chart.namespace:
         args += ["--namespace", chart.namespace]
@@ -131,9 +162,14 @@ _API_VERSIONS = re.compile(r"(--api-versions \S+ ?)+")
 
 def render_error(chart: Chart, stderr: str) -> InputError:
     """helm's failure as an error naming the chart and the fix: helm's own message (the template
-    file and line of a chart that does not render), the long --api-versions list left out."""
-    message = _API_VERSIONS.sub("", (stderr or "").strip()).removeprefix("Error: ").strip()
+    file and line of a chart that does not render), the long --api-versions list, helm's hints and
+    log lines left out, and every value the task gave redacted (``redact_values``)."""
+    message = _API_VERSIONS.sub("", _without_hints(redact_values(stderr or "", value_strings(chart))))
+    message = message.strip().removeprefix("Error: ").strip()
     lowered = message.lower()
+    refused = lookup_refusal(chart, message)
+    if refused is not None:
+        return refused
     if "values file" in lowered or ("open " in lowered and "no such file" in lowered):
         fix = "check the paths in helm.values_files"
     elif "not found in" in lowered and "repository" in lowered or "no chart version found" in lowered:
@@ -147,6 +183,67 @@ def render_error(chart: Chart, stderr: str) -> InputError:
         fix = "correct the chart or its values (helm template with the same values shows the same error)"
     return InputError(f"helm template of {chart.named()} failed: {message or 'no message'}", obj=f"chart {chart.source}",
                       fix=fix + "; nothing was changed")
+
+
+# helm's lines that are no part of its error: the --debug hint (the module shows no debug output)
+# and helm 4's log lines (level=WARN msg=...).
+_HINT_LINE = re.compile(r"^(Use --debug flag.*|level=\w+ msg=.*)$\n?", re.MULTILINE)
+REDACTED = "<redacted>"
+# Shorter value strings are left in helm's messages: "no", "on" or "v1" are words of the message
+# far more often than a value a template formatted into its error (a credential is longer).
+MIN_REDACTED_LENGTH = 3
+
+
+def _without_hints(text: str) -> str:
+    return _HINT_LINE.sub("", text)
+
+
+def value_strings(chart: Chart) -> set[str]:
+    """Every value string the task gave helm: the scalars of ``values`` and of each values file
+    (numbers too, as a template formats them), those at least ``MIN_REDACTED_LENGTH`` long."""
+    found = set(_scalars(chart.values))
+    for path in chart.values_files:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                documents = read_stream(handle.read())
+        except (OSError, UnicodeDecodeError, ValueError, ApplySetError):
+            continue  # helm's own message says what is wrong with the file
+        for _number, document in documents:
+            found.update(_scalars(document))
+    return {text for text in found if len(text.strip()) >= MIN_REDACTED_LENGTH}
+
+
+def _scalars(value):
+    return (str(leaf) for leaf in leaves(value) if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool))
+
+
+def redact_values(text: str, values: set[str]) -> str:
+    """``text`` (helm's message) with each of ``values`` replaced by ``REDACTED``, longest first (a
+    value inside a longer one goes with it). A chart's ``fail`` or ``required`` message may format
+    any value it was given, a password among them."""
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return text
+
+
+# client-go's words for a refused request: secrets "x" is forbidden: User "u" cannot get resource "secrets" ...
+_FORBIDDEN = re.compile(r'is forbidden: (User "[^"]*") cannot (\w+) resource "([^"]+)" in API group "([^"]*)"'
+                        r'(?: in the namespace "([^"]*)")?')
+
+
+def lookup_refusal(chart: Chart, message: str) -> InputError | None:
+    """The error for a chart whose ``lookup`` the server refused (the task's user may not read what
+    the chart looks up), naming the resource, or None for any other failure."""
+    found = _FORBIDDEN.search(message or "")
+    if found is None:
+        return None
+    user, verb, plural, group, namespace = found.groups()
+    kind = f"{plural}.{group}" if group else plural
+    where = f' in namespace "{namespace}"' if namespace else " cluster-wide"
+    return InputError(f"helm template of {chart.named()} looks up {kind}{where}, which {user} may not {verb}",
+                      obj=f"chart {chart.source}",
+                      fix=f"grant the task's user get and list on {kind}{where} (what helm upgrade needs too), or set "
+                          "helm.lookup: false to render without reading the cluster; nothing was changed")
 
 
 _DOCUMENT_START = re.compile(r"^---[ \t]*$", re.MULTILINE)

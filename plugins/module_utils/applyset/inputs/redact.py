@@ -159,15 +159,20 @@ class SecretDigester:
         return f"<hidden {digest}>"
 
 
-def _strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
+def leaves(value):
+    """Every scalar in ``value``: itself, or the values of its mappings and lists, at any depth."""
+    if isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from leaves(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _strings(item)
+            yield from leaves(item)
+    else:
+        yield value
+
+
+def _strings(value):
+    return (leaf for leaf in leaves(value) if isinstance(leaf, str))
 
 
 def _read_token_file(path):

@@ -50,6 +50,9 @@ class KubeApi(Protocol):
     def discover(self) -> Discovery:
         ...
 
+    def kubeconfig(self) -> dict:
+        ...
+
     def apply(self, res: Resource, obj: dict, *, field_manager: str, force: bool = False,
               dry_run: bool = False, field_validation: str = "Strict") -> Response:
         ...

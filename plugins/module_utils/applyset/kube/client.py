@@ -32,6 +32,7 @@ from .discovery_pass import discover
 from ..errors import ApiError, ApplySetError
 from .flow import AdaptiveLimit, CriticalPath, bounds
 from .http_errors import api_error, connection_failed, is_timeout, is_tls_failure, unauthorized
+from .kubeconfig import export as export_kubeconfig
 from .http_requests import (
     ApiRequest, Response, apply_request, build_request, create_request, delete_request, get_request, json_patch_request,
     list_request, merge_patch_request,
@@ -90,7 +91,22 @@ def read_response(req: ApiRequest, resp, host: str, source: ConnectionSource) ->
     return Response(resp.status, payload, warnings)
 
 
-class KubeClient:
+class _ExportedConnection:
+    """What another tool (helm's ``lookup``) needs of a client: its connection as a kubeconfig (a
+    class of its own, so that the client's stays within its size)."""
+
+    cfg: Any
+    _static_headers: Any
+
+    def kubeconfig(self) -> dict:
+        """The connection as a kubeconfig (``kubeconfig.export``; it holds the credential), with the
+        impersonation the client's headers carry."""
+        headers = self._static_headers
+        return export_kubeconfig(self.cfg, impersonate_user=headers.get("Impersonate-User"),
+                                 impersonate_groups=headers.getlist("Impersonate-Group"))
+
+
+class KubeClient(_ExportedConnection):
     """A thread-safe client over one urllib3 connection pool.
 
     Args:
@@ -331,10 +347,8 @@ class KubeClient:
                                        field_validation=field_validation))
 
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict | None:
-        """The object ``name`` of ``res`` (in ``namespace``), or None when it does not exist.
-
-        Raises as ``request`` for any error other than 404.
-        """
+        """The object ``name`` of ``res`` (in ``namespace``), or None when it does not exist; raises
+        as ``request`` for any error other than 404."""
         try:
             return self.send(get_request(res, name, namespace)).body
         except ApiError as err:

@@ -244,3 +244,53 @@ def _remove_written() -> None:
             except OSError:
                 pass
         _written.clear()
+
+
+# The one context of a kubeconfig written for another tool (helm): its cluster, user and context.
+EXPORTED_CONTEXT = "applyset"
+
+
+def export(cfg, *, impersonate_user: str | None = None, impersonate_groups: list[str] | None = None) -> dict:
+    """A kubeconfig (a mapping) that connects another tool (helm) as ``cfg`` connects this client:
+    the server, TLS settings, the credential as it is now (an exec plugin's or a token file's
+    current token, so a plugin is not run twice), impersonation and proxy. It holds the
+    credential: write it only to a private file, never show it.
+
+    ``cfg`` is a ``ClientConfig`` or a ``kubernetes.client.Configuration`` (same attribute names)."""
+    if cfg.refresh_api_key_hook is not None:
+        cfg.refresh_api_key_hook(cfg)
+    cluster: dict = {"server": cfg.host}
+    if not cfg.verify_ssl:
+        cluster["insecure-skip-tls-verify"] = True  # client-go refuses a CA beside it
+    elif cfg.ssl_ca_cert:
+        cluster["certificate-authority"] = os.path.abspath(cfg.ssl_ca_cert)
+    if getattr(cfg, "tls_server_name", None):
+        cluster["tls-server-name"] = cfg.tls_server_name
+    if getattr(cfg, "proxy", None):
+        cluster["proxy-url"] = cfg.proxy
+    user = _exported_credential(cfg.get_api_key_with_prefix("BearerToken", alias="authorization"))
+    if cfg.cert_file and cfg.key_file:
+        user["client-certificate"] = os.path.abspath(cfg.cert_file)
+        user["client-key"] = os.path.abspath(cfg.key_file)
+    if impersonate_user:
+        user["as"] = impersonate_user
+    if impersonate_groups:
+        user["as-groups"] = list(impersonate_groups)
+    name = EXPORTED_CONTEXT
+    return {"apiVersion": "v1", "kind": "Config", "current-context": name,
+            "clusters": [{"name": name, "cluster": cluster}], "users": [{"name": name, "user": user}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]}
+
+
+def _exported_credential(authorization: str | None) -> dict:
+    """The kubeconfig user fields of an ``Authorization`` header value (Bearer or Basic)."""
+    scheme, _space, value = (authorization or "").partition(" ")
+    if scheme.lower() == "bearer" and value:
+        return {"token": value}
+    if scheme.lower() == "basic" and value:
+        try:
+            username, _colon, password = base64.b64decode(value).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return {}
+        return {"username": username, "password": password}
+    return {}

@@ -7,7 +7,7 @@ a cluster-scoped object is dropped with a warning, as kubectl drops it.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from ..object_meta import metadata_of
@@ -264,7 +264,8 @@ def _resources_from_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str]
     return defined
 
 
-def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, default_namespace: str | None) -> Plan:
+def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, default_namespace: str | None,
+          crds_applied_first: Sequence[Manifest] = ()) -> Plan:
     """Resolve every manifest to a resource and a namespace, and order them for applying.
 
     Args:
@@ -272,6 +273,8 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
         discovery: what the server serves; kinds of CRDs in ``manifests`` count as served.
         applyset_id: the set's id, written into each object's part-of label.
         default_namespace: the namespace of namespaced objects that name none (may be None).
+        crds_applied_first: CRDs the run applies before the members without making them members
+            (a chart's ``crds/``): their kinds count as served too.
 
     Returns:
         The ``Plan``, its members in input order and grouped into ranks.
@@ -280,7 +283,7 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
         InputErrors: every problem found (unknown kinds, a missing namespace, duplicates after
             namespace defaulting), all at once, before anything is sent.
     """
-    from_crds = _resources_from_crds(manifests)
+    from_crds = _resources_from_crds([*manifests, *crds_applied_first])
     problems: list[InputError] = []
     warnings: list[str] = []
     members: list[DesiredObject] = []

@@ -12,8 +12,9 @@ keep rule, which would take it out of the set.
 3. ``applied_in_this_run``: its UID is one this run applied or found unchanged, whatever group
    or version it was listed under (kubectl's visitedUids). An Event is served as ``v1`` and as
    ``events.k8s.io/v1``; listed under the other group it is the same object, not a leftover.
-4. ``kept_by_annotation``: a prune-protection annotation of any ecosystem (spec.keep_reason).
-5. ``controlled_by_other``: a controller owner reference to something other than the parent.
+4. ``released_chart_crd``: a CRD of a chart's ``crds/`` that was a member (rules.chart_crds).
+5. ``kept_by_annotation``: a prune-protection annotation of any ecosystem (spec.keep_reason).
+6. ``controlled_by_other``: a controller owner reference to something other than the parent.
 
 The DELETE itself carries a UID precondition, so an object replaced between LIST and DELETE is
 never deleted either (pruning.carry_out).
@@ -62,6 +63,7 @@ class Context:
     parent_uid: str | None
     scope: PruneScope
     applied_uids: frozenset = field(default_factory=frozenset)
+    released_uids: frozenset = field(default_factory=frozenset)  # a chart's crds/ CRDs: out of the set, kept
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,15 @@ def applied_in_this_run(res: Resource, meta: dict, context: Context) -> Decision
     return None
 
 
+def released_chart_crd(res: Resource, meta: dict, context: Context) -> Decision | None:
+    """Keep (take out of the set, leave on the cluster) a CRD of the chart's ``crds/`` that an earlier
+    run made a member: every release of the chart shares it (rules.chart_crds)."""
+    if meta.get("uid") and meta["uid"] in context.released_uids:
+        return Decision(res, meta, KEEP, "released_chart_crd",
+                        "a CRD of the chart's crds/ directory, which every release of the chart shares (helm.crds)")
+    return None
+
+
 def kept_by_annotation(res: Resource, meta: dict, context: Context) -> Decision | None:
     """Keep (take out of the set, leave on the cluster) a candidate with a keep annotation."""
     reason = spec.keep_reason(meta.get("annotations") or {})
@@ -116,7 +127,8 @@ def controlled_by_other(res: Resource, meta: dict, context: Context) -> Decision
     return None
 
 
-RULES = (not_in_set, outside_recorded_scope, applied_in_this_run, kept_by_annotation, controlled_by_other)
+RULES = (not_in_set, outside_recorded_scope, applied_in_this_run, released_chart_crd, kept_by_annotation,
+         controlled_by_other)
 
 
 def decide(res: Resource, meta: dict, context: Context) -> Decision:

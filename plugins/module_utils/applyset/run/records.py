@@ -89,22 +89,24 @@ class Decisions:
     order: ordering.Order | None = None  # depends-on and sync waves; None when no member has them
     policies: field_policy.Policies = field(default_factory=field_policy.Policies)  # members and fields left alone
     helm: TakeOver | None = None  # the Helm release this run takes over (helm.take_over)
+    released_uids: frozenset = field(default_factory=frozenset)  # a chart's crds/ CRDs leaving the set, kept
 
     def prune_context(self, parent: Parent, applied_uids: Iterable[str] = frozenset()) -> prunes.Context:
         """What the prune rules know: the recorded scope (widened by adopted objects) and the
         UIDs this run applied or is about to apply."""
-        return prune_context(parent, self.adopted, applied_uids)
+        return prune_context(parent, self.adopted, applied_uids, self.released_uids)
 
 
-def prune_context(parent: Parent, adopted: Iterable[LiveObject],
-                  applied_uids: Iterable[str] = frozenset()) -> prunes.Context:
+def prune_context(parent: Parent, adopted: Iterable[LiveObject], applied_uids: Iterable[str] = frozenset(),
+                  released_uids: frozenset = frozenset()) -> prunes.Context:
     """The prune rules' ``Context`` for a set whose parent is ``parent``: its recorded scope,
-    widened by the ``adopted`` legacy objects (``LiveObject``), and the UIDs not to prune."""
+    widened by the ``adopted`` legacy objects (``LiveObject``), the UIDs not to prune, and those
+    of a chart's CRDs released from the set (``rules.chart_crds``)."""
     return prunes.Context(
         applyset_id=parent.id, parent_uid=parent.uid,
         scope=prunes.scope_of(parent.recorded_group_kinds | {o.resource.group_kind for o in adopted},
                               parent.namespaces | {o.meta["namespace"] for o in adopted if o.meta.get("namespace")}),
-        applied_uids=frozenset(applied_uids))
+        applied_uids=frozenset(applied_uids), released_uids=released_uids)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ requests finished in.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -218,6 +219,12 @@ class MemberOutcome:
     warnings: list = field(default_factory=list)
 
 
+# A member's warning that a take-over of a Helm release made (or would make) Helm's fields ours
+# (apply.member_apply): one per object, summed up into one per release (argo-cd has 54 objects).
+_TAKE_OVER = re.compile(r"^(?P<ref>[^:]+): (?P<verb>took over|a real run first takes over) "
+                        r"(?P<what>.*\(Helm release [^)]*\))$")
+
+
 class Recorder:
     """Writes a run's ``Report``: the only writer, called from the coordinating loop.
 
@@ -230,10 +237,13 @@ class Recorder:
         self.report = report
         self._masker = masker
         self._diff = diff
+        self._taken_over: dict = {}  # (verb, what) -> (index of its warning, refs): _TAKE_OVER's summary
 
     def outcome(self, outcome: MemberOutcome) -> ObjectResult:
-        """Record one object's outcome: its warnings, its diff changes, then its result."""
-        self.report.warnings += outcome.warnings
+        """Record one object's outcome: its warnings (a take-over's summed up per release), its diff
+        changes, then its result."""
+        for warning in outcome.warnings:
+            self._member_warning(warning)
         for change in outcome.changes:
             self.change(change)
         self.report.objects.append(outcome.result)
@@ -254,6 +264,19 @@ class Recorder:
     def hook(self, entry: dict) -> None:
         """Record what a hook did (or would do), in the order the hooks run (steps/hook_run.py)."""
         self.report.hooks.append(entry)
+
+    def _member_warning(self, warning: str) -> None:
+        found = _TAKE_OVER.match(warning)
+        if found is None:
+            self.report.warnings.append(warning)
+            return
+        index, refs = self._taken_over.setdefault((found["verb"], found["what"]), (len(self.report.warnings), []))
+        refs.append(found["ref"])
+        summary = f"{found['verb']} {found['what']} on {len(refs)} object{'s' if len(refs) > 1 else ''}: {', '.join(refs)}"
+        if index == len(self.report.warnings):
+            self.report.warnings.append(summary)
+        else:
+            self.report.warnings[index] = summary
 
     def warn(self, *warnings: str) -> None:
         """Record warnings, in the order given."""

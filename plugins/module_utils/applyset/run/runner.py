@@ -19,6 +19,7 @@ from ..inputs.manifests import Manifest
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
 from ..parent.model import Parent
+from ..rules.chart_crds import ChartCrds
 from ..rules.hooks import HookSet
 from ..rules.plan import Plan
 from ..spec import ObjectId
@@ -159,6 +160,7 @@ class RunContext:
     discovery = HandedOn[Discovery]("read-parent")
     parent = HandedOn[Parent]("read-parent")
     rendered = HandedOn[list[Manifest]]("render-chart or load-revision")  # the chart's objects, or the revision's
+    chart_crds = HandedOn[ChartCrds]("render-chart")  # the CRDs of the chart's crds/, outside the set
     desired = HandedOn[list[Manifest]]("split-hooks")  # the members to apply: the input (or rendered) less its hooks
     hooks = HandedOn[HookSet]("split-hooks or find-hooks")
     plan = HandedOn[Plan]("plan")
@@ -168,7 +170,7 @@ class RunContext:
     in_place = HandedOn[Updates]("update-in-place")
 
     def has(self, name: str) -> bool:
-        """Whether the step that hands on ``name`` (discovery, parent, rendered, desired, hooks, plan,
+        """Whether the step that hands on ``name`` (discovery, parent, rendered, chart_crds, desired, hooks, plan,
         live, decisions, removal, in_place) has run; a name that is none of those is a StepOrderError."""
         handed_on = vars(type(self)).get(name)
         if not isinstance(handed_on, HandedOn):

@@ -27,11 +27,16 @@ from collections.abc import Iterator
 
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
-from ..errors import InputError, InputErrors
+from ..kube.kubeconfig import EXPORTED_CONTEXT
+from ..errors import ApplySetError, InputError, InputErrors
 from ..inputs import helm_chart
 from ..inputs.helm_chart import Chart
 from ..inputs.manifest_checks import validate
 from ..inputs.manifests import Manifest, load_definition
+from .. import spec
+from ..parent import helm_release
+from ..rules import chart_crds
+from .release_takeover import home_namespace
 from ..run.options import RunOptions
 from ..run.runner import READ, RunContext, Step
 
@@ -58,11 +63,12 @@ def find_binary(name: str) -> str:
     return found
 
 
-def _run(args: list, chart: Chart) -> subprocess.CompletedProcess:
+def _run(args: list, chart: Chart, env: dict | None = None) -> subprocess.CompletedProcess:
     try:
         # The core imports nothing of Ansible (it is tested and used without it), so no run_command.
         return subprocess.run(  # pylint: disable=ansible-bad-function
-            args, capture_output=True, text=True, timeout=HELM_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+            args, capture_output=True, text=True, timeout=HELM_TIMEOUT, check=False, stdin=subprocess.DEVNULL,
+            env=env)
     except subprocess.TimeoutExpired:
         raise InputError(f"helm template of {chart.named()} took longer than {HELM_TIMEOUT:.0f}s", obj=f"chart {chart.source}",
                          fix="check that the host reaches helm.repo; nothing was changed") from None
@@ -85,6 +91,25 @@ def values_file(values: dict) -> Iterator[str | None]:
         yield path
     finally:
         os.unlink(path)
+
+
+@contextlib.contextmanager
+def kubeconfig_file(client: KubeApi) -> Iterator[str]:
+    """The client's connection (``KubeApi.kubeconfig``: its credential included) in a file only this
+    user can read, removed after: helm's ``lookup`` reads the cluster as the task does."""
+    handle, path = tempfile.mkstemp(prefix="applyset-helm-kubeconfig-", suffix=".yaml")  # mode 0600
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(client.kubeconfig(), out)  # JSON is YAML
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def helm_environment() -> dict:
+    """The module's environment without helm's ``HELM_KUBE*`` connection variables, which would
+    otherwise override the kubeconfig written for it (a context, a token, a server of another cluster)."""
+    return {name: value for name, value in os.environ.items() if not name.startswith("HELM_KUBE")}
 
 
 def helm_version(chart: Chart) -> tuple[str, tuple]:
@@ -116,22 +141,82 @@ def render_chart(ctx: RunContext) -> None:
     if missing:
         raise InputErrors(missing)
     binary, version = helm_version(chart)
+    if chart.is_local and chart.version:
+        ctx.record.warn(f"helm.version {chart.version} is not used for the local chart {chart.chart}: helm renders "
+                        f"it as it is there (its Chart.yaml says version {local_metadata_version(chart)})")
+    is_upgrade = ctx.parent.exists or _release_exists(ctx)
     with values_file(chart.values) as path:
         args = helm_chart.template_args(chart, kube_version=server_version(ctx.client),
                                         apis=helm_chart.api_versions(ctx.discovery.resources),
-                                        is_upgrade=ctx.parent.exists, values_file=path)
-        answer = _run([binary, *args], chart)
+                                        is_upgrade=is_upgrade, values_file=path)
+        if helm_chart.renders_on_server(chart, version):
+            answer = _render_on_server(ctx.client, [binary, *args], chart, version, is_upgrade)
+        else:
+            answer = _run([binary, *args], chart)
     if answer.returncode != 0:
         raise helm_chart.render_error(chart, answer.stderr)
     manifests = load_definition(helm_chart.split_output(answer.stdout), source=f"chart {chart.source}")
     _default_namespace(manifests, ctx.discovery, chart.namespace)
     validate(manifests)
+    crds, manifests = chart_crds.split(manifests)
+    ctx.chart_crds = _decide_crds(ctx, chart, crds)
     ctx.rendered = manifests
     if ctx.opts.history is not None:
         # The run's own options (as release_takeover does): the caller's, which an automatic rollback
         # reuses, keep the provenance they were given.
         recorded = {**ctx.opts.history.provenance, "chart": helm_chart.provenance(chart, version)}
         ctx.opts = dataclasses.replace(ctx.opts, history=dataclasses.replace(ctx.opts.history, provenance=recorded))
+
+
+def _decide_crds(ctx: RunContext, chart: Chart, crds: list[Manifest]) -> chart_crds.ChartCrds:
+    """What the run does with the chart's ``crds/`` CRDs (rules.chart_crds), from their live state
+    (one GET each); the result's ``applyset.chart_crds`` says it, a warning names those adopted."""
+    if not crds:
+        return chart_crds.ChartCrds(chart.crds)
+    res = ctx.discovery.for_group_kind(spec.CRD_KIND)
+    if res is None:  # never: every API server since 1.16 serves them
+        raise AssertionError("CustomResourceDefinitions are not served")
+    found = ctx.client.map(lambda crd: ctx.client.get(res, crd.name), crds)
+    for crd, obj in zip(crds, found):
+        if isinstance(obj, ApplySetError):
+            raise ApplySetError(f"the chart's CRD {crd.name} could not be read: {obj}", obj=crd.source,
+                                fix="grant this user get on customresourcedefinitions; nothing was changed") from obj
+    decided = chart_crds.decide(crds, {crd.name: obj for crd, obj in zip(crds, found)}, chart.crds,
+                                set_id=ctx.parent.id, field_manager=ctx.opts.field_manager)
+    ctx.record.warn(*filter(None, [chart_crds.adoption_warning(decided, chart.source)]))
+    ctx.report.applyset["chart_crds"] = decided.report()
+    return decided
+
+
+def local_metadata_version(chart: Chart) -> str:
+    """The version a local chart's Chart.yaml gives, or "none"."""
+    return helm_chart.local_metadata(chart).get("version", "none")
+
+
+def _release_exists(ctx: RunContext) -> bool:
+    """Whether the Helm release a take-over takes over exists: its objects do, so the chart renders
+    as ``helm upgrade`` renders it (``.Release.IsUpgrade``), as the parent's existence says otherwise."""
+    helm = ctx.opts.helm
+    if not helm.take_over or not helm.release:
+        return False
+    namespace = home_namespace(ctx.opts, ctx.namespace, ctx.parent)
+    return helm_release.read(ctx.client, ctx.discovery, helm.release, namespace) is not None
+
+
+def _render_on_server(client: KubeApi, command: list, chart: Chart, version: tuple,
+                      is_upgrade: bool) -> subprocess.CompletedProcess:
+    """helm template with the cluster reachable under the task's own connection (``lookup`` reads
+    it; helm only reads, so check mode renders this way too).
+
+    helm 4 also maps every rendered object to a served kind: a first install of a chart whose
+    ``crds/`` define kinds it uses fails so ("ensure CRDs are installed first"); then nothing of the
+    release exists for ``lookup`` to find, and the chart is rendered without the cluster, as before."""
+    with kubeconfig_file(client) as path:
+        server = helm_chart.ServerRender(kubeconfig=path, context=EXPORTED_CONTEXT, helm_major=version[0])
+        answer = _run([*command, *server.args()], chart, env=helm_environment())
+    if answer.returncode != 0 and not is_upgrade and "ensure CRDs are installed first" in answer.stderr:
+        return _run(command, chart)
+    return answer
 
 
 def _default_namespace(manifests: list[Manifest], discovery: Discovery, namespace: str | None) -> None:
@@ -161,4 +246,4 @@ def _crd_scopes(manifests: list) -> dict:
     return scopes
 
 
-RENDER_CHART = Step("render-chart", render_chart, READ, reads="discovery parent", sets="rendered")
+RENDER_CHART = Step("render-chart", render_chart, READ, reads="discovery parent", sets="rendered chart_crds")

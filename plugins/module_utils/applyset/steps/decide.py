@@ -71,7 +71,8 @@ def make_plan(ctx: RunContext) -> None:
     """Step plan: the desired objects resolved against discovery (plan.build); refuses every input
     problem, and a parent that is one of its own members."""
     parent = ctx.parent
-    plan = plans.build(ctx.desired, ctx.discovery, parent.id, ctx.namespace or parent.namespace or None)
+    chart_crds = ctx.chart_crds.to_apply if ctx.has("chart_crds") else []
+    plan = plans.build(ctx.desired, ctx.discovery, parent.id, ctx.namespace or parent.namespace or None, chart_crds)
     ctx.record.warn(*plan.warnings)
     _refuse_parent_as_member(parent, plan)
     for member in plan.members:
@@ -152,7 +153,8 @@ def decide(ctx: RunContext) -> None:
     helm = release_takeover.find(ctx)  # before the unchanged are found: it names Helm's field managers
     if helm is not None:
         taken = adoption.Adoption(taken.adopted + helm.dropped, taken.desired_count + helm.desired_count)
-    candidates, about_to_apply, first = _first_prune_decisions(parent, plan, live, opts, taken)
+    released = ctx.chart_crds.released if ctx.has("chart_crds") else frozenset()
+    candidates, about_to_apply, first = _first_prune_decisions(parent, plan, live, opts, taken, released)
     hints = _hints(parent, plan, live, ctx.discovery, opts, taken.adopted)
     policies = _leave_to_others(plan, live, opts, ctx.record)  # before the unchanged are found: rules change bodies
     unchanged = {**find_unchanged(plan, live, opts, ctx.set_managers), **policies.skipped}
@@ -168,6 +170,7 @@ def decide(ctx: RunContext) -> None:
     ctx.decisions = Decisions(
         unchanged=unchanged, candidates=candidates, about_to_apply=about_to_apply, prune=first, hints=hints,
         adopted=taken.adopted, not_listed=live.not_listed, order=order, policies=policies, helm=helm,
+        released_uids=released,
         namespace_to_create=namespaces.check(ctx.client, ctx.discovery, parent, ctx.namespace, opts, plan, unchanged),
         parent_namespace_first=None if opts.dry_run else _parent_namespace_first(parent, plan, live))
 
@@ -203,7 +206,7 @@ def _order_members(client: KubeApi, discovery: Discovery, plan: plans.Plan, live
 
 
 def _first_prune_decisions(parent: Parent, plan: plans.Plan, live: LiveState, opts: Options,
-                           taken: adoption.Adoption) -> tuple:
+                           taken: adoption.Adoption, released: frozenset) -> tuple:
     """The prune candidates, the UIDs about to be applied, and the candidates' first decisions with
     the guard applied. The candidates are kept: after the applies they are decided again with
     the applied UIDs."""
@@ -220,7 +223,7 @@ def _first_prune_decisions(parent: Parent, plan: plans.Plan, live: LiveState, op
                              fix="give src or definition, or use state: absent")
         return candidates, about_to_apply, prunes.PruneDecisions([])
     first = prunes.decide_all([(o.resource, o.meta) for o in candidates],
-                              prune_context(parent, taken.adopted, about_to_apply))
+                              prune_context(parent, taken.adopted, about_to_apply, released))
     refusal = prunes.guard(first.delete, len(in_set) + taken.desired_count, not plan.members, opts.guard)
     if refusal is not None:
         raise GuardError(refusal.message, obj=parent.set_ref, fix=refusal.fix, details=refusal.details)

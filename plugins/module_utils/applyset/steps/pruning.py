@@ -52,9 +52,13 @@ def _prune(ctx: RunContext, which: Callable[[dict], bool] | None) -> None:
     applied = {o.uid for o in ctx.report.objects if o.uid and o.action in _APPLIED}
     decided = prunes.decide_all([(o.resource, o.meta) for o in candidates],
                                 decisions.prune_context(ctx.parent, applied | decisions.about_to_apply))
-    legacy = ctx.apply_options.adopt_legacy
+    legacy, helm = ctx.apply_options.adopt_legacy, decisions.helm
+    # Whence the adopted objects came, as a pruned one's reason names it: a Helm release taken over, or a
+    # legacy prune set (its selector).
+    adopted_from = (f"Helm release {helm.release.ref}" if helm is not None
+                    else f"the legacy prune set ({legacy.selector})" if legacy else "")
     if not carry_out(ctx.client, ctx.opts, ctx.record, decided, ctx.live.objects, adopted=decisions.adopted,
-                     adopted_from=legacy.selector if legacy else ""):
+                     adopted_from=adopted_from):
         ctx.failure = ApplySetError(
             "some objects could not be pruned; the parent keeps covering them so the next run retries:\n"
             + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
@@ -70,8 +74,8 @@ def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prun
         record: where each object's result and diff go (its report says what failed so far).
         decided: the candidates' decisions (prune.decide_all).
         live: ``{ObjectId: listing.LiveObject}``: the objects as listed, for the diff of a pruned one.
-        adopted: ``listing.LiveObject`` values taken in from a legacy prune set (their reason says so,
-            naming the set's selector, ``adopted_from``).
+        adopted: ``listing.LiveObject`` values taken in from a legacy prune set or a Helm release (their
+            reason says so, naming where they came from, ``adopted_from``).
     """
     for d in decided.with_verdict(prunes.SKIP):
         record.result(live_result(d.resource, d.meta, "skipped", d.reason))
@@ -93,8 +97,8 @@ def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prun
 def _delete_stage(client: KubeApi, opts: RunOptions, record: Recorder, stage: list, live: dict,
                   adopted: tuple[set, str], ok: bool) -> tuple:
     """Delete one stage in reverse rank order; the UIDs deleted, and whether all went through.
-    ``adopted``: the UIDs taken from a legacy prune set, and its selector."""
-    adopted_uids, selector = adopted
+    ``adopted``: the UIDs taken from a legacy prune set or a Helm release, and where they came from."""
+    adopted_uids, adopted_from = adopted
     deleted = set()
     by_rank: dict[int, list] = {}
     for d in stage:
@@ -106,13 +110,15 @@ def _delete_stage(client: KubeApi, opts: RunOptions, record: Recorder, stage: li
                 result = live_result(d.resource, d.meta, "failed", f"pruning failed: {result}")
             ok = ok and result.action != "failed"
             if result.action == "pruned" and d.meta.get("uid") in adopted_uids:
-                result.reason = (f"taken over from the legacy prune set ({selector}) and "
-                                 "no longer in the manifests")
+                result.reason = f"taken over from {adopted_from} and no longer in the manifests"
             record.result(result)
             if result.action == "pruned":
                 deleted.add(d.meta.get("uid"))
                 found = live.get(spec.ObjectId.from_metadata(d.resource, d.meta))
-                record.change(Change(result.ref, found.obj if found is not None else {"metadata": d.meta}, None))
+                before = found.obj if found is not None else {"metadata": d.meta}
+                # Listed as metadata only, the object says PartialObjectMetadata: the diff names its own kind.
+                record.change(Change(result.ref, {**before, "apiVersion": d.resource.api_version,
+                                                  "kind": d.resource.kind}, None))
     return deleted, ok
 
 

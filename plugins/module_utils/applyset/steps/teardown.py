@@ -90,7 +90,9 @@ def decide_removal(ctx: RunContext) -> None:
     rule of the guard refuses before any write, and so does a CRD left in place whose objects could
     not be listed."""
     removal = ctx.removal
-    decided = prunes.decide_all([(o.resource, o.meta) for o in removal.members], prune_context(ctx.parent, ()))
+    released = ctx.chart_crds.released if ctx.has("chart_crds") else frozenset()  # a chart's crds/: kept
+    decided = prunes.decide_all([(o.resource, o.meta) for o in removal.members],
+                                prune_context(ctx.parent, (), released_uids=released))
     refusal = prunes.refuse_protected_kinds(decided.delete, 0, False, ctx.opts.guard, removing=True)
     if refusal is not None:
         raise GuardError(refusal.message, obj=ctx.set_ref, fix=refusal.fix, details=refusal.details)
