@@ -265,6 +265,19 @@ options:
         O(state=disbanded). A rollback that O(on_failure=rollback) starts is bound to no plan.
       - In check mode the preview fails the same way, which tells whether an approved plan still holds.
     type: raw
+  config_digest:
+    description:
+      - Roll the workloads whose ConfigMaps or Secrets changed, as Helm charts' C(checksum/config) pod annotation
+        does by hand. Each pod template of a Deployment, StatefulSet, DaemonSet, ReplicaSet, CronJob or Argo
+        Rollout of the set gets the annotation C(applyset.kubernetes.ansible/config-digest) with one sha256 of
+        the ConfigMaps and Secrets of the set, in its namespace, that the template reads (volumes, projected
+        volumes, C(envFrom), C(env[].valueFrom)), so that a changed one changes the template and the workload rolls.
+      - Only the digest is written, never a value; references to objects outside the set are not followed.
+        Unchanged config leaves the digest as it was (a re-run writes nothing), and a rollback restores the
+        digest of the revision with its ConfigMaps, so the workloads roll back too. Jobs are left as they are
+        (their template cannot change).
+    type: bool
+    default: false
   ignore_fields:
     description:
       - Fields of members that this collection leaves to others (an HPA's C(spec.replicas), a value tuned by
@@ -973,6 +986,7 @@ def argument_spec():
         field_manager=dict(type="str", default="applyset.kubernetes"),
         field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
         reapply=dict(type="str", choices=["changed", "always"], default="changed"),
+        config_digest=dict(type="bool", default=False),
         ignore_fields=dict(type="list", elements="dict", default=[], options=dict(
             kind=dict(type="str", required=True), group=dict(type="str"), name=dict(type="str"),
             namespace=dict(type="str"), json_pointers=dict(type="list", elements="str", required=True))),
@@ -1048,6 +1062,7 @@ OPTIONS = (
     ("create_namespace", "create_namespace", None),
     ("recreate_on_immutable", "recreate_on_immutable", frozenset),
     ("reapply", "reapply", None),
+    ("config_digest", "config_digest", None),
     ("ignore_fields", "ignore_fields", tuple),
     ("approved_plan", "approved_plan", None),
 )

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .steps import applying, approval, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
+from .steps import applying, approval, chart_render, claim, decide, digesting, history_steps, hook_run, pruning, release_takeover
 from .steps import rollback
 from .steps import settling, teardown, without_claim
 from .run.options import Options, RunOptions
@@ -83,6 +83,7 @@ def reading(entry: str, opts: RunOptions) -> list[Step]:
         return [*first,
                 Step("split-hooks", hook_run.split_hooks, DECIDE, reads="discovery parent", may_read="rendered",
                      sets="desired hooks"),
+                *([digesting.CONFIG_DIGEST] if digesting.digests_config(opts) else []),
                 Step("plan", decide.make_plan, DECIDE, reads="desired discovery parent", sets="plan"),
                 Step("list-live", decide.list_live, READ, reads="discovery parent plan", sets="live"),
                 Step("decide", decide.decide, READ, reads="discovery live parent plan", sets="decisions"),

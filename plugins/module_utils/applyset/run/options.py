@@ -190,7 +190,8 @@ class Options(RunOptions):
     """An apply's options: every entry point's (``RunOptions``) and what only an apply reads:
     whether it ``prune``s, takes objects of other sets (``adopt``, ``adopt_legacy``), makes the
     parent's namespace, recreates immutable changes, skips unchanged members (``reapply``), leaves
-    fields to other managers (``ignore_fields``), and waits ``crd_timeout`` for its CRDs."""
+    fields to other managers (``ignore_fields``), waits ``crd_timeout`` for its CRDs, and annotates pod
+    templates with the digest of the config they read (``config_digest``)."""
 
     prune: bool = True
     adopt: bool = False  # take live objects that belong to another set
@@ -205,6 +206,8 @@ class Options(RunOptions):
     reapply: str = "changed"
     # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
     ignore_fields: tuple = ()
+    # inputs/config_digest.py: pod templates get the digest of the set's ConfigMaps and Secrets they read
+    config_digest: bool = False
 
     def _apply_problems(self) -> list[tuple[str, str, str]]:
         if self.reapply not in REAPPLY_CHOICES:
