@@ -278,6 +278,33 @@ options:
         (their template cannot change).
     type: bool
     default: false
+  wait_for_sets:
+    description:
+      - Other sets on the cluster this run waits for before it reads its own (and so before it claims it), as
+        Flux's C(dependsOn). Each entry names the other set's O(wait_for_sets[].parent) and what to wait for.
+      - A set whose last release failed (its current revision recorded C(failed)) fails this run at once, naming
+        it; so does a member that failed, with O(wait_for_sets[].ready). The wait watches the other set's parent
+        and its current revision's Secret (metadata only), within O(wait_timeout) for all entries together.
+      - In check mode the sets are read once; a warning says whether a real run would wait, and for what.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      parent:
+        description: The other set's parent, as O(parent) takes it (C(secrets/db), or C(kind) and C(name)).
+        type: raw
+        required: true
+      namespace:
+        description: Its namespace; this task's O(namespace) when left out.
+        type: str
+      revision:
+        description: The lowest revision the other set may be at (its current one, from its history).
+        type: int
+      ready:
+        description: Also wait until every member of the other set is ready by this collection's readiness rules
+          (this task's O(wait_rules)).
+        type: bool
+        default: false
   ignore_fields:
     description:
       - Fields of members that this collection leaves to others (an HPA's C(spec.replicas), a value tuned by
@@ -970,7 +997,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 # (early.py): they travel while Python compiles it.
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run import early  # noqa: E402
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import (  # noqa: E402
-    GuardLimits, HelmSettings, Options, WaitOptions)
+    GuardLimits, HelmSettings, Options, SetDependency, WaitOptions)
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError  # noqa: E402
 
 
@@ -987,6 +1014,9 @@ def argument_spec():
         field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
         reapply=dict(type="str", choices=["changed", "always"], default="changed"),
         config_digest=dict(type="bool", default=False),
+        wait_for_sets=dict(type="list", elements="dict", default=[], options=dict(
+            parent=dict(type="raw", required=True), namespace=dict(type="str"), revision=dict(type="int"),
+            ready=dict(type="bool", default=False))),
         ignore_fields=dict(type="list", elements="dict", default=[], options=dict(
             kind=dict(type="str", required=True), group=dict(type="str"), name=dict(type="str"),
             namespace=dict(type="str"), json_pointers=dict(type="list", elements="str", required=True))),
@@ -1063,6 +1093,7 @@ OPTIONS = (
     ("recreate_on_immutable", "recreate_on_immutable", frozenset),
     ("reapply", "reapply", None),
     ("config_digest", "config_digest", None),
+    ("wait_for_sets", "wait_for_sets", lambda entries: tuple(SetDependency(**entry) for entry in entries)),
     ("ignore_fields", "ignore_fields", tuple),
     ("approved_plan", "approved_plan", None),
 )

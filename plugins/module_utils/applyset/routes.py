@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .steps import applying, approval, chart_render, claim, decide, digesting, history_steps, hook_run, pruning, release_takeover
-from .steps import rollback
+from .steps import rollback, set_dependencies
 from .steps import settling, teardown, without_claim
 from .run.options import Options, RunOptions
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, RunContext, Step
@@ -78,6 +78,8 @@ def reading(entry: str, opts: RunOptions) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
         first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
+        if set_dependencies.waits_for_sets(opts):
+            first.insert(0, set_dependencies.WAIT_FOR_SETS)  # before any read of the set: no claim while it waits
         if chart_render.renders_chart(opts):
             first.append(chart_render.RENDER_CHART)
         return [*first,
