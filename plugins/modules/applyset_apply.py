@@ -305,6 +305,13 @@ options:
           (this task's O(wait_rules)).
         type: bool
         default: false
+      ready_expr:
+        description:
+          - Also wait until this CEL expression holds, as Flux's C(readyExpr). Its variables are C(parent) (the other
+            set's parent, its C(metadata) only) and C(members) (the other set's members, whole objects), for example
+            C(members.exists(m, m.kind == 'Certificate' && m.status.conditions.exists(c, c.type == 'Ready'))).
+          - Checked before any request; watched like the rest (the parent and the members) within O(wait_timeout).
+        type: str
   ignore_fields:
     description:
       - Fields of members that this collection leaves to others (an HPA's C(spec.replicas), a value tuned by
@@ -1016,7 +1023,7 @@ def argument_spec():
         config_digest=dict(type="bool", default=False),
         wait_for_sets=dict(type="list", elements="dict", default=[], options=dict(
             parent=dict(type="raw", required=True), namespace=dict(type="str"), revision=dict(type="int"),
-            ready=dict(type="bool", default=False))),
+            ready=dict(type="bool", default=False), ready_expr=dict(type="str"))),
         ignore_fields=dict(type="list", elements="dict", default=[], options=dict(
             kind=dict(type="str", required=True), group=dict(type="str"), name=dict(type="str"),
             namespace=dict(type="str"), json_pointers=dict(type="list", elements="str", required=True))),

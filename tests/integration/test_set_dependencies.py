@@ -121,3 +121,22 @@ def _status_once_created(kube, namespace):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     write_status(kube, namespace, "db-password", "False", "SecretSyncedError", "could not get secret data from provider")
+
+
+READY_EXPR = ("members.exists(m, m.kind == 'ExternalSecret' && "
+              "m.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True'))")
+
+
+def test_a_set_waits_until_a_ready_expr_over_the_other_sets_members_holds(cluster, kube, namespace, crd):
+    run(cluster, namespace, "db", [external_secret("db-password")])
+    preview = run(cluster, namespace, "web", [cm("web-settings", "1")], dry_run=True,
+                  wait_for_sets=(SetDependency("db", ready_expr=READY_EXPR),))
+    assert any("a real run would wait for ready_expr on ApplySet Secret" in w for w in preview.warnings), preview.warnings
+    waiting_run = in_thread(lambda: run(cluster, namespace, "web", [cm("web-settings", "1")], wait_timeout=120,
+                                        wait_for_sets=(SetDependency("db", ready_expr=READY_EXPR),)))
+    assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/web-settings") is None
+    write_status(kube, namespace, "db-password", "True", "SecretSynced", "Secret was synced")
+    waiting_run["thread"].join(timeout=60)
+    assert "result" in waiting_run, waiting_run.get("error")
+    written = resource_version(kube, f"/api/v1/namespaces/{namespace}/configmaps/web-settings")
+    assert written > resource_version(kube, f"/apis/external-secrets.io/v1/namespaces/{namespace}/externalsecrets/db-password")

@@ -346,3 +346,11 @@ def test_a_bad_set_dependency_is_refused_before_any_request():
         bad.validate()
     assert "wait_for_sets[0].parent must name a set's parent" in str(caught.value)
     assert "wait_for_sets[1].revision must be 1 or more" in str(caught.value)
+
+
+def test_a_ready_expr_that_does_not_compile_is_refused():
+    pytest.importorskip("celpy")
+    with pytest.raises(ApplySetError) as caught:
+        Options(wait_for_sets=(SetDependency("db", ready_expr="members.exists(m, m.kind == 'X'"),)).validate()
+    assert "wait_for_sets[0].ready_expr does not parse at line 1, column 29" in str(caught.value), str(caught.value)
+    Options(wait_for_sets=(SetDependency("db", ready_expr="members.all(m, has(m.status))"),)).validate()

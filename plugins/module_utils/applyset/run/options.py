@@ -70,6 +70,7 @@ class SetDependency:
     namespace: str | None = None
     revision: int | None = None
     ready: bool = False
+    ready_expr: str | None = None  # CEL over ``parent`` (its metadata) and ``members``, as Flux's readyExpr
 
     def problems(self, index: int) -> list[tuple[str, str, str]]:
         where = f"wait_for_sets[{index}]"
@@ -77,7 +78,17 @@ class SetDependency:
             return [(f"{where}.parent", "must name a set's parent", 'e.g. parent: "secrets/db" or {kind: Secret, name: db}')]
         if self.revision is not None and self.revision < 1:
             return [(f"{where}.revision", "must be 1 or more", "give the lowest revision the set may be at")]
+        if self.ready_expr is not None:
+            from ..wait import cel
+
+            why = cel.check(self.ready_expr, READY_EXPR_FIELDS)
+            if why:
+                return [(f"{where}.ready_expr", why, "write a CEL boolean over parent and members")]
         return []
+
+
+# The variables of a wait_for_sets ready_expr: the other set's parent (metadata only) and its members.
+READY_EXPR_FIELDS = frozenset({"parent", "members"})
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ on the cluster are where it needs them, as Flux's ``dependsOn``.
 Each dependency names another set's parent (as the ``parent`` option does) and what to wait for:
 its last release succeeded (always: a dependency whose last release failed fails this run at once,
 naming it), its current revision at least ``revision``, and with ``ready`` its members ready by
-this collection's readiness rules (a member that failed fails this run at once too). The step is
+this collection's readiness rules (a member that failed fails this run at once too), and with
+``ready_expr`` a CEL expression over its parent (metadata) and members, as Flux's ``readyExpr``. The step is
 the run's first, before any read of its own set and so before the claim: a long wait holds no
 claim. It reads the other set's parent and the first Secret of its current revision (metadata
 only: never a value); while they do not satisfy it, it watches both (``waiting.wait_until_changed``)
@@ -27,7 +28,8 @@ from ..parent import resolve as parent_resolve
 from ..run import early
 from ..run.options import Options, RunOptions, SetDependency
 from ..run.runner import WAIT, RunContext, Step
-from ..wait import waiting
+from ..object_meta import metadata_of
+from ..wait import cel, waiting
 from ..wait.status import Readiness, Status
 
 
@@ -82,9 +84,12 @@ def _wait_for(ctx: RunContext, discovery: Discovery, dependency: SetDependency, 
                               fix="deploy it, or raise wait_timeout; nothing was changed")
         waiting.wait_until_changed(ctx.client, state.watch, timeout=left)
         rounds += 1
+    waited = rounds > 0
     if dependency.ready and state.live is not None:
-        return _members_ready(ctx, discovery, state.shown, state.live, deadline) or rounds > 0
-    return rounds > 0
+        waited = _members_ready(ctx, discovery, state.shown, state.live, deadline) or waited
+    if dependency.ready_expr and state.live is not None:
+        waited = _expression_holds(ctx, discovery, state, dependency.ready_expr, deadline) or waited
+    return waited
 
 
 def _read(client: KubeApi, discovery: Discovery, res: Resource, name: str, namespace: str,
@@ -147,19 +152,55 @@ def _members_ready(ctx: RunContext, discovery: Discovery, shown: str, live: pare
     return bool(unready)
 
 
+def _expression_holds(ctx: RunContext, discovery: Discovery, state: _SetState, expression: str,
+                      deadline: float) -> bool:
+    """Wait until ``ready_expr`` holds over the other set's ``parent`` (its metadata only: a Secret
+    parent's values are never read into it) and ``members`` (whole), watching them for a change
+    between evaluations; whether it waited."""
+    live, rounds = state.live, 0
+    while live is not None:
+        parent = ctx.client.get(live.resource, live.name, live.namespace or None) or {}
+        listed = _member_items(ctx.client, discovery, live, whole=True)
+        holds, why = cel.evaluate(expression, cel.Activation({"parent": {"metadata": metadata_of(parent)},
+                                                              "members": [item for _res, item in listed]}))
+        if holds:
+            return rounds > 0
+        said = why or "it does not hold"
+        if ctx.opts.dry_run:
+            ctx.record.warn(f"a real run would wait for ready_expr on {state.shown}: {said}")
+            return False
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(f"ready_expr on {state.shown}, which this run waits for, does not hold after "
+                              f"{ctx.opts.waiting.timeout:.0f}s: {said}", obj=state.shown,
+                              fix="look at that set's parent and members, or raise wait_timeout; nothing was changed")
+        seen: dict = {(live.resource, live.namespace or None, live.name): metadata_of(parent).get("resourceVersion")}
+        seen.update({(res, metadata_of(item).get("namespace"), metadata_of(item).get("name")):
+                     metadata_of(item).get("resourceVersion") for res, item in listed})
+        waiting.wait_until_changed(ctx.client, seen, timeout=deadline - time.monotonic())
+        rounds += 1
+    return False
+
+
 def _members(client: KubeApi, discovery: Discovery, live: parent_model.LiveParent) -> list:
-    """``(resource, namespace, name)`` of each member of the set ``live``: the kinds of its hint, in
-    its namespaces, by its part-of label (metadata only)."""
-    targets = []
+    """``(resource, namespace, name)`` of each member of the set ``live`` (``_member_items``)."""
+    return [(res, metadata_of(item).get("namespace"), metadata_of(item).get("name"))
+            for res, item in _member_items(client, discovery, live, whole=False)]
+
+
+def _member_items(client: KubeApi, discovery: Discovery, live: parent_model.LiveParent, *, whole: bool) -> list:
+    """``(resource, object)`` of each member of the set ``live``: the kinds of its hint, in its
+    namespaces, by its part-of label (metadata only unless ``whole``)."""
+    found = []
     namespaces = [live.namespace or None, *sorted(live.additional_namespaces)]
     for group_kind in sorted(live.group_kinds, key=str):
         res = discovery.for_group_kind(group_kind)
         if res is None:
             continue  # a kind no longer served has no member to wait for
+        selector = f"{spec.LABEL_PART_OF}={live.live_id}"
         for namespace in namespaces if res.namespaced else [None]:
-            for item in client.list(res, namespace, label_selector=f"{spec.LABEL_PART_OF}={live.live_id}"):
-                targets.append((res, item["metadata"].get("namespace"), item["metadata"]["name"]))
-    return targets
+            items = client.list(res, namespace, metadata_only=not whole, label_selector=selector)
+            found += [(res, item) for item in items]
+    return found
 
 
 WAIT_FOR_SETS = Step("wait-for-sets", wait_for_sets, WAIT)
