@@ -320,6 +320,53 @@ options:
       - A limit below the keys that are always there leaves every list out.
     type: int
     default: 600000
+  config_digest:
+    description:
+      - Roll the workloads whose ConfigMaps or Secrets changed, as Helm charts' C(checksum/config) pod annotation
+        does by hand. Each pod template of a Deployment, StatefulSet, DaemonSet, ReplicaSet, CronJob or Argo
+        Rollout of the set gets the annotation C(applyset.kubernetes.ansible/config-digest) with one sha256 of
+        the ConfigMaps and Secrets of the set, in its namespace, that the template reads (volumes, projected
+        volumes, C(envFrom), C(env[].valueFrom)), so that a changed one changes the template and the workload rolls.
+      - Only the digest is written, never a value; references to objects outside the set are not followed.
+        Unchanged config leaves the digest as it was (a re-run writes nothing), and a rollback restores the
+        digest of the revision with its ConfigMaps, so the workloads roll back too. Jobs are left as they are
+        (their template cannot change).
+    type: bool
+    default: false
+  wait_for_sets:
+    description:
+      - Other sets on the cluster this run waits for before it reads its own (and so before it claims it), as
+        Flux's C(dependsOn). Each entry names the other set's O(wait_for_sets[].parent) and what to wait for.
+      - A set whose last release failed (its current revision recorded C(failed)) fails this run at once, naming
+        it; so does a member that failed, with O(wait_for_sets[].ready). The wait watches the other set's parent
+        and its current revision's Secret (metadata only), within O(wait_timeout) for all entries together.
+      - In check mode the sets are read once; a warning says whether a real run would wait, and for what.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      parent:
+        description: The other set's parent, as O(parent) takes it (C(secrets/db), or C(kind) and C(name)).
+        type: raw
+        required: true
+      namespace:
+        description: Its namespace; this task's O(namespace) when left out.
+        type: str
+      revision:
+        description: The lowest revision the other set may be at (its current one, from its history).
+        type: int
+      ready:
+        description: Also wait until every member of the other set is ready by this collection's readiness rules
+          (this task's O(wait_rules)).
+        type: bool
+        default: false
+      ready_expr:
+        description:
+          - Also wait until this CEL expression holds, as Flux's C(readyExpr). Its variables are C(parent) (the other
+            set's parent, its C(metadata) only) and C(members) (the other set's members, whole objects), for example
+            C(members.exists(m, m.kind == 'Certificate' && m.status.conditions.exists(c, c.type == 'Ready'))).
+          - Checked before any request; watched like the rest (the parent and the members) within O(wait_timeout).
+        type: str
   ignore_fields:
     description:
       - Fields of members that this collection leaves to others (an HPA's C(spec.replicas), a value tuned by
@@ -1027,7 +1074,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
 # (early.py): they travel while Python compiles it.
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run import early, phases  # noqa: E402
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.run.options import (  # noqa: E402
-    GuardLimits, HelmSettings, Options, WaitOptions)
+    GuardLimits, HelmSettings, Options, SetDependency, WaitOptions)
 from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.errors import ApplySetError  # noqa: E402
 
 
@@ -1043,6 +1090,10 @@ def argument_spec():
         field_manager=dict(type="str", default="applyset.kubernetes"),
         field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
         reapply=dict(type="str", choices=["changed", "always"], default="changed"),
+        config_digest=dict(type="bool", default=False),
+        wait_for_sets=dict(type="list", elements="dict", default=[], options=dict(
+            parent=dict(type="raw", required=True), namespace=dict(type="str"), revision=dict(type="int"),
+            ready=dict(type="bool", default=False), ready_expr=dict(type="str"))),
         ignore_fields=dict(type="list", elements="dict", default=[], options=dict(
             kind=dict(type="str", required=True), group=dict(type="str"), name=dict(type="str"),
             namespace=dict(type="str"), json_pointers=dict(type="list", elements="str", required=True))),
@@ -1122,6 +1173,8 @@ OPTIONS = (
     ("create_namespace", "create_namespace", None),
     ("recreate_on_immutable", "recreate_on_immutable", frozenset),
     ("reapply", "reapply", None),
+    ("config_digest", "config_digest", None),
+    ("wait_for_sets", "wait_for_sets", lambda entries: tuple(SetDependency(**entry) for entry in entries)),
     ("ignore_fields", "ignore_fields", tuple),
     ("approved_plan", "approved_plan", None),
 )

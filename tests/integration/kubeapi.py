@@ -85,6 +85,19 @@ class KubeAPI:
             query["dryRun"] = "All"
         return self.request("PATCH", path, obj, query=query, content_type="application/apply-patch+yaml")
 
+    def establish_crds(self, docs: list, field_manager: str, timeout: float = 60) -> list:
+        """Apply the CustomResourceDefinitions ``docs`` (idempotently: another test may have) and wait
+        until each is Established; returns ``docs``."""
+        paths = [f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{doc['metadata']['name']}" for doc in docs]
+        for path, doc in zip(paths, docs):
+            status, body, _ = self.apply(path, doc, field_manager=field_manager, force=True)
+            assert status in (200, 201), body
+        for path in paths:
+            wait_for(lambda: any(c["type"] == "Established" and c["status"] == "True"
+                                 for c in (self.get(path).get("status") or {}).get("conditions") or []),
+                     timeout=timeout, interval=0.2, what=f"{path} Established")
+        return docs
+
 
 def wait_for(predicate, timeout: float = 60, interval: float = 0.25, what: str = "condition"):
     """Poll until predicate() returns a truthy value; fail after timeout."""

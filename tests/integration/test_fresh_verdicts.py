@@ -56,18 +56,7 @@ GADGET_CRD = {
 def crds(kube):
     """The projects' CRDs and the Gadget CRD, applied (idempotently: another test may have) and Established."""
     docs = [yaml.safe_load((CRDS / name).read_text()) for name in PUBLISHED] + [GADGET_CRD]
-    for doc in docs:
-        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{doc['metadata']['name']}"
-        status, body, _ = kube.apply(path, doc, field_manager=FIELD_MANAGER, force=True)
-        assert status in (200, 201), body
-    for doc in docs:
-        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{doc['metadata']['name']}"
-        deadline = time.monotonic() + 60
-        while not any(c["type"] == "Established" and c["status"] == "True"
-                      for c in (kube.get(path).get("status") or {}).get("conditions") or []):
-            assert time.monotonic() < deadline, f"{path} not Established"
-            time.sleep(0.2)
-    return docs
+    return kube.establish_crds(docs, FIELD_MANAGER)
 
 
 # ----- the controller stand-in -------------------------------------------------------------------------

@@ -45,19 +45,7 @@ def crds(kube):
                  "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
                                "schema": {"openAPIV3Schema": {"type": "object",
                                                               "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    for doc in docs:
-        name = doc["metadata"]["name"]
-        status, body, _ = kube.apply(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", doc,
-                                     field_manager="test-readiness-rules", force=True)
-        assert status in (200, 201), body
-    for doc in docs:
-        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{doc['metadata']['name']}"
-        deadline = time.monotonic() + 60
-        while not any(c["type"] == "Established" and c["status"] == "True"
-                      for c in (kube.get(path).get("status") or {}).get("conditions") or []):
-            assert time.monotonic() < deadline, f"{path} not Established"
-            time.sleep(0.2)
-    return docs
+    return kube.establish_crds(docs, "test-readiness-rules")
 
 
 def controller(kube, path, status, delay=0.0):

@@ -11,7 +11,7 @@ from applyset.errors import ApplySetError
 from applyset.history.revisions import Settings
 from applyset.inputs.helm_chart import Chart
 from applyset.rules.legacy import LegacyAdoption
-from applyset.run.options import HelmSettings, Options
+from applyset.run.options import HelmSettings, Options, SetDependency
 from applyset.steps import without_claim
 
 READING = ["read-parent", "split-hooks", "plan", "list-live", "decide", "plan-id"]
@@ -325,3 +325,32 @@ def test_a_step_reading_an_apply_s_options_on_a_teardown_is_a_step_order_error()
     with pytest.raises(runner.StepOrderError, match="reads an apply's options on a teardown"):
         ctx.apply_options  # noqa: B018 - the read is the test
     assert _context().apply_options.prune
+
+
+def test_the_option_steps_of_issue_49_are_on_the_apply_routes_only_with_their_option():
+    """config-digest between split-hooks and plan (no request); wait-for-sets first, before the set's
+    own parent is read (so before the claim); neither without its option."""
+    plain = runner.names(routes.for_apply(Options()).steps)
+    assert "config-digest" not in plain and "wait-for-sets" not in plain
+    names = runner.names(routes.for_apply(Options(config_digest=True)).steps)
+    assert names[names.index("split-hooks") + 1:names.index("plan")] == ["config-digest"]
+    waiting = routes.for_apply(Options(wait_for_sets=(SetDependency("db"),)))
+    assert runner.names(waiting.steps)[:2] == ["wait-for-sets", "read-parent"] and waiting.steps[0].effect == runner.WAIT
+    assert runner.names(routes.for_preview(Options(dry_run=True, wait_for_sets=(SetDependency("db"),))).steps)[0] == \
+        "wait-for-sets"
+
+
+def test_a_bad_set_dependency_is_refused_before_any_request():
+    bad = Options(wait_for_sets=(SetDependency(""), SetDependency("db", revision=0)))
+    with pytest.raises(ApplySetError) as caught:
+        bad.validate()
+    assert "wait_for_sets[0].parent must name a set's parent" in str(caught.value)
+    assert "wait_for_sets[1].revision must be 1 or more" in str(caught.value)
+
+
+def test_a_ready_expr_that_does_not_compile_is_refused():
+    pytest.importorskip("celpy")
+    with pytest.raises(ApplySetError) as caught:
+        Options(wait_for_sets=(SetDependency("db", ready_expr="members.exists(m, m.kind == 'X'"),)).validate()
+    assert "wait_for_sets[0].ready_expr does not parse at line 1, column 29" in str(caught.value), str(caught.value)
+    Options(wait_for_sets=(SetDependency("db", ready_expr="members.all(m, has(m.status))"),)).validate()

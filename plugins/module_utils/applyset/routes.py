@@ -41,8 +41,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .steps import applying, approval, chart_crds_apply, chart_render, claim, decide, history_steps, hook_run, pruning, release_takeover
-from .steps import rollback
+from .steps import applying, approval, chart_crds_apply, chart_render, claim, decide, digesting, history_steps, hook_run
+from .steps import pruning, release_takeover, rollback, set_dependencies
 from .steps import settling, teardown, without_claim
 from .run.options import Options, RunOptions
 from .run.runner import CLAIM, DECIDE, DRY_RUN, READ, RELEASE, WAIT, WRITE, RunContext, Step
@@ -78,11 +78,14 @@ def reading(entry: str, opts: RunOptions) -> list[Step]:
     """The steps an entry point (APPLY, UNINSTALL or DISBAND) runs before its route is chosen."""
     if entry == APPLY:
         first = [READ_PARENT, rollback.LOAD_REVISION] if rollback.rolls_back(opts) else [READ_PARENT]
+        if set_dependencies.waits_for_sets(opts):
+            first.insert(0, set_dependencies.WAIT_FOR_SETS)  # before any read of the set: no claim while it waits
         if chart_render.renders_chart(opts):
             first.append(chart_render.RENDER_CHART)
         return [*first,
                 Step("split-hooks", hook_run.split_hooks, DECIDE, reads="discovery parent", may_read="rendered",
                      sets="desired hooks"),
+                *([digesting.CONFIG_DIGEST] if digesting.digests_config(opts) else []),
                 Step("plan", decide.make_plan, DECIDE, reads="desired discovery parent", may_read="chart_crds",
                      sets="plan"),
                 Step("list-live", decide.list_live, READ, reads="discovery parent plan", sets="live"),

@@ -108,6 +108,53 @@ CASES = {
     "_.upbound.io/_/testdata/managedresource_failedupdate_degraded.yaml": FAILED,
     "_.crossplane.io/_/testdata/configurationrevision_healthy.yaml": READY,
     "_.crossplane.io/_/testdata/provider_degraded.yaml": PROGRESS,
+    # External Secrets (wait/delivery_rules.py). Argo CD: Healthy for Ready True with PartiallyReady True
+    # (both written by releases around v0.9); PartiallyReady alone is namespaces that failed: a stop.
+    "external-secrets.io/ExternalSecret/testdata/degraded.yaml": FAILED,
+    "external-secrets.io/ExternalSecret/testdata/healthy.yaml": READY,
+    "external-secrets.io/ExternalSecret/testdata/progressing.yaml": PROGRESS,
+    "external-secrets.io/PushSecret/testdata/degraded.yaml": FAILED,
+    "external-secrets.io/PushSecret/testdata/healthy.yaml": READY,
+    "external-secrets.io/PushSecret/testdata/progressing.yaml": PROGRESS,
+    "external-secrets.io/ClusterExternalSecret/testdata/healthy.yaml": READY,
+    "external-secrets.io/ClusterExternalSecret/testdata/notready.yaml": FAILED,
+    "external-secrets.io/ClusterExternalSecret/testdata/partiallyready-multiple-conditions.yaml": FAILED,
+    "external-secrets.io/ClusterExternalSecret/testdata/partiallyready.yaml": FAILED,
+    "external-secrets.io/ClusterExternalSecret/testdata/progressing.yaml": PROGRESS,
+    # Sealed Secrets
+    "bitnami.com/SealedSecret/testdata/degraded.yaml": FAILED,
+    "bitnami.com/SealedSecret/testdata/healthy.yaml": READY,
+    "bitnami.com/SealedSecret/testdata/progressing.yaml": PROGRESS,
+    # Vault Secrets Operator before conditions. Argo CD: Degraded. The operator wrote lastGeneration
+    # without a secretMAC: no success, but no reason either (its events have it), so we wait.
+    "secrets.hashicorp.com/VaultStaticSecret/testdata/degraded.yaml": PROGRESS,
+    "secrets.hashicorp.com/VaultStaticSecret/testdata/healthy.yaml": READY,
+    # Argo Rollouts' analysis. Argo CD: Unknown for Inconclusive; the run is over and a person must
+    # judge it, so a deploy that waits on it stops.
+    "argoproj.io/AnalysisRun/testdata/errorAnalysisRun.yaml": FAILED,
+    "argoproj.io/AnalysisRun/testdata/errorAnalysisRunWithStatusMessage.yaml": FAILED,
+    "argoproj.io/AnalysisRun/testdata/failedAnalysisRun.yaml": FAILED,
+    "argoproj.io/AnalysisRun/testdata/failedAnalysisRunWithStatusMessage.yaml": FAILED,
+    "argoproj.io/AnalysisRun/testdata/inconclusiveAnalysisRun.yaml": FAILED,
+    "argoproj.io/AnalysisRun/testdata/inconclusiveAnalysisRunWithStatusMessage.yaml": FAILED,
+    "argoproj.io/AnalysisRun/testdata/noStatusAnalysisRun.yaml": PROGRESS,
+    "argoproj.io/AnalysisRun/testdata/pendingAnalysisRun.yaml": PROGRESS,
+    "argoproj.io/AnalysisRun/testdata/runningAnalysisRun.yaml": PROGRESS,
+    "argoproj.io/AnalysisRun/testdata/successfulAnalysisRun.yaml": READY,
+    "argoproj.io/AnalysisRun/testdata/terminatedAnalysisRun.yaml": READY,
+    "argoproj.io/Experiment/testdata/errorExperiment.yaml": FAILED,
+    "argoproj.io/Experiment/testdata/failedExperiment.yaml": FAILED,
+    "argoproj.io/Experiment/testdata/noStatusExperiment.yaml": PROGRESS,
+    "argoproj.io/Experiment/testdata/pendingExperiment.yaml": PROGRESS,
+    "argoproj.io/Experiment/testdata/runningExperiment.yaml": PROGRESS,
+    "argoproj.io/Experiment/testdata/successfulExperiment.yaml": READY,
+    # Flagger
+    "flagger.app/Canary/testdata/degraded.yaml": FAILED,
+    "flagger.app/Canary/testdata/finalising.yaml": PROGRESS,
+    "flagger.app/Canary/testdata/initialized.yaml": READY,
+    "flagger.app/Canary/testdata/progressing.yaml": PROGRESS,
+    "flagger.app/Canary/testdata/promoting.yaml": PROGRESS,
+    "flagger.app/Canary/testdata/succeeded.yaml": READY,
 }
 
 
@@ -139,7 +186,14 @@ def test_every_fixture_is_a_case_and_the_library_covers_the_kinds_the_issue_name
              GroupKind("gateway.networking.k8s.io", "Gateway"), GroupKind("gateway.networking.k8s.io", "HTTPRoute"),
              GroupKind("kustomize.toolkit.fluxcd.io", "Kustomization"),
              GroupKind("helm.toolkit.fluxcd.io", "HelmRelease"), GroupKind("argoproj.io", "Application"),
-             GroupKind("autoscaling", "HorizontalPodAutoscaler"), GroupKind("networking.k8s.io", "Ingress")}
+             GroupKind("autoscaling", "HorizontalPodAutoscaler"), GroupKind("networking.k8s.io", "Ingress"),
+             # issue 49: the secrets operators and progressive delivery
+             GroupKind("external-secrets.io", "ExternalSecret"), GroupKind("external-secrets.io", "PushSecret"),
+             GroupKind("external-secrets.io", "ClusterExternalSecret"), GroupKind("bitnami.com", "SealedSecret"),
+             GroupKind("secrets.hashicorp.com", "VaultStaticSecret"),
+             GroupKind("secrets.hashicorp.com", "VaultDynamicSecret"),
+             GroupKind("secrets.hashicorp.com", "VaultPKISecret"), GroupKind("argoproj.io", "AnalysisRun"),
+             GroupKind("argoproj.io", "Experiment"), GroupKind("flagger.app", "Canary")}
     assert named <= set(library.LIBRARY)
 
 

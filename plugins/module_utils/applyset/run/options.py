@@ -61,6 +61,37 @@ class HelmSettings:
 
 
 @dataclass(frozen=True)
+class SetDependency:
+    """One entry of ``wait_for_sets`` (steps/set_dependencies.py): the other set's ``parent`` (the
+    parent option's syntax) and ``namespace``, the ``revision`` it must be at least at, and whether
+    its members must be ``ready``. Its last release must have succeeded in any case."""
+
+    parent: Any
+    namespace: str | None = None
+    revision: int | None = None
+    ready: bool = False
+    ready_expr: str | None = None  # CEL over ``parent`` (its metadata) and ``members``, as Flux's readyExpr
+
+    def problems(self, index: int) -> list[tuple[str, str, str]]:
+        where = f"wait_for_sets[{index}]"
+        if not isinstance(self.parent, (str, dict)) or not self.parent:
+            return [(f"{where}.parent", "must name a set's parent", 'e.g. parent: "secrets/db" or {kind: Secret, name: db}')]
+        if self.revision is not None and self.revision < 1:
+            return [(f"{where}.revision", "must be 1 or more", "give the lowest revision the set may be at")]
+        if self.ready_expr is not None:
+            from ..wait import cel
+
+            why = cel.check(self.ready_expr, READY_EXPR_FIELDS)
+            if why:
+                return [(f"{where}.ready_expr", why, "write a CEL boolean over parent and members")]
+        return []
+
+
+# The variables of a wait_for_sets ready_expr: the other set's parent (metadata only) and its members.
+READY_EXPR_FIELDS = frozenset({"parent", "members"})
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """How a run behaves, as every entry point reads it (apply, uninstall, disband); an apply's
     ``Options`` add what only an apply reads. The modules build them from their options, other
@@ -190,7 +221,9 @@ class Options(RunOptions):
     """An apply's options: every entry point's (``RunOptions``) and what only an apply reads:
     whether it ``prune``s, takes objects of other sets (``adopt``, ``adopt_legacy``), makes the
     parent's namespace, recreates immutable changes, skips unchanged members (``reapply``), leaves
-    fields to other managers (``ignore_fields``), and waits ``crd_timeout`` for its CRDs."""
+    fields to other managers (``ignore_fields``), waits ``crd_timeout`` for its CRDs, and annotates pod
+    templates with the digest of the config they read (``config_digest``), after waiting for other sets
+    (``wait_for_sets``)."""
 
     prune: bool = True
     adopt: bool = False  # take live objects that belong to another set
@@ -205,11 +238,16 @@ class Options(RunOptions):
     reapply: str = "changed"
     # field_policy.py: fields left to other managers, as the module's ignore_fields option gives them
     ignore_fields: tuple = ()
+    # inputs/config_digest.py: pod templates get the digest of the set's ConfigMaps and Secrets they read
+    config_digest: bool = False
+    # steps/set_dependencies.py: other sets waited for before this run reads its own (SetDependency)
+    wait_for_sets: tuple = ()
 
     def _apply_problems(self) -> list[tuple[str, str, str]]:
+        found = [problem for index, dependency in enumerate(self.wait_for_sets) for problem in dependency.problems(index)]
         if self.reapply not in REAPPLY_CHOICES:
-            return [("reapply", "must be changed or always", "give changed or always")]
-        return []
+            found.append(("reapply", "must be changed or always", "give changed or always"))
+        return found
 
     def _timeouts(self) -> list[tuple[str, float]]:
         return [("crd_timeout", self.crd_timeout), *super()._timeouts(), ("recreate_timeout", self.recreate_timeout)]

@@ -24,7 +24,7 @@ from typing import Any, Callable, TypeGuard
 
 from ..object_meta import annotations_of, metadata_of
 from ..spec import GroupKind
-from . import freshness
+from . import delivery_rules, freshness
 from .status import Readiness, Status
 
 
@@ -555,6 +555,8 @@ LIBRARY: dict = {
                                    "ConfigurationRevision", "FunctionRevision"), crossplane_package),
     **_entry("autoscaling", ("HorizontalPodAutoscaler",), horizontal_pod_autoscaler, needs_status=False),
     **_entry("networking.k8s.io", ("Ingress",), ingress, needs_status=False, load_balancers_only=True),
+    # The secrets operators and progressive delivery (wait/delivery_rules.py).
+    **{key: entry for group, kinds, judge in delivery_rules.RULES for key, entry in _entry(group, kinds, judge).items()},
 }
 
 CROSSPLANE = Entry("crossplane (Ready and Synced)", True, crossplane)

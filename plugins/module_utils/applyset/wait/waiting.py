@@ -289,6 +289,21 @@ def wait_ready(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float
                  waiting_for="ready", raise_on_timeout=raise_on_timeout, until_any=until_any, warn=warn)
 
 
+def wait_until_changed(client: KubeApi, seen: dict, *, timeout: float, interval: float = 1.0) -> None:
+    """Return once one of the objects ``seen`` (``{(resource, namespace, name): resourceVersion}``,
+    None for one that was absent) is created, changed or deleted, or after ``timeout`` seconds: one
+    LIST per (resource, namespace), metadata only, then a watch (a change between the caller's read
+    and the LIST ends the wait at once)."""
+    known = {normalised(target): version for target, version in seen.items()}
+
+    def judge(target: Target, item: dict | None) -> Readiness:
+        version = metadata_of(item).get("resourceVersion") if item is not None else None
+        return Readiness.current("changed") if version != known[target] else Readiness.in_progress("unchanged")
+
+    _poll(client, list(known), timeout=timeout, interval=interval, judge=judge, goal=Status.CURRENT,
+          metadata_only=True, waiting_for="a change", raise_on_timeout=False, until_any=True)
+
+
 # ----- objects that go away -------------------------------------------------------------------
 #
 # What kstatus (sigs.k8s.io/cli-utils/pkg/kstatus/status) does with objects that go away or
