@@ -123,12 +123,14 @@ def _status_once_created(kube, namespace):
     write_status(kube, namespace, "db-password", "False", "SecretSyncedError", "could not get secret data from provider")
 
 
-READY_EXPR = ("members.exists(m, m.kind == 'ExternalSecret' && "
+# The ConfigMap's part reads a built-in kind, whose LIST items carry no kind of their own.
+READY_EXPR = ("members.exists(m, m.kind == 'ConfigMap' && m.apiVersion == 'v1' && m.data.v == '7') && "
+              "members.exists(m, m.kind == 'ExternalSecret' && "
               "m.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True'))")
 
 
 def test_a_set_waits_until_a_ready_expr_over_the_other_sets_members_holds(cluster, kube, namespace, crd):
-    run(cluster, namespace, "db", [external_secret("db-password")])
+    run(cluster, namespace, "db", [external_secret("db-password"), cm("db-settings", "7")])
     preview = run(cluster, namespace, "web", [cm("web-settings", "1")], dry_run=True,
                   wait_for_sets=(SetDependency("db", ready_expr=READY_EXPR),))
     assert any("a real run would wait for ready_expr on ApplySet Secret" in w for w in preview.warnings), preview.warnings

@@ -199,7 +199,8 @@ def _member_items(client: KubeApi, discovery: Discovery, live: parent_model.Live
         selector = f"{spec.LABEL_PART_OF}={live.live_id}"
         for namespace in namespaces if res.namespaced else [None]:
             items = client.list(res, namespace, metadata_only=not whole, label_selector=selector)
-            found += [(res, item) for item in items]
+            # A LIST's items carry no apiVersion and kind; ready_expr reads them as the objects they are.
+            found += [(res, {"apiVersion": res.api_version, "kind": res.kind, **item}) for item in items]
     return found
 
 
