@@ -23,11 +23,24 @@ def preview_report(sets, now=None, changes=500, diff_lines=120, all_diff_lines=4
     """Build the preview report from ``sets``: ``[{key, cluster, result}]``."""
     if not isinstance(sets, (list, tuple)):
         raise AnsibleFilterError("preview_report expects a list of {key, cluster, result}, one per set")
-    try:
-        limits = report.Limits(changes=int(changes), diff_lines=int(diff_lines), all_diff_lines=int(all_diff_lines))
-    except (TypeError, ValueError):
-        raise AnsibleFilterError("preview_report: changes, diff_lines and all_diff_lines are whole numbers")
+    limits = _limits("preview_report", changes, diff_lines, all_diff_lines)
     return report.build_preview(_plain(list(sets)), now=now, limits=limits)
+
+
+def preview_report_from_parts(parts, now=None, changes=500, diff_lines=120, all_diff_lines=4000):
+    """One preview report from the reports each slice of a fleet preview published (the deploy role's
+    ``deploy_publish_part``)."""
+    if not isinstance(parts, (list, tuple)) or not all(isinstance(p, dict) and "sets" in p for p in parts):
+        raise AnsibleFilterError("preview_report_from_parts expects a list of parts, each a report preview_report built")
+    limits = _limits("preview_report_from_parts", changes, diff_lines, all_diff_lines)
+    return report.merge_previews(_plain(list(parts)), now=now, limits=limits)
+
+
+def _limits(name, changes, diff_lines, all_diff_lines):
+    try:
+        return report.Limits(changes=int(changes), diff_lines=int(diff_lines), all_diff_lines=int(all_diff_lines))
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("%s: changes, diff_lines and all_diff_lines are whole numbers" % name)
 
 
 def preview_markdown(built):
@@ -40,4 +53,5 @@ def preview_html(built):
 
 class FilterModule(object):
     def filters(self):
-        return {"preview_report": preview_report, "preview_markdown": preview_markdown, "preview_html": preview_html}
+        return {"preview_report": preview_report, "preview_report_from_parts": preview_report_from_parts,
+                "preview_markdown": preview_markdown, "preview_html": preview_html}

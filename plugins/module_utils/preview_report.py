@@ -76,6 +76,39 @@ def build_preview(sets: list, *, now: str | None = None, limits: Limits = Limits
     budget = {"changes": limits.changes, "lines": limits.all_diff_lines}
     left_out = {"changes": 0, "diff_lines": 0}
     shown = [_set_entry(entry, budget, left_out, limits) for entry in sets]
+    return _document(shown, left_out, now)
+
+
+def merge_previews(parts: list, *, now: str | None = None, limits: Limits = Limits()) -> dict:
+    """One report from the reports of a fleet's parts (each slice of an AWX sliced job builds its own).
+
+    Args:
+        parts: reports as ``build_preview`` returns them; a set in two parts (same ``key``) is taken
+            once, from the last.
+        now: the report's time, RFC 3339 (default: the current time).
+        limits: the caps, applied again across the whole fleet.
+
+    Returns:
+        A report as ``build_preview``'s, its sets ordered by key; what a part's caps left out is
+        still counted, with what the fleet's caps leave out besides.
+    """
+    by_key = {entry.get("key"): entry for part in parts for entry in (part or {}).get("sets") or []}
+    budget = {"changes": limits.changes, "lines": limits.all_diff_lines}
+    left_out = {"changes": 0, "diff_lines": 0}
+    shown = [dict(by_key[key], groups=[_regrouped(group, budget, left_out, limits)
+                                       for group in by_key[key].get("groups") or []])
+             for key in sorted(by_key, key=str)]
+    return _document(shown, left_out, now)
+
+
+def _regrouped(group: dict, budget: dict, left_out: dict, limits: Limits) -> dict:
+    """A group of a part's report, capped again: its diffs back to lines for ``_capped``."""
+    changes = [dict(change, diff=change["diff"].splitlines() if change.get("diff") else None)
+               for change in group.get("changes") or []]
+    return _group(group["action"], changes, budget, left_out, limits, earlier=group.get("left_out") or 0)
+
+
+def _document(shown: list, left_out: dict, now: str | None) -> dict:
     by_action = {action: sum(_size(g) for s in shown for g in s["groups"]
                              if g["action"] == action) for action in GROUP_ORDER}
     return {
@@ -112,14 +145,19 @@ def _set_entry(entry: dict, budget: dict, left_out: dict, limits: Limits) -> dic
                        for action in GROUP_ORDER if action in groups]}
 
 
-def _group(action: str, changes: list, budget: dict, left_out: dict, limits: Limits) -> dict:
-    """One group of a set, its changes listed while the report's budget lasts, the rest counted."""
+def _group(action: str, changes: list, budget: dict, left_out: dict, limits: Limits, earlier: int = 0) -> dict:
+    """One group of a set, its changes listed while the report's budget lasts, the rest counted
+    (with ``earlier``, and each change's ``diff_lines_left_out``: what a part's report left out)."""
     kept = changes[:max(budget["changes"], 0)]
     budget["changes"] -= len(kept)
-    left_out["changes"] += len(changes) - len(kept)
+    dropped = len(changes) - len(kept) + earlier
+    left_out["changes"] += dropped
     for change in kept:
-        change["diff"], change["diff_lines_left_out"] = _capped(change["diff"], budget, left_out, limits)
-    return {"action": action, "changes": kept, "left_out": len(changes) - len(kept)}
+        cut_before = change.get("diff_lines_left_out") or 0
+        change["diff"], cut = _capped(change["diff"], budget, left_out, limits)
+        change["diff_lines_left_out"] = cut_before + cut
+        left_out["diff_lines"] += cut_before
+    return {"action": action, "changes": kept, "left_out": dropped}
 
 
 def _capped(diff: list | None, budget: dict, left_out: dict, limits: Limits) -> tuple:

@@ -8,6 +8,7 @@ import os
 import sys
 import textwrap
 
+import yaml
 from ansible_cli import BIN, REPO_ROOT, WEB_MANIFEST
 
 # The shop the jobs deploy: playbooks/deploy.yml and preview.yml read it from shop_manifests.
@@ -59,16 +60,27 @@ def manifest_dir(tmp_path):
     return directory
 
 
-def run_job(tmp_path, envvars, playbook, extravars, cmdline=None):
-    """One AWX job of ``playbook``, in a private data directory of its own under ``tmp_path``."""
+def run_job(tmp_path, envvars, playbook, extravars, cmdline=None, inventory=None, limit=None):
+    """One AWX job of ``playbook``, in a private data directory of its own under ``tmp_path``; on
+    ``inventory`` (a file; default localhost), the slice ``limit`` of it as AWX gives a sliced job."""
     import ansible_runner  # the tests importorskip it
 
     private_data_dir = tmp_path / f"job-{len(list(tmp_path.glob('job-*')))}"
     private_data_dir.mkdir()
     return ansible_runner.run(
         private_data_dir=str(private_data_dir), project_dir=str(REPO_ROOT), playbook=playbook,
-        inventory=f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
-        envvars=envvars, extravars=extravars, cmdline=cmdline, process_isolation=False, quiet=True, timeout=240)
+        inventory=str(inventory) if inventory else f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
+        envvars=envvars, extravars=extravars, cmdline=cmdline, limit=limit, process_isolation=False, quiet=True,
+        timeout=240)
+
+
+def fleet_inventory_file(path, hosts: dict, **host_vars) -> str:
+    """A fleet inventory as the kubeconfig inventory plugin makes it (group kubernetes_clusters),
+    each host run locally: ``hosts`` maps each host to its own variables, ``host_vars`` all of them."""
+    common = dict(host_vars, ansible_connection="local", ansible_python_interpreter=sys.executable)
+    path.write_text(yaml.safe_dump({"all": {"children": {"kubernetes_clusters": {
+        "hosts": {name: dict(common, **own) for name, own in hosts.items()}}}}}))
+    return str(path)
 
 
 def module_result(run, events=("runner_on_ok",)) -> dict:

@@ -10,12 +10,9 @@ slices are the two ``--limit``s AWX gives them.
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
-import yaml
 import awx_jobs
-from ansible_cli import REPO_ROOT
 from awx_jobs import artifacts
 from module_runner import run_module_forked
 
@@ -30,11 +27,7 @@ def job_env(monkeypatch, tmp_path, cluster):
 
 
 def job(tmp_path, envvars, playbook, extravars, inventory, limit=None):
-    private_data_dir = tmp_path / f"job-{len(list(tmp_path.glob('job-*')))}"
-    private_data_dir.mkdir()
-    return ansible_runner.run(private_data_dir=str(private_data_dir), project_dir=str(REPO_ROOT), playbook=playbook,
-                              inventory=str(inventory), envvars=envvars, extravars=extravars, limit=limit,
-                              process_isolation=False, quiet=True, timeout=240)
+    return awx_jobs.run_job(tmp_path, envvars, playbook, extravars, inventory=inventory, limit=limit)
 
 
 def test_the_slices_of_a_fleet_audit_merge_into_one_report(tmp_path, cluster, namespace, job_env):
@@ -42,11 +35,8 @@ def test_the_slices_of_a_fleet_audit_merge_into_one_report(tmp_path, cluster, na
     rc, _result, out = run_module_forked(cluster, "applyset_apply", {"parent": "shop", "namespace": namespace,
                                                                       "definition": definition})
     assert rc == 0, out
-    host = {"applyset_kubeconfig": cluster.kubeconfig, "ansible_connection": "local",
-            "ansible_python_interpreter": sys.executable}
-    inventory = tmp_path / "fleet.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"children": {"kubernetes_clusters": {
-        "hosts": {name: host for name in HOSTS}}}}}))
+    inventory = awx_jobs.fleet_inventory_file(tmp_path / "fleet.yml", {name: {} for name in HOSTS},
+                                              applyset_kubeconfig=cluster.kubeconfig)
     extravars = {"audit_scope_namespace": namespace, "audit_publish_part": True,
                  "audit_output_dir": str(tmp_path / "slice-reports")}
 

@@ -106,3 +106,30 @@ def test_a_failed_preview_is_shown_with_its_error():
     report = pr.build_preview([{"key": "k", "cluster": "c", "result": failed}], now=NOW)
     assert not report["ok"] and report["sets"][0]["error"] == "the parent is not ours"
     assert "FAILED" in pr.render_markdown(report) and "the parent is not ours" in pr.render_html(report)
+
+
+def part(*clusters, limits=pr.Limits()):
+    return pr.build_preview([{"key": f"{c}/shop/shop", "cluster": c, "result": result()} for c in clusters],
+                            now=NOW, limits=limits)
+
+
+def test_the_parts_of_a_sliced_preview_merge_into_one_report():
+    merged = pr.merge_previews([part("us-1"), part("eu-1", "eu-2"), part("us-1")], now=NOW)
+    assert [s["key"] for s in merged["sets"]] == ["eu-1/shop/shop", "eu-2/shop/shop", "us-1/shop/shop"]
+    assert merged["summary"]["sets"] == 3 and merged["summary"]["changes"] == 3 * 6 and merged["ok"]
+    assert merged["sets"][0] == part("eu-1")["sets"][0]  # within the caps, a set is shown as its part showed it
+    assert SECRET_VALUE not in json.dumps(merged) + pr.render_markdown(merged) + pr.render_html(merged)
+
+
+def test_a_merged_report_is_capped_again_and_counts_what_the_parts_left_out():
+    small = pr.Limits(changes=4, diff_lines=3, all_diff_lines=8)
+    parts = [part("eu-1", limits=small), part("us-1", limits=small)]
+    assert [p["summary"]["left_out"]["changes"] for p in parts] == [2, 2]
+    merged = pr.merge_previews(parts, now=NOW, limits=small)
+    assert merged["summary"]["changes"] == 12  # every change counted, listed or not
+    assert sum(len(g["changes"]) for s in merged["sets"] for g in s["groups"]) == 4
+    assert merged["summary"]["left_out"]["changes"] == 12 - 4
+    shown_lines = sum(len((c["diff"] or "").splitlines()) for s in merged["sets"] for g in s["groups"] for c in g["changes"])
+    assert shown_lines <= 8
+    assert merged["summary"]["left_out"]["diff_lines"] == sum(
+        c["diff_lines_left_out"] for s in merged["sets"] for g in s["groups"] for c in g["changes"])
