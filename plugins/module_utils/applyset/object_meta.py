@@ -8,11 +8,83 @@ rest of the object (spec, status) is the kind's, read by the rules that know it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any, TypedDict, cast
+
+KubeObject = dict[str, Any]
+"""A Kubernetes object as the API server sent it or the input gave it: decoded JSON, whose
+``apiVersion``, ``kind`` and ``metadata`` every kind shares and whose other fields (spec, status,
+data ...) are the kind's. A name for the bare ``dict`` rather than a class or a TypedDict: the
+core holds tens of thousands of them, read mostly to be sent on, and a TypedDict refuses the
+kinds' own fields; the parts every kind shares are typed below (``ObjectMeta``, ``Condition``)."""
 
 
-def metadata_of(obj: Mapping | None) -> dict:
+class OwnerReference(TypedDict, total=False):
+    """One of ``metadata.ownerReferences``."""
+
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    blockOwnerDeletion: bool
+
+
+class ObjectMeta(TypedDict, total=False):
+    """``metadata``, as every kind has it (the fields the core reads; any may be missing)."""
+
+    name: str
+    generateName: str
+    namespace: str
+    uid: str
+    resourceVersion: str
+    generation: int
+    creationTimestamp: str
+    deletionTimestamp: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    ownerReferences: list[OwnerReference]
+    finalizers: list[str]
+    managedFields: list[dict[str, Any]]
+
+
+class Condition(TypedDict, total=False):
+    """One of ``status.conditions``, as kstatus and the controllers write it."""
+
+    type: str
+    status: str  # "True", "False" or "Unknown"
+    reason: str
+    message: str
+    observedGeneration: int
+    lastTransitionTime: str
+
+
+# ``metadata`` of a LIST's answer (a ListMeta, not an ObjectMeta): ``continue`` is a keyword in Python.
+ListMeta = TypedDict("ListMeta", {"resourceVersion": str, "continue": str, "remainingItemCount": int}, total=False)
+
+
+def metadata_of(obj: Mapping | None) -> ObjectMeta:
     """``obj.metadata``; ``{}`` when ``obj`` is None or has none."""
-    return (obj or {}).get("metadata") or {}
+    return cast(ObjectMeta, (obj or {}).get("metadata") or {})
+
+
+def list_meta_of(body: Mapping | None) -> ListMeta:
+    """A LIST answer's ``metadata`` (its resourceVersion and continue token); ``{}`` when it has none."""
+    return cast(ListMeta, (body or {}).get("metadata") or {})
+
+
+def generation_of(obj: Mapping | None) -> int | None:
+    """``metadata.generation``, or None (a kind the server does not count generations of)."""
+    generation = metadata_of(obj).get("generation")
+    return generation if isinstance(generation, int) else None
+
+
+def conditions_of(obj: Mapping | None) -> list[Condition]:
+    """``status.conditions`` that are objects with a type, in the order the controller wrote them."""
+    status = (obj or {}).get("status")
+    found = status.get("conditions") if isinstance(status, dict) else None
+    if not isinstance(found, list):
+        return []
+    return [cast(Condition, c) for c in found if isinstance(c, dict) and c.get("type")]
 
 
 def name_of(obj: Mapping | None) -> str | None:

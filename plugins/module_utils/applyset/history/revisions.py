@@ -29,7 +29,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..object_meta import labels_of, metadata_of, name_of
+from ..object_meta import ObjectMeta, labels_of, metadata_of, name_of
 from ..kube.api import KubeApi
 from .. import spec
 from ..errors import ApiError, ApplySetError
@@ -280,7 +280,7 @@ def list_secrets(client: KubeApi, secrets_res, namespace: str, set_id: str, *, v
 SUMMARY_KEYS = {"time": str, "result": str, "members": int, "chunks": int, "digest": str}
 
 
-def summary_of(meta: dict) -> dict:
+def summary_of(meta: ObjectMeta) -> dict:
     """The summary annotation of a revision's first Secret (its ``metadata``), checked.
 
     Raises:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..object_meta import metadata_of
+from ..object_meta import list_meta_of
 from .api import EarlyReadSeam, Item
 from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection, tls_context
 from .discovery import Discovery, Resource
@@ -374,7 +374,7 @@ class KubeClient(_ExportedConnection):
             body = self.send(list_request(res, namespace, label_selector=label_selector, metadata_only=metadata_only,
                                           page_size=page_size or LIST_PAGE_SIZE, continue_token=token)).body
             yield from body.get("items") or []
-            token = metadata_of(body).get("continue")
+            token = list_meta_of(body).get("continue")
             if not token:
                 return
 

@@ -15,7 +15,7 @@ import json
 import threading
 from dataclasses import dataclass
 
-from ..object_meta import metadata_of
+from ..object_meta import list_meta_of, metadata_of
 from .api import KubeApi
 from .client import LIST_PAGE_SIZE, read_response
 from .http_requests import ApiRequest, list_request
@@ -138,7 +138,7 @@ def list_with_version(client: KubeApi, res, namespace: str | None = None, *, met
         body = client.send(list_request(res, namespace, metadata_only=metadata_only, page_size=LIST_PAGE_SIZE,
                                         continue_token=token)).body or {}
         items.extend(body.get("items") or [])
-        meta = metadata_of(body)
+        meta = list_meta_of(body)
         version = meta.get("resourceVersion") or version  # every page of one list has the same
         token = meta.get("continue")
         if not token:

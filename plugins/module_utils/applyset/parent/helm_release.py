@@ -20,7 +20,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..object_meta import metadata_of
+from ..object_meta import ObjectMeta, metadata_of
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..kube.api import KubeApi
@@ -123,7 +123,7 @@ def record_name(name: str, version: int) -> str:
     return f"sh.helm.release.v1.{name}.v{version}"
 
 
-def owner_of(meta: dict) -> tuple[str, str] | None:
+def owner_of(meta: ObjectMeta) -> tuple[str, str] | None:
     """The ``(release, namespace)`` the Helm annotations of ``meta`` name, or None."""
     annotations = meta.get("annotations") or {}
     name = annotations.get(RELEASE_NAME)

@@ -14,7 +14,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from ..object_meta import metadata_of
+from ..object_meta import ObjectMeta, metadata_of
 from . import plan_key as plan_keys
 from .. import spec
 from ..kube.discovery import Discovery, Resource
@@ -252,7 +252,7 @@ def _parse_claim(text: str | None) -> dict | None:
     return claim if isinstance(claim, dict) else None
 
 
-def _last_written(meta: dict) -> str | None:
+def _last_written(meta: ObjectMeta) -> str | None:
     """The newest time in managedFields (RFC 3339 UTC, so the text sorts as the time does)."""
     times = [entry.get("time") for entry in meta.get("managedFields") or () if isinstance(entry, dict)]
     return max((t for t in times if isinstance(t, str)), default=None)

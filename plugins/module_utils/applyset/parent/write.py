@@ -147,7 +147,7 @@ def _creation_body(parent: Parent, group_kinds, namespaces, claim: dict | None) 
     body = parent_body(parent, group_kinds, namespaces, claim)
     if parent.definition:
         merged = dict(parent.definition)
-        meta = dict(metadata_of(merged))
+        meta = metadata_of(merged).copy()
         meta["labels"] = {**(meta.get("labels") or {}), **body["metadata"]["labels"]}
         meta["annotations"] = {**(meta.get("annotations") or {}), **body["metadata"]["annotations"]}
         meta["name"] = parent.name

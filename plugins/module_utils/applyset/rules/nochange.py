@@ -102,7 +102,7 @@ def with_digest(body: dict, *, digest_of: dict | None = None) -> dict:
     """
     clean = _without_digest(body)
     digest = request_digest(clean if digest_of is None else digest_of)
-    meta = dict(metadata_of(clean))
+    meta = metadata_of(clean).copy()
     meta["annotations"] = {**(meta.get("annotations") or {}), spec.ANNOTATION_APPLIED_DIGEST: digest}
     return {**clean, "metadata": meta}
 

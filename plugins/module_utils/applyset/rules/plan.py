@@ -346,7 +346,7 @@ def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: s
     default namespace, and the namespace of a cluster-scoped object is dropped (kubectl does so
     silently; we say so in ``warnings``).
     """
-    meta = dict(metadata_of(m.mapping))
+    meta = metadata_of(m.mapping).copy()
     namespace = meta.get("namespace")
     if res.namespaced:
         namespace = namespace or default_namespace
