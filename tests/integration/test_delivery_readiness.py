@@ -10,20 +10,16 @@ within seconds with the controller's reason, far before its wait_timeout.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from status_writer import apply_waiting, write_statuses
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
-from applyset import engine  # noqa: E402
 from applyset.errors import WaitTimeout  # noqa: E402
-from applyset.inputs import manifests  # noqa: E402
-from applyset.kube import client as core_kube  # noqa: E402
-from applyset.run.options import Options  # noqa: E402
 
 CRDS = Path(__file__).parent / "data" / "crds" / "delivery"
 WAIT_TIMEOUT = 120  # every failing run below must end long before this
@@ -145,30 +141,14 @@ STORIES = {
 }
 
 
-def controller(kube, kind, path, statuses, pause=0.3):
-    """Write ``statuses`` one after another on the object at ``path`` once it exists, as its
-    controller would (a thread)."""
-    def run():
-        deadline = time.monotonic() + 60
-        while kube.get(path) is None:
-            assert time.monotonic() < deadline, f"{path} never created"
-            time.sleep(0.05)
-        for status in statuses:
-            target = path + "/status" if kind.status_subresource else path
-            code, body, _ = kube.request("PATCH", target, {"status": status}, content_type="application/merge-patch+json")
-            assert code == 200, f"{target}: {body.get('message') if isinstance(body, dict) else body}"
-            time.sleep(pause)
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
+def controller(kube, kind, path, statuses):
+    """Write ``statuses`` on the object at ``path`` once it exists, as ``kind``'s controller would (a thread)."""
+    return write_statuses(kube, path, statuses, subresource=kind.status_subresource)
 
 
 def apply(cluster, namespace, objects, parent="delivery", **options):
-    options.setdefault("wait", True)
     options.setdefault("wait_timeout", WAIT_TIMEOUT)
-    run = engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), parent, namespace,
-                        Options.from_settings(**options))
-    return run.apply(manifests.load_definition(objects))
+    return apply_waiting(cluster, namespace, objects, parent, **options)
 
 
 def test_every_kind_is_ready_once_its_controller_says_so(cluster, kube, namespace, crds):

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 from ansible_cli import ansible_env, run_playbook
+from status_writer import apply_waiting, write_statuses
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
@@ -50,27 +50,12 @@ def crds(kube):
 
 def controller(kube, path, status, delay=0.0):
     """Write ``status`` on the object at ``path`` once it exists, as its controller would (a thread)."""
-    def run():
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            live = kube.get(path)
-            if live is not None:
-                time.sleep(delay)
-                code, body, _ = kube.request("PATCH", path + "/status", {"status": status},
-                                             content_type="application/merge-patch+json")
-                assert code == 200, body
-                return
-            time.sleep(0.05)
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
+    return write_statuses(kube, path, [status], delay=delay)
 
 
 def apply(cluster, namespace, objects, parent="rules", **options):
-    options.setdefault("wait", True)
     options.setdefault("wait_timeout", WAIT_TIMEOUT)
-    run = engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), parent, namespace, Options.from_settings(**options))
-    return run.apply(manifests.load_definition(objects))
+    return apply_waiting(cluster, namespace, objects, parent, **options)
 
 
 def obj(api_version, kind, name, spec=None, annotations=None):
