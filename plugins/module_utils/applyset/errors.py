@@ -9,12 +9,20 @@ failed result with ``to_dict()``; the string form is meant to be read by a perso
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from .object_meta import KubeObject
 
 if TYPE_CHECKING:  # the report of a run, named for the annotation only: errors are below every layer
     from .run.report import Report
+
+
+class StatusCause(TypedDict, total=False):
+    """One of a Status object's ``details.causes``: what the server refused, and where."""
+
+    reason: str
+    message: str
+    field: str
 
 
 # An error's machine-readable extras in the module result (``details``): plain JSON, each error its own keys.
@@ -182,9 +190,9 @@ class PlanChanged(InputError):
 _IMMUTABLE_MARKERS = ("immutable", "may not change once set", "updates to statefulset spec for fields other than")
 
 
-def _status_causes(err: BaseException) -> list[dict[str, Any]]:
+def _status_causes(err: BaseException) -> list[StatusCause]:
     causes = (((getattr(err, "body", None) or {}).get("details") or {}).get("causes")) or []
-    return [cause for cause in causes if isinstance(cause, dict)]
+    return [cast(StatusCause, cause) for cause in causes if isinstance(cause, dict)]
 
 
 def _is_immutable_text(text: str | None) -> bool:
@@ -192,7 +200,7 @@ def _is_immutable_text(text: str | None) -> bool:
     return any(marker in text for marker in _IMMUTABLE_MARKERS)
 
 
-def _short_cause(cause: dict[str, Any]) -> str:
+def _short_cause(cause: StatusCause) -> str:
     """``field: why`` without the value dump: a Job's refusal quotes its whole pod template."""
     message = cause.get("message") or ""
     if message.startswith("Invalid value:"):

@@ -67,6 +67,7 @@ class NamedSet(Protocol):
     def name(self) -> str:
         ...
 
+
 LABEL_HISTORY_OF = spec.OWN_PREFIX + "history-of"  # the set's id
 LABEL_REVISION = spec.OWN_PREFIX + "revision"  # the revision's number
 LABEL_CHUNK = spec.OWN_PREFIX + "chunk"  # 0 for the first Secret of a revision
@@ -250,10 +251,11 @@ def _summary(content: RevisionContent, chunks: list[bytes]) -> RevisionSummary:
 
 def _secret(parent: Parent, namespace: str, name: str, number: int, chunk: int, data: bytes,
             summary: RevisionSummary | None = None) -> KubeObject:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace,
-            "labels": {LABEL_HISTORY_OF: parent.id, LABEL_REVISION: str(number), LABEL_CHUNK: str(chunk)},
-            "ownerReferences": [{"apiVersion": parent.resource.api_version, "kind": parent.resource.kind,
-                                 "name": parent.name, "uid": parent.uid}]}
+    meta: dict[str, Any] = {
+        "name": name, "namespace": namespace,
+        "labels": {LABEL_HISTORY_OF: parent.id, LABEL_REVISION: str(number), LABEL_CHUNK: str(chunk)},
+        "ownerReferences": [{"apiVersion": parent.resource.api_version, "kind": parent.resource.kind,
+                             "name": parent.name, "uid": parent.uid}]}
     if summary is not None:
         meta["annotations"] = {ANNOTATION_SUMMARY: json.dumps(summary, sort_keys=True, separators=(",", ":"))}
     return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": SECRET_TYPE,

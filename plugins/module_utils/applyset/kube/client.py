@@ -374,8 +374,9 @@ class KubeClient(_ExportedConnection):
         """
         token = None
         while True:
-            body: ListBody = self.send(list_request(res, namespace, label_selector=label_selector, metadata_only=metadata_only,
-                                          page_size=page_size or LIST_PAGE_SIZE, continue_token=token)).body
+            body: ListBody = self.send(list_request(res, namespace, label_selector=label_selector,
+                                                    metadata_only=metadata_only, page_size=page_size or LIST_PAGE_SIZE,
+                                                    continue_token=token)).body
             yield from body.get("items") or []
             token = list_meta_of(body).get("continue")
             if not token:
