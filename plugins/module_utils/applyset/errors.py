@@ -8,10 +8,25 @@ failed result with ``to_dict()``; the string form is meant to be read by a perso
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypedDict, cast
+
+from .object_meta import KubeObject
 
 if TYPE_CHECKING:  # the report of a run, named for the annotation only: errors are below every layer
     from .run.report import Report
+
+
+class StatusCause(TypedDict, total=False):
+    """One of a Status object's ``details.causes``: what the server refused, and where."""
+
+    reason: str
+    message: str
+    field: str
+
+
+# An error's machine-readable extras in the module result (``details``): plain JSON, each error its own keys.
+ErrorDetails = dict[str, Any]
 
 
 class ApplySetError(Exception):
@@ -28,7 +43,8 @@ class ApplySetError(Exception):
 
     report: Report | None = None
 
-    def __init__(self, message, *, obj=None, fix=None, details=None, what_failed=None):
+    def __init__(self, message: str, *, obj: str | None = None, fix: str | None = None,
+                 details: ErrorDetails | None = None, what_failed: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.obj = obj
@@ -37,15 +53,15 @@ class ApplySetError(Exception):
         self._what_failed = what_failed
 
     @property
-    def what_failed(self):
+    def what_failed(self) -> str:
         """The message without what the failed run left as it was (the whole message by default)."""
         return self._what_failed or self.message
 
     @what_failed.setter
-    def what_failed(self, text):
+    def what_failed(self, text: str | None) -> None:
         self._what_failed = text
 
-    def __str__(self):
+    def __str__(self) -> str:
         text = self.message
         if self.obj and not text.startswith(str(self.obj)):
             # A message that opens with its subject reads once: "revision 9 of ApplySet Secret
@@ -55,9 +71,9 @@ class ApplySetError(Exception):
             text = f"{_end_sentence(text)} Fix: {self.fix}"
         return text
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return the error as plain data for a module result."""
-        result = {
+        result: dict[str, Any] = {
             "type": type(self).__name__,
             "message": self.message,
             "object": self.obj,
@@ -68,7 +84,7 @@ class ApplySetError(Exception):
         return result
 
 
-def _end_sentence(text):
+def _end_sentence(text: str) -> str:
     # Avoid "..". when the message already ends with punctuation.
     return text if text.endswith((".", "!", "?", ":")) else text + "."
 
@@ -80,14 +96,14 @@ class InputError(ApplySetError):
 class InputErrors(InputError):
     """Several input errors reported together, so the user can fix them all in one go."""
 
-    def __init__(self, errors):
+    def __init__(self, errors: Iterable[ApplySetError]) -> None:
         self.errors = list(errors)
         count = len(self.errors)
         heading = "1 problem in the input" if count == 1 else f"{count} problems in the input"
         lines = [heading + ":"] + [f"- {error}" for error in self.errors]
         super().__init__("\n".join(lines))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """``ApplySetError.to_dict`` plus ``errors``: each error's own dict."""
         result = super().to_dict()
         result["errors"] = [error.to_dict() for error in self.errors]
@@ -112,14 +128,16 @@ class ApiError(ApplySetError):
     (``NotFound``, ``Conflict``...) and ``body`` the decoded Status object, if any.
     """
 
-    def __init__(self, message, *, status=None, reason=None, body=None, obj=None, fix=None,
-                 details=None):
+    def __init__(self, message: str, *, status: int | None = None, reason: str | None = None,
+                 body: KubeObject | None = None, obj: str | None = None, fix: str | None = None,
+                 details: ErrorDetails | None = None) -> None:
         super().__init__(message, obj=obj, fix=fix, details=details)
-        self.status = status
+        # int | None (None: no answer); Any until wait/watching.py stops comparing it with 500 unchecked.
+        self.status: Any = status
         self.reason = reason
         self.body = body
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """``ApplySetError.to_dict`` plus the HTTP ``status`` and the ``reason``."""
         result = super().to_dict()
         result["status"] = self.status
@@ -131,12 +149,12 @@ class ConflictError(ApiError):
     """Server-side apply refused a change (HTTP 409) because another field manager owns fields."""
 
     @property
-    def conflicting_fields(self):
+    def conflicting_fields(self) -> list[str]:
         """Field paths from the Status causes, e.g. ``.spec.replicas``."""
         causes = ((self.body or {}).get("details") or {}).get("causes") or []
-        return [cause.get("field") for cause in causes if isinstance(cause, dict) and cause.get("field")]
+        return [cause["field"] for cause in causes if isinstance(cause, dict) and cause.get("field")]
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """``ApiError.to_dict`` plus ``conflicting_fields``."""
         result = super().to_dict()
         result["conflicting_fields"] = self.conflicting_fields
@@ -172,17 +190,17 @@ class PlanChanged(InputError):
 _IMMUTABLE_MARKERS = ("immutable", "may not change once set", "updates to statefulset spec for fields other than")
 
 
-def _status_causes(err):
+def _status_causes(err: BaseException) -> list[StatusCause]:
     causes = (((getattr(err, "body", None) or {}).get("details") or {}).get("causes")) or []
-    return [cause for cause in causes if isinstance(cause, dict)]
+    return [cast(StatusCause, cause) for cause in causes if isinstance(cause, dict)]
 
 
-def _is_immutable_text(text):
+def _is_immutable_text(text: str | None) -> bool:
     text = (text or "").lower()
     return any(marker in text for marker in _IMMUTABLE_MARKERS)
 
 
-def _short_cause(cause):
+def _short_cause(cause: StatusCause) -> str:
     """``field: why`` without the value dump: a Job's refusal quotes its whole pod template."""
     message = cause.get("message") or ""
     if message.startswith("Invalid value:"):
@@ -194,7 +212,7 @@ def _short_cause(cause):
     return f"{cause['field']}: {message}" if cause.get("field") else message
 
 
-def immutable_refusal(err):
+def immutable_refusal(err: BaseException) -> list[tuple[str, str]]:
     """The fields the ``ApiError`` ``err`` refused because they cannot change in place, or ``[]``.
 
     Only a refusal whose every cause is such a field counts (HTTP 422, reason Invalid):
@@ -213,7 +231,7 @@ def immutable_refusal(err):
     return [(cause.get("field") or "", _short_cause(cause)) for cause in causes]
 
 
-def missing_namespace(err):
+def missing_namespace(err: BaseException) -> str | None:
     """The namespace that the ``ApiError`` ``err`` says is missing (a 404 ``namespaces "x" not
     found``), or None for any other error."""
     if getattr(err, "status", None) != 404:

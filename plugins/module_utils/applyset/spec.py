@@ -6,12 +6,16 @@ users' clusters hold, so formats follow kubectl byte for byte: ``k8s.io/kubectl`
 annotations); the known-answer vectors in ``tests/unit/test_spec.py`` come from kubectl's own tests.
 """
 
+from __future__ import annotations
+
 import base64
 import dataclasses
 import hashlib
-from typing import NamedTuple, Optional, cast
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple, Optional, Protocol, cast
 
 from .errors import InputError
+from .object_meta import ObjectMeta
 
 PREFIX = "applyset.kubernetes.io/"
 
@@ -61,12 +65,12 @@ PARENT_FIELD_MANAGER = TOOL_NAME + "-applyset"
 _ID_FORMAT = "applyset-{}-v1"
 
 
-def tooling_value(version=COLLECTION_VERSION):
+def tooling_value(version: str = COLLECTION_VERSION) -> str:
     """Return our value for the tooling annotation, e.g. ``applyset.kubernetes/0.1.0``."""
     return f"{TOOL_NAME}/{version}"
 
 
-def tooling_name(value):
+def tooling_name(value: str) -> str:
     """Return the tool name of a tooling annotation value: all before the last '/'.
 
     ``kubectl/v1.30.1`` -> ``kubectl``; ``example.com/tool/why/v1`` -> ``example.com/tool/why``;
@@ -76,7 +80,7 @@ def tooling_name(value):
     return name if slash else value
 
 
-def compute_id(name, namespace, kind, group):
+def compute_id(name: str, namespace: str | None, kind: str, group: str | None) -> str:
     """Return the ApplySet ID of a parent, as kubectl computes it.
 
     ``namespace`` is "" for a cluster-scoped parent and ``group`` is "" for the core group.
@@ -94,12 +98,12 @@ class GroupKind(NamedTuple):
     group: str
     kind: str
 
-    def __str__(self):
+    def __str__(self) -> str:
         # Same text as Go's schema.GroupKind.String(), used in contains-group-kinds.
         return f"{self.kind}.{self.group}" if self.group else self.kind
 
     @classmethod
-    def parse(cls, text):
+    def parse(cls, text: str) -> GroupKind:
         """Parse ``Kind`` or ``Kind.group``; the kind ends at the first '.'."""
         kind, _dot, group = text.partition(".")
         return cls(group, kind)
@@ -113,6 +117,18 @@ SERVICE_KIND = GroupKind("", "Service")
 ENDPOINTS_KIND = GroupKind("", "Endpoints")
 JOB_KIND = GroupKind("batch", "Job")
 CRD_KIND = GroupKind("apiextensions.k8s.io", "CustomResourceDefinition")
+
+
+class HasGroupKind(Protocol):
+    """Anything with an API ``group`` and a ``kind``: a GroupKind, a discovery Resource."""
+
+    @property
+    def group(self) -> str:
+        ...
+
+    @property
+    def kind(self) -> str:
+        ...
 
 
 class ObjectId(NamedTuple):
@@ -129,7 +145,7 @@ class ObjectId(NamedTuple):
     name: str
 
     @classmethod
-    def of(cls, group_kind, namespace, name):
+    def of(cls, group_kind: HasGroupKind, namespace: str | None, name: str) -> ObjectId:
         """Build it from anything with ``group`` and ``kind`` (a GroupKind or a Resource).
 
         ``namespace`` may be None or "" for a cluster-scoped object.
@@ -137,16 +153,17 @@ class ObjectId(NamedTuple):
         return cls(group_kind.group or "", group_kind.kind, namespace or "", name)
 
     @classmethod
-    def from_metadata(cls, group_kind, metadata):
-        """Build it from a kind and an object's ``metadata`` (namespace and name)."""
+    def from_metadata(cls, group_kind: HasGroupKind, metadata: ObjectMeta | Mapping[str, Any]) -> ObjectId:
+        """Build it from a kind and an object's ``metadata`` (namespace and name): an ObjectMeta, or a
+        metadata ``dict`` its caller has not typed yet."""
         return cls.of(group_kind, metadata.get("namespace"), metadata["name"])
 
     @property
-    def group_kind(self):
+    def group_kind(self) -> GroupKind:
         """The object's GroupKind."""
         return GroupKind(self.group, self.kind)
 
-    def __str__(self):
+    def __str__(self) -> str:
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.group_kind} {where}"
 
@@ -157,49 +174,49 @@ class GroupResource(NamedTuple):
     group: str
     resource: str
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.resource}.{self.group}" if self.group else self.resource
 
 
 BUILTIN_PARENT_KINDS = frozenset({SECRET_KIND, CONFIGMAP_KIND})
 
 
-def _split_list(text):
+def _split_list(text: str | None) -> list[str]:
     """Split a comma-separated annotation value, dropping blanks; None and "" give []."""
     if not text:
         return []
     return [entry for entry in (part.strip() for part in text.split(",")) if entry]
 
 
-def format_group_kinds(group_kinds):
+def format_group_kinds(group_kinds: Iterable[GroupKind]) -> str:
     """Return the contains-group-kinds value: distinct ``Kind.group`` entries, byte-wise sorted."""
     return ",".join(sorted({str(group_kind) for group_kind in group_kinds}))
 
 
-def parse_group_kinds(text):
+def parse_group_kinds(text: str | None) -> set[GroupKind]:
     """Parse a contains-group-kinds value into a set of GroupKind ("" or None -> empty set)."""
     return {GroupKind.parse(entry) for entry in _split_list(text)}
 
 
-def parse_group_resources(text):
+def parse_group_resources(text: str | None) -> set[GroupResource]:
     """Parse the legacy contains-group-resources value (``resource.group`` entries)."""
-    result = set()
+    result: set[GroupResource] = set()
     for entry in _split_list(text):
         resource, _dot, group = entry.partition(".")
         result.add(GroupResource(group, resource))
     return result
 
 
-def format_namespaces(namespaces, parent_namespace):
+def format_namespaces(namespaces: Iterable[str | None], parent_namespace: str | None) -> str:
     """Return the additional-namespaces value: sorted, without the parent's own namespace.
 
     Empty and None entries (cluster-scoped members) are dropped too.
     """
     skipped = {parent_namespace or "", "", None}
-    return ",".join(sorted(set(namespaces) - skipped))
+    return ",".join(sorted(cast("set[str]", set(namespaces) - skipped)))
 
 
-def parse_namespaces(text):
+def parse_namespaces(text: str | None) -> set[str]:
     """Parse an additional-namespaces value into a set ("" or None -> empty set)."""
     return set(_split_list(text))
 
@@ -220,24 +237,24 @@ class ParentRef:
     namespace: str = ""
 
     @property
-    def group_kind(self):
+    def group_kind(self) -> GroupKind:
         """The parent's GroupKind (the kind must be resolved)."""
         return GroupKind(self.group, cast(str, self.kind))  # resolved before anyone asks
 
     @property
-    def api_version(self):
+    def api_version(self) -> str | None:
         """``group/version``, or just ``version`` for the core group; None until resolved."""
         if self.version is None:
             return None
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    def applyset_id(self):
+    def applyset_id(self) -> str:
         """The ApplySet ID of this parent (the kind must be resolved)."""
         if not self.kind:
             raise ValueError("the parent's kind must be resolved before computing its ID")
         return compute_id(self.name, self.namespace, self.kind, self.group)
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.kind:
             kind = str(self.group_kind)
         else:
@@ -249,7 +266,7 @@ class ParentRef:
 DEFAULT_PARENT_RESOURCE = "secrets"
 
 
-def parse_parent_ref(text):
+def parse_parent_ref(text: str) -> tuple[str, str, str]:
     """Parse a kubectl-style parent reference ``[RESOURCE][.GROUP]/NAME``.
 
     Returns ``(resource, group, name)``. Without '/' the text is the name of a Secret. The
@@ -291,7 +308,7 @@ KEEP_ANNOTATIONS = {
 LIST_VALUED_KEEP_ANNOTATIONS = frozenset({"argocd.argoproj.io/sync-options"})
 
 
-def keep_reason(annotations):
+def keep_reason(annotations: Mapping[str, object] | None) -> str | None:
     """Say why an object must not be pruned, e.g. ``annotation helm.sh/resource-policy=keep``.
 
     Returns None when no prune-protection annotation is set.

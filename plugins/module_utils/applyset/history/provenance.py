@@ -9,6 +9,7 @@ of the repository is run (no git command, no hook, no configuration).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from .. import spec
 
@@ -67,7 +68,7 @@ def git_commit(path: str) -> str | None:
     return None
 
 
-def gather(play: dict | None, src: list | None) -> dict:
+def gather(play: Mapping[str, object] | None, src: list[str] | None) -> dict[str, str]:
     """The provenance of a run: the collection version, the play's values (``PLAY_KEYS``, when
     given) and, for the first ``src`` entry in a git work tree, its commit."""
     found = {"collection_version": spec.COLLECTION_VERSION}

@@ -26,17 +26,47 @@ import hashlib
 import json
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
-from ..object_meta import ObjectMeta, labels_of, metadata_of, name_of
+from ..object_meta import KubeObject, ObjectMeta, labels_of, metadata_of, name_of
 from ..kube.api import KubeApi
+from ..kube.discovery import Resource
 from .. import spec
 from ..errors import ApiError, ApplySetError
-from ..parent.model import set_name
+from ..parent.model import LiveParent, Parent, set_name
 
-if TYPE_CHECKING:  # the run's options, above this layer: named for the annotation only
+if TYPE_CHECKING:  # the run's options and plan, above this layer: named for the annotations only
+    from ..rules.plan import DesiredObject
     from ..run.options import Options
+
+# A whole revision (``payload``; JSON, Secret values included) and its summary annotation (JSON
+# without any value): read back from Secrets anyone may have changed, so checked key by key
+# (``CONTENT_KEYS``, ``SUMMARY_KEYS``) rather than trusted to a TypedDict.
+RevisionContent = dict[str, Any]
+RevisionSummary = dict[str, Any]
+
+
+class MemberEntry(TypedDict):
+    """A member as a revision keeps it (``member_entry``)."""
+
+    source: str
+    digest: str
+    body: KubeObject
+
+
+class NamedSet(Protocol):
+    """What ``secret_name`` reads of a parent: its set ``id`` and ``name``."""
+
+    @property
+    def id(self) -> str:
+        ...
+
+    @property
+    def name(self) -> str:
+        ...
+
 
 LABEL_HISTORY_OF = spec.OWN_PREFIX + "history-of"  # the set's id
 LABEL_REVISION = spec.OWN_PREFIX + "revision"  # the revision's number
@@ -64,12 +94,12 @@ class Settings:
 
     max: int = DEFAULT_MAX
     namespace: str | None = None
-    provenance: dict = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)  # JSON: gather's, and what a take-over adds
     rollback_to: int | str | None = None
     on_failure: str | None = None
     rollback_timeout: float = 300.0
 
-    def problems(self) -> list:
+    def problems(self) -> list[tuple[str, str]]:
         """``(option, why)`` for each bad setting."""
         found = []
         if self.max < 0:
@@ -94,9 +124,9 @@ class Revision:
     ``damage``: why its metadata cannot be read (its summary, a chunk Secret missing), or None."""
 
     number: int
-    summary: dict
+    summary: RevisionSummary
     secret: str
-    owners: tuple = ()
+    owners: tuple[str | None, ...] = ()
     damage: str | None = None
 
     @property
@@ -104,7 +134,7 @@ class Revision:
         """``deployed`` or ``failed`` as the run that wrote it found, ``damaged`` when unreadable."""
         return DAMAGED if self.damage else self.summary.get("result", DEPLOYED)
 
-    def to_dict(self, result: str) -> dict:
+    def to_dict(self, result: str) -> dict[str, Any]:
         """What applyset_info shows: never a Secret value."""
         keys = ("time", "members", "rollback_of", "provenance", "bytes")
         return {"revision": self.number, "result": result, "secret": self.secret, "damage": self.damage,
@@ -115,7 +145,7 @@ class DamagedRevision(ApplySetError):
     """A revision of the set's history that cannot be read: its ``number``, ``secrets`` (each Secret
     involved, ``namespace/name``) and ``reason`` (what is wrong with them)."""
 
-    def __init__(self, set_label: str, number: int, secrets: list, reason: str):
+    def __init__(self, set_label: str, number: int, secrets: list[str], reason: str) -> None:
         self.number, self.secrets, self.reason = number, tuple(secrets), reason
         which = "the Secret" if len(self.secrets) == 1 else "those Secrets"
         super().__init__(
@@ -129,13 +159,13 @@ class _Damage(Exception):
     """What is wrong with a revision's Secrets (the reason of a ``DamagedRevision``)."""
 
 
-def set_label(parent) -> str:
+def set_label(parent: Parent | LiveParent) -> str:
     """How messages name the set of a ``Parent``, a ``LiveParent`` or verify's set
     (``parent_model.set_name``: ``ApplySet Secret shop/web``)."""
     return set_name(parent.resource, parent.namespace, parent.name)
 
 
-def home(parent, settings: Settings | None) -> str | None:
+def home(parent: Parent, settings: Settings | None) -> str | None:
     """The namespace of ``parent``'s history, or None when none is kept (``history_max: 0``, or a
     cluster-scoped parent without ``history_namespace``)."""
     if settings is None or settings.max == 0:
@@ -143,21 +173,21 @@ def home(parent, settings: Settings | None) -> str | None:
     return parent.namespace or settings.namespace or None
 
 
-def forgets(parent, settings: Settings | None) -> bool:
+def forgets(parent: Parent, settings: Settings | None) -> bool:
     """Whether a run with ``settings`` drops ``parent``'s revision pointer when it writes the set: it
     keeps no history (``history_max: 0``, or no settings) while the parent names a revision, which
     would then no longer be what was last deployed."""
     return (settings is None or settings.max == 0) and parent.revision is not None
 
 
-def secret_name(parent, number: int, chunk: int = 0, digest: str = "") -> str:
+def secret_name(parent: NamedSet, number: int, chunk: int = 0, digest: str = "") -> str:
     """``applyset.NAME.HASH.vN``; further chunks add the payload digest's start and their index."""
     tag = hashlib.sha256(parent.id.encode()).hexdigest()[:8]
     base = f"applyset.{parent.name[:200]}.{tag}.v{number}"
     return base if chunk == 0 else f"{base}.{digest[:8]}.{chunk}"
 
 
-def member_entry(member) -> dict:
+def member_entry(member: DesiredObject) -> MemberEntry:
     """A member as the revision keeps it: the body as sent, its digest and where it came from.
 
     The digest is of the body as sent, or, for a member an ``ignore_fields`` rule matched, of the
@@ -169,21 +199,21 @@ def member_entry(member) -> dict:
             "body": member.body}
 
 
-def set_digest(members: list) -> str:
+def set_digest(members: list[MemberEntry]) -> str:
     """The digest of a desired set (its ``member_entry`` list): what the parent's
     ``revision-digest`` annotation records for the current revision."""
     text = json.dumps([m["digest"] for m in members], separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def payload(number: int, result: str, *, opts: Options, parent, members: list, hint: tuple,
-            rollback_of: int | None) -> dict:
+def payload(number: int, result: str, *, opts: Options, parent: Parent, members: list[DesiredObject],
+            hint: tuple[Any, Any], rollback_of: int | None) -> RevisionContent:
     """The whole revision numbered ``number`` of a run with ``opts`` (``options.Options``, its
     ``history`` settings included) that applies ``members`` (``plan.DesiredObject``) to the set of
     ``parent`` (``parent_model.Parent``), whose final ``hint`` is ``(group_kinds, namespaces)``;
     ``rollback_of`` the revision it applies again, if any."""
     provenance = dict(opts.history.provenance) if opts.history is not None else {}
-    options = {}
+    options: dict[str, Any] = {}
     for name in SHAPING_OPTIONS:
         value = getattr(opts, name)
         options[name] = sorted(value) if isinstance(value, (set, frozenset)) else value
@@ -198,18 +228,18 @@ def payload(number: int, result: str, *, opts: Options, parent, members: list, h
     }
 
 
-def encode(content: dict) -> list[bytes]:
+def encode(content: RevisionContent) -> list[bytes]:
     """The revision as gzip-compressed JSON, cut into chunks of at most ``CHUNK_BYTES``."""
     raw = gzip.compress(json.dumps(content, sort_keys=True, separators=(",", ":")).encode(), mtime=0)
     return [raw[i:i + CHUNK_BYTES] for i in range(0, len(raw), CHUNK_BYTES)] or [b""]
 
 
-def decode(chunks: list[bytes]) -> dict:
+def decode(chunks: list[bytes]) -> RevisionContent:
     """The revision from its chunks, in order."""
     return json.loads(gzip.decompress(b"".join(chunks)))
 
 
-def _summary(content: dict, chunks: list[bytes]) -> dict:
+def _summary(content: RevisionContent, chunks: list[bytes]) -> RevisionSummary:
     raw = b"".join(chunks)
     # The field manager is in the summary so that a rollback learns every manager the set's
     # releases used from one metadata-only LIST (field_managers).
@@ -219,11 +249,13 @@ def _summary(content: dict, chunks: list[bytes]) -> dict:
             "field_manager": (content.get("options") or {}).get("field_manager")}
 
 
-def _secret(parent, namespace: str, name: str, number: int, chunk: int, data: bytes, summary=None) -> dict:
-    meta = {"name": name, "namespace": namespace,
-            "labels": {LABEL_HISTORY_OF: parent.id, LABEL_REVISION: str(number), LABEL_CHUNK: str(chunk)},
-            "ownerReferences": [{"apiVersion": parent.resource.api_version, "kind": parent.resource.kind,
-                                 "name": parent.name, "uid": parent.uid}]}
+def _secret(parent: Parent, namespace: str, name: str, number: int, chunk: int, data: bytes,
+            summary: RevisionSummary | None = None) -> KubeObject:
+    meta: dict[str, Any] = {
+        "name": name, "namespace": namespace,
+        "labels": {LABEL_HISTORY_OF: parent.id, LABEL_REVISION: str(number), LABEL_CHUNK: str(chunk)},
+        "ownerReferences": [{"apiVersion": parent.resource.api_version, "kind": parent.resource.kind,
+                             "name": parent.name, "uid": parent.uid}]}
     if summary is not None:
         meta["annotations"] = {ANNOTATION_SUMMARY: json.dumps(summary, sort_keys=True, separators=(",", ":"))}
     return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": SECRET_TYPE,
@@ -234,7 +266,8 @@ class NumberTaken(ApplySetError):
     """Another Secret already holds this revision number (a run without the claim must not overwrite it)."""
 
 
-def write(client: KubeApi, secrets_res, parent, namespace: str, content: dict, *, exclusive: bool) -> dict:
+def write(client: KubeApi, secrets_res, parent: Parent, namespace: str, content: RevisionContent, *,
+          exclusive: bool) -> RevisionSummary:
     """Store ``content`` (``payload``) as revision ``content["revision"]`` of ``parent``.
 
     The later chunks go first (their names carry the payload digest, so they never overwrite another
@@ -269,7 +302,8 @@ def write(client: KubeApi, secrets_res, parent, namespace: str, content: dict, *
     return summary
 
 
-def list_secrets(client: KubeApi, secrets_res, namespace: str, set_id: str, *, values: bool = False) -> list:
+def list_secrets(client: KubeApi, secrets_res, namespace: str, set_id: str, *,
+                 values: bool = False) -> list[KubeObject]:
     """Every history Secret of the set ``set_id`` in ``namespace``: metadata only, unless ``values``
     (applyset_verify reads every revision)."""
     return list(client.list(secrets_res, namespace, label_selector=f"{LABEL_HISTORY_OF}={set_id}",
@@ -280,7 +314,7 @@ def list_secrets(client: KubeApi, secrets_res, namespace: str, set_id: str, *, v
 SUMMARY_KEYS = {"time": str, "result": str, "members": int, "chunks": int, "digest": str}
 
 
-def summary_of(meta: ObjectMeta) -> dict:
+def summary_of(meta: ObjectMeta) -> RevisionSummary:
     """The summary annotation of a revision's first Secret (its ``metadata``), checked.
 
     Raises:
@@ -304,12 +338,12 @@ def summary_of(meta: ObjectMeta) -> dict:
     return summary
 
 
-def chunk_names(first_name: str, summary: dict) -> list[str]:
+def chunk_names(first_name: str, summary: RevisionSummary) -> list[str]:
     """The names of a revision's further chunks (``secret_name``), from its first Secret's name."""
     return [f"{first_name}.{summary['digest'][7:15]}.{index}" for index in range(1, summary["chunks"])]
 
 
-def revisions(items: list) -> list[Revision]:
+def revisions(items: list[KubeObject]) -> list[Revision]:
     """The revisions among history Secrets' metadata (their first chunks), oldest first; one whose
     summary cannot be read, or whose further chunks are not among ``items``, is listed damaged."""
     names = {name_of(item) for item in items}
@@ -323,7 +357,8 @@ def revisions(items: list) -> list[Revision]:
             number = int(labels.get(LABEL_REVISION, ""))
         except ValueError:
             continue  # no revision of ours: nothing to list it under
-        summary, damage = {}, None
+        summary: RevisionSummary = {}
+        damage: str | None = None
         try:
             summary = summary_of(meta)
             missing = [name for name in chunk_names(meta.get("name", ""), summary) if name not in names]
@@ -335,11 +370,11 @@ def revisions(items: list) -> list[Revision]:
     return sorted(found, key=lambda r: r.number)
 
 
-def results(listed: list[Revision], current: int | None) -> dict:
+def results(listed: list[Revision], current: int | None) -> dict[int, str]:
     """``{number: result}``: the current revision deployed (or failed), a failed one failed, one that
     cannot be read damaged, one that a rollback undid (the revision just before a rollback) rolled back, others superseded."""
     undone = {r.number - 1 for r in listed if r.summary.get("rollback_of")}
-    shown = {}
+    shown: dict[int, str] = {}
     for rev in listed:
         if rev.stored_result in (FAILED, DAMAGED):
             shown[rev.number] = rev.stored_result
@@ -357,7 +392,7 @@ def last_good(listed: list[Revision], below: int | None) -> Revision | None:
     return good[-1] if good else None
 
 
-def read(client: KubeApi, secrets_res, parent, namespace: str, number: int) -> dict:
+def read(client: KubeApi, secrets_res, parent: Parent, namespace: str, number: int) -> RevisionContent:
     """The whole revision ``number`` of ``parent`` (Secret values included: never show it).
 
     Raises:
@@ -373,7 +408,8 @@ def read(client: KubeApi, secrets_res, parent, namespace: str, number: int) -> d
                            lambda name: client.get(secrets_res, name, namespace))
 
 
-def decode_revision(label: str, set_id: str, number: int, first: dict, get_secret) -> dict:
+def decode_revision(label: str, set_id: str, number: int, first: KubeObject,
+                    get_secret: Callable[[str], KubeObject | None]) -> RevisionContent:
     """Revision ``number`` of the set ``set_id`` (``label``: ``set_label``) from its first Secret
     ``first`` and its further chunks (``get_secret(name)``: the Secret, or None), checked: the one
     way a revision is read, so that every damage is told the same way.
@@ -399,10 +435,10 @@ def decode_revision(label: str, set_id: str, number: int, first: dict, get_secre
     return content
 
 
-def field_managers(listed: list[Revision], read_revision) -> frozenset:
+def field_managers(listed: list[Revision], read_revision: Callable[[int], RevisionContent]) -> frozenset[str]:
     """Every field manager the kept revisions ``listed`` recorded: from their summaries, and for a
     revision written before summaries named it, from its content (``read_revision(number)``)."""
-    found = set()
+    found: set[str] = set()
     for rev in listed:
         manager = rev.summary.get("field_manager")
         if manager is None:
@@ -415,7 +451,7 @@ def field_managers(listed: list[Revision], read_revision) -> frozenset:
     return frozenset(found)
 
 
-def _chunk_value(secret: dict | None, index: int) -> bytes:
+def _chunk_value(secret: KubeObject | None, index: int) -> bytes:
     if secret is None:
         raise _Damage(f"its chunk {index} is missing")
     value = (secret.get("data") or {}).get(DATA_KEY)
@@ -432,7 +468,7 @@ CONTENT_KEYS = {"set": str, "revision": int, "members": list, "options": dict}
 BODY_KEYS = {"apiVersion": str, "kind": str, "metadata": dict}
 
 
-def _content(chunks: list[bytes], digest: str) -> dict:
+def _content(chunks: list[bytes], digest: str) -> RevisionContent:
     raw = b"".join(chunks)
     if "sha256:" + hashlib.sha256(raw).hexdigest() != digest:
         raise _Damage("its chunks do not match the digest its summary records")
@@ -450,7 +486,7 @@ def _content(chunks: list[bytes], digest: str) -> dict:
     return content
 
 
-def _content_problem(content) -> str | None:
+def _content_problem(content: object) -> str | None:
     """What a decoded revision lacks for a rollback (a key, a type), or None."""
     if not isinstance(content, dict):
         return "is not a JSON object"
@@ -467,7 +503,7 @@ def _content_problem(content) -> str | None:
     return None
 
 
-def delete(client: KubeApi, secrets_res, namespace: str, items: list) -> None:
+def delete(client: KubeApi, secrets_res, namespace: str, items: list[KubeObject]) -> None:
     """Delete the history Secrets ``items`` (metadata as listed), each by uid; gone ones are fine."""
     for item in items:
         meta = item["metadata"]
@@ -478,18 +514,18 @@ def delete(client: KubeApi, secrets_res, namespace: str, items: list) -> None:
                 raise
 
 
-def beyond(items: list, newest: int, keep: int) -> list:
+def beyond(items: list[KubeObject], newest: int, keep: int) -> list[KubeObject]:
     """The history Secrets of revisions that fall out of the ``keep`` newest up to ``newest``."""
-    def number(item):
+    def number(item: KubeObject) -> int | None:
         try:
             return int(labels_of(item).get(LABEL_REVISION, ""))
         except ValueError:
             return None
 
-    return [i for i in items if number(i) is not None and number(i) <= newest - keep]
+    return [i for i in items if (n := number(i)) is not None and n <= newest - keep]
 
 
-def mark_failed(client: KubeApi, secrets_res, parent, namespace: str, number: int) -> None:
+def mark_failed(client: KubeApi, secrets_res: Resource, parent: Parent, namespace: str, number: int) -> None:
     """Record revision ``number`` as failed (its release failed after it was written: its wait)."""
     name = secret_name(parent, number)
     live = client.get(secrets_res, name, namespace)
@@ -507,7 +543,8 @@ def mark_failed(client: KubeApi, secrets_res, parent, namespace: str, number: in
     client.merge_patch(secrets_res, name, namespace, patch, field_manager=FIELD_MANAGER)
 
 
-def describe(client: KubeApi, secrets_res, applyset: dict, namespace: str | None) -> list[dict]:
+def describe(client: KubeApi, secrets_res: Resource, applyset: dict[str, Any],
+             namespace: str | None) -> list[dict[str, Any]]:
     """The revisions of one set as applyset_info shows them (``applyset``: its info dict), newest
     last, read from metadata only: never a Secret value. ``namespace``: where a cluster-scoped
     parent keeps its history."""

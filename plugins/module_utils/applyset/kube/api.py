@@ -15,7 +15,9 @@ from typing import Any, Protocol, TypeVar
 
 from .connection import ConnectionSource
 from .discovery import Discovery, Resource
-from .http_requests import ApiRequest, Response
+from ..object_meta import KubeObject
+from .http_requests import ApiRequest, JsonPatchOperation, MergePatch, Query, Response
+from .kubeconfig import KubeconfigDoc
 
 Item = TypeVar("Item")
 
@@ -33,7 +35,7 @@ class KubeApi(Protocol):
     def round_trips(self) -> int:
         ...
 
-    def request(self, method: str, path: str, *, query: dict | None = None, body: Any = None,
+    def request(self, method: str, path: str, *, query: Query | None = None, body: object = None,
                 content_type: str | None = None, accept: str = "application/json",
                 retry: bool | None = None) -> Response:
         ...
@@ -50,32 +52,32 @@ class KubeApi(Protocol):
     def discover(self) -> Discovery:
         ...
 
-    def kubeconfig(self) -> dict:
+    def kubeconfig(self) -> KubeconfigDoc:
         ...
 
-    def apply(self, res: Resource, obj: dict, *, field_manager: str, force: bool = False,
+    def apply(self, res: Resource, obj: KubeObject, *, field_manager: str, force: bool = False,
               dry_run: bool = False, field_validation: str = "Strict") -> Response:
         ...
 
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict | None:
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> KubeObject | None:
         ...
 
-    def create(self, res: Resource, obj: dict, *, field_manager: str, dry_run: bool = False) -> Response:
+    def create(self, res: Resource, obj: KubeObject, *, field_manager: str, dry_run: bool = False) -> Response:
         ...
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-             metadata_only: bool = True, page_size: int | None = None) -> Iterator[dict]:
+             metadata_only: bool = True, page_size: int | None = None) -> Iterator[KubeObject]:
         ...
 
     def delete(self, res: Resource, name: str, namespace: str | None, *, uid: str | None = None,
                propagation_policy: str = "Background", dry_run: bool = False) -> Response:
         ...
 
-    def merge_patch(self, res: Resource, name: str, namespace: str | None, patch: dict, *,
+    def merge_patch(self, res: Resource, name: str, namespace: str | None, patch: MergePatch, *,
                     field_manager: str, dry_run: bool = False) -> Response:
         ...
 
-    def json_patch(self, res: Resource, name: str, namespace: str | None, operations: Sequence[dict], *,
+    def json_patch(self, res: Resource, name: str, namespace: str | None, operations: Sequence[JsonPatchOperation], *,
                    field_manager: str) -> Response:
         ...
 

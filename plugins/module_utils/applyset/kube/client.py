@@ -21,24 +21,27 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
-from ..object_meta import list_meta_of
+from ..object_meta import KubeObject, list_meta_of
 from .api import EarlyReadSeam, Item
-from .connection import ConnectionSource, bypasses_proxy, check_tls_files, load_connection, tls_context
+from .connection import AuthOptions, ConnectionSource, bypasses_proxy, check_tls_files, load_connection, tls_context
 from .discovery import Discovery, Resource
 from .discovery_pass import discover
 from ..errors import ApiError, ApplySetError
 from .flow import AdaptiveLimit, CriticalPath, bounds
 from .http_errors import api_error, connection_failed, is_timeout, is_tls_failure, unauthorized
-from .kubeconfig import export as export_kubeconfig
+from .kubeconfig import ClientSettings, KubeconfigDoc, export as export_kubeconfig
 from .http_requests import (
-    ApiRequest, Response, apply_request, build_request, create_request, delete_request, get_request, json_patch_request,
-    list_request, merge_patch_request,
+    ApiRequest, JsonPatchOperation, ListBody, MergePatch, Query, Response, apply_request, build_request, create_request,
+    delete_request, get_request, json_patch_request, list_request, merge_patch_request,
 )
 # Re-exported: the fake API and the benchmarks know them as kube.APPLY_PATCH and kube.METADATA_LIST.
 from ..spec import COLLECTION_VERSION, TOOL_NAME
+
+if TYPE_CHECKING:  # urllib3 is imported when the first client is made
+    from urllib3 import BaseHTTPResponse, HTTPHeaderDict, PoolManager
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 # Retries of a connection error before the server has ever answered this client.
@@ -71,7 +74,7 @@ def _parse_warnings(values: list[str]) -> list[str]:
     return messages
 
 
-def read_response(req: ApiRequest, resp, host: str, source: ConnectionSource) -> Response:
+def read_response(req: ApiRequest, resp: BaseHTTPResponse, host: str, source: ConnectionSource) -> Response:
     """The ``Response`` to ``req`` from urllib3's answer ``resp`` (its ``status``, ``data`` and
     ``headers``), from the server ``host`` that ``source`` describes.
 
@@ -95,10 +98,10 @@ class _ExportedConnection:
     """What another tool (helm's ``lookup``) needs of a client: its connection as a kubeconfig (a
     class of its own, so that the client's stays within its size)."""
 
-    cfg: Any
-    _static_headers: Any
+    cfg: ClientSettings
+    _static_headers: HTTPHeaderDict
 
-    def kubeconfig(self) -> dict:
+    def kubeconfig(self) -> KubeconfigDoc:
         """The connection as a kubeconfig (``kubeconfig.export``; it holds the credential), with the
         impersonation the client's headers carry."""
         headers = self._static_headers
@@ -127,9 +130,9 @@ class KubeClient(_ExportedConnection):
     one after another (``flow.CriticalPath``).
     """
 
-    def __init__(self, cfg, parallelism: int | None = 8, retry_seconds: float = 30.0, timeout: float = 60.0,
+    def __init__(self, cfg: ClientSettings, parallelism: int | None = 8, retry_seconds: float = 30.0, timeout: float = 60.0,
                  impersonate_user: str | None = None, impersonate_groups: list[str] | None = None,
-                 source: ConnectionSource | None = None):
+                 source: ConnectionSource | None = None) -> None:
         import urllib3
 
         self._urllib3 = urllib3
@@ -172,7 +175,7 @@ class KubeClient(_ExportedConnection):
             self._static_headers.add("Impersonate-Group", group)
 
     # -- plumbing --------------------------------------------------------------------------
-    def _headers(self, accept: str, content_type: str | None):
+    def _headers(self, accept: str, content_type: str | None) -> HTTPHeaderDict:
         headers = self._urllib3.HTTPHeaderDict(self._static_headers)
         headers["Accept"] = accept
         if content_type:
@@ -185,7 +188,7 @@ class KubeClient(_ExportedConnection):
             headers["Authorization"] = token
         return headers
 
-    def request(self, method: str, path: str, *, query: dict | None = None, body=None,
+    def request(self, method: str, path: str, *, query: Query | None = None, body: object = None,
                 content_type: str | None = None, accept: str = "application/json",
                 retry: bool | None = None) -> Response:
         """Send one request to the API server and decode its answer: ``http_requests.build_request``
@@ -232,7 +235,7 @@ class KubeClient(_ExportedConnection):
         headers = self._headers(req.accept, req.content_type)
         return read_response(req, self._send_with_retries(req, headers), self.host, self.source)
 
-    def _send_with_retries(self, req: ApiRequest, headers):
+    def _send_with_retries(self, req: ApiRequest, headers: HTTPHeaderDict) -> BaseHTTPResponse:
         """The server's last answer to ``req``: retried on connection errors, 429 and 5xx while
         ``req.retry`` and the time allow (counted from the server's first answer to it), and after a
         stalled server (``MAX_STALLED_RETRIES``); raises ``ConnectionFailed`` when there was none."""
@@ -281,7 +284,7 @@ class KubeClient(_ExportedConnection):
         """The round trips this client waited for one after another (``flow.CriticalPath``)."""
         return self.path.depth
 
-    def _send_once(self, req: ApiRequest, url: str, headers):
+    def _send_once(self, req: ApiRequest, url: str, headers: HTTPHeaderDict) -> BaseHTTPResponse:
         """One attempt, within the flow limit; counted in ``requests_sent`` (and ``writes_sent``)
         whether or not it is answered, and its latency reported to the flow limit."""
         depth = None
@@ -311,7 +314,7 @@ class KubeClient(_ExportedConnection):
         """
         work = list(items)
 
-        def safe(item):
+        def safe(item: Item) -> Any:
             try:
                 return func(item)
             except ApplySetError as err:  # reported per object by the caller
@@ -334,7 +337,7 @@ class KubeClient(_ExportedConnection):
         return discover(self)
 
     # -- object requests (built by http_requests) ---------------------------------------------
-    def apply(self, res: Resource, obj: dict, *, field_manager: str, force: bool = False,
+    def apply(self, res: Resource, obj: KubeObject, *, field_manager: str, force: bool = False,
               dry_run: bool = False, field_validation: str = "Strict") -> Response:
         """Server-side apply ``obj`` to ``res`` (its namespace and name say where) as ``field_manager``.
 
@@ -346,7 +349,7 @@ class KubeClient(_ExportedConnection):
         return self.send(apply_request(res, obj, field_manager=field_manager, force=force, dry_run=dry_run,
                                        field_validation=field_validation))
 
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict | None:
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> KubeObject | None:
         """The object ``name`` of ``res`` (in ``namespace``), or None when it does not exist; raises
         as ``request`` for any error other than 404."""
         try:
@@ -356,14 +359,14 @@ class KubeClient(_ExportedConnection):
                 return None
             raise
 
-    def create(self, res: Resource, obj: dict, *, field_manager: str, dry_run: bool = False) -> Response:
+    def create(self, res: Resource, obj: KubeObject, *, field_manager: str, dry_run: bool = False) -> Response:
         """POST ``obj`` into its namespace's collection of ``res`` as ``field_manager`` (``dry_run``:
         ``dryRun=All``). Not retried. Raises as ``request``: ``ConflictError`` when it exists already.
         """
         return self.send(create_request(res, obj, field_manager=field_manager, dry_run=dry_run))
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-             metadata_only: bool = True, page_size: int | None = None) -> Iterator[dict]:
+             metadata_only: bool = True, page_size: int | None = None) -> Iterator[KubeObject]:
         """Yield every object of ``res`` (in ``namespace``, or in all), fetched ``page_size`` at a time.
 
         ``label_selector`` filters on the server; ``metadata_only`` asks for
@@ -371,8 +374,9 @@ class KubeClient(_ExportedConnection):
         """
         token = None
         while True:
-            body = self.send(list_request(res, namespace, label_selector=label_selector, metadata_only=metadata_only,
-                                          page_size=page_size or LIST_PAGE_SIZE, continue_token=token)).body
+            body: ListBody = self.send(list_request(res, namespace, label_selector=label_selector,
+                                                    metadata_only=metadata_only, page_size=page_size or LIST_PAGE_SIZE,
+                                                    continue_token=token)).body
             yield from body.get("items") or []
             token = list_meta_of(body).get("continue")
             if not token:
@@ -390,14 +394,14 @@ class KubeClient(_ExportedConnection):
         return self.send(delete_request(res, name, namespace, uid=uid, propagation_policy=propagation_policy,
                                         dry_run=dry_run))
 
-    def merge_patch(self, res: Resource, name: str, namespace: str | None, patch: dict, *,
+    def merge_patch(self, res: Resource, name: str, namespace: str | None, patch: MergePatch, *,
                     field_manager: str, dry_run: bool = False) -> Response:
         """An RFC 7386 JSON merge ``patch`` of the object ``name`` of ``res`` in ``namespace``, as
         ``field_manager`` (``dry_run``: ``dryRun=All``). Not retried. Raises as ``request``."""
         return self.send(merge_patch_request(res, name, namespace, patch, field_manager=field_manager,
                                              dry_run=dry_run))
 
-    def json_patch(self, res: Resource, name: str, namespace: str | None, operations: Sequence[dict], *,
+    def json_patch(self, res: Resource, name: str, namespace: str | None, operations: Sequence[JsonPatchOperation], *,
                    field_manager: str) -> Response:
         """Send the RFC 6902 JSON patch ``operations`` for the object ``name`` of ``res`` in ``namespace``
         as ``field_manager``. Used to rewrite managedFields: guard it with a ``replace`` of the
@@ -406,7 +410,7 @@ class KubeClient(_ExportedConnection):
         return self.send(json_patch_request(res, name, namespace, operations, field_manager=field_manager))
 
 
-def connect(auth: dict, **kwargs) -> KubeClient:
+def connect(auth: AuthOptions, **kwargs: Any) -> KubeClient:
     """A client for the cluster the options name (see ``load_connection``), impersonating if asked.
 
     Args:
@@ -425,7 +429,7 @@ def connect(auth: dict, **kwargs) -> KubeClient:
 # ----- helpers ----------------------------------------------------------------------------
 
 
-def send_streaming(client: KubeClient, req: ApiRequest, read_timeout: float):
+def send_streaming(client: KubeClient, req: ApiRequest, read_timeout: float) -> BaseHTTPResponse:
     """Send ``req`` (a watch) once with ``client``'s headers and credential and return urllib3's
     answer unread, to stream from (``watch.open_watch``). It holds its connection while it runs, so
     it goes through a pool of its own, outside the flow limit (which bounds requests answered in a
@@ -450,14 +454,14 @@ def send_streaming(client: KubeClient, req: ApiRequest, read_timeout: float):
     return resp
 
 
-def _new_pool(client: KubeClient, args: dict):
+def _new_pool(client: KubeClient, args: dict[str, Any]) -> PoolManager:
     cfg = client.cfg
     if cfg.proxy and not bypasses_proxy(client.host, cfg.no_proxy):
         return client._urllib3.ProxyManager(cfg.proxy, proxy_headers=cfg.proxy_headers, **args)
     return client._urllib3.PoolManager(**args)
 
 
-def _settle(future, call):
+def _settle(future: Future, call: Callable[[], Response]) -> Response:
     """``call()``, its answer or error also set on ``future`` (which is never left pending)."""
     try:
         answer = call()
@@ -468,7 +472,7 @@ def _settle(future, call):
     return answer
 
 
-def _lasting_failure(resp) -> bool:
+def _lasting_failure(resp: BaseHTTPResponse) -> bool:
     """Whether an answer worth a retry is as likely to last: a 500, or a 429 that names a failed
     conversion webhook. A 500 whose cause is a timeout inside the server ("resource quota evaluation
     timed out", "etcdserver: request timed out", "context deadline exceeded") is not: it comes from a
@@ -483,7 +487,7 @@ def _lasting_failure(resp) -> bool:
 _INTERNAL_TIMEOUT_WORDS = ("timed out", "timeout", "deadline exceeded")
 
 
-def _internal_timeout(resp) -> bool:
+def _internal_timeout(resp: BaseHTTPResponse) -> bool:
     """Whether a 500 says the server ran out of time inside itself (a passing condition)."""
     try:
         status = json.loads(resp.data or b"{}")
@@ -493,7 +497,7 @@ def _internal_timeout(resp) -> bool:
     return any(word in message for word in _INTERNAL_TIMEOUT_WORDS)
 
 
-def _stalled_answer(resp) -> bool:
+def _stalled_answer(resp: BaseHTTPResponse) -> bool:
     """Whether the server answered that it did not get to the request in time: a 504, or a 5xx
     Status whose reason is Timeout ("request did not complete within requested timeout")."""
     if resp.status == 504:

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from . import kubeconfig as plain_kubeconfig
+from .kubeconfig import ClientSettings, KubeconfigDoc
 from ..errors import ConfigError, InputError
+
+if TYPE_CHECKING:  # imported where a TLS context is made
+    import ssl
 
 
 IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
@@ -37,6 +43,11 @@ _OPTION_ENV_VARS = {
 }
 
 # Where the module runs is a frequent surprise: files are looked up there, not on the controller.
+# The connection options of ``ansible_support.AUTH_ARG_SPEC`` by name, as the module got them.
+AuthOptions = dict[str, Any]
+# How the kubernetes package loads a context into a Configuration: ``(its config module, cfg)``.
+PackageLoader = Callable[[Any, ClientSettings], None]
+
 _WHERE_FILES_ARE = ("the path is read where the module runs: on the managed host, unless the task has "
                     "delegate_to: localhost or connection: local")
 
@@ -60,7 +71,7 @@ class ConnectionSource:
     context: str | None = None
 
 
-def _option_source(name: str, value) -> str:
+def _option_source(name: str, value: object) -> str:
     for var in _OPTION_ENV_VARS.get(name, ()):
         env = os.environ.get(var)
         if env and (env == value or os.path.expanduser(os.path.expandvars(env)) == value):
@@ -68,7 +79,7 @@ def _option_source(name: str, value) -> str:
     return f"the {name} option"
 
 
-def _kubeconfig_files(kubeconfig) -> tuple[list[str], str]:
+def _kubeconfig_files(kubeconfig: object) -> tuple[list[str], str]:
     """The kubeconfig files to read, as kubectl chooses them, and how they were chosen."""
     if kubeconfig:
         origin = _option_source("kubeconfig", kubeconfig)
@@ -93,12 +104,12 @@ def _in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(IN_CLUSTER_TOKEN)
 
 
-def _read_kubeconfigs(paths: list[str]) -> dict:
+def _read_kubeconfigs(paths: list[str]) -> KubeconfigDoc:
     """The files merged as kubectl merges them: the first of each name wins, and the first
     current-context. ``origins`` maps each ``(section, name)`` kept to the file it came from."""
     import yaml  # a dependency of the kubernetes package
 
-    merged: dict = {"clusters": [], "contexts": [], "users": []}
+    merged: KubeconfigDoc = {"clusters": [], "contexts": [], "users": []}
     for path in paths:
         try:
             with open(path, encoding="utf-8") as handle:
@@ -118,7 +129,7 @@ def _read_kubeconfigs(paths: list[str]) -> dict:
     return merged
 
 
-def _merge_kubeconfig(merged: dict, doc: dict, path: str | None = None) -> None:
+def _merge_kubeconfig(merged: KubeconfigDoc, doc: KubeconfigDoc, path: str | None = None) -> None:
     origins = merged.setdefault("origins", {})
     for section in ("clusters", "contexts", "users"):
         known = {entry.get("name") for entry in merged[section]}
@@ -132,14 +143,14 @@ def _merge_kubeconfig(merged: dict, doc: dict, path: str | None = None) -> None:
         merged["current-context"] = doc["current-context"]
 
 
-def _named(doc: dict, section: str, name) -> dict | None:
+def _named(doc: KubeconfigDoc, section: str, name: object) -> KubeconfigDoc | None:
     for entry in doc.get(section) or []:
         if isinstance(entry, dict) and entry.get("name") == name:
             return entry
     return None
 
 
-def _choose_context(doc: dict, context: str | None, label: str) -> dict:
+def _choose_context(doc: KubeconfigDoc, context: str | None, label: str) -> KubeconfigDoc:
     """The context entry to use; ``ConfigError`` names the ones that exist when it is missing."""
     names = [entry.get("name") for entry in doc.get("contexts") or [] if isinstance(entry, dict)]
     listed = ", ".join(f'"{name}"' for name in names)
@@ -167,7 +178,7 @@ def _choose_context(doc: dict, context: str | None, label: str) -> dict:
     return _named(doc, "contexts", current) or {}
 
 
-def _describe_kubeconfig(doc: dict, context_entry: dict, label: str) -> ConnectionSource:
+def _describe_kubeconfig(doc: KubeconfigDoc, context_entry: KubeconfigDoc, label: str) -> ConnectionSource:
     context_name = context_entry.get("name")
     ctx = context_entry.get("context") or {}
     where = f'{label}, context "{context_name}"'
@@ -202,7 +213,7 @@ def _describe_kubeconfig(doc: dict, context_entry: dict, label: str) -> Connecti
                             ca=ca, kubeconfig=label, context=context_name)
 
 
-def load_connection(auth: dict):
+def load_connection(auth: AuthOptions | None) -> tuple[ClientSettings, ConnectionSource]:
     """Build the client configuration from kubernetes.core-style options, and say where it came from.
 
     Precedence follows kubernetes.core: explicit options win; a kubeconfig (given, or the
@@ -236,7 +247,7 @@ def load_connection(auth: dict):
     return cfg, _with_explicit_options(source, auth)
 
 
-def _kubernetes_client():
+def _kubernetes_client() -> tuple[Any, Any]:
     """The ``kubernetes`` package's ``client`` and ``config`` modules, imported only when needed."""
     try:
         import kubernetes  # noqa: F401  (imported lazily: unit tests of pure code do not need it)
@@ -249,7 +260,7 @@ def _kubernetes_client():
     return client, config
 
 
-def _load_base_configuration(auth: dict) -> tuple:
+def _load_base_configuration(auth: AuthOptions) -> tuple[ClientSettings, ConnectionSource]:
     """What the explicit options start from, and its source: a kubeconfig mapping, kubeconfig
     files, the in-cluster configuration, or nothing when only ``host`` and credentials are given."""
     kubeconfig, context = auth.get("kubeconfig"), auth.get("context")
@@ -261,19 +272,19 @@ def _load_base_configuration(auth: dict) -> tuple:
         server="the host option", credential="no credentials", credential_kind="none", ca="the system's trusted CAs")
 
 
-def _load_kubeconfig_mapping(kubeconfig: dict, context: str | None) -> tuple:
+def _load_kubeconfig_mapping(kubeconfig: KubeconfigDoc, context: str | None) -> tuple[ClientSettings, ConnectionSource]:
     label = "the kubeconfig option (a mapping)"
     doc = _read_kubeconfig_dict(kubeconfig)
     context_entry = _choose_context(doc, context, label)
 
-    def with_package(config, cfg):
+    def with_package(config: Any, cfg: ClientSettings) -> None:
         config.load_kube_config_from_dict(kubeconfig, context=context_entry.get("name"), client_configuration=cfg)
 
     cfg = _load_context(doc, context_entry, label, with_package)
     return cfg, _describe_kubeconfig(doc, context_entry, label)
 
 
-def _load_kubeconfig_files(kubeconfig, context: str | None) -> tuple:
+def _load_kubeconfig_files(kubeconfig: object, context: str | None) -> tuple[ClientSettings, ConnectionSource]:
     """The kubeconfig files kubectl would read; in a pod without any of them, the in-cluster configuration."""
     paths, origin = _kubeconfig_files(kubeconfig)
     existing = [path for path in paths if os.path.isfile(path)]
@@ -290,7 +301,7 @@ def _load_kubeconfig_files(kubeconfig, context: str | None) -> tuple:
     doc = _read_kubeconfigs(existing)
     context_entry = _choose_context(doc, context, label)
 
-    def with_package(config, cfg):
+    def with_package(config: Any, cfg: ClientSettings) -> None:
         # The context chosen above, by name: the package would take the last file's current-context.
         config.load_kube_config(config_file=os.pathsep.join(existing), context=context_entry.get("name"),
                                 client_configuration=cfg, persist_config=False)
@@ -299,7 +310,8 @@ def _load_kubeconfig_files(kubeconfig, context: str | None) -> tuple:
     return cfg, _describe_kubeconfig(doc, context_entry, label)
 
 
-def _load_context(doc: dict, context_entry: dict, label: str, with_package):
+def _load_context(doc: KubeconfigDoc, context_entry: KubeconfigDoc, label: str,
+                  with_package: PackageLoader) -> ClientSettings:
     """The client configuration of ``context_entry``: read here for a plain user, by the kubernetes
     package (``with_package(config, cfg)``) for a user with an exec plugin or an auth provider."""
     ctx = context_entry.get("context") or {}
@@ -314,7 +326,7 @@ def _load_context(doc: dict, context_entry: dict, label: str, with_package):
     cluster = (_named(doc, "clusters", cluster_name) or {}).get("cluster")
     origins = doc.get("origins") or {}
 
-    def directory(section, name):
+    def directory(section: str, name: object) -> str:
         path = origins.get((section, name))
         return os.path.abspath(os.path.dirname(path)) if path else ""
 
@@ -324,10 +336,10 @@ def _load_context(doc: dict, context_entry: dict, label: str, with_package):
 
 
 @contextmanager
-def _refused_configuration(label: str | None, config=None):
+def _refused_configuration(label: str | None, config: Any = None) -> Iterator[None]:
     """Turn a refusal of a configuration (ours, or the kubernetes package's ``config``) into a
     ``ConfigError`` about ``label``."""
-    refusals = (plain_kubeconfig.ConfigRefused, config.ConfigException) if config else plain_kubeconfig.ConfigRefused
+    refusals: Any = (plain_kubeconfig.ConfigRefused, config.ConfigException) if config else plain_kubeconfig.ConfigRefused
     try:
         yield
     except refusals as err:
@@ -341,7 +353,7 @@ def _refused_configuration(label: str | None, config=None):
                           fix="check the kubeconfig path and permissions") from None
 
 
-def _set_explicit_options(cfg, auth: dict) -> None:
+def _set_explicit_options(cfg: ClientSettings, auth: AuthOptions) -> None:
     """The options given explicitly override what the kubeconfig set."""
     if auth.get("host"):
         cfg.host = auth["host"]
@@ -364,7 +376,7 @@ def _set_explicit_options(cfg, auth: dict) -> None:
         cfg.no_proxy = auth["no_proxy"]
 
 
-def _with_explicit_options(source: ConnectionSource, auth: dict) -> ConnectionSource:
+def _with_explicit_options(source: ConnectionSource, auth: AuthOptions) -> ConnectionSource:
     """``source`` with the server, credential and CA that explicit options replaced, for error messages."""
     if auth.get("host"):
         source = replace(source, server=_option_source("host", auth["host"]))
@@ -381,8 +393,8 @@ def _with_explicit_options(source: ConnectionSource, auth: dict) -> ConnectionSo
     return source
 
 
-def _read_kubeconfig_dict(doc: dict) -> dict:
-    merged: dict = {"clusters": [], "contexts": [], "users": []}
+def _read_kubeconfig_dict(doc: KubeconfigDoc) -> KubeconfigDoc:
+    merged: KubeconfigDoc = {"clusters": [], "contexts": [], "users": []}
     _merge_kubeconfig(merged, doc)
     return merged
 
@@ -406,7 +418,7 @@ def _no_kubeconfig(paths: list[str], origin: str) -> ConfigError:
 # ----- checks and advice for the client ---------------------------------------------------
 
 
-def check_tls_files(cfg, source: ConnectionSource) -> None:
+def check_tls_files(cfg: ClientSettings, source: ConnectionSource) -> None:
     """Refuse a CA, client certificate or key file that is not there, naming where it was set.
 
     urllib3 would only find out at the first request, as a connection error that is retried
@@ -424,7 +436,7 @@ def check_tls_files(cfg, source: ConnectionSource) -> None:
 
 
 def tls_context(source: ConnectionSource, *, verify: bool, ca_file: str | None, cert_file: str | None,
-                key_file: str | None):
+                key_file: str | None) -> ssl.SSLContext:
     """The client's one TLS context (tls.context), or a ConfigError naming the file that cannot be
     used: kubectl, too, refuses a CA or client certificate it cannot parse before connecting."""
     import ssl  # pylint: disable=import-outside-toplevel

@@ -71,7 +71,7 @@ class Discovery:
     returns None (or ``[]``); it never raises.
     """
 
-    def __init__(self, resources: list[Resource]):
+    def __init__(self, resources: list[Resource]) -> None:
         self.resources = resources
         self._by_gvk: dict[tuple[str, str, str], Resource] = {}
         self._by_gk: dict[GroupKind, Resource] = {}

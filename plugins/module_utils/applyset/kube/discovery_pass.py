@@ -7,6 +7,8 @@ through the client (a ``api.KubeApi``): nothing here opens a connection of its o
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import ApiError, ApplySetError
 from .api import KubeApi
 from .discovery import Discovery, Resource
@@ -19,11 +21,14 @@ AGGREGATED_DISCOVERY = (
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
     "application/json"
 )
+# A discovery document (APIGroupDiscoveryList, APIVersions, APIGroupList, APIResourceList) or a group of
+# one: decoded JSON read as the server sent it; a malformed one raises one of _MALFORMED on the way.
+DiscoveryDoc = dict[str, Any]
 # What a malformed discovery document raises while it is read.
 _MALFORMED = (AttributeError, KeyError, TypeError, ValueError)
 
 
-def _resources_from_aggregated(groups: list[dict]) -> list[Resource]:
+def _resources_from_aggregated(groups: list[DiscoveryDoc]) -> list[Resource]:
     found = []
     for group_doc in groups:
         group = group_doc.get("metadata", {}).get("name", "")
@@ -51,7 +56,7 @@ def _resources_from_aggregated(groups: list[dict]) -> list[Resource]:
     return found
 
 
-def _resources_from_legacy(group: str, version: str, doc: dict) -> list[Resource]:
+def _resources_from_legacy(group: str, version: str, doc: DiscoveryDoc) -> list[Resource]:
     return [
         Resource(
             group=group,
@@ -81,7 +86,7 @@ def discover(client: KubeApi) -> Discovery:
         ApiError: another HTTP error, or discovery documents that are malformed.
         ConnectionFailed: no answer.
     """
-    def fetch(path):
+    def fetch(path: str) -> DiscoveryDoc:
         return client.request("GET", path, accept=AGGREGATED_DISCOVERY).body
 
     # Both at once (one round trip, not two), unless the client sends one request at a time.
@@ -112,7 +117,7 @@ def discover(client: KubeApi) -> Discovery:
                        "with discovery documents") from None
 
 
-def _legacy_versions(core: dict, groups: dict) -> list[tuple[str, str]]:
+def _legacy_versions(core: DiscoveryDoc, groups: DiscoveryDoc) -> list[tuple[str, str]]:
     """Every ``(group, version)`` the legacy documents ``/api`` and ``/apis`` list, each group's
     preferred version first."""
     versions = [("", v) for v in core.get("versions", ["v1"])]
@@ -123,8 +128,8 @@ def _legacy_versions(core: dict, groups: dict) -> list[tuple[str, str]]:
     return versions
 
 
-def _legacy_discovery(client: KubeApi, core: dict, groups: dict) -> Discovery:
-    def fetch(group_version):
+def _legacy_discovery(client: KubeApi, core: DiscoveryDoc, groups: DiscoveryDoc) -> Discovery:
+    def fetch(group_version: tuple[str, str]) -> list[Resource]:
         group, version = group_version
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
@@ -137,7 +142,7 @@ def _legacy_discovery(client: KubeApi, core: dict, groups: dict) -> Discovery:
             raise ApiError(f"the discovery document of {path} is malformed ({type(err).__name__}: {err})",
                            fix="check the API server (or the aggregated API serving it)") from None
 
-    resources = []
+    resources: list[Resource] = []
     for found in client.map(fetch, _legacy_versions(core, groups)):
         if isinstance(found, ApplySetError):
             raise found

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 # The user's parallelism, when given, is the hard upper limit; without it, at most this many.
 DEFAULT_START = 8
@@ -58,7 +59,7 @@ class AdaptiveLimit:
     (and for a ``Retry-After`` to pass); ``answered`` reports each answer's latency and whether
     the server pushed back."""
 
-    def __init__(self, ceiling: int, start: int | None = None, clock=time.monotonic):
+    def __init__(self, ceiling: int, start: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.ceiling = max(1, ceiling)
         self.start = min(self.ceiling, max(1, start if start is not None else self.ceiling))
         self.limit = self.start
@@ -75,7 +76,7 @@ class AdaptiveLimit:
         self._hold_until = 0.0
         self._cond = threading.Condition()
 
-    def __enter__(self):
+    def __enter__(self) -> AdaptiveLimit:
         with self._cond:
             while True:
                 hold = self._hold_until - self._clock()
@@ -91,7 +92,7 @@ class AdaptiveLimit:
                 self._full = True
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         with self._cond:
             self._in_flight -= 1
             # One slot freed: one waiter woken. Waking every waiter (a map keeps up to the ceiling's
@@ -168,7 +169,7 @@ class AdaptiveLimit:
 class CriticalPath:
     """The round trips a run waited for one after another (see the module)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._answered_depth = 0
         self.depth = 0
         self._lock = threading.Lock()

@@ -10,12 +10,13 @@ Nothing here sends a request.
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 
 from .connection import ConnectionSource, credential_fix
 from ..errors import ApiError, AuthenticationFailed, ConflictError, ConnectionFailed
 
 
-def api_error(method: str, path: str, status: int, payload) -> ApiError:
+def api_error(method: str, path: str, status: int, payload: object) -> ApiError:
     """The error for an answer of HTTP ``status`` (400 or above, not 401) to ``method`` ``path``.
 
     ``payload`` is the decoded body: a ``Status`` object gives the message and reason, text is
@@ -28,7 +29,7 @@ def api_error(method: str, path: str, status: int, payload) -> ApiError:
     return cls(message, status=status, reason=reason, body=status_obj, details={"request": f"{method} {path}"})
 
 
-def unauthorized(host: str, src: ConnectionSource, method: str, path: str, payload) -> AuthenticationFailed:
+def unauthorized(host: str, src: ConnectionSource, method: str, path: str, payload: object) -> AuthenticationFailed:
     """The error for a 401 from the server ``host`` to ``method`` ``path`` (``payload`` the decoded
     body): names the credential ``src`` says was sent, and how to renew it."""
     status = payload if isinstance(payload, dict) and payload.get("kind") == "Status" else None
@@ -110,11 +111,11 @@ def _unwrap(err: Exception) -> str:
     return str(reason or err)
 
 
-def _causes(err: BaseException):
+def _causes(err: BaseException) -> Iterator[BaseException]:
     """The exception and everything it wraps: urllib3 nests the socket or TLS error in ``reason``,
     ``__cause__`` or ``args``."""
-    pending: list = [err]
-    seen: set = set()
+    pending: list[object] = [err]
+    seen: set[int] = set()
     while pending:
         current = pending.pop(0)
         if not isinstance(current, BaseException) or id(current) in seen:
@@ -124,5 +125,5 @@ def _causes(err: BaseException):
         pending += [getattr(current, "reason", None), current.__cause__, current.__context__, *current.args]
 
 
-def _caused_by(err: BaseException, kind) -> bool:
+def _caused_by(err: BaseException, kind: type[BaseException] | tuple[type[BaseException], ...]) -> bool:
     return any(isinstance(cause, kind) for cause in _causes(err))

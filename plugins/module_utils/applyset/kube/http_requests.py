@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
+from ..object_meta import KubeObject, ListMeta
 from .discovery import Resource
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -28,6 +29,23 @@ METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 # Methods that change something (or would, as a dry run): counted apart in ``writes_sent``.
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+# Query parameters by name, in order; a list value repeats the parameter.
+Query = Mapping[str, "str | list[str]"]
+# An RFC 7386 JSON merge patch: any JSON object, which the server merges into the object.
+MergePatch = dict[str, Any]
+# One RFC 6902 JSON patch operation: ``op``, ``path`` and ``value`` (or ``from``).
+JsonPatchOperation = dict[str, Any]
+
+
+class ListBody(TypedDict, total=False):
+    """A LIST page's answer: its ``items`` and its ``metadata`` (the resourceVersion, the
+    ``continue`` token of the next page)."""
+
+    apiVersion: str
+    kind: str
+    metadata: ListMeta
+    items: list[KubeObject]
 
 
 @dataclass(frozen=True)
@@ -58,7 +76,7 @@ class ApiRequest:
         return self.method in WRITE_METHODS
 
 
-def build_request(method: str, path: str, *, query: dict | None = None, body=None,
+def build_request(method: str, path: str, *, query: Query | None = None, body: object = None,
                   content_type: str | None = None, accept: str = "application/json",
                   retry: bool | None = None) -> ApiRequest:
     """The ``ApiRequest`` for ``method`` on ``path`` (``Resource.path``).
@@ -70,7 +88,7 @@ def build_request(method: str, path: str, *, query: dict | None = None, body=Non
         content_type, accept: the ``Content-Type`` and ``Accept`` headers.
         retry: whether 429, 5xx and connection errors are retried; by default only GETs are.
     """
-    data = None
+    data: bytes | None = None
     if body is not None:
         text = body if isinstance(body, (bytes, str)) else json.dumps(body, separators=(",", ":"))
         data = text.encode("utf-8") if isinstance(text, str) else text
@@ -80,13 +98,13 @@ def build_request(method: str, path: str, *, query: dict | None = None, body=Non
                       retry=(method == "GET") if retry is None else retry)
 
 
-def apply_request(res: Resource, obj: dict, *, field_manager: str, force: bool = False, dry_run: bool = False,
+def apply_request(res: Resource, obj: KubeObject, *, field_manager: str, force: bool = False, dry_run: bool = False,
                   field_validation: str = "Strict") -> ApiRequest:
     """The server-side apply PATCH of ``obj`` (its namespace and name say where) to ``res``:
     ``fieldManager``, ``fieldValidation``, then ``force=true`` and ``dryRun=All`` when asked;
     the object as JSON (JSON is YAML, and much faster to produce); retried."""
     meta = obj["metadata"]
-    query = {"fieldManager": field_manager, "fieldValidation": field_validation}
+    query: dict[str, str] = {"fieldManager": field_manager, "fieldValidation": field_validation}
     if force:
         query["force"] = "true"
     if dry_run:
@@ -100,7 +118,7 @@ def get_request(res: Resource, name: str, namespace: str | None = None) -> ApiRe
     return build_request("GET", res.path(namespace, name))
 
 
-def create_request(res: Resource, obj: dict, *, field_manager: str, dry_run: bool = False) -> ApiRequest:
+def create_request(res: Resource, obj: KubeObject, *, field_manager: str, dry_run: bool = False) -> ApiRequest:
     """The POST of ``obj`` into its namespace's collection of ``res``; not retried."""
     return build_request("POST", res.path(obj["metadata"].get("namespace")), query=_manager_query(field_manager, dry_run),
                          body=obj)
@@ -111,7 +129,7 @@ def list_request(res: Resource, namespace: str | None = None, *, label_selector:
     """The GET of one page of ``res`` (in ``namespace``, or in all): ``limit``, ``labelSelector``
     and the ``continue`` token of the page before, if any; ``metadata_only`` accepts a
     ``PartialObjectMetadataList`` (falling back to JSON). Retried."""
-    query = {"limit": str(page_size)}
+    query: dict[str, str] = {"limit": str(page_size)}
     if label_selector:
         query["labelSelector"] = label_selector
     if continue_token:
@@ -125,7 +143,7 @@ def delete_request(res: Resource, name: str, namespace: str | None, *, uid: str 
     """The DELETE of the object ``name`` of ``res``, with ``DeleteOptions`` in the body:
     ``propagationPolicy``, the ``uid`` precondition and ``dryRun`` when given. Retried only with a
     UID: then a repeated DELETE can only hit the same object, or find it gone."""
-    body: dict = {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy}
+    body: dict[str, Any] = {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy}
     if uid:
         body["preconditions"] = {"uid": uid}
     if dry_run:
@@ -133,21 +151,21 @@ def delete_request(res: Resource, name: str, namespace: str | None, *, uid: str 
     return build_request("DELETE", res.path(namespace, name), body=body, retry=bool(uid))
 
 
-def merge_patch_request(res: Resource, name: str, namespace: str | None, patch: dict, *, field_manager: str,
+def merge_patch_request(res: Resource, name: str, namespace: str | None, patch: MergePatch, *, field_manager: str,
                         dry_run: bool = False) -> ApiRequest:
     """The RFC 7386 JSON merge ``patch`` of the object ``name`` of ``res``; not retried."""
     return build_request("PATCH", res.path(namespace, name), query=_manager_query(field_manager, dry_run),
                          body=patch, content_type=MERGE_PATCH)
 
 
-def json_patch_request(res: Resource, name: str, namespace: str | None, operations: Sequence[dict], *,
+def json_patch_request(res: Resource, name: str, namespace: str | None, operations: Sequence[JsonPatchOperation], *,
                        field_manager: str) -> ApiRequest:
     """The RFC 6902 JSON patch ``operations`` of the object ``name`` of ``res``; not retried."""
     return build_request("PATCH", res.path(namespace, name), query={"fieldManager": field_manager},
                          body=operations, content_type=JSON_PATCH)
 
 
-def _manager_query(field_manager: str, dry_run: bool) -> dict:
+def _manager_query(field_manager: str, dry_run: bool) -> dict[str, str]:
     query = {"fieldManager": field_manager}
     if dry_run:
         query["dryRun"] = "All"
@@ -175,5 +193,8 @@ class Response:
     when it is not JSON) and the ``warnings`` of its ``Warning`` headers as plain messages."""
 
     status: int
-    body: Any  # decoded JSON: the one value whose shape is the server's
+    # Decoded JSON: a KubeObject for an object's request, a ListBody for a LIST page, a Status for a
+    # DELETE; the text when not JSON (a pod's log); None when empty. Any: the caller knows which it
+    # asked for, and a union would make each caller narrow what it already knows.
+    body: Any
     warnings: list[str]

@@ -28,6 +28,16 @@ import binascii
 import os
 import tempfile
 import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+KubeconfigDoc = dict[str, Any]
+"""A kubeconfig, or one entry of it (a cluster, a user, a context mapping): YAML a person wrote,
+decoded as it is. Not a Kubernetes object: only the keys read here are looked at, each checked."""
+
+ClientSettings = Any
+"""What ``client.KubeClient`` connects with: a ``ClientConfig``, or a ``kubernetes.client.Configuration``
+(the same attribute names; the package is optional, so it is not named to mypy)."""
 
 # Credentials that need code to produce them: the kubernetes package runs it.
 _PLUGIN_KEYS = ("exec", "auth-provider")
@@ -47,7 +57,7 @@ class ClientConfig:
     set, is called before each request to renew it (a token file that changed).
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.host = ""
         self.api_key: dict[str, str] = {}
         self.api_key_prefix: dict[str, str] = {}
@@ -59,7 +69,7 @@ class ClientConfig:
         self.proxy: str | None = None
         self.no_proxy: str | None = None
         self.proxy_headers = None
-        self.refresh_api_key_hook = None
+        self.refresh_api_key_hook: Callable[[ClientSettings], None] | None = None
 
     def get_api_key_with_prefix(self, identifier: str, alias: str | None = None) -> str | None:
         """The ``Authorization`` value stored under ``identifier`` (else ``alias``), or None.
@@ -74,13 +84,13 @@ class ClientConfig:
         return f"{prefix} {key}" if prefix else key
 
 
-def needs_kubernetes_package(user: dict | None) -> bool:
+def needs_kubernetes_package(user: KubeconfigDoc | None) -> bool:
     """Whether the kubeconfig ``user`` (its ``user`` mapping) needs the kubernetes package: it
     has an exec plugin or an auth provider, whose credentials only running code can give."""
     return isinstance(user, dict) and any(key in user for key in _PLUGIN_KEYS)
 
 
-def load(cluster: dict | None, user: dict | None, *, cluster_dir: str = "", user_dir: str = "",
+def load(cluster: KubeconfigDoc | None, user: KubeconfigDoc | None, *, cluster_dir: str = "", user_dir: str = "",
          context_name: str | None = None) -> ClientConfig:
     """The ``ClientConfig`` of one kubeconfig context's ``cluster`` and ``user`` mappings.
 
@@ -112,7 +122,7 @@ def load(cluster: dict | None, user: dict | None, *, cluster_dir: str = "", user
     return cfg
 
 
-def _load_credential(cfg: ClientConfig, user: dict, user_dir: str) -> None:
+def _load_credential(cfg: ClientConfig, user: KubeconfigDoc, user_dir: str) -> None:
     if "token" in user:  # the data wins over the file, even when empty (as in the kubernetes package)
         if user["token"]:
             cfg.api_key["BearerToken"] = f"Bearer {user['token']}"
@@ -125,7 +135,7 @@ def _load_credential(cfg: ClientConfig, user: dict, user_dir: str) -> None:
         cfg.api_key["BearerToken"] = "Basic " + base64.b64encode(pair).decode("ascii")
 
 
-def in_cluster(environ, token_path: str, ca_path: str) -> ClientConfig:
+def in_cluster(environ: Mapping[str, str], token_path: str, ca_path: str) -> ClientConfig:
     """The ``ClientConfig`` of a pod's service account, as the kubernetes package's
     ``load_incluster_config`` makes it (same checks, same messages): the server from
     ``KUBERNETES_SERVICE_HOST`` and ``KUBERNETES_SERVICE_PORT``, the token file at ``token_path``
@@ -158,7 +168,7 @@ class TokenFile:
     """A ``tokenFile``: read now, and read again before a request when its size or modification
     time changed (client-go re-reads it too: a rotated token must not fail a long run)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.path = path
         self._stamp: tuple | None = None
         self._lock = threading.Lock()
@@ -168,7 +178,7 @@ class TokenFile:
         self.refresh(cfg, strict=True)
         cfg.refresh_api_key_hook = self.refresh
 
-    def refresh(self, cfg, strict: bool = False) -> None:
+    def refresh(self, cfg: ClientSettings, strict: bool = False) -> None:
         """Read the file again if it changed. After the first read, a file that cannot be read
         keeps the last token: the server's 401, if any, then names the token file."""
         try:
@@ -191,11 +201,11 @@ class TokenFile:
             cfg.api_key.pop("BearerToken", None)
 
 
-def _resolve(base_dir: str, path) -> str:
+def _resolve(base_dir: str, path: object) -> str:
     return os.path.abspath(os.path.join(base_dir, os.path.expanduser(str(path))))
 
 
-def _as_file(entry: dict, file_key: str, base_dir: str) -> str | None:
+def _as_file(entry: KubeconfigDoc, file_key: str, base_dir: str) -> str | None:
     """The path of the file ``entry[file_key]`` names, or of a private copy of the base64
     ``entry[file_key + "-data"]``, which wins when present; None when neither is set."""
     data_key = file_key + "-data"
@@ -250,7 +260,8 @@ def _remove_written() -> None:
 EXPORTED_CONTEXT = "applyset"
 
 
-def export(cfg, *, impersonate_user: str | None = None, impersonate_groups: list[str] | None = None) -> dict:
+def export(cfg: ClientSettings, *, impersonate_user: str | None = None,
+           impersonate_groups: list[str] | None = None) -> KubeconfigDoc:
     """A kubeconfig (a mapping) that connects another tool (helm) as ``cfg`` connects this client:
     the server, TLS settings, the credential as it is now (an exec plugin's or a token file's
     current token, so a plugin is not run twice), impersonation and proxy. It holds the
@@ -259,7 +270,7 @@ def export(cfg, *, impersonate_user: str | None = None, impersonate_groups: list
     ``cfg`` is a ``ClientConfig`` or a ``kubernetes.client.Configuration`` (same attribute names)."""
     if cfg.refresh_api_key_hook is not None:
         cfg.refresh_api_key_hook(cfg)
-    cluster: dict = {"server": cfg.host}
+    cluster: KubeconfigDoc = {"server": cfg.host}
     if not cfg.verify_ssl:
         cluster["insecure-skip-tls-verify"] = True  # client-go refuses a CA beside it
     elif cfg.ssl_ca_cert:
@@ -282,7 +293,7 @@ def export(cfg, *, impersonate_user: str | None = None, impersonate_groups: list
             "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]}
 
 
-def _exported_credential(authorization: str | None) -> dict:
+def _exported_credential(authorization: str | None) -> KubeconfigDoc:
     """The kubeconfig user fields of an ``Authorization`` header value (Bearer or Basic)."""
     scheme, _space, value = (authorization or "").partition(" ")
     if scheme.lower() == "bearer" and value:

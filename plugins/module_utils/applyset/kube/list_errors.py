@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .discovery import Resource
+
 # The causes ``explain`` tells apart.
 CREDENTIALS = "credentials"
 CONVERSION_WEBHOOK = "conversion webhook"
@@ -61,12 +63,12 @@ def webhook_service(message: str) -> str | None:
     return missing.group(1) if missing else None
 
 
-def resource_name(res) -> str:
+def resource_name(res: Resource) -> str:
     """``plural.group`` (``plural`` for the core group), as RBAC rules name a resource."""
     return f"{res.plural}.{res.group}" if res.group else res.plural
 
 
-def explain(status: int | None, message: str, res, namespace: str | None = None) -> ListFailure:
+def explain(status: int | None, message: str, res: Resource, namespace: str | None = None) -> ListFailure:
     """Why the LIST of ``res`` (in ``namespace``, or across all namespaces when None, or a
     cluster-scoped kind) failed with HTTP ``status`` and the server's ``message``.
 
@@ -109,6 +111,6 @@ def explain(status: int | None, message: str, res, namespace: str | None = None)
                        "check the API server (and its logs) and run again")
 
 
-def explain_error(err, res, namespace: str | None = None) -> ListFailure:
+def explain_error(err: BaseException, res: Resource, namespace: str | None = None) -> ListFailure:
     """``explain`` for an ``errors.ApiError``."""
     return explain(getattr(err, "status", None), getattr(err, "message", str(err)), res, namespace)

@@ -6,13 +6,25 @@ Reads only; any failed LIST stops the run before its first write.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
+from ..object_meta import KubeObject
 from .api import KubeApi
 from .. import spec
 from ..errors import ApiError, ApplySetError
-from .discovery import Resource
+from .discovery import Discovery, Resource
 from .list_errors import explain_error
+
+if TYPE_CHECKING:  # names for annotations only: the parent is a layer above, versions imports this module
+    from ..parent.model import Parent
+    from .versions import VersionFallback
+
+# One LIST: a resource and a namespace (None: cluster-scoped, or across all namespaces).
+ListPair = tuple[Resource, "str | None"]
+# ``list_pairs``' answer: the items of each pair, keyed by the resource of the version that answered.
+Listed = dict[ListPair, list[KubeObject]]
 
 
 @dataclass(frozen=True)
@@ -21,11 +33,12 @@ class LiveObject:
     object, or ``{"metadata": ...}`` from a metadata-only LIST)."""
 
     resource: Resource
-    obj: dict
+    obj: KubeObject
 
     @property
-    def meta(self) -> dict:
-        """Its metadata as listed."""
+    def meta(self) -> dict[str, Any]:
+        """Its metadata as listed. An ObjectMeta, typed ``dict`` still: the rules' legacy adoption
+        (``legacies.select``) takes its metadata as one."""
         return self.obj["metadata"]
 
     @property
@@ -44,12 +57,12 @@ class ListScope:
     """Where a set's members may live: the (resource, namespace) pairs to LIST, the recorded kinds
     whose members cannot be listed (they stay in the hint), and warnings about both."""
 
-    pairs: tuple
-    not_listed: frozenset
-    warnings: tuple
+    pairs: tuple[ListPair, ...]
+    not_listed: frozenset[spec.GroupKind]
+    warnings: tuple[str, ...]
 
 
-def recorded_scope(parent, discovery) -> ListScope:
+def recorded_scope(parent: Parent, discovery: Discovery) -> ListScope:
     """The pairs where members of ``parent``'s set may live: its hint as recorded before this run.
 
     Args:
@@ -57,10 +70,11 @@ def recorded_scope(parent, discovery) -> ListScope:
         discovery: what the server serves.
     """
     namespaces = sorted(parent.namespaces)
-    pairs, warnings = [], []
+    pairs: list[ListPair] = []
+    warnings: list[str] = []
     not_listed = set(parent.unlistable_group_kinds)
     for gk in sorted(parent.group_kinds):
-        res = discovery.for_group_kind(gk)
+        res = cast(Resource, discovery.for_group_kind(gk))  # group_kinds holds served kinds only (parent.read)
         if "list" not in res.verbs and res.verbs:
             warnings.append(f"{gk} cannot be listed, so its members cannot be pruned; it stays in the hint")
             not_listed.add(gk)
@@ -74,7 +88,9 @@ def recorded_scope(parent, discovery) -> ListScope:
     return ListScope(tuple(pairs), frozenset(not_listed), tuple(warnings))
 
 
-def list_each(client: KubeApi, pairs, selector_for, full_for=frozenset(), fallback=None) -> list:
+def list_each(client: KubeApi, pairs: Sequence[ListPair], selector_for: Callable[[ListPair], str | None],
+              full_for: Collection[ListPair] = frozenset(), fallback: VersionFallback | None = None,
+              ) -> list[tuple[ListPair, Resource, list[KubeObject] | ApplySetError]]:
     """LIST each (resource, namespace) pair in parallel; a failure is returned in place of its items.
 
     Args:
@@ -94,10 +110,10 @@ def list_each(client: KubeApi, pairs, selector_for, full_for=frozenset(), fallba
         Exception: anything but an ``ApplySetError`` from a LIST.
     """
 
-    def fetch(pair):
+    def fetch(pair: ListPair) -> tuple[Resource, list[KubeObject]]:
         res, ns = pair
         full = pair in full_for
-        kwargs = {"label_selector": selector_for(pair), "metadata_only": not full}
+        kwargs: dict[str, Any] = {"label_selector": selector_for(pair), "metadata_only": not full}
         used, items = (fallback.list(res, ns, **kwargs) if fallback is not None
                        else (res, list(client.list(res, ns, **kwargs))))
         if full:
@@ -106,7 +122,7 @@ def list_each(client: KubeApi, pairs, selector_for, full_for=frozenset(), fallba
                 item.setdefault("kind", used.kind)
         return used, items
 
-    found = []
+    found: list[tuple[ListPair, Resource, list[KubeObject] | ApplySetError]] = []
     for pair, answer in zip(pairs, client.map(fetch, pairs)):
         if isinstance(answer, ApplySetError):
             found.append((pair, pair[0], answer))
@@ -117,7 +133,7 @@ def list_each(client: KubeApi, pairs, selector_for, full_for=frozenset(), fallba
     return found
 
 
-def failure_of(err: Exception, pair, obj: str) -> Exception:
+def failure_of(err: Exception, pair: ListPair, obj: str) -> Exception:
     """The error that stops a run whose LIST of ``pair`` failed with ``err``: credential advice
     only for a 401 or 403, any other failure named as what it is (``list_errors.explain``)."""
     if not isinstance(err, ApiError):
@@ -132,7 +148,8 @@ def failure_of(err: Exception, pair, obj: str) -> Exception:
                          fix=f"{why.fix}; nothing was changed")
 
 
-def list_pairs(client: KubeApi, pairs, selector_for, obj: str, full_for=frozenset(), fallback=None) -> dict:
+def list_pairs(client: KubeApi, pairs: Sequence[ListPair], selector_for: Callable[[ListPair], str | None], obj: str,
+               full_for: Collection[ListPair] = frozenset(), fallback: VersionFallback | None = None) -> Listed:
     """LIST each (resource, namespace) pair in parallel (``list_each``); any failure stops the run.
 
     Args:
@@ -150,7 +167,7 @@ def list_pairs(client: KubeApi, pairs, selector_for, obj: str, full_for=frozense
     Raises:
         ApplySetError: a LIST failed (nothing was changed).
     """
-    listed = {}
+    listed: Listed = {}
     for pair, used, items in list_each(client, pairs, selector_for, full_for, fallback):
         if isinstance(items, Exception):
             raise failure_of(items, pair, obj)
@@ -158,6 +175,6 @@ def list_pairs(client: KubeApi, pairs, selector_for, obj: str, full_for=frozense
     return listed
 
 
-def live_objects(listed: dict) -> list[LiveObject]:
+def live_objects(listed: Listed) -> list[LiveObject]:
     """The items of ``list_pairs``' answer as ``LiveObject`` values, pair by pair."""
     return [LiveObject(res, item) for (res, _ns), items in listed.items() for item in items]

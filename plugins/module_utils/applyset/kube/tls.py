@@ -22,20 +22,21 @@ from __future__ import annotations
 
 import ssl
 import threading
+from typing import Any
 
 
 class SessionCache:
     """The newest resumable TLS session per server name, shared by one client's connections."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sessions: dict = {}
+        self._sessions: dict[str | None, ssl.SSLSession] = {}
 
-    def get(self, server_name):
+    def get(self, server_name: str | None) -> ssl.SSLSession | None:
         with self._lock:
             return self._sessions.get(server_name)
 
-    def keep(self, server_name, session) -> None:
+    def keep(self, server_name: str | None, session: ssl.SSLSession | None) -> None:
         if session is None or not getattr(session, "has_ticket", False):
             return  # TLS 1.3 without a ticket (yet), or a server that gives none
         with self._lock:
@@ -51,7 +52,7 @@ class _ResumingSocket(ssl.SSLSocket):
     sessions: SessionCache  # set on the subclass made for each context (see context)
     _kept = False
 
-    def do_handshake(self, block=False):
+    def do_handshake(self, block: bool = False) -> None:
         if not self.server_side and self.session is None:
             cached = self.sessions.get(self.server_hostname)
             if cached is not None:
@@ -61,7 +62,7 @@ class _ResumingSocket(ssl.SSLSocket):
                     pass  # a session this socket cannot take: a full handshake
         return super().do_handshake(block)
 
-    def recv_into(self, buffer, nbytes=None, flags=0):
+    def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
         received = super().recv_into(buffer, nbytes, flags)
         if not self._kept and received:
             self._kept = True

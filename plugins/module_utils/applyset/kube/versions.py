@@ -12,12 +12,15 @@ namespace and name are the same at every version, and so is everything decided a
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
+from typing import Any
 
+from ..object_meta import KubeObject
+from ..spec import GroupKind
 from .api import KubeApi
 from ..errors import ApiError
-from .discovery import Resource
+from .discovery import CRD_RESOURCE, Discovery, Resource
 from .list_errors import explain_error
-from .discovery import CRD_RESOURCE
 
 
 def may_help(err: ApiError) -> bool:
@@ -38,12 +41,13 @@ class VersionFallback:
     at the version of its manifest keeps it.
     """
 
-    def __init__(self, client: KubeApi, discovery, only=None):
+    def __init__(self, client: KubeApi, discovery: Discovery,
+                 only: Collection[tuple[Resource, str | None]] | None = None) -> None:
         self.client = client
         self.discovery = discovery
         self.only = only
-        self._storage: dict = {}
-        self._notes: dict = {}
+        self._storage: dict[GroupKind, str | None] = {}
+        self._notes: dict[str, str] = {}
         self._lock = threading.Lock()
 
     @property
@@ -78,7 +82,7 @@ class VersionFallback:
         storage = self.storage_version(res)
         return sorted(others, key=lambda r: r.version != storage)  # stable: preference order kept
 
-    def list(self, res: Resource, namespace: str | None, **kwargs) -> tuple[Resource, list]:
+    def list(self, res: Resource, namespace: str | None, **kwargs: Any) -> tuple[Resource, list[KubeObject]]:
         """LIST ``res`` in ``namespace`` (``kwargs`` as ``KubeClient.list``), at another served
         version when the preferred one fails in a way another may not.
 

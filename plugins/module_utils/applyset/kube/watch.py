@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, cast
 
-from ..object_meta import list_meta_of, metadata_of
+from ..object_meta import KubeObject, list_meta_of, metadata_of
 from .api import KubeApi
 from .client import LIST_PAGE_SIZE, read_response
-from .http_requests import ApiRequest, list_request
+from .discovery import Resource
+from .http_requests import ApiRequest, ListBody, list_request
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 _READ_SIZE = 65536
@@ -29,7 +32,7 @@ class WatchEvent:
     """One event: its ``type`` and its ``object`` (a Status for ``ERROR``)."""
 
     type: str
-    object: dict
+    object: KubeObject
 
     @property
     def resource_version(self) -> str | None:
@@ -62,12 +65,13 @@ class WatchStream:
     ``close``); ``ended_by`` then says why (None: the server closed it, as ``timeoutSeconds`` asks).
     """
 
-    def __init__(self, resp):
+    def __init__(self, resp: Any) -> None:
+        # urllib3's answer, unread; or a test's stream with read1 (or read), shutdown and close
         self._resp = resp
         self._closed = threading.Event()
         self.ended_by: Exception | None = None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[WatchEvent]:
         pending = b""
         # read1 gives what has arrived without waiting for more; an older urllib3 2.x without it
         # is read a byte at a time (an event is a few KiB: slower, still at once).
@@ -129,14 +133,15 @@ def open_watch(client: KubeApi, req: ApiRequest, *, read_timeout: float) -> Watc
     return WatchStream(resp)
 
 
-def list_with_version(client: KubeApi, res, namespace: str | None = None, *, metadata_only: bool = True) -> tuple[list, str | None]:
+def list_with_version(client: KubeApi, res: Resource, namespace: str | None = None, *,
+                      metadata_only: bool = True) -> tuple[list[KubeObject], str | None]:
     """Every object of ``res`` (in ``namespace``, or in all) and the list's resourceVersion, where
     a watch of the same collection starts: the same requests as ``KubeClient.list``."""
-    items: list = []
+    items: list[KubeObject] = []
     token = version = None
     while True:
-        body = client.send(list_request(res, namespace, metadata_only=metadata_only, page_size=LIST_PAGE_SIZE,
-                                        continue_token=token)).body or {}
+        body = cast(ListBody, client.send(list_request(res, namespace, metadata_only=metadata_only, page_size=LIST_PAGE_SIZE,
+                                                       continue_token=token)).body or {})
         items.extend(body.get("items") or [])
         meta = list_meta_of(body)
         version = meta.get("resourceVersion") or version  # every page of one list has the same

@@ -19,12 +19,13 @@ import gzip
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Any, TypedDict
 
-from ..object_meta import ObjectMeta, metadata_of
+from ..object_meta import KubeObject, ObjectMeta, metadata_of
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..kube.api import KubeApi
-from ..kube.discovery import Discovery
+from ..kube.discovery import Discovery, Resource
 from ..kubeyaml.stream import read_stream
 
 RELEASE_TYPE = "helm.sh/release.v1"
@@ -33,6 +34,22 @@ RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
 # A release Helm is in the middle of changing: taking it over would race Helm.
 PENDING = frozenset({"pending-install", "pending-upgrade", "pending-rollback", "uninstalling"})
 _GZIP_MAGIC = b"\x1f\x8b\x08"
+
+# A release as Helm encodes it in a record (JSON: name, info, chart, manifest, config ...): Helm's
+# format, not a Kubernetes object; only ``chart.metadata``, ``info.status`` and ``manifest`` are read.
+HelmRelease = dict[str, Any]
+
+
+class ReleaseProvenance(TypedDict):
+    """What the set's first revision keeps of a release it took over (``Release.provenance``)."""
+
+    name: str
+    namespace: str
+    revision: int
+    status: str
+    chart: dict[str, str]
+    manifest_sha256: str
+    objects: list[str]
 
 
 @dataclass(frozen=True)
@@ -57,9 +74,9 @@ class Release:
     namespace: str
     version: int
     status: str
-    chart: dict
+    chart: dict[str, str]  # the chart's name, version and appVersion, those it has
     manifest: str
-    records: tuple
+    records: tuple[Record, ...]
 
     @property
     def ref(self) -> str:
@@ -71,7 +88,7 @@ class Release:
         """Whether Helm is in the middle of changing it (``PENDING``)."""
         return self.status in PENDING
 
-    def provenance(self) -> dict:
+    def provenance(self) -> ReleaseProvenance:
         """What the set's first revision keeps of the release: its chart metadata, revision and
         the digest and objects of its manifest; never its values (they may hold secrets) nor the
         manifest's text (it may hold a Secret's data)."""
@@ -96,7 +113,7 @@ class ManifestObject:
         return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
 
 
-def decode(data_value: str, in_secret: bool = True) -> dict:
+def decode(data_value: str, in_secret: bool = True) -> HelmRelease:
     """The release JSON of a record's ``data.release`` value as the API returns it (a Secret's
     ``in_secret``, base64-encoded once more by the API, or a ConfigMap's).
 
@@ -112,7 +129,7 @@ def decode(data_value: str, in_secret: bool = True) -> dict:
     return release
 
 
-def encode(release: dict) -> str:
+def encode(release: HelmRelease) -> str:
     """A record Secret's ``data.release`` value for ``release`` (as Helm writes it; for tests)."""
     inner = base64.b64encode(gzip.compress(json.dumps(release).encode(), mtime=0))
     return base64.b64encode(inner).decode()
@@ -142,10 +159,10 @@ def manifest_objects(manifest: str, namespace: str) -> list[ManifestObject]:
     return found
 
 
-def object_ids(release: Release, discovery: Discovery) -> dict:
+def object_ids(release: Release, discovery: Discovery) -> dict[spec.ObjectId, Resource]:
     """``{ObjectId: Resource}`` of the release's objects of kinds the server serves (a namespaced
     object that names no namespace is in the release's)."""
-    ids = {}
+    ids: dict[spec.ObjectId, Resource] = {}
     for obj in manifest_objects(release.manifest, release.namespace):
         group, _slash, version = obj.api_version.rpartition("/")
         res = discovery.for_gvk(group, version, obj.kind)
@@ -181,7 +198,7 @@ def read(client: KubeApi, discovery: Discovery, name: str, namespace: str) -> Re
     return None
 
 
-def _release(kind: spec.GroupKind, listed: list, name: str, namespace: str) -> Release:
+def _release(kind: spec.GroupKind, listed: list[KubeObject], name: str, namespace: str) -> Release:
     records = sorted((_record(kind, obj) for obj in listed), key=lambda r: r.version)
     newest = next(obj for obj in listed if obj["metadata"]["name"] == records[-1].name)
     try:
@@ -196,7 +213,7 @@ def _release(kind: spec.GroupKind, listed: list, name: str, namespace: str) -> R
     return Release(name, namespace, records[-1].version, status, chart, release.get("manifest") or "", tuple(records))
 
 
-def _record(kind: spec.GroupKind, obj: dict) -> Record:
+def _record(kind: spec.GroupKind, obj: KubeObject) -> Record:
     meta = metadata_of(obj)
     labels = meta.get("labels") or {}
     version = labels.get("version") or meta.get("name", "").rpartition(".v")[2]

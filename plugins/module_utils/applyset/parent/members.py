@@ -14,9 +14,16 @@ pair. Pure: no requests, no Ansible.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from ..object_meta import annotations_of
+from ..object_meta import KubeObject, annotations_of
 from .. import spec
+
+if TYPE_CHECKING:  # names for annotations only: the plan and the report are layers above
+    from ..rules.plan import Plan
+    from ..run.report import ObjectResult
+    from .model import Parent
 
 ANNOTATION_MEMBERS = spec.OWN_PREFIX + "members"
 
@@ -27,7 +34,7 @@ def digest(key: spec.ObjectId) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
 
 
-def parse(obj: dict | None) -> frozenset | None:
+def parse(obj: KubeObject | None) -> frozenset[str] | None:
     """The digests a parent object records, or None when it records none (an older run's parent)."""
     value = annotations_of(obj).get(ANNOTATION_MEMBERS)
     if value is None:
@@ -35,17 +42,17 @@ def parse(obj: dict | None) -> frozenset | None:
     return frozenset(part for part in value.split(",") if part)
 
 
-def format_record(digests) -> str:
+def format_record(digests: Iterable[str]) -> str:
     """The annotation's value for ``digests``: sorted, comma-separated."""
     return ",".join(sorted(digests))
 
 
-def of_plan(plan) -> frozenset:
+def of_plan(plan: Plan) -> frozenset[str]:
     """The digests of the members of ``plan`` (``plan.Plan``)."""
     return frozenset(digest(m.key) for m in plan.members)
 
 
-def recorded(record: frozenset | None, key: spec.ObjectId) -> bool:
+def recorded(record: frozenset[str] | None, key: spec.ObjectId) -> bool:
     """Whether a parent's member ``record`` (``parent_model.Parent.member_record``; None when it
     keeps none) holds ``key``."""
     return bool(record and digest(key) in record)
@@ -57,11 +64,11 @@ def recorded(record: frozenset | None, key: spec.ObjectId) -> bool:
 MAX_RECORDED = 9000
 
 
-def _bounded(digests: frozenset) -> frozenset | None:
+def _bounded(digests: frozenset[str]) -> frozenset[str] | None:
     return digests if len(digests) <= MAX_RECORDED else None
 
 
-def while_writing(parent, plan) -> None:
+def while_writing(parent: Parent, plan: Plan) -> None:
     """Decide step: what the parent records while the run writes (the old record and this run's)."""
     parent.record_members = _bounded((parent.member_record or frozenset()) | of_plan(plan))
 
@@ -69,7 +76,8 @@ def while_writing(parent, plan) -> None:
 _WRITTEN = ("created", "configured", "replaced", "unchanged")
 
 
-def at_release(record: frozenset | None, plan, results, done: bool) -> frozenset | None:
+def at_release(record: frozenset[str] | None, plan: Plan, results: Iterable[ObjectResult],
+               done: bool) -> frozenset[str] | None:
     """What the release records, given the parent's ``record`` as read, the run's ``plan`` and its
     ``results`` (``report.ObjectResult``): for a run that went through (``done``) exactly its
     members; for a failed one the old record and the members it applied (one it never created,

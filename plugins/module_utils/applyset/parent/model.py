@@ -13,12 +13,28 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
-from ..object_meta import ObjectMeta, metadata_of
+from ..object_meta import KubeObject, ObjectMeta, metadata_of
 from . import plan_key as plan_keys
 from .. import spec
 from ..kube.discovery import Discovery, Resource
 from ..spec import GroupKind
+
+
+# A run's claim on a set, as the claim annotation holds it (JSON): ``{"run": RUN_ID, "expires": UNIX_TIME}``.
+# A dict and not a TypedDict: it is read from an annotation anyone may have written, key by key.
+ClaimRecord = dict[str, Any]
+
+
+class ObjectReference(TypedDict):
+    """An object as results name it (the parent, a member): ``apiVersion``, ``kind``, ``namespace``
+    (None when cluster-scoped) and ``name``."""
+
+    apiVersion: str
+    kind: str
+    namespace: str | None
+    name: str
 
 
 # ----- what a live parent says -------------------------------------------------------------
@@ -31,7 +47,7 @@ def set_name(resource: Resource, namespace: str | None, name: str) -> str:
     return f"ApplySet {spec.ObjectId.of(resource, namespace or None, name)}"
 
 
-def claim_holds(claim: dict | None, now: float, *, other_than: str | None = None) -> bool:
+def claim_holds(claim: ClaimRecord | None, now: float, *, other_than: str | None = None) -> bool:
     """Whether a run's claim on a set is still in force.
 
     :param claim: the parsed claim annotation, ``{"run": RUN_ID, "expires": UNIX_TIME}``, or None.
@@ -69,12 +85,12 @@ class LiveParent:
     resource_version: str | None
     live_id: str | None  # the id label as found (None when missing)
     tooling: str | None
-    annotations: dict  # the parent's applyset.kubernetes.io/ annotations, verbatim
-    group_kinds: frozenset  # recorded GroupKinds from both hint annotations, served or not
-    legacy_group_kinds: frozenset  # the part of group_kinds that contains-group-resources names
-    unmapped_resources: frozenset  # legacy GroupResource entries that discovery cannot map to a kind
-    additional_namespaces: frozenset
-    claim: dict | None = None  # applyset_apply's {"run", "expires"} while a run changes the set
+    annotations: dict[str, str]  # the parent's applyset.kubernetes.io/ annotations, verbatim
+    group_kinds: frozenset[GroupKind]  # recorded GroupKinds from both hint annotations, served or not
+    legacy_group_kinds: frozenset[GroupKind]  # the part of group_kinds that contains-group-resources names
+    unmapped_resources: frozenset[spec.GroupResource]  # legacy entries that discovery cannot map to a kind
+    additional_namespaces: frozenset[str]
+    claim: ClaimRecord | None = None  # applyset_apply's {"run", "expires"} while a run changes the set
     last_written: str | None = None  # newest managedFields time: when any tool last changed the parent
     revision: int | None = None  # the current revision (history/revisions.py), None when no history was recorded
     revision_digest: str | None = None  # the digest of what the current revision applied
@@ -108,7 +124,7 @@ class LiveParent:
         return spec.ANNOTATION_GROUP_RESOURCES in self.annotations
 
     @property
-    def legacy_only_group_kinds(self) -> frozenset:
+    def legacy_only_group_kinds(self) -> frozenset[GroupKind]:
         """Recorded kinds that only contains-group-resources names, beside contains-group-kinds."""
         if self.hint_source != spec.ANNOTATION_GROUP_KINDS:
             return frozenset()
@@ -135,7 +151,7 @@ class LiveParent:
         return self.tool == spec.TOOL_NAME
 
     @property
-    def namespaces(self) -> frozenset:
+    def namespaces(self) -> frozenset[str]:
         """The namespaces where namespaced members may live: the recorded ones and the parent's own."""
         return self.additional_namespaces | ({self.namespace} if self.namespace else frozenset())
 
@@ -165,16 +181,16 @@ class LiveParent:
         return str(self.object_id)
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, str, str, str]:
         """Parents sort by namespace first, then kind and name (the order of info's output)."""
         return (self.namespace, self.resource.group, self.resource.kind, self.name)
 
-    def parent_ref(self) -> dict:
+    def parent_ref(self) -> ObjectReference:
         """apiVersion, kind, namespace (None when cluster-scoped) and name of the parent."""
         return {"apiVersion": self.resource.api_version, "kind": self.resource.kind,
                 "namespace": self.namespace or None, "name": self.name}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The set as applyset_info and applyset_verify show it."""
         return {
             "parent": self.parent_ref(),
@@ -192,7 +208,7 @@ class LiveParent:
         }
 
 
-def inspect(res: Resource, obj: dict, discovery: Discovery) -> LiveParent:
+def inspect(res: Resource, obj: KubeObject, discovery: Discovery) -> LiveParent:
     """Parse a live parent object's id label, tooling, hints and claim; never raises on their content.
 
     :param res: the parent's resource (its kind, as discovery serves it).
@@ -206,7 +222,8 @@ def inspect(res: Resource, obj: dict, discovery: Discovery) -> LiveParent:
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     kinds = spec.parse_group_kinds(annotations.get(spec.ANNOTATION_GROUP_KINDS))
-    legacy_kinds, unmapped = set(), set()
+    legacy_kinds: set[GroupKind] = set()
+    unmapped: set[spec.GroupResource] = set()
     for group_resource in spec.parse_group_resources(annotations.get(spec.ANNOTATION_GROUP_RESOURCES)):
         mapped = discovery.for_resource(group_resource.group, group_resource.resource)
         if mapped is None:
@@ -243,7 +260,7 @@ def parse_revision(text: str | None) -> int | None:
     return number if number is not None and number > 0 else None
 
 
-def _parse_claim(text: str | None) -> dict | None:
+def _parse_claim(text: str | None) -> ClaimRecord | None:
     """The claim annotation's JSON object; anything unreadable is no claim."""
     try:
         claim = json.loads(text) if text else None
@@ -277,24 +294,24 @@ class Parent:
     uid: str | None = None
     resource_version: str | None = None
     tooling: str | None = None
-    group_kinds: set = field(default_factory=set)  # recorded hint, served kinds only
+    group_kinds: set[GroupKind] = field(default_factory=set)  # recorded hint, served kinds only
     # Recorded kinds not served right now that may still hold objects: they stay in the hint,
     # but their members cannot be listed (kind -> why they may hold objects).
-    unlistable_group_kinds: dict = field(default_factory=dict)
+    unlistable_group_kinds: dict[GroupKind, str] = field(default_factory=dict)
     # Recorded kinds that provably cannot hold objects any more: they leave the hint.
-    dropped_group_kinds: set = field(default_factory=set)
-    namespaces: set = field(default_factory=set)  # recorded scope, incl. the parent's own namespace
-    definition: dict | None = None  # body for creating a custom-resource parent
+    dropped_group_kinds: set[GroupKind] = field(default_factory=set)
+    namespaces: set[str] = field(default_factory=set)  # recorded scope, incl. the parent's own namespace
+    definition: KubeObject | None = None  # body for creating a custom-resource parent
     legacy_annotation: bool = False  # contains-group-resources present, alone or beside contains-group-kinds
-    claim: dict | None = None  # {"run", "expires"} while some run changes the set
-    member_record: frozenset | None = None  # members.py: the member digests the parent records
-    record_members: frozenset | None = None  # members.py: the digests the next parent write records
+    claim: ClaimRecord | None = None  # {"run", "expires"} while some run changes the set
+    member_record: frozenset[str] | None = None  # members.py: the member digests the parent records
+    record_members: frozenset[str] | None = None  # members.py: the digests the next parent write records
     revision: int | None = None  # the current revision (history/revisions.py); the release writes the new one
     revision_digest: str | None = None  # the digest of what the current revision applied
     plan_key: bytes | None = field(default=None, repr=False, compare=False)  # plan_key.py; never shown
 
     @classmethod
-    def from_live(cls, live: LiveParent, *, definition: dict | None = None) -> Parent:
+    def from_live(cls, live: LiveParent, *, definition: KubeObject | None = None) -> Parent:
         """The engine's model of an existing parent, before its recorded kinds are sorted.
 
         :param live: what the parent object says (``inspect``).
@@ -332,11 +349,11 @@ class Parent:
         return set_name(self.resource, self.namespace, self.name)
 
     @property
-    def recorded_group_kinds(self) -> set:
+    def recorded_group_kinds(self) -> set[GroupKind]:
         """Every kind the hint keeps: served ones and those that may still hold objects."""
         return self.group_kinds | set(self.unlistable_group_kinds)
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The id, parent reference and tooling, as the module result's ``applyset`` shows them."""
         return {
             "id": self.id,

@@ -20,18 +20,20 @@ import base64
 import binascii
 import secrets
 
+from ..kube.discovery import Resource
+from ..object_meta import KubeObject
 from .. import spec
 
 DATA_KEY = "applyset.kubernetes.plan-key"
 _BYTES = 32
 
 
-def holds_key(resource) -> bool:
+def holds_key(resource: Resource) -> bool:
     """Whether a parent served by ``resource`` keeps a plan key (a Secret does)."""
     return resource.group_kind == spec.SECRET_KIND
 
 
-def read(resource, obj: dict | None) -> bytes | None:
+def read(resource: Resource, obj: KubeObject | None) -> bytes | None:
     """The plan key a parent object holds, or None (another kind, none yet, or not readable)."""
     if obj is None or not holds_key(resource):
         return None
@@ -50,6 +52,6 @@ def new() -> bytes:
     return secrets.token_bytes(_BYTES)
 
 
-def data(key: bytes) -> dict:
+def data(key: bytes) -> dict[str, str]:
     """The parent's ``data`` holding ``key``."""
     return {DATA_KEY: base64.b64encode(key).decode("ascii")}

@@ -10,9 +10,12 @@ and a client that sends one request at a time, reads after discovery as before.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery, Resource
 from ..errors import ApiError, ApplySetError
+from ..object_meta import KubeObject
 from .resolve import resolve
 
 _VERBS = frozenset({"create", "delete", "get", "list", "patch", "update", "watch"})
@@ -22,7 +25,7 @@ CORE_PARENTS = Discovery([Resource("", "v1", "Secret", "secrets", True, _VERBS, 
 _USED = object()
 
 
-def parent_path(parent_spec, namespace: str | None) -> str | None:
+def parent_path(parent_spec: object, namespace: str | None) -> str | None:
     """The URL path of a Secret or ConfigMap parent named by reference, or None (another kind, a
     full definition, or input that the real resolution will refuse with its own message)."""
     try:
@@ -37,25 +40,25 @@ class Prefetched:
     does not exist, or the error to raise). The first ``get`` of that path takes it; anything
     else, and every later read, goes to the server."""
 
-    def __init__(self, client: KubeApi, path: str, answer):
+    def __init__(self, client: KubeApi, path: str, answer: KubeObject | Exception | None) -> None:
         self._client = client
         self._path = path
-        self._answer = answer
+        self._answer: object = answer  # _USED once taken
 
-    def get(self, res, name: str, namespace: str | None = None):
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> KubeObject | None:
         """As ``kube.client.KubeClient.get``."""
         if self._answer is not _USED and res.path(namespace, name) == self._path:
             answer, self._answer = self._answer, _USED
             if isinstance(answer, Exception):
                 raise answer
-            return answer
+            return cast("KubeObject | None", answer)
         return self._client.get(res, name, namespace)
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr: str) -> Any:
         return getattr(self._client, attr)
 
 
-def discover_and_read(client: KubeApi, parent_spec, namespace: str | None):
+def discover_and_read(client: KubeApi, parent_spec: object, namespace: str | None) -> tuple[Discovery, KubeApi]:
     """``(discovery, reader)``: one discovery pass, and the client to read the parent with (the
     parent's GET sent together with discovery where its path is known beforehand).
 
@@ -65,7 +68,7 @@ def discover_and_read(client: KubeApi, parent_spec, namespace: str | None):
     if path is None or getattr(client, "parallelism", 1) <= 1:
         return client.discover(), client
 
-    def fetch(which):
+    def fetch(which: str) -> Discovery | KubeObject | None:
         if which == "discovery":
             return client.discover()
         try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from . import members, retention
 from .. import spec
+from ..object_meta import KubeObject
 from ..errors import ApiError, ParentError
 from ..kube.discovery import Discovery, Resource
 from ..kube.api import KubeApi
@@ -26,7 +27,7 @@ from ..spec import GroupKind
 
 
 def read(client: KubeApi, discovery: Discovery, res: Resource, name: str, namespace: str,
-         *, takeover: bool = False, definition: dict | None = None) -> tuple[Parent, list[str]]:
+         *, takeover: bool = False, definition: KubeObject | None = None) -> tuple[Parent, list[str]]:
     """GET the parent and judge what it says before a run writes anything.
 
     :param client: the API client.
@@ -123,8 +124,8 @@ def _refuse_foreign_or_forged(live: LiveParent, takeover: bool) -> None:
         )
 
 
-def _sort_unserved(client: KubeApi, discovery: Discovery, parent: Parent, unserved: set, unmapped: set,
-                   warnings: list) -> None:
+def _sort_unserved(client: KubeApi, discovery: Discovery, parent: Parent, unserved: set[GroupKind],
+                   unmapped: set[spec.GroupResource], warnings: list[str]) -> None:
     """Split recorded kinds the server does not serve into kept (may hold objects) and dropped.
 
     A legacy entry whose kind cannot be known (its group's aggregated API is down) cannot be

@@ -8,7 +8,10 @@ ConfigMap, or a custom resource whose CRD carries the ``is-parent-type`` label.
 
 from __future__ import annotations
 
-from ..object_meta import labels_of, metadata_of
+from collections.abc import Mapping
+from typing import Any
+
+from ..object_meta import KubeObject, labels_of, metadata_of
 from .. import spec
 from ..errors import ApiError, InputError, ParentError
 from ..kube.discovery import CRD_RESOURCE
@@ -17,7 +20,8 @@ from ..kube.api import KubeApi
 from ..spec import GroupKind
 
 
-def resolve(discovery: Discovery, parent_spec, default_namespace: str | None) -> tuple[Resource, str, str, dict | None]:
+def resolve(discovery: Discovery, parent_spec: object,
+            default_namespace: str | None) -> tuple[Resource, str, str, KubeObject | None]:
     """Turn the user's parent option into the resource and name of the parent.
 
     :param discovery: the server's discovery, to find the parent's resource.
@@ -30,7 +34,8 @@ def resolve(discovery: Discovery, parent_spec, default_namespace: str | None) ->
     :raises InputError: for a reference that cannot name a parent the server serves, or a
         namespace missing (namespaced kind) or given (cluster-scoped kind).
     """
-    definition = None
+    definition: KubeObject | None = None
+    ref: Mapping[str, Any]
     if isinstance(parent_spec, str):
         res, name, namespace, shown = _resolve_text(discovery, parent_spec)
     elif isinstance(parent_spec, dict):
@@ -63,7 +68,7 @@ def _resolve_text(discovery: Discovery, text: str) -> tuple[Resource, str, None,
     return res, name, None, text
 
 
-def _resolve_reference(discovery: Discovery, ref: dict) -> tuple[Resource, str, str | None, str]:
+def _resolve_reference(discovery: Discovery, ref: Mapping[str, Any]) -> tuple[Resource, str, str | None, str]:
     """A reference dict (``kind`` defaults to Secret): (resource, name, namespace, as shown)."""
     name = ref.get("name")
     kind = ref.get("kind") or "Secret"

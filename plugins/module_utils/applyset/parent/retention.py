@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, conditions_of, labels_of, metadata_of
 from ..errors import ApiError
 from ..kube.discovery import APISERVICE_RESOURCE, CRD_RESOURCE, Discovery, Resource
 from ..kube.api import KubeApi
@@ -34,12 +34,12 @@ AUTOMANAGED_LABEL = "kube-aggregator.kubernetes.io/automanaged"
 class ApiDefinitions:
     """The cluster's CRDs and APIServices, or why they could not be read (``None`` lists)."""
 
-    crds: list | None
-    apiservices: list | None
+    crds: list[KubeObject] | None
+    apiservices: list[KubeObject] | None
     crd_error: str | None = None
     apiservice_error: str | None = None
 
-    def crd_for_kind(self, gk: GroupKind) -> dict | None:
+    def crd_for_kind(self, gk: GroupKind) -> KubeObject | None:
         """The CRD that defines the group and kind ``gk``, or None (also when CRDs could not be listed)."""
         for crd in self.crds or ():
             crd_spec = crd.get("spec") or {}
@@ -47,7 +47,7 @@ class ApiDefinitions:
                 return crd
         return None
 
-    def crd_for_resource(self, group: str, resource: str) -> dict | None:
+    def crd_for_resource(self, group: str, resource: str) -> KubeObject | None:
         """The CRD of ``group`` whose plural, singular or a short name is ``resource`` (in any case),
         or None."""
         for crd in self.crds or ():
@@ -67,7 +67,7 @@ def load(client: KubeApi, discovery: Discovery | None = None) -> ApiDefinitions:
     the decisions count it as "may hold".
     """
 
-    def fetch(res: Resource):
+    def fetch(res: Resource) -> tuple[list[KubeObject] | None, str | None]:
         if discovery is not None:
             res = discovery.for_group_kind(res.group_kind) or res
         try:
@@ -114,7 +114,7 @@ def _why_group_may_hold_objects(group: str, defs: ApiDefinitions) -> str | None:
         if svc_spec.get("group") != group:
             continue
         meta = metadata_of(svc)
-        if (meta.get("labels") or {}).get(AUTOMANAGED_LABEL) == "true":
+        if labels_of(svc).get(AUTOMANAGED_LABEL) == "true":
             continue  # registered for a CRD group: the CRDs above decide
         name = meta.get("name", group)
         if svc_spec.get("service"):
@@ -123,7 +123,7 @@ def _why_group_may_hold_objects(group: str, defs: ApiDefinitions) -> str | None:
     return None
 
 
-def _crd_state(crd: dict) -> str:
+def _crd_state(crd: KubeObject) -> str:
     name = metadata_of(crd).get("name", "?")
     versions = (crd.get("spec") or {}).get("versions") or []
     if metadata_of(crd).get("deletionTimestamp"):
@@ -133,8 +133,8 @@ def _crd_state(crd: dict) -> str:
     return f"{name} exists"
 
 
-def _availability(svc: dict) -> str:
-    for cond in (svc.get("status") or {}).get("conditions") or []:
+def _availability(svc: KubeObject) -> str:
+    for cond in conditions_of(svc):
         if cond.get("type") == "Available":
             state = "available" if cond.get("status") == "True" else "not available"
             return f"{state}: {cond.get('reason')}" if cond.get("reason") else state

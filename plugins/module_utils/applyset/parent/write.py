@@ -10,22 +10,27 @@ is the one body of the parent's labels and annotations (``verify.repair`` writes
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from ..object_meta import annotations_of, metadata_of
+from ..object_meta import KubeObject, ObjectMeta, annotations_of, metadata_of
 from . import members
 from . import plan_key as plan_keys
 from .. import spec
 from ..errors import ApiError, ParentChanged, ParentError, missing_namespace
 from ..kube.api import KubeApi
-from .model import Parent
+from ..kube.http_requests import Response
+from ..spec import GroupKind
+from .model import ClaimRecord, Parent
 
 
-def _claim_text(claim: dict | None) -> str | None:
+def _claim_text(claim: ClaimRecord | None) -> str | None:
     """The claim annotation's value, written byte-for-byte the same for the same claim."""
     return json.dumps(claim, sort_keys=True, separators=(",", ":")) if claim else None
 
 
-def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = None) -> dict:
+def parent_body(parent: Parent, group_kinds: Iterable[GroupKind], namespaces: Iterable[str | None],
+                claim: ClaimRecord | None = None) -> KubeObject:
     """The server-side apply body for the parent's labels and annotations.
 
     :param parent: the parent to write (its id, name, namespace and read resourceVersion).
@@ -36,7 +41,7 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
     :returns: the body, with our tooling value, a Secret parent's plan key (``plan_key.py``) and,
         when the parent was read, its resourceVersion as a precondition.
     """
-    meta: dict = {
+    meta: dict[str, Any] = {
         "name": parent.name,
         "labels": {spec.LABEL_ID: parent.id},
         "annotations": {
@@ -54,7 +59,7 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
         meta["annotations"][spec.ANNOTATION_REVISION_DIGEST] = parent.revision_digest or ""
     if parent.namespace:
         meta["namespace"] = parent.namespace
-    body = {"apiVersion": parent.resource.api_version, "kind": parent.resource.kind, "metadata": meta}
+    body: KubeObject = {"apiVersion": parent.resource.api_version, "kind": parent.resource.kind, "metadata": meta}
     if parent.plan_key is not None and plan_keys.holds_key(parent.resource):
         # Sent with every write: an apply of ours that left it out would remove it.
         body["data"] = plan_keys.data(parent.plan_key)
@@ -64,7 +69,8 @@ def parent_body(parent: Parent, group_kinds, namespaces, claim: dict | None = No
     return body
 
 
-def write(client: KubeApi, parent: Parent, group_kinds, namespaces, *, claim: dict | None = None,
+def write(client: KubeApi, parent: Parent, group_kinds: Iterable[GroupKind], namespaces: Iterable[str | None], *,
+          claim: ClaimRecord | None = None,
           dry_run: bool = False) -> None:
     """Record the hints (and the run's claim, if any) on the parent, creating it if needed.
 
@@ -143,7 +149,8 @@ def drop_legacy_annotation(client: KubeApi, parent: Parent, *, dry_run: bool = F
         parent.legacy_annotation = False
 
 
-def _creation_body(parent: Parent, group_kinds, namespaces, claim: dict | None) -> dict:
+def _creation_body(parent: Parent, group_kinds: Iterable[GroupKind], namespaces: Iterable[str | None],
+                   claim: ClaimRecord | None) -> KubeObject:
     body = parent_body(parent, group_kinds, namespaces, claim)
     if parent.definition:
         merged = dict(parent.definition)
@@ -160,7 +167,8 @@ def _creation_body(parent: Parent, group_kinds, namespaces, claim: dict | None) 
     return body
 
 
-def _guarded(client: KubeApi, parent: Parent, send, landed) -> dict:
+def _guarded(client: KubeApi, parent: Parent, send: Callable[[], Response],
+             landed: Callable[[KubeObject], bool]) -> KubeObject:
     """Send one write to the parent, guarded by the resourceVersion this run read.
 
     A 409 means the parent changed since then. Usually someone else changed it; but when the
@@ -183,11 +191,11 @@ def _guarded(client: KubeApi, parent: Parent, send, landed) -> dict:
     raise _stale_error(parent)
 
 
-def _annotations(live: dict) -> dict:
-    return metadata_of(live).get("annotations") or {}
+def _annotations(live: KubeObject) -> dict[str, str]:
+    return annotations_of(live)
 
 
-def _says(live: dict, wanted_meta: dict, *, claim_expected: bool) -> bool:
+def _says(live: KubeObject, wanted_meta: ObjectMeta, *, claim_expected: bool) -> bool:
     """Whether the live parent carries every label and annotation of a body we sent."""
     meta = metadata_of(live)
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
@@ -198,7 +206,8 @@ def _says(live: dict, wanted_meta: dict, *, claim_expected: bool) -> bool:
     return claim_expected or spec.ANNOTATION_CLAIM not in annotations
 
 
-def records(parent: Parent, live: dict, group_kinds, namespaces) -> bool:
+def records(parent: Parent, live: KubeObject, group_kinds: Iterable[GroupKind],
+            namespaces: Iterable[str | None]) -> bool:
     """Whether the live parent already carries exactly what a release would write.
 
     Args:

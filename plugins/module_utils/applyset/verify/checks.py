@@ -10,15 +10,19 @@ touch at all; ``classify_members`` which members the hints must cover.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..parent import retention
 from .. import spec
+from ..object_meta import OwnerReference
+from .inventory import LiveMember, Unlisted
 from .scan import Scan
 from ..kube.discovery import Discovery
 from ..kube.api import KubeApi
-from ..parent.model import LiveParent
-from ..spec import GroupKind, ObjectId
+from ..parent.model import LiveParent, ObjectReference
+from ..spec import GroupKind, GroupResource, ObjectId
 
 ERROR, WARNING = "error", "warning"
 SEVERITY_RANK = {ERROR: 0, WARNING: 1}
@@ -43,6 +47,9 @@ ORPHAN = "orphan"
 INCOMPLETE_SCAN = "incomplete_scan"
 REDUCED_COVERAGE = "reduced_coverage"
 
+# Unserved hint entries (kinds, and legacy entries discovery cannot map) that may still hold objects -> why.
+MayHold = dict["GroupKind | GroupResource", str]
+
 # Problems that rewriting the parent's hints resolves.
 HINT_CODES = frozenset({
     HINT_MISSING, LEGACY_HINT, LEGACY_ANNOTATION, HINT_NOT_CANONICAL, UNSERVED_GROUP_KIND, UNRECORDED_GROUP_KIND,
@@ -59,21 +66,21 @@ class Problem:
     message: str
     fix: str  # what a person does about it
     applyset_id: str | None = None
-    parent: dict | None = None  # None for problems of no set (orphans, the scan itself)
-    objects: list = field(default_factory=list)  # refs: apiVersion, kind, namespace, name
+    parent: ObjectReference | None = None  # None for problems of no set (orphans, the scan itself)
+    objects: list[ObjectReference] = field(default_factory=list)
     fixable: bool = False  # fix: true can repair it (for another tool's set: with allow_foreign)
     fixed: bool = False  # repaired by this run (in check mode: would be)
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[Any, ...]:
         """A set's own problems first (by parent), then orphans (by id), then the scan's."""
-        parent = self.parent or {}
+        parent: ObjectReference | dict[str, Any] = self.parent or {}
         group = 0 if self.parent else 1 if self.applyset_id else 2
         return (group, parent.get("namespace") or "", parent.get("kind") or "", parent.get("name") or "",
                 self.applyset_id or "", SEVERITY_RANK[self.severity], self.code,
                 [tuple(v or "" for v in ref.values()) for ref in self.objects])
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The problem as applyset_verify returns it."""
         return {
             "code": self.code,
@@ -88,7 +95,8 @@ class Problem:
         }
 
 
-def _set_problem(set_info: LiveParent, code: str, severity: str, message: str, fix: str, objects=None) -> Problem:
+def _set_problem(set_info: LiveParent, code: str, severity: str, message: str, fix: str,
+                 objects: list[ObjectReference] | None = None) -> Problem:
     return Problem(code=code, severity=severity, message=f"{set_info.display}: {message}", fix=fix,
                    applyset_id=set_info.expected_id, parent=set_info.parent_ref(),
                    objects=objects if objects is not None else [set_info.parent_ref()],
@@ -104,12 +112,12 @@ def identity_intact(set_info: LiveParent) -> bool:
     return set_info.id_matches and set_info.tooling is not None
 
 
-def member_refs(members) -> list:
+def member_refs(members: Iterable[LiveMember]) -> list[ObjectReference]:
     """The references (apiVersion, kind, namespace, name) of ``LiveMember``s, in their sort order."""
     return [m.ref() for m in sorted(members, key=lambda m: m.sort_key)]
 
 
-def member_names(members, limit: int = 5) -> str:
+def member_names(members: Iterable[LiveMember], limit: int = 5) -> str:
     """The first ``limit`` members as a message shows them (``ConfigMap shop/a, ...``), then how many more."""
     shown = [m.display for m in sorted(members, key=lambda m: m.sort_key)]
     extra = f" and {len(shown) - limit} more" if len(shown) > limit else ""
@@ -148,7 +156,8 @@ def check_identity(set_info: LiveParent) -> list[Problem]:
     return problems
 
 
-def check_hint_annotations(set_info: LiveParent, discovery: Discovery, may_hold: dict | None = None) -> list[Problem]:
+def check_hint_annotations(set_info: LiveParent, discovery: Discovery,
+                           may_hold: MayHold | None = None) -> list[Problem]:
     """The hint annotations themselves: present, current format, served kinds, canonical text.
 
     :param set_info: the set's parent.
@@ -205,7 +214,7 @@ def check_hint_annotations(set_info: LiveParent, discovery: Discovery, may_hold:
     return problems
 
 
-def _unserved_hint_entries(set_info: LiveParent, discovery: Discovery, may_hold: dict) -> list[Problem]:
+def _unserved_hint_entries(set_info: LiveParent, discovery: Discovery, may_hold: MayHold) -> list[Problem]:
     problems = []
     for gk in sorted(set_info.group_kinds):
         if discovery.for_group_kind(gk) is not None:
@@ -243,7 +252,7 @@ def _unlistable_problem(set_info: LiveParent, shown: str, reason: str) -> Proble
         "a repair never drops it")
 
 
-def kinds_that_may_hold(client: KubeApi, discovery: Discovery, sets: list) -> dict:
+def kinds_that_may_hold(client: KubeApi, discovery: Discovery, sets: list[LiveParent]) -> MayHold:
     """Unserved hint entries of these sets that may still hold objects -> why (parent/retention.py).
 
     Only reads the cluster's CRDs and APIServices when some set records an unserved entry.
@@ -259,7 +268,8 @@ def kinds_that_may_hold(client: KubeApi, discovery: Discovery, sets: list) -> di
     if not unserved and not unmapped:
         return {}
     defs = retention.load(client, discovery)
-    reasons = {gk: retention.why_it_may_hold_objects(gk, defs) for gk in unserved}
+    reasons: dict[GroupKind | GroupResource, str | None] = {
+        gk: retention.why_it_may_hold_objects(gk, defs) for gk in unserved}
     reasons.update({gr: retention.why_resource_may_hold_objects(gr.group, gr.resource, defs) for gr in unmapped})
     return {key: reason for key, reason in reasons.items() if reason is not None}
 
@@ -275,12 +285,12 @@ class MemberKinds:
     outside the set (an operator copied its resource's labels); a prune leaves them alone.
     """
 
-    own: list = field(default_factory=list)
-    derived: list = field(default_factory=list)
-    controlled: list = field(default_factory=list)  # (member, controller reference)
+    own: list[LiveMember] = field(default_factory=list)
+    derived: list[LiveMember] = field(default_factory=list)
+    controlled: list[tuple[LiveMember, OwnerReference]] = field(default_factory=list)  # (member, controller)
 
 
-def classify_members(set_info: LiveParent, members: list) -> MemberKinds:
+def classify_members(set_info: LiveParent, members: list[LiveMember]) -> MemberKinds:
     """Split a set's members into own, derived and controlled ones (see ``MemberKinds``).
 
     :param set_info: the set's parent (its uid: a member it controls is its own).
@@ -305,7 +315,8 @@ def classify_members(set_info: LiveParent, members: list) -> MemberKinds:
     return kinds
 
 
-def check_members(set_info: LiveParent, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
+def check_members(set_info: LiveParent, members: list[LiveMember], found: Scan,
+                  discovery: Discovery) -> list[Problem]:
     """Members against the hints: leaks outside them, stale entries, controllers elsewhere.
 
     :param set_info: the set's parent.
@@ -320,8 +331,8 @@ def check_members(set_info: LiveParent, members: list, found: Scan, discovery: D
     scope = set_info.namespaces
     kinds = classify_members(set_info, members)
 
-    outside_kinds: dict[GroupKind, list] = {}
-    outside_namespaces: dict[str, list] = {}
+    outside_kinds: dict[GroupKind, list[LiveMember]] = {}
+    outside_namespaces: dict[str | None, list[LiveMember]] = {}
     for member in kinds.own:
         if member.group_kind not in recorded:
             outside_kinds.setdefault(member.group_kind, []).append(member)
@@ -358,7 +369,8 @@ def check_members(set_info: LiveParent, members: list, found: Scan, discovery: D
     return problems
 
 
-def _stale_hints(set_info: LiveParent, members: list, found: Scan, discovery: Discovery) -> list[Problem]:
+def _stale_hints(set_info: LiveParent, members: list[LiveMember], found: Scan,
+                 discovery: Discovery) -> list[Problem]:
     """Recorded kinds and namespaces without members; only what the scan proved empty."""
     problems = []
     kinds_with_members = {m.group_kind for m in members}
@@ -381,8 +393,8 @@ def _stale_hints(set_info: LiveParent, members: list, found: Scan, discovery: Di
     return problems
 
 
-def check_set(set_info: LiveParent, members: list, found: Scan, discovery: Discovery,
-              may_hold: dict | None = None) -> list[Problem]:
+def check_set(set_info: LiveParent, members: list[LiveMember], found: Scan, discovery: Discovery,
+              may_hold: MayHold | None = None) -> list[Problem]:
     """Every check of one set: identity, then (only for an intact id) hints and members.
 
     :param set_info: the set's parent.
@@ -400,7 +412,7 @@ def check_set(set_info: LiveParent, members: list, found: Scan, discovery: Disco
             + check_members(set_info, members, found, discovery))
 
 
-def check_orphans(found: Scan, known_ids: set, namespace: str | None) -> list[Problem]:
+def check_orphans(found: Scan, known_ids: set[str], namespace: str | None) -> list[Problem]:
     """Objects whose part-of names an id that no parent has: nobody will ever prune them.
 
     :param found: the scan of every object with a ``part-of`` label.
@@ -425,7 +437,7 @@ def check_orphans(found: Scan, known_ids: set, namespace: str | None) -> list[Pr
     return problems
 
 
-def incomplete_scan_problem(unlisted: list) -> Problem:
+def incomplete_scan_problem(unlisted: list[Unlisted]) -> Problem:
     """The ``incomplete_scan`` error for the LISTs that failed: credential advice only for those
     refused (401, 403), the others named as what failed (``kube.list_errors.explain``).
 
@@ -436,7 +448,7 @@ def incomplete_scan_problem(unlisted: list) -> Problem:
     if any(u.refused or u.failure is None for u in unlisted):
         fixes.append("give the credentials list on every kind across all namespaces (e.g. the view ClusterRole plus "
                      "list on the kinds it leaves out)")
-    others: dict = {}
+    others: dict[tuple[str, str], list[str]] = {}
     for u in unlisted:
         if u.failure is not None and not u.refused:
             others.setdefault((u.failure.what, u.failure.fix), []).append(str(u.group_kind))
@@ -450,11 +462,11 @@ def incomplete_scan_problem(unlisted: list) -> Problem:
         fix="; ".join(fixes) + "; or set fail_on_problems: false to accept a partial check")
 
 
-def _shown(names: list, limit: int = 10) -> str:
+def _shown(names: list[str], limit: int = 10) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def reduced_coverage_message(reduced: list, namespaces) -> str:
+def reduced_coverage_message(reduced: list[Unlisted], namespaces: Collection[str]) -> str:
     """What the credentials could not see: the kinds they may not list across all namespaces.
 
     :param reduced: the ``Unlisted`` refusals (at least one).
@@ -470,7 +482,7 @@ def reduced_coverage_message(reduced: list, namespaces) -> str:
             "unnoticed (see reduced_coverage)")
 
 
-def reduced_coverage_problem(reduced: list, namespaces, required: bool) -> Problem:
+def reduced_coverage_problem(reduced: list[Unlisted], namespaces: Collection[str], required: bool) -> Problem:
     """The ``reduced_coverage`` problem: a warning, or an error when a complete scan is required.
 
     :param reduced: the ``Unlisted`` refusals (at least one).

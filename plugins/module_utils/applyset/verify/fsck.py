@@ -10,6 +10,7 @@ those three files are importable from here too, as they always were.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import history_check as fsck_history
 from .. import spec
@@ -18,12 +19,14 @@ from .checks import (
     incomplete_scan_problem, kinds_that_may_hold, member_names, member_refs, reduced_coverage_message,
     reduced_coverage_problem,
 )
-from .repair import apply_fix, plan_fix
+from .repair import HintFix, apply_fix, plan_fix
 from .scan import Scan, scan
-from .inventory import find_sets, get_set
-from ..kube.discovery import Discovery
+from .inventory import Unlisted, find_sets, get_set
+from ..errors import ApplySetError
+from ..kube.discovery import Discovery, Resource
+from ..object_meta import KubeObject
 from ..kube.api import KubeApi
-from ..parent.model import LiveParent
+from ..parent.model import LiveParent, ObjectReference
 from ..spec import ObjectId
 
 
@@ -31,18 +34,20 @@ from ..spec import ObjectId
 class VerifyReport:
     """What applyset_verify returns: the sets, the problems, the fixes, the LISTs that failed."""
 
-    sets: list = field(default_factory=list)  # LiveParent
-    member_counts: dict = field(default_factory=dict)  # expected id -> members found, derived ones apart
-    derived: dict = field(default_factory=dict)  # expected id -> refs of objects controllers made for members
-    problems: list = field(default_factory=list)
-    fixes: list = field(default_factory=list)
-    unlisted: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
+    sets: list[LiveParent] = field(default_factory=list)
+    member_counts: dict[str, int] = field(default_factory=dict)  # expected id -> members found, derived ones apart
+    # expected id -> refs of objects controllers made for members
+    derived: dict[str, list[ObjectReference]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    fixes: list[HintFix] = field(default_factory=list)
+    unlisted: list[Unlisted] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
-    reduced: list = field(default_factory=list)  # Unlisted: what the credentials may not list across all namespaces
-    namespaces: tuple = ()  # where kinds refused across all namespaces were listed instead
+    reduced: list[Unlisted] = field(default_factory=list)  # what the credentials may not list across all namespaces
+    namespaces: tuple[str, ...] = ()  # where kinds refused across all namespaces were listed instead
     require_complete: bool = False
-    history_fixes: list = field(default_factory=list)  # (set, history Secrets to delete, their resource)
+    # (set, history Secrets to delete, their resource)
+    history_fixes: list[tuple[LiveParent, list[KubeObject], Resource | None]] = field(default_factory=list)
     history_repaired: bool = False  # history Secrets were deleted (in check mode: would be)
 
     @property
@@ -57,7 +62,7 @@ class VerifyReport:
         return not self.unlisted and not (self.require_complete and self.reduced)
 
     @property
-    def remaining_errors(self) -> list:
+    def remaining_errors(self) -> list[Problem]:
         """Problems of severity error that this run did not repair."""
         return [p for p in self.problems if p.severity == ERROR and not p.fixed]
 
@@ -72,11 +77,11 @@ class VerifyReport:
         return any(f.applied for f in self.fixes) or self.history_repaired
 
     @property
-    def fix_errors(self) -> list:
+    def fix_errors(self) -> list[ApplySetError]:
         """The errors of fixes that failed."""
         return [f.error for f in self.fixes if f.error is not None]
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, int]:
         """Counts: sets, errors, warnings, fixed, remaining errors."""
         return {
             "applysets": len(self.sets),
@@ -86,9 +91,9 @@ class VerifyReport:
             "remaining_errors": len(self.remaining_errors),
         }
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The result of applyset_verify, as the module returns it."""
-        problems_by_set: dict[str, list] = {}
+        problems_by_set: dict[str | None, list[Problem]] = {}
         for problem in self.problems:
             problems_by_set.setdefault(problem.applyset_id, []).append(problem)
         applysets = []
@@ -112,7 +117,7 @@ class VerifyReport:
             "reduced_coverage": self.coverage(),
         }
 
-    def coverage(self) -> dict:
+    def coverage(self) -> dict[str, Any]:
         """What the credentials could not see: ``kinds`` refused across all namespaces (namespace
         null) or in one of the ``namespaces`` namespaced ones were listed in instead, with the reason."""
         kinds = sorted({(str(u.group_kind), u.namespace or ""): u.reason for u in self.reduced}.items())
@@ -120,7 +125,7 @@ class VerifyReport:
                 "namespaces": sorted(self.namespaces) if self.reduced else []}
 
 
-def verify(client: KubeApi, *, parent_spec=None, namespace: str | None = None, fix: bool = False,
+def verify(client: KubeApi, *, parent_spec: object = None, namespace: str | None = None, fix: bool = False,
            allow_foreign: bool = False, dry_run: bool = False, require_complete: bool = False) -> VerifyReport:
     """Check one set (``parent_spec``) or every set in scope, and repair hints when asked.
 
@@ -186,7 +191,7 @@ def _check_sets(client: KubeApi, discovery: Discovery, found: Scan, report: Veri
             report.fixes.append(planned)
 
 
-def _sort_refusals(refused: list, discovery: Discovery, report: VerifyReport) -> None:
+def _sort_refusals(refused: list[Unlisted], discovery: Discovery, report: VerifyReport) -> None:
     """A refusal inside a checked set's recorded scope (a recorded cluster-scoped kind, a recorded
     namespaced kind in a recorded namespace) hides the set's own members: the check is incomplete.
     Any other refusal only reduces the coverage."""
@@ -198,11 +203,12 @@ def _sort_refusals(refused: list, discovery: Discovery, report: VerifyReport) ->
         (report.unlisted if own else report.reduced).append(unlisted)
 
 
-def _namespaces_of(sets: list, *more) -> tuple:
+def _namespaces_of(sets: list[LiveParent], *more: str | None) -> tuple[str, ...]:
     return tuple(sorted({ns for s in sets for ns in s.namespaces} | {ns for ns in more if ns}))
 
 
-def _verify_one(client: KubeApi, discovery: Discovery, parent_spec, namespace, report: VerifyReport) -> Scan | None:
+def _verify_one(client: KubeApi, discovery: Discovery, parent_spec: object, namespace: str | None,
+                report: VerifyReport) -> Scan | None:
     set_info, res, name, parent_namespace = get_set(client, discovery, parent_spec, namespace)
     if set_info is not None:
         report.sets.append(set_info)
@@ -225,7 +231,7 @@ def _verify_one(client: KubeApi, discovery: Discovery, parent_spec, namespace, r
     return None
 
 
-def _verify_all(client: KubeApi, discovery: Discovery, namespace, report: VerifyReport) -> Scan:
+def _verify_all(client: KubeApi, discovery: Discovery, namespace: str | None, report: VerifyReport) -> Scan:
     listing = find_sets(client, discovery, namespace)
     # Orphans need every parent's id, wherever the parent lives.
     everywhere = find_sets(client, discovery, None) if namespace else listing

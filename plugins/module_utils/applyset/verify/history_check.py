@@ -22,11 +22,13 @@ so a revision being written meanwhile is never taken for a damaged one.
 
 from __future__ import annotations
 
-from ..object_meta import labels_of, metadata_of
+from ..object_meta import KubeObject, labels_of, metadata_of
 from ..kube.api import KubeApi
 from ..history import revisions as history
 from .. import spec
 from ..errors import ApiError
+from ..kube.discovery import Discovery, Resource
+from ..parent.model import LiveParent
 from .checks import ERROR, WARNING, Problem
 
 HISTORY_POINTER_MISSING = "history_pointer_missing"
@@ -36,7 +38,7 @@ _POINTER_MISSING_FIX = ("nothing to repair: the next run of applyset_apply recor
                         "can still be rolled back to")
 
 
-def check(client: KubeApi, discovery, set_info) -> tuple[list, list]:
+def check(client: KubeApi, discovery: Discovery, set_info: LiveParent) -> tuple[list[Problem], list[KubeObject]]:
     """The history problems of one set of ours with a namespaced parent that records a revision,
     and the history Secrets a repair deletes (as listed). Sets of other tools, sets without
     history, and sets whose history cannot be listed give none (and cost no request)."""
@@ -71,7 +73,7 @@ def check(client: KubeApi, discovery, set_info) -> tuple[list, list]:
     return problems, foreign + [i for i in own if _number_label(i) in numbers]
 
 
-def _damaged(set_info, own: list) -> list:
+def _damaged(set_info: LiveParent, own: list[KubeObject]) -> list[history.DamagedRevision]:
     """A ``history.revisions.DamagedRevision`` for each revision among ``own`` (this set's Secrets, values
     included) that cannot be read, oldest first."""
     by_name = {i["metadata"]["name"]: i for i in own}
@@ -85,7 +87,7 @@ def _damaged(set_info, own: list) -> list:
     return found
 
 
-def _damage_fix(set_info, err) -> str:
+def _damage_fix(set_info: LiveParent, err: history.DamagedRevision) -> str:
     fix = "run applyset_verify with fix: true to delete its Secrets (no rollback can read it)"
     if err.number == set_info.revision:
         fix += (f"; it is the current revision: the parent keeps naming revision {err.number} "
@@ -93,17 +95,18 @@ def _damage_fix(set_info, err) -> str:
     return fix
 
 
-def _number_label(item) -> str | None:
+def _number_label(item: KubeObject) -> str | None:
     return labels_of(item).get(history.LABEL_REVISION)
 
 
-def _problem(set_info, code, severity, message, fix, fixable) -> Problem:
+def _problem(set_info: LiveParent, code: str, severity: str, message: str, fix: str, fixable: bool) -> Problem:
     return Problem(code=code, severity=severity, message=f"{set_info.display}: {message}", fix=fix,
                    applyset_id=set_info.expected_id, parent=set_info.parent_ref(), objects=[set_info.parent_ref()],
                    fixable=fixable)
 
 
-def repair(client: KubeApi, secrets, set_info, doomed: list, problems: list, dry_run: bool) -> None:
+def repair(client: KubeApi, secrets: Resource | None, set_info: LiveParent, doomed: list[KubeObject],
+           problems: list[Problem], dry_run: bool) -> None:
     """Delete the history Secrets ``doomed`` (nothing in check mode) and mark their problems fixed.
     Deleting the current revision leaves the pointer naming a revision not kept: reported."""
     if not doomed:

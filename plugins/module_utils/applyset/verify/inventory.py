@@ -12,10 +12,11 @@ with label selectors, and the members of many sets are fetched with one LIST per
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, TypedDict, TypeVar
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, OwnerReference, metadata_of
 from ..parent import resolve as parent_resolve
 from ..parent import model as parent_model
 from ..inputs import redact
@@ -26,9 +27,23 @@ from ..kube.discovery import Discovery, Resource
 from ..kube.api import KubeApi
 from ..kube.list_errors import ListFailure, explain_error
 from ..kube.versions import VersionFallback
-from ..parent.model import LiveParent
+from ..parent.model import LiveParent, ObjectReference
 from ..spec import GroupKind, ObjectId
 from ..wait.status import Readiness
+
+
+# One LIST ``answered`` sends: a tuple that begins with the resource and the namespace.
+Request = TypeVar("Request", bound=tuple)
+# What a LIST fetched for ``answered``: the resource of the version that answered, and the items.
+Fetched = tuple[Resource, list[KubeObject]]
+
+
+class UnlistedRow(TypedDict):
+    """A failed LIST as the modules return it in ``unlisted``."""
+
+    group_kind: str
+    namespace: str | None
+    reason: str
 
 
 # A set-based selector names every id; ids are 55 characters, so this keeps URLs short.
@@ -53,7 +68,7 @@ class Unlisted:
         """The credentials were refused (401) or may not list it (403)."""
         return self.failure is not None and self.failure.credentials
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> UnlistedRow:
         """The failed LIST as the modules return it in ``unlisted``."""
         return {"group_kind": str(self.group_kind), "namespace": self.namespace, "reason": self.reason}
 
@@ -69,7 +84,8 @@ def unlisted_from(err: ApiError, res: Resource, namespace: str | None = None) ->
                     explain_error(err, res, namespace))
 
 
-def answered(client: KubeApi, fetch, requests: list, unlisted: list):
+def answered(client: KubeApi, fetch: Callable[[Request], Fetched], requests: Sequence[Request],
+             unlisted: list[Unlisted]) -> Iterator[tuple[Request, Resource, list[KubeObject]]]:
     """Run ``fetch`` (``request -> (resource used, items)``) on each of ``requests`` (tuples that
     begin with the resource and the namespace) in parallel.
 
@@ -83,7 +99,8 @@ def answered(client: KubeApi, fetch, requests: list, unlisted: list):
             continue
         if isinstance(answer, Exception):
             raise answer
-        yield (request, *answer)
+        used, items = answer
+        yield request, used, items
 
 
 @dataclass(frozen=True)
@@ -98,11 +115,11 @@ class LiveMember:
     name: str
     uid: str | None
     part_of: str
-    owner_references: tuple = ()
-    full_object: dict | None = None  # only when full objects were asked for
+    owner_references: tuple[OwnerReference, ...] = ()
+    full_object: KubeObject | None = None  # only when full objects were asked for
 
     @classmethod
-    def from_item(cls, res: Resource, item: dict, *, full: bool = False) -> LiveMember:
+    def from_item(cls, res: Resource, item: KubeObject, *, full: bool = False) -> LiveMember:
         """Build it from one item of a LIST.
 
         :param res: the resource listed.
@@ -144,22 +161,22 @@ class LiveMember:
         """Members sort by group, kind, namespace and name."""
         return self.object_id
 
-    def controller(self) -> dict | None:
+    def controller(self) -> OwnerReference | None:
         """The owner reference marked ``controller: true``, if any."""
         return next((ref for ref in self.owner_references if isinstance(ref, dict) and ref.get("controller")),
                     None)
 
-    def ref(self) -> dict:
+    def ref(self) -> ObjectReference:
         """apiVersion, kind, namespace and name: enough to find the object again."""
         return {"apiVersion": self.resource.api_version, "kind": self.resource.kind,
                 "namespace": self.namespace, "name": self.name}
 
-    def to_dict(self, full_object: bool = False) -> dict:
+    def to_dict(self, full_object: bool = False) -> dict[str, Any]:
         """The member as info shows it: its ``ref()`` and uid.
 
         :param full_object: add the whole object (Secret data hidden) when it was listed.
         """
-        data = dict(self.ref(), uid=self.uid)
+        data: dict[str, Any] = dict(self.ref(), uid=self.uid)
         if full_object and self.full_object is not None:
             data["object"] = redact.hide_secret_data(self.full_object)
         return data
@@ -230,7 +247,7 @@ def find_sets(client: KubeApi, discovery: Discovery, namespace: str | None = Non
     if namespace:
         resources = [res for res in resources if res.namespaced]
 
-    def fetch(res):
+    def fetch(res: Resource) -> list[KubeObject]:
         return list(client.list(res, namespace if res.namespaced else None, label_selector=_parent_selector(res)))
 
     for res, items in zip(resources, client.map(fetch, resources)):
@@ -244,7 +261,7 @@ def find_sets(client: KubeApi, discovery: Discovery, namespace: str | None = Non
     return listing
 
 
-def get_set(client: KubeApi, discovery: Discovery, parent_spec,
+def get_set(client: KubeApi, discovery: Discovery, parent_spec: object,
             namespace: str | None) -> tuple[LiveParent | None, Resource, str, str]:
     """Find one set by its parent, given as in applyset_apply.
 
@@ -280,7 +297,7 @@ def get_set(client: KubeApi, discovery: Discovery, parent_spec,
 class MemberListing:
     """Members by set id, and the (kind, namespace) LISTs that failed."""
 
-    by_id: dict = field(default_factory=dict)  # expected id -> list[LiveMember], sorted
+    by_id: dict[str, list[LiveMember]] = field(default_factory=dict)  # expected id -> members, sorted
     unlisted: list[Unlisted] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -295,7 +312,7 @@ def scope_of(set_info: LiveParent, discovery: Discovery) -> list[tuple[Resource,
     :param discovery: the server's discovery.
     :returns: ``(resource, namespace)`` pairs; namespace None for a cluster-scoped kind.
     """
-    pairs = []
+    pairs: list[tuple[Resource, str | None]] = []
     for gk in sorted(set_info.group_kinds):
         res = discovery.for_group_kind(gk)
         if res is None:
@@ -322,11 +339,11 @@ def find_members(client: KubeApi, discovery: Discovery, sets: list[LiveParent], 
     :returns: the members by expected id (each list sorted), and the LISTs that failed.
     :raises Exception: anything but an ``ApiError`` from a LIST propagates.
     """
-    wanted: dict[tuple, set] = {}
+    wanted: dict[tuple[Resource, str | None], set[str]] = {}
     for set_info in sets:
         for pair in scope_of(set_info, discovery):
             wanted.setdefault(pair, set()).add(set_info.expected_id)
-    requests = []
+    requests: list[tuple[Resource, str | None, list[str]]] = []
     for (res, ns), ids in sorted(wanted.items(), key=lambda kv: (kv[0][0].group, kv[0][0].kind, kv[0][1] or "")):
         ordered = sorted(ids)
         for start in range(0, len(ordered), IDS_PER_SELECTOR):
@@ -334,7 +351,7 @@ def find_members(client: KubeApi, discovery: Discovery, sets: list[LiveParent], 
 
     fallback = VersionFallback(client, discovery)
 
-    def fetch(request):
+    def fetch(request: tuple[Resource, str | None, list[str]]) -> Fetched:
         res, ns, ids = request
         selector = (f"{spec.LABEL_PART_OF}={ids[0]}" if len(ids) == 1
                     else f"{spec.LABEL_PART_OF} in ({','.join(ids)})")
@@ -359,17 +376,17 @@ def find_members(client: KubeApi, discovery: Discovery, sets: list[LiveParent], 
 class InfoReport:
     """What applyset_info returns: the sets (dicts), the LISTs that failed, warnings."""
 
-    applysets: list = field(default_factory=list)  # dicts, sorted
-    unlisted: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
-    reduced: list = field(default_factory=list)  # Unlisted: parent types the credentials may not list
+    applysets: list[dict[str, Any]] = field(default_factory=list)  # LiveParent.to_dict rows, sorted
+    unlisted: list[Unlisted] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    reduced: list[Unlisted] = field(default_factory=list)  # parent types the credentials may not list
 
     @property
     def complete(self) -> bool:
         """Every LIST succeeded, so no set or member can be missing."""
         return not self.unlisted and not self.reduced
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The result of applyset_info."""
         return {
             "applysets": self.applysets,
@@ -381,9 +398,9 @@ class InfoReport:
         }
 
 
-def describe(client: KubeApi, *, parent_spec=None, namespace: str | None = None, members: bool = False,
+def describe(client: KubeApi, *, parent_spec: object = None, namespace: str | None = None, members: bool = False,
              member_count: bool = False, full_objects: bool = False,
-             readiness: Callable[[dict], Readiness] | None = None) -> InfoReport:
+             readiness: Callable[[KubeObject], Readiness] | None = None) -> InfoReport:
     """List sets (no parent) or view one set (parent given), for ``applyset_info``.
 
     :param client: the API client.
@@ -430,7 +447,7 @@ def describe(client: KubeApi, *, parent_spec=None, namespace: str | None = None,
     return report
 
 
-def _sort_refusals(unlisted: list, namespace: str | None, report: InfoReport) -> None:
+def _sort_refusals(unlisted: list[Unlisted], namespace: str | None, report: InfoReport) -> None:
     """With a namespace, a parent type the credentials may not list (cluster-scoped custom resource
     parents' CRDs) only reduces the coverage; without one, refusals across all namespaces leave the
     listing incomplete, and the warning says how a tenant lists its own sets."""
@@ -441,7 +458,8 @@ def _sort_refusals(unlisted: list, namespace: str | None, report: InfoReport) ->
                                "were not looked for everywhere; set namespace to list the sets of one namespace")
 
 
-def _member_entry(member: LiveMember, full_objects: bool, readiness: Callable[[dict], Readiness] | None) -> dict:
+def _member_entry(member: LiveMember, full_objects: bool,
+                  readiness: Callable[[KubeObject], Readiness] | None) -> dict[str, Any]:
     entry = member.to_dict(full_object=full_objects)
     if readiness is not None and member.full_object is not None:
         found = readiness(member.full_object)

@@ -9,11 +9,13 @@ that was read; the body is ``parent.write.parent_body``'s.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from ..object_meta import annotations_of
+from ..object_meta import KubeObject, annotations_of
 from .. import spec
 from ..errors import ApiError, ApplySetError, ParentError
-from .checks import classify_members, identity_intact
+from .checks import MayHold, classify_members, identity_intact
+from .inventory import LiveMember
 from .scan import Scan
 from ..kube.discovery import Discovery
 from ..kube.api import KubeApi
@@ -26,31 +28,31 @@ class HintFix:
     """A rewrite of one parent's hints so that they match the members found."""
 
     set_info: LiveParent
-    group_kinds: set
-    namespaces: set
+    group_kinds: set[spec.GroupKind]
+    namespaces: set[str]
     applied: bool = False
     refused: str | None = None  # why it was not applied (another tool's set, a deploy running)
     error: ApplySetError | None = None
 
     @property
-    def before(self) -> dict:
+    def before(self) -> dict[str, str]:
         """The hint annotations as they are (only those present)."""
-        return {key: self.set_info.annotations.get(key) for key in
+        return {key: self.set_info.annotations[key] for key in
                 (spec.ANNOTATION_GROUP_KINDS, spec.ANNOTATION_GROUP_RESOURCES, spec.ANNOTATION_ADDITIONAL_NAMESPACES)
                 if self.set_info.annotations.get(key) is not None}
 
     @property
-    def after(self) -> dict:
+    def after(self) -> dict[str, str]:
         """The hint annotations as the repair writes them."""
         return {
             spec.ANNOTATION_GROUP_KINDS: spec.format_group_kinds(self.group_kinds),
             spec.ANNOTATION_ADDITIONAL_NAMESPACES: spec.format_namespaces(self.namespaces, self.set_info.namespace),
         }
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The fix as applyset_verify returns it."""
-        data = {"parent": self.set_info.parent_ref(), "id": self.set_info.expected_id, "before": self.before,
-                "after": self.after, "applied": self.applied}
+        data: dict[str, Any] = {"parent": self.set_info.parent_ref(), "id": self.set_info.expected_id,
+                                "before": self.before, "after": self.after, "applied": self.applied}
         if self.refused:
             data["refused"] = self.refused
         if self.error is not None:
@@ -58,8 +60,8 @@ class HintFix:
         return data
 
 
-def plan_fix(set_info: LiveParent, members: list, found: Scan, discovery: Discovery,
-             may_hold: dict | None = None) -> HintFix | None:
+def plan_fix(set_info: LiveParent, members: list[LiveMember], found: Scan, discovery: Discovery,
+             may_hold: MayHold | None = None) -> HintFix | None:
     """The hints the members call for, or None when the recorded ones are already right.
 
     Only entries the scan proved empty are dropped: a recorded kind that could not be listed
@@ -105,7 +107,7 @@ def plan_fix(set_info: LiveParent, members: list, found: Scan, discovery: Discov
     return fix if kinds_differ or namespaces_differ or legacy_left else None
 
 
-def fix_body(fix: HintFix) -> dict:
+def fix_body(fix: HintFix) -> KubeObject:
     """The parent's id label and hints as the set's own tool would write them.
 
     ``parent_body`` writes our tooling value; a repair must not change which tool manages the

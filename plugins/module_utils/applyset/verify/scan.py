@@ -8,11 +8,13 @@ that, and an incomplete scan is never ok.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from .. import spec
+from ..spec import GroupKind
 from ..errors import ApiError
-from .inventory import LiveMember, answered, unlisted_from
+from .inventory import Fetched, LiveMember, Unlisted, answered, unlisted_from
 from ..kube.discovery import Discovery, Resource
 from ..kube.api import KubeApi
 from ..kube.versions import VersionFallback
@@ -24,7 +26,7 @@ def listable_resources(discovery: Discovery) -> list[Resource]:
     :param discovery: the server's discovery.
     :returns: the resources, sorted by group and kind.
     """
-    chosen: dict = {}
+    chosen: dict[GroupKind, Resource] = {}
     for res in discovery.resources:
         preferred = discovery.for_group_kind(res.group_kind) or res
         # Discovery without verbs (some aggregated APIs) is given the benefit of the doubt.
@@ -39,27 +41,28 @@ class Scan:
     """Every object carrying a part-of label (or one set's), by kind, across all namespaces, or
     in the namespaces the credentials may list when they may not list across all of them."""
 
-    members: list = field(default_factory=list)
-    listed: set = field(default_factory=set)  # GroupKinds listed in full
-    unlisted: list = field(default_factory=list)
-    listed_in: dict = field(default_factory=dict)  # GroupKind -> namespaces it was listed in (not in full)
-    reduced: list = field(default_factory=list)  # Unlisted: LISTs across all namespaces the credentials may not make
-    warnings: list = field(default_factory=list)
+    members: list[LiveMember] = field(default_factory=list)
+    listed: set[GroupKind] = field(default_factory=set)  # listed in full
+    unlisted: list[Unlisted] = field(default_factory=list)
+    listed_in: dict[GroupKind, set[str]] = field(default_factory=dict)  # namespaces it was listed in (not in full)
+    reduced: list[Unlisted] = field(default_factory=list)  # LISTs across all namespaces the credentials may not make
+    warnings: list[str] = field(default_factory=list)
 
-    def by_id(self) -> dict:
+    def by_id(self) -> dict[str, list[LiveMember]]:
         """The members found, grouped by the id their ``part-of`` label names."""
-        grouped: dict[str, list] = {}
+        grouped: dict[str, list[LiveMember]] = {}
         for member in self.members:
             grouped.setdefault(member.part_of, []).append(member)
         return grouped
 
-    def covers(self, gk, namespaces) -> bool:
+    def covers(self, gk: GroupKind, namespaces: Collection[str]) -> bool:
         """Whether every object of ``gk`` in ``namespaces`` was seen: it was listed in full, or (a
         namespaced kind) in each of ``namespaces``."""
         return gk in self.listed or bool(namespaces) and set(namespaces) <= self.listed_in.get(gk, set())
 
 
-def scan(client: KubeApi, discovery: Discovery, applyset_id: str | None = None, namespaces=None) -> Scan:
+def scan(client: KubeApi, discovery: Discovery, applyset_id: str | None = None,
+         namespaces: Collection[str] | None = None) -> Scan:
     """LIST every listable kind in all namespaces, metadata only, with the part-of selector.
 
     One request per kind (paginated), run in parallel: a LIST across all namespaces costs no
@@ -82,10 +85,11 @@ def scan(client: KubeApi, discovery: Discovery, applyset_id: str | None = None, 
     result = Scan()
     fallback = VersionFallback(client, discovery)
 
-    def fetch(pair):
+    def fetch(pair: tuple[Resource, str | None]) -> Fetched:
         return fallback.list(*pair, label_selector=selector)
 
-    not_found, refused = [], []
+    not_found: list[tuple[Resource, ApiError]] = []
+    refused: list[Resource] = []
     for res, answer in zip(resources, client.map(fetch, [(res, None) for res in resources])):
         if isinstance(answer, ApiError):
             if answer.status == 404:
@@ -111,7 +115,7 @@ def scan(client: KubeApi, discovery: Discovery, applyset_id: str | None = None, 
             else:
                 result.unlisted.append(unlisted_from(err, res))
     pairs = [(res, ns) for res in refused if res.namespaced for ns in sorted(namespaces or ())]
-    failed: list = []
+    failed: list[Unlisted] = []
     for (res, ns), used, items in answered(client, fetch, pairs, failed):
         result.listed_in.setdefault(res.group_kind, set()).add(ns)
         result.members += [LiveMember.from_item(used, item) for item in items]
