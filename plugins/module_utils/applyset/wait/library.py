@@ -218,7 +218,8 @@ def issuer(obj: KubeObject) -> Readiness:
     return _ready_condition(obj, conditions_by_type(obj), waiting_reasons=("Pending",))
 
 
-def _ready_condition(obj: KubeObject, conditions: dict[str, Condition], waiting_reasons: Collection[str] = ()) -> Readiness:
+def _ready_condition(obj: KubeObject, conditions: dict[str, Condition],
+                     waiting_reasons: Collection[str] = ()) -> Readiness:
     ready = conditions.get("Ready")
     if ready is None:
         return Readiness.in_progress("no Ready condition yet")
