@@ -36,14 +36,14 @@ _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "a
 
 
 @functools.lru_cache(maxsize=1)
-def functions() -> frozenset:
+def functions() -> frozenset[str]:
     """The functions cel-python knows by name (its standard library), macros aside."""
     import celpy.evaluation
 
     return frozenset(name for name in celpy.evaluation.base_functions if name.isidentifier())
 
 
-def problem(tree: Any, text: str, fields: frozenset | None = None) -> str | None:
+def problem(tree: Any, text: str, fields: frozenset[str] | None = None) -> str | None:
     """The first mistake in the parsed expression ``tree`` of ``text`` that is known without the
     object, with a caret line under ``text``; None when there is none. ``fields``: the top-level
     fields the object has (an annotation's manifest), None when any lower-case name may be one."""
@@ -86,7 +86,7 @@ def _bare_identifier(tree: Any) -> Any:
     return None
 
 
-def _walk(node: Any, scope: frozenset, bound_anywhere: set, fields: frozenset | None) -> tuple[str, Any] | None:
+def _walk(node: Any, scope: frozenset[str], bound_anywhere: set[str], fields: frozenset[str] | None) -> tuple[str, Any] | None:
     if not _is_tree(node):
         return None
     if node.data == "ident":
@@ -132,8 +132,8 @@ def _call(node: Any, scope: frozenset[str], bound_anywhere: set[str],
     return None
 
 
-def _undeclared(token: Any, scope: frozenset, bound_anywhere: set,
-                fields: frozenset | None) -> tuple[str, Any] | None:
+def _undeclared(token: Any, scope: frozenset[str], bound_anywhere: set[str],
+                fields: frozenset[str] | None) -> tuple[str, Any] | None:
     name = str(token)
     if name in scope or name in STANDARD_FIELDS:
         return None

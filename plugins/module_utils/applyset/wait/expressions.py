@@ -22,7 +22,7 @@ Every expression is compiled before the run's first request (``problems_in_exprs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..object_meta import KubeObject, annotations_of, metadata_of
@@ -42,6 +42,8 @@ _ORDER = (("inProgress", IN_PROGRESS), ("failed", FAILED), ("current", READY))
 _KNOWN_FIELDS = frozenset({"apiVersion", "kind", "current", "inProgress", "failed"})
 # One ``health_check_exprs`` entry as the user wrote it (``problems_in_exprs`` checked its fields).
 HealthCheckEntry = dict[str, Any]
+# The entries as given; one that is not a mapping matches no kind (``problems_in_exprs`` refused it).
+HealthCheckExprs = Sequence[object]
 # An object's ready-when / failed-when annotations: ``{annotation: CEL expression}``.
 AnnotationRule = dict[str, str]
 
@@ -91,7 +93,7 @@ def problems_in_exprs(exprs: object) -> list[str]:
     return found
 
 
-def entry_for(group_kind: GroupKind, exprs: list | None) -> tuple[int, HealthCheckEntry] | None:
+def entry_for(group_kind: GroupKind, exprs: HealthCheckExprs | None) -> tuple[int, HealthCheckEntry] | None:
     """The ``health_check_exprs`` entry for ``group_kind``, with its index, or None: the first naming
     its kind, else the first for its whole API group (no ``kind``), as Flux matches them
     (kustomize-controller docs/spec/v1/kustomizations.md, "Health check expressions")."""
@@ -143,7 +145,8 @@ def _judge_entry(obj: KubeObject, index: int, entry: HealthCheckEntry) -> Readin
     return Readiness(IN_PROGRESS, f"health_check_exprs[{index}]: {found or 'current does not hold yet'}")
 
 
-def _first_holding(obj: KubeObject, expressions: list[tuple[str, str | None, Status]]) -> tuple[Status, str] | str:
+def _first_holding(obj: KubeObject,
+                   expressions: list[tuple[str, str | None, Status]]) -> tuple[Status, str] | str:
     """The ``(outcome, name)`` of the first of ``expressions`` (``(name, text or None, outcome)``, in
     order) that holds on ``obj``; else why those that could not tell could not (``""`` if none)."""
     activation = cel.Activation(obj)

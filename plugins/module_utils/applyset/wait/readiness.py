@@ -23,6 +23,7 @@ from ..errors import InputError
 from .. import spec
 from ..spec import GroupKind
 from . import expressions, freshness, library
+from .expressions import HealthCheckExprs
 from .kind_rules import ALWAYS_READY, RULES, conditions_ready, is_custom
 from .status import Readiness, Status
 from .status_fields import status_of
@@ -112,7 +113,7 @@ Judge = Callable[[], Readiness]
 
 
 def choose(obj: KubeObject, *, fail_closed: bool = False, overrides: Overrides | None = None,
-           wait_for_load_balancers: bool = False, health_check_exprs: list | None = None,
+           wait_for_load_balancers: bool = False, health_check_exprs: HealthCheckExprs | None = None,
            field_manager: str | None = None) -> tuple[str, Judge]:
     """The rule that judges ``obj`` (``verdict``'s keywords), as its name and the judging not yet done.
 
@@ -136,7 +137,7 @@ def choose(obj: KubeObject, *, fail_closed: bool = False, overrides: Overrides |
 
 
 def _rule_of(obj: KubeObject, group_kind: GroupKind, fail_closed: bool, overrides: Overrides | None, load_balancers: bool,
-             exprs: list | None, field_manager: str | None) -> tuple[str, Judge]:
+             exprs: HealthCheckExprs | None, field_manager: str | None) -> tuple[str, Judge]:
     """The rule after the annotations, first that applies: the ``health_check_exprs`` entry of the kind,
     its ``overrides`` expression, its built-in rule, the bundled library's, the generic rule."""
     chosen = expressions.entry_for(group_kind, exprs)
@@ -167,7 +168,7 @@ def rule_for(obj: KubeObject, **rule_options: Any) -> str:
 
 
 def verdict(obj: KubeObject, *, fail_closed: bool = False, overrides: Overrides | None = None,
-            wait_for_load_balancers: bool = False, health_check_exprs: list | None = None,
+            wait_for_load_balancers: bool = False, health_check_exprs: HealthCheckExprs | None = None,
             field_manager: str | None = None) -> Readiness:
     """Whether one live object is ready, why (or why not), and by which rule (``Readiness.rule``).
 
@@ -226,7 +227,7 @@ def _answer(obj: KubeObject, found: Readiness, field_manager: str | None,
 
 
 def needs_reading(group_kind: GroupKind, overrides: Overrides | None, wait_for_load_balancers: bool,
-                  health_check_exprs: list | None = None) -> bool:
+                  health_check_exprs: HealthCheckExprs | None = None) -> bool:
     """Whether waiting must read objects of ``group_kind`` to judge them, given the rule options."""
     if _override_for(group_kind, overrides) is not None:
         return True

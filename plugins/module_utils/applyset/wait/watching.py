@@ -51,7 +51,7 @@ _MAX_FAILURES = 5
 _JOIN_SECONDS = 1.0
 # Clients whose credentials may not watch some groups: (resource, namespace) -> refused, and
 # whether the run was told (once). Weak: a client's memory goes with it.
-_REFUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_REFUSED: weakref.WeakKeyDictionary[KubeApi, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 # A group is what one LIST or one watch covers: (resource, namespace or None).
 Group = tuple[Resource, "str | None"]
