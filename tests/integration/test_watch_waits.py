@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO_ROOT / "plugins" / "module_utils"))
 
 from applyset.kube import client as core_kube  # noqa: E402
 from applyset.kube import watch as kube_watch  # noqa: E402
-from applyset.spec import GroupKind  # noqa: E402
+from applyset.spec import GroupKind, ObjectId  # noqa: E402
 from applyset.wait import waiting, watching  # noqa: E402
 from kubeapi import wait_for  # noqa: E402
 
@@ -220,14 +220,14 @@ def test_a_crash_looping_deployment_asks_for_its_previous_containers_log(cluster
         return real(method, path, **kwargs)
 
     client.request = recording
-    err = reasons.explain(client, caught.value, {("Deployment", namespace, "crashy"): body})
+    err = reasons.explain(client, caught.value, {ObjectId("apps", "Deployment", namespace, "crashy"): body})
     logs = [s for s in sent if s[1].endswith("/log")]
     assert logs == [("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
                      {"container": "app", "tailLines": "20", "limitBytes": "4096", "previous": "true"})]
     container = err.details["unready"][0]["pods"][0]["containers"][0]
     # A pod with no node: the server answers an empty log (no kubelet to ask), not an error.
     assert container["reason"] == "CrashLoopBackOff" and container["log"] == [] and container["previous"] is True
-    without = reasons.explain(client, caught.value, {("Deployment", namespace, "crashy"): body}, logs=False)
+    without = reasons.explain(client, caught.value, {ObjectId("apps", "Deployment", namespace, "crashy"): body}, logs=False)
     assert len([s for s in sent if s[1].endswith("/log")]) == 1
     assert "log" not in without.details["unready"][0]["pods"][0]["containers"][0]
 

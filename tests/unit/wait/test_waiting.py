@@ -90,3 +90,15 @@ def test_timeout_names_every_crd_still_pending(clock):
     assert [name for _res, name in client.gets] == ["a.example.com", "b.example.com", "c.example.com",
                                                     "a.example.com", "c.example.com"]
     assert clock == [0.25]
+
+
+def test_a_target_is_one_object_id_and_is_listed_in_its_group():
+    from applyset.spec import ObjectId
+
+    deployments = Resource("apps", "v1", "Deployment", "deployments", True)
+    target = waiting.normalised((deployments, "shop", "web"))
+    assert target.id == ObjectId("apps", "Deployment", "shop", "web")
+    assert target.listed_in == (deployments, "shop")
+    crd = waiting.normalised((CRDS, "shop", "widgets.example.com"))  # cluster-scoped: the namespace goes
+    assert crd.id == ObjectId("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com")
+    assert crd.listed_in == (CRDS, None)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ..object_meta import KubeObject
 from ..errors import InputError
 from . import cel_check
 
@@ -48,7 +49,7 @@ def _celpy(what: str) -> Any:
 
 
 @functools.lru_cache(maxsize=1)
-def _environment():
+def _environment() -> Any:
     return _celpy("a CEL readiness rule").Environment()
 
 
@@ -82,7 +83,7 @@ def parse(text: str) -> Any:
     return ast
 
 
-def check(text: str, fields: frozenset | None = None) -> str | None:
+def check(text: object, fields: frozenset[str] | None = None) -> str | None:
     """Why ``text`` is not a usable CEL expression, or None: not a string, empty, does not compile,
     or a mistake that compiles but can be known without the object (``cel_check``: an identifier
     that is not declared, a function CEL does not have, a result that cannot be boolean).
@@ -100,11 +101,11 @@ def check(text: str, fields: frozenset | None = None) -> str | None:
 class Activation:
     """The variables of one object, converted to CEL values once and shared by its expressions."""
 
-    def __init__(self, obj: dict):
+    def __init__(self, obj: KubeObject):
         self.obj = obj
-        self._values: dict | None = None
+        self._values: dict[str, Any] | None = None  # each top-level field and ``self``, as CEL values
 
-    def values(self) -> dict:
+    def values(self) -> dict[str, Any]:
         if self._values is None:
             celpy = _celpy("a CEL readiness rule")
             values = {key: celpy.json_to_cel(value) for key, value in self.obj.items() if isinstance(key, str)}
@@ -146,7 +147,7 @@ def _eval_error(err: Exception) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _all_receivers(text: str) -> tuple:
+def _all_receivers(text: str) -> tuple[tuple[str, Any], ...]:
     """The lists the ``all()`` macros of ``text`` run over: ``(their source text, program)``."""
     found = []
     for node in parse(text).iter_subtrees_topdown():

@@ -17,7 +17,7 @@ object it judges: only that manifest's own top-level fields, ``status`` and ``se
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 # The macros that bind their first argument as a variable for the others (CEL language definition, "Macros").
@@ -36,14 +36,14 @@ _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "a
 
 
 @functools.lru_cache(maxsize=1)
-def functions() -> frozenset:
+def functions() -> frozenset[str]:
     """The functions cel-python knows by name (its standard library), macros aside."""
     import celpy.evaluation
 
     return frozenset(name for name in celpy.evaluation.base_functions if name.isidentifier())
 
 
-def problem(tree: Any, text: str, fields: frozenset | None = None) -> str | None:
+def problem(tree: Any, text: str, fields: frozenset[str] | None = None) -> str | None:
     """The first mistake in the parsed expression ``tree`` of ``text`` that is known without the
     object, with a caret line under ``text``; None when there is none. ``fields``: the top-level
     fields the object has (an annotation's manifest), None when any lower-case name may be one."""
@@ -67,7 +67,7 @@ def _caret(text: str, token: Any) -> str:
     return f"{line}\n{' ' * (token.column - 1)}^"
 
 
-def _bindings(tree):
+def _bindings(tree: Any) -> Iterator[tuple[str, Any]]:
     """Every macro variable in ``tree``: ``(name, token)``."""
     for node in tree.iter_subtrees():
         if node.data == "member_dot_arg" and len(node.children) > 2 and str(node.children[1]) in BINDING_MACROS:
@@ -76,7 +76,7 @@ def _bindings(tree):
                 yield str(variable), variable
 
 
-def _bare_identifier(tree):
+def _bare_identifier(tree: Any) -> Any:
     """The identifier token ``tree`` is (an ``expr`` that is only a name), or None."""
     node = tree
     while _is_tree(node) and len(node.children) == 1 and node.data in _WRAPPERS:
@@ -86,7 +86,7 @@ def _bare_identifier(tree):
     return None
 
 
-def _walk(node: Any, scope: frozenset, bound_anywhere: set, fields: frozenset | None) -> tuple[str, Any] | None:
+def _walk(node: Any, scope: frozenset[str], bound_anywhere: set[str], fields: frozenset[str] | None) -> tuple[str, Any] | None:
     if not _is_tree(node):
         return None
     if node.data == "ident":
@@ -102,7 +102,8 @@ def _walk(node: Any, scope: frozenset, bound_anywhere: set, fields: frozenset | 
     return None
 
 
-def _call(node, scope, bound_anywhere, fields):
+def _call(node: Any, scope: frozenset[str], bound_anywhere: set[str],
+          fields: frozenset[str] | None) -> tuple[str, Any] | None:
     method = node.data == "member_dot_arg"
     name_token = node.children[1] if method else node.children[0]
     name = str(name_token)
@@ -131,8 +132,8 @@ def _call(node, scope, bound_anywhere, fields):
     return None
 
 
-def _undeclared(token: Any, scope: frozenset, bound_anywhere: set,
-                fields: frozenset | None) -> tuple[str, Any] | None:
+def _undeclared(token: Any, scope: frozenset[str], bound_anywhere: set[str],
+                fields: frozenset[str] | None) -> tuple[str, Any] | None:
     name = str(token)
     if name in scope or name in STANDARD_FIELDS:
         return None
@@ -158,7 +159,7 @@ def _closest(name: str, known: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
-def _not_boolean(tree):
+def _not_boolean(tree: Any) -> tuple[str, Any] | None:
     """Why the expression's result can never be a boolean, with the token it starts at, or None."""
     node = tree
     while _is_tree(node) and len(node.children) == 1 and node.data in _WRAPPERS:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, TypedDict
 
 from ..kube.api import KubeApi
 from ..errors import ApiError, ApplySetError
@@ -30,7 +31,16 @@ MAX_LINE = 300
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
-def log_request_query(container: str, previous: bool) -> dict:
+class LogTail(TypedDict, total=False):
+    """What ``read_tail`` found: the ``log`` lines and whether they are the ``previous`` container's,
+    or why the log could not be read (``log_unavailable``)."""
+
+    log: list[str]
+    previous: bool
+    log_unavailable: str
+
+
+def log_request_query(container: str, previous: bool) -> dict[str, str]:
     """The query of one bounded log read (the request's shape, tested on its own)."""
     query = {"container": container, "tailLines": str(TAIL_LINES), "limitBytes": str(LIMIT_BYTES)}
     if previous:
@@ -38,13 +48,13 @@ def log_request_query(container: str, previous: bool) -> dict:
     return query
 
 
-def wants_previous(container_status: dict) -> bool:
+def wants_previous(container_status: dict[str, Any]) -> bool:
     """Whether the log to read is the previous container's: it restarted, and is not running now."""
     state = container_status.get("state") or {}
     return bool(container_status.get("restartCount")) and "running" not in state
 
 
-def read_tail(client: KubeApi, namespace: str, pod: str, container: str, previous: bool) -> dict:
+def read_tail(client: KubeApi, namespace: str, pod: str, container: str, previous: bool) -> LogTail:
     """``{"log": [lines], "previous": bool}``, or ``{"log_unavailable": why}`` when it cannot be read."""
     try:
         body = client.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
@@ -61,7 +71,7 @@ def read_tail(client: KubeApi, namespace: str, pod: str, container: str, previou
     return {"log": tail_lines(text), "previous": previous}
 
 
-def tail_lines(text: str) -> list:
+def tail_lines(text: str) -> list[str]:
     """The last ``TAIL_LINES`` non-empty lines of ``text``, each cleaned and cut; the first may be
     partial when ``limitBytes`` cut it, and is dropped then."""
     lines = [_CONTROL.sub("", line) for line in text.splitlines()]

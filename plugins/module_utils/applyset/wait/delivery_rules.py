@@ -19,17 +19,17 @@ from __future__ import annotations
 
 from typing import Callable, TypeGuard
 
-from ..object_meta import metadata_of
+from ..object_meta import Condition, KubeObject, generation_of
 from .freshness import as_int
 from .status import Readiness
-from .status_fields import conditions_by_type, explain, is_true, status_of
+from .status_fields import ObjectStatus, conditions_by_type, explain, is_true, status_of
 
 
-def _is_false(condition: dict | None) -> TypeGuard[dict]:
+def _is_false(condition: Condition | None) -> TypeGuard[Condition]:
     return condition is not None and condition.get("status") == "False"
 
 
-def _synced_generation(obj: dict) -> int | None:
+def _synced_generation(obj: KubeObject) -> int | None:
     """The generation External Secrets last synced: its ``status.syncedResourceVersion`` is
     ``<generation>-<hash of labels and annotations>`` (pkg/controllers/util/util.go,
     GetResourceVersion), written only with a successful sync."""
@@ -39,7 +39,7 @@ def _synced_generation(obj: dict) -> int | None:
     return as_int(synced.split("-", 1)[0])
 
 
-def _ready_then_synced(obj: dict, what: str) -> Readiness:
+def _ready_then_synced(obj: KubeObject, what: str) -> Readiness:
     """ExternalSecret and PushSecret: ``Ready`` False fails (the controller marks every failed
     attempt so and retries on its interval); Ready True is ready once the generation it synced is
     the current one."""
@@ -50,13 +50,13 @@ def _ready_then_synced(obj: dict, what: str) -> Readiness:
         return Readiness.failed(f"Ready False: {explain(ready)}")
     if not is_true(ready):
         return Readiness.in_progress(f"Ready {ready.get('status')}: {explain(ready)}")
-    generation, synced = as_int(metadata_of(obj).get("generation")), _synced_generation(obj)
+    generation, synced = generation_of(obj), _synced_generation(obj)
     if generation is not None and synced is not None and synced < generation:
         return Readiness.in_progress(f"synced generation {synced}, waiting for generation {generation}")
     return Readiness.current(f"Ready: {explain(ready)}")
 
 
-def external_secret(obj: dict) -> Readiness:
+def external_secret(obj: KubeObject) -> Readiness:
     """External Secrets' ExternalSecret: ``Ready`` True (SecretSynced, SecretDeleted, SecretMissing
     as the deletion policy says) for the current generation; ``Ready`` False (SecretSyncedError:
     the provider refused, the store is not ready, the target Secret belongs to another owner) fails.
@@ -67,7 +67,7 @@ def external_secret(obj: dict) -> Readiness:
     return _ready_then_synced(obj, "secret")
 
 
-def push_secret(obj: dict) -> Readiness:
+def push_secret(obj: KubeObject) -> Readiness:
     """External Secrets' PushSecret: ``Ready`` True (Synced) for the current generation; ``Ready``
     False (Errored: the store refused the write, the source Secret is missing; SourceDeleted) fails.
     Source: external-secrets apis/externalsecrets/v1alpha1/pushsecret_types.go (PushSecretReady,
@@ -76,7 +76,7 @@ def push_secret(obj: dict) -> Readiness:
     return _ready_then_synced(obj, "push")
 
 
-def cluster_external_secret(obj: dict) -> Readiness:
+def cluster_external_secret(obj: KubeObject) -> Readiness:
     """External Secrets' ClusterExternalSecret: ``Ready`` True once its ExternalSecret is in every
     selected namespace; ``Ready`` False ("one or more namespaces failed", each in
     ``status.failedNamespaces`` with its reason) fails, as do the ``NotReady`` and ``PartiallyReady``
@@ -98,13 +98,13 @@ def cluster_external_secret(obj: dict) -> Readiness:
     return Readiness.in_progress("no Ready condition yet")
 
 
-def _failed_namespaces(obj: dict) -> str:
+def _failed_namespaces(obj: KubeObject) -> str:
     failed = [f"{entry.get('namespace')} ({entry.get('reason') or 'no reason'})"
               for entry in status_of(obj).get("failedNamespaces") or [] if isinstance(entry, dict)]
     return f" in {', '.join(failed)}" if failed else ""
 
 
-def sealed_secret(obj: dict) -> Readiness:
+def sealed_secret(obj: KubeObject) -> Readiness:
     """Bitnami's SealedSecret: ``Synced`` True for the current generation (``status.observedGeneration``)
     is unsealed; Synced False is the controller's unseal error (no key could decrypt, the Secret
     exists and is not managed by it). The controller writes status unless started with
@@ -112,7 +112,7 @@ def sealed_secret(obj: dict) -> Readiness:
     pkg/apis/sealedsecrets/v1alpha1/types.go (SealedSecretSynced), pkg/controller/controller.go
     (updateSealedSecretStatus), cmd/controller/main.go, commit 86671a8851be1e6c2dfef4e12e2d7c19ed24ac94;
     Argo CD bitnami.com/SealedSecret."""
-    generation, observed = as_int(metadata_of(obj).get("generation")), as_int(status_of(obj).get("observedGeneration"))
+    generation, observed = generation_of(obj), as_int(status_of(obj).get("observedGeneration"))
     if generation is not None and observed is not None and observed < generation:
         return Readiness.in_progress(f"waiting for the controller to unseal generation {generation} (it has seen {observed})")
     synced = conditions_by_type(obj).get("Synced")
@@ -123,7 +123,7 @@ def sealed_secret(obj: dict) -> Readiness:
     return Readiness.in_progress("waiting for the controller to unseal it")
 
 
-def vault_secret(obj: dict) -> Readiness:
+def vault_secret(obj: KubeObject) -> Readiness:
     """The Vault Secrets Operator's VaultStaticSecret, VaultDynamicSecret and VaultPKISecret: since
     v0.8 its conditions (each with the generation it describes) decide: ``SecretSynced`` False fails
     with the operator's error (the message names the Vault error), ``Ready`` True is synced, Ready
@@ -132,7 +132,7 @@ def vault_secret(obj: dict) -> Readiness:
     controllers/common.go (newSyncCondition, newReadyCondition), controllers/vaultstaticsecret_controller.go
     and vaultpkisecret_controller.go (updateStatus), consts/types.go, commit
     9b840a5a0c3455278d580418d6336f2011cf8574."""
-    generation, conditions = as_int(metadata_of(obj).get("generation")), conditions_by_type(obj)
+    generation, conditions = generation_of(obj), conditions_by_type(obj)
     if conditions:
         seen = [as_int(c.get("observedGeneration")) for c in conditions.values()]
         behind = [g for g in seen if g is not None and generation is not None and g < generation]
@@ -148,7 +148,7 @@ def vault_secret(obj: dict) -> Readiness:
     return _vault_without_conditions(obj, generation)
 
 
-def _vault_without_conditions(obj: dict, generation: int | None) -> Readiness:
+def _vault_without_conditions(obj: KubeObject, generation: int | None) -> Readiness:
     """Before conditions, the operator wrote ``lastGeneration`` after every attempt, failed or not;
     a success leaves its mark: the data's MAC (static, unless ``hmacSecretData`` is off), a lease
     (dynamic), ``valid`` (PKI, whose ``error`` names a failure)."""
@@ -171,7 +171,7 @@ def _vault_without_conditions(obj: dict, generation: int | None) -> Readiness:
 _ANALYSIS_FAILED = frozenset({"Failed", "Error", "Inconclusive"})
 
 
-def analysis_run(obj: dict) -> Readiness:
+def analysis_run(obj: KubeObject) -> Readiness:
     """Argo Rollouts' AnalysisRun (and Experiment): ``phase`` Successful is done (a terminated run
     too: Successful, "run terminated"); Failed, Error and Inconclusive are final, with
     ``status.message`` or the failing metric's message; Pending and Running wait. An Experiment
@@ -188,7 +188,7 @@ def analysis_run(obj: dict) -> Readiness:
     return Readiness.in_progress(f"{phase}{': ' + status['message'] if status.get('message') else ''}")
 
 
-def _failed_metric(status: dict) -> str:
+def _failed_metric(status: ObjectStatus) -> str:
     for metric in status.get("metricResults") or []:
         if isinstance(metric, dict) and metric.get("phase") in _ANALYSIS_FAILED:
             return f"metric {metric.get('name')} {metric['phase']}{': ' + metric['message'] if metric.get('message') else ''}"
@@ -199,7 +199,7 @@ def _failed_metric(status: dict) -> str:
 _CANARY_GATED = {"Waiting": "the confirm-rollout gate", "WaitingPromotion": "the confirm-promotion gate"}
 
 
-def flagger_canary(obj: dict) -> Readiness:
+def flagger_canary(obj: KubeObject) -> Readiness:
     """Flagger's Canary: ``phase`` Initialized (the primary is set up) or Succeeded (the analysis
     promoted the canary) is ready; Failed (the analysis rolled back and scaled the canary to zero) is
     final, with the ``Promoted`` condition's message; the other phases wait, naming the canary weight.
@@ -223,7 +223,7 @@ def flagger_canary(obj: dict) -> Readiness:
 
 
 # (group, kinds, rule) for library.LIBRARY; every one needs its controller's status.
-RULES: tuple[tuple[str, tuple[str, ...], Callable[[dict], Readiness]], ...] = (
+RULES: tuple[tuple[str, tuple[str, ...], Callable[[KubeObject], Readiness]], ...] = (
     ("external-secrets.io", ("ExternalSecret",), external_secret),
     ("external-secrets.io", ("ClusterExternalSecret",), cluster_external_secret),
     ("external-secrets.io", ("PushSecret",), push_secret),

@@ -22,10 +22,10 @@ Every expression is compiled before the run's first request (``problems_in_exprs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-from ..object_meta import annotations_of, metadata_of
+from ..object_meta import KubeObject, annotations_of, metadata_of
 from ..errors import InputError
 from ..spec import GroupKind
 from . import cel, cel_check
@@ -40,9 +40,15 @@ READY, IN_PROGRESS, FAILED = Status.CURRENT, Status.IN_PROGRESS, Status.FAILED
 # Flux's order: the first expression that holds decides.
 _ORDER = (("inProgress", IN_PROGRESS), ("failed", FAILED), ("current", READY))
 _KNOWN_FIELDS = frozenset({"apiVersion", "kind", "current", "inProgress", "failed"})
+# One ``health_check_exprs`` entry as the user wrote it (``problems_in_exprs`` checked its fields).
+HealthCheckEntry = dict[str, Any]
+# The entries as given; one that is not a mapping matches no kind (``problems_in_exprs`` refused it).
+HealthCheckExprs = Sequence[object]
+# An object's ready-when / failed-when annotations: ``{annotation: CEL expression}``.
+AnnotationRule = dict[str, str]
 
 
-def _group_kind(entry: dict) -> GroupKind:
+def _group_kind(entry: HealthCheckEntry) -> GroupKind:
     api_version = entry.get("apiVersion") or ""
     return GroupKind(api_version.rpartition("/")[0], entry.get("kind") or "")
 
@@ -87,7 +93,7 @@ def problems_in_exprs(exprs: object) -> list[str]:
     return found
 
 
-def entry_for(group_kind: GroupKind, exprs: list | None) -> tuple[int, dict] | None:
+def entry_for(group_kind: GroupKind, exprs: HealthCheckExprs | None) -> tuple[int, HealthCheckEntry] | None:
     """The ``health_check_exprs`` entry for ``group_kind``, with its index, or None: the first naming
     its kind, else the first for its whole API group (no ``kind``), as Flux matches them
     (kustomize-controller docs/spec/v1/kustomizations.md, "Health check expressions")."""
@@ -105,11 +111,11 @@ def entry_for(group_kind: GroupKind, exprs: list | None) -> tuple[int, dict] | N
 
 # Verdicts by (uid, resourceVersion, rule): a cel-python evaluation costs about a millisecond, and
 # a wait judges an object every round although most rounds find it unchanged.
-_SEEN: dict = {}
+_SEEN: dict[tuple[object, ...], Any] = {}  # each a Readiness, or None (judge_annotations')
 _SEEN_MAX = 20000
 
 
-def _remembered(obj: dict, rule: tuple, judge: Callable[[], _T]) -> _T:
+def _remembered(obj: KubeObject, rule: tuple[object, ...], judge: Callable[[], _T]) -> _T:
     meta = metadata_of(obj)
     key = (meta.get("uid"), meta.get("resourceVersion"), rule)
     if not key[0] or not key[1]:
@@ -121,14 +127,14 @@ def _remembered(obj: dict, rule: tuple, judge: Callable[[], _T]) -> _T:
     return _SEEN[key]
 
 
-def judge_entry(obj: dict, index: int, entry: dict) -> Readiness:
+def judge_entry(obj: KubeObject, index: int, entry: HealthCheckEntry) -> Readiness:
     """How ``obj`` stands by the ``health_check_exprs`` entry at ``index``; the same
     object version (uid and resourceVersion) is judged once."""
     rule = (index,) + tuple(entry.get(field) for field, _outcome in _ORDER)
     return _remembered(obj, rule, lambda: _judge_entry(obj, index, entry))
 
 
-def _judge_entry(obj: dict, index: int, entry: dict) -> Readiness:
+def _judge_entry(obj: KubeObject, index: int, entry: HealthCheckEntry) -> Readiness:
     stale = generation_behind(obj)
     if stale:
         return Readiness(IN_PROGRESS, stale)
@@ -139,7 +145,8 @@ def _judge_entry(obj: dict, index: int, entry: dict) -> Readiness:
     return Readiness(IN_PROGRESS, f"health_check_exprs[{index}]: {found or 'current does not hold yet'}")
 
 
-def _first_holding(obj: dict, expressions: list) -> tuple[Status, str] | str:
+def _first_holding(obj: KubeObject,
+                   expressions: list[tuple[str, str | None, Status]]) -> tuple[Status, str] | str:
     """The ``(outcome, name)`` of the first of ``expressions`` (``(name, text or None, outcome)``, in
     order) that holds on ``obj``; else why those that could not tell could not (``""`` if none)."""
     activation = cel.Activation(obj)
@@ -161,7 +168,7 @@ def _first_holding(obj: dict, expressions: list) -> tuple[Status, str] | str:
     return "; ".join(waiting)
 
 
-def _said(head: str, obj: dict, outcome: Status) -> str:
+def _said(head: str, obj: KubeObject, outcome: Status) -> str:
     if outcome is not FAILED:
         return head
     said = controller_reason(obj)
@@ -171,7 +178,7 @@ def _said(head: str, obj: dict, outcome: Status) -> str:
 # ----- per-object annotations ---------------------------------------------------------------------
 
 
-def annotation_rule(obj: dict) -> dict:
+def annotation_rule(obj: KubeObject) -> AnnotationRule:
     """The ready-when / failed-when annotations of ``obj`` (``{}`` when it has none)."""
     annotations: object = annotations_of(obj)  # as written: a manifest may hold anything there
     if not isinstance(annotations, dict):
@@ -179,7 +186,7 @@ def annotation_rule(obj: dict) -> dict:
     return {key: annotations[key] for key in (FAILED_WHEN, READY_WHEN) if key in annotations}
 
 
-def problems_in_annotations(obj: dict) -> list[str]:
+def problems_in_annotations(obj: KubeObject) -> list[str]:
     """What is wrong with the readiness annotations of ``obj`` (a manifest), each naming the annotation."""
     found = []
     # An annotation judges the object it sits on: only that object's top-level fields exist.
@@ -191,7 +198,7 @@ def problems_in_annotations(obj: dict) -> list[str]:
     return found
 
 
-def check_annotations(objs: Iterable[tuple[str, dict]]) -> None:
+def check_annotations(objs: Iterable[tuple[str, KubeObject]]) -> None:
     """Check the ready-when / failed-when annotations of the manifests ``objs`` (``(source, obj)``
     pairs) before any request.
 
@@ -208,18 +215,18 @@ def check_annotations(objs: Iterable[tuple[str, dict]]) -> None:
                              "as variables, e.g. status.phase == 'Ready'); nothing was changed")
 
 
-def _object_name(source: str, obj: dict) -> str:
-    return f"{source} ({obj.get('kind')} {(obj.get('metadata') or {}).get('name')})"
+def _object_name(source: str, obj: KubeObject) -> str:
+    return f"{source} ({obj.get('kind')} {metadata_of(obj).get('name')})"
 
 
-def judge_annotations(obj: dict, rule: dict) -> Readiness | None:
+def judge_annotations(obj: KubeObject, rule: AnnotationRule) -> Readiness | None:
     """How ``obj`` stands by its annotations ``rule`` (``annotation_rule``), or None when
     only failed-when is given and does not hold: the object's other rule then decides."""
     key = ("annotations", rule.get(FAILED_WHEN), rule.get(READY_WHEN))
     return _remembered(obj, key, lambda: _judge_annotations(obj, rule))
 
 
-def _judge_annotations(obj: dict, rule: dict) -> Readiness | None:
+def _judge_annotations(obj: KubeObject, rule: AnnotationRule) -> Readiness | None:
     # As for health_check_exprs (and kstatus): a status behind the spec says nothing of it.
     stale = generation_behind(obj)
     if stale:

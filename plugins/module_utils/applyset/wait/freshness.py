@@ -28,9 +28,9 @@ roll back, a release that is fine.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Any, Callable
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, conditions_of, generation_of, metadata_of
 
 
 def parse_time(value: object) -> datetime | None:
@@ -46,11 +46,12 @@ def parse_time(value: object) -> datetime | None:
     return parsed.replace(microsecond=0)
 
 
-def _entries(obj: dict) -> list:
+def _entries(obj: KubeObject) -> list[dict[str, Any]]:
+    # metadata.managedFields: manager, operation, time, subresource (fieldsV1 is not read)
     return [e for e in metadata_of(obj).get("managedFields") or () if isinstance(e, dict)]
 
 
-def our_write(obj: dict, field_manager: str | None) -> datetime | None:
+def our_write(obj: KubeObject, field_manager: str | None) -> datetime | None:
     """When ``field_manager``'s apply last changed ``obj`` (server time), or None when unknown."""
     if not field_manager:
         return None
@@ -60,7 +61,7 @@ def our_write(obj: dict, field_manager: str | None) -> datetime | None:
     return max(known) if known else None
 
 
-def status_write(obj: dict) -> datetime | None:
+def status_write(obj: KubeObject) -> datetime | None:
     """When the status subresource of ``obj`` was last changed (server time), or None."""
     times = [parse_time(e.get("time")) for e in _entries(obj) if e.get("subresource") == "status"]
     known = [t for t in times if t is not None]
@@ -78,7 +79,7 @@ def as_int(value: object) -> int | None:
     return None
 
 
-def reports_generation(obj: dict) -> bool:
+def reports_generation(obj: KubeObject) -> bool:
     """Whether the controller of ``obj`` says which generation its status describes (then the
     generation decides, not the time)."""
     status = obj.get("status")
@@ -86,29 +87,28 @@ def reports_generation(obj: dict) -> bool:
         return False
     if as_int(status.get("observedGeneration")) is not None:
         return True
-    return any(isinstance(c, dict) and as_int(c.get("observedGeneration")) is not None
-               for c in status.get("conditions") or ())
+    return any(as_int(c.get("observedGeneration")) is not None for c in conditions_of(obj))
 
 
-def _behind(obj: dict) -> str | None:
+def _behind(obj: KubeObject) -> str | None:
     """Why the status of a controller that reports generations describes an earlier spec: its
     ``observedGeneration``, else the newest generation any of its conditions records, is behind
     ``metadata.generation``. (A rule may have read one condition more closely already.)"""
-    generation = as_int(metadata_of(obj).get("generation"))
+    generation = generation_of(obj)
     status = obj.get("status")
     if not isinstance(status, dict):
         return None
     observed = as_int(status.get("observedGeneration"))
     if observed is None:
-        seen = [as_int(c.get("observedGeneration")) for c in status.get("conditions") or () if isinstance(c, dict)]
+        seen = [as_int(c.get("observedGeneration")) for c in conditions_of(obj)]
         observed = max((g for g in seen if g is not None), default=None)
     if generation is None or observed is None or observed >= generation:
         return None
     return f"reported for generation {observed}, not {generation}; waiting for the controller to observe it"
 
 
-def older_than_our_write(obj: dict, field_manager: str | None,
-                         reported: Callable[[dict], datetime | None] = status_write) -> str | None:
+def older_than_our_write(obj: KubeObject, field_manager: str | None,
+                         reported: Callable[[KubeObject], datetime | None] = status_write) -> str | None:
     """Why a failure in the status of ``obj`` predates our last write (a phrase for the reason),
     or None when it may count: it was reported after our write, or nothing says when.
 

@@ -9,7 +9,7 @@ unless the caller asks to fail closed on custom resources). Tests: tests/unit/wa
 
 from __future__ import annotations
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, generation_of
 from .. import spec
 from ..spec import GroupKind
 from .status import Readiness
@@ -17,7 +17,7 @@ from .status_fields import conditions_by_type, explain, generation_not_observed,
 from .workload_rules import daemonset_ready, deployment_ready, job_ready, pod_ready, replicaset_ready, statefulset_ready
 
 
-def pvc_ready(obj: dict) -> Readiness:
+def pvc_ready(obj: KubeObject) -> Readiness:
     """A PersistentVolumeClaim ``obj`` is ready when Bound; ``FAILED`` when Lost."""
     phase = status_of(obj).get("phase")
     if phase == "Bound":
@@ -27,7 +27,7 @@ def pvc_ready(obj: dict) -> Readiness:
     return Readiness.in_progress(f"phase {phase or 'Pending'}, not Bound")
 
 
-def crd_ready(obj: dict) -> Readiness:
+def crd_ready(obj: KubeObject) -> Readiness:
     """A CustomResourceDefinition ``obj`` is ready when Established. ``FAILED`` when its
     names were not accepted.
     """
@@ -40,7 +40,7 @@ def crd_ready(obj: dict) -> Readiness:
     return Readiness.in_progress("not Established yet")
 
 
-def namespace_ready(obj: dict) -> Readiness:
+def namespace_ready(obj: KubeObject) -> Readiness:
     """A Namespace ``obj`` is ready when Active (not Terminating)."""
     phase = status_of(obj).get("phase")
     if phase == "Active":
@@ -48,7 +48,7 @@ def namespace_ready(obj: dict) -> Readiness:
     return Readiness.in_progress(f"phase {phase or 'unknown'}, not Active")
 
 
-def load_balancer_ready(obj: dict) -> Readiness:
+def load_balancer_ready(obj: KubeObject) -> Readiness:
     """A Service ``obj`` of type LoadBalancer is ready once it has an address; other types always are.
 
     The message names the address.
@@ -64,7 +64,7 @@ def load_balancer_ready(obj: dict) -> Readiness:
     return Readiness.in_progress("waiting for a load balancer address")
 
 
-def conditions_ready(obj: dict) -> Readiness:
+def conditions_ready(obj: KubeObject) -> Readiness:
     """The generic rule for ``obj``: a current status whose Ready (or else Available) condition is True.
 
     No status at all, or neither condition, is ready; ``Stalled`` or ``Reconciling`` True is not
@@ -83,7 +83,7 @@ def conditions_ready(obj: dict) -> Readiness:
         return Readiness.failed(f"Stalled: {explain(conditions['Stalled'])}")
     if is_true(conditions.get("Reconciling")):
         return Readiness.in_progress(f"Reconciling: {explain(conditions['Reconciling'])}")
-    generation = metadata_of(obj).get("generation")
+    generation = generation_of(obj)
     for kind in ("Ready", "Available"):
         condition = conditions.get(kind)
         if not condition:

@@ -17,44 +17,46 @@ resource_customizations) publish, kept under tests/unit/wait/data/.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, TypeGuard
+from typing import Any, Callable, TypeGuard, cast
 
-from ..object_meta import annotations_of, metadata_of
+from ..object_meta import Condition, KubeObject, annotations_of, conditions_of, generation_of
 from ..spec import GroupKind
 from . import delivery_rules, freshness
 from .status import Readiness, Status
+from .status_fields import ObjectSpec, ObjectStatus, conditions_by_type
 
 
 # ----- what the rules share ---------------------------------------------------------------------
 
 
-def _status(obj: dict) -> dict:
+def _status(obj: KubeObject) -> ObjectStatus:
     status = obj.get("status")
     return status if isinstance(status, dict) else {}
 
 
-def _spec(obj: dict) -> dict:
+def _spec(obj: KubeObject) -> ObjectSpec:
     spec = obj.get("spec")
     return spec if isinstance(spec, dict) else {}
 
 
-def conditions_of(holder: dict) -> dict[str, dict]:
-    """The ``conditions`` of ``holder`` (a status, a route parent, a listener) by type."""
-    found: dict[str, dict] = {}
+def conditions_in(holder: Mapping[str, Any]) -> dict[str, Condition]:
+    """The ``conditions`` of ``holder`` (a route parent, a listener) by type; an object's own are
+    ``conditions_by_type``."""
+    found: dict[str, Condition] = {}
     for condition in holder.get("conditions") or []:
         if isinstance(condition, dict) and condition.get("type"):
-            found[condition["type"]] = condition
+            found[condition["type"]] = cast(Condition, condition)
     return found
 
 
-def _is(condition: dict | None, status: str) -> TypeGuard[dict]:
+def _is(condition: Condition | None, status: str) -> TypeGuard[Condition]:
     return condition is not None and condition.get("status") == status
 
 
-def explain(condition: Any) -> str:
+def explain(condition: Condition | KubeObject) -> str:
     """``reason: message`` of a condition (or event), whichever parts it has."""
     parts = [condition.get("reason"), condition.get("message")]
     return ": ".join(str(p).strip() for p in parts if p) or f"status {condition.get('status')}"
@@ -63,26 +65,26 @@ def explain(condition: Any) -> str:
 _as_int = freshness.as_int
 
 
-def generation_behind(obj: dict) -> str | None:
+def generation_behind(obj: KubeObject) -> str | None:
     """Why the status is older than the spec (``status.observedGeneration`` behind
     ``metadata.generation``, both present), or None."""
-    generation = _as_int(metadata_of(obj).get("generation"))
+    generation = generation_of(obj)
     observed = _as_int(_status(obj).get("observedGeneration"))
     if generation is None or observed is None or observed >= generation:
         return None
     return f"waiting for the controller to observe generation {generation} (it has seen {observed})"
 
 
-def _stale_condition(obj: dict, condition: Any) -> bool:
-    generation = _as_int(metadata_of(obj).get("generation"))
+def _stale_condition(obj: KubeObject, condition: Condition) -> bool:
+    generation = generation_of(obj)
     observed = _as_int(condition.get("observedGeneration"))
     return generation is not None and observed is not None and observed < generation
 
 
-def controller_reason(obj: dict) -> str:
+def controller_reason(obj: KubeObject) -> str:
     """What the object's controller says is wrong, for a failure's message: a Stalled condition, a
     Ready condition that is False, any other condition that is False, or the status' message."""
-    conditions = conditions_of(_status(obj))
+    conditions = conditions_by_type(obj)
     for kind in ("Stalled",):
         if _is(conditions.get(kind), "True"):
             return f"{kind}: {explain(conditions[kind])}"
@@ -99,12 +101,12 @@ def controller_reason(obj: dict) -> str:
 # ----- the rules ---------------------------------------------------------------------------------
 
 
-def rollout(obj: dict) -> Readiness:
+def rollout(obj: KubeObject) -> Readiness:
     """Argo Rollouts' Rollout: ``status.phase`` (Healthy, Progressing, Paused, Degraded) since v1.0,
     replica counts before. Source: argo-rollouts pkg/apis/rollouts/v1alpha1/types.go (RolloutPhase,
     InvalidSpec and Progressing conditions), utils/conditions/conditions.go (RolloutAbortedReason,
     TimedOutReason), commit 9f8d111d8f8e3e88b6d7f8bbdf62fd3cd863ef9d; Argo CD argoproj.io/Rollout."""
-    status, conditions = _status(obj), conditions_of(_status(obj))
+    status, conditions = _status(obj), conditions_by_type(obj)
     stale = generation_behind(obj) or _workload_behind(obj)
     if stale:
         return Readiness.in_progress(stale)
@@ -128,7 +130,7 @@ def rollout(obj: dict) -> Readiness:
     return _rollout_by_replicas(obj)
 
 
-def _workload_behind(obj: dict) -> str | None:
+def _workload_behind(obj: KubeObject) -> str | None:
     """A Rollout with ``spec.workloadRef`` also observes its Deployment's generation, which the
     controller records in an annotation and reports in ``status.workloadObservedGeneration``."""
     if not _spec(obj).get("workloadRef"):
@@ -141,7 +143,7 @@ def _workload_behind(obj: dict) -> str | None:
     return f"waiting for the controller to observe generation {wanted} of the referenced workload (it has seen {seen})"
 
 
-def _rollout_by_replicas(obj: dict) -> Readiness:
+def _rollout_by_replicas(obj: KubeObject) -> Readiness:
     """Rollouts before v1.0 report no phase: the replica counts and the stable ReplicaSet say it."""
     status, spec = _status(obj), _spec(obj)
     replicas = spec.get("replicas")
@@ -179,7 +181,7 @@ _CERT_REISSUE = frozenset({"DoesNotExist", "MissingData", "InvalidKeyPair", "Inv
 _CERT_WAITING = _CERT_REISSUE | {"Pending", "InProgress", "Issuing"}
 
 
-def certificate(obj: dict) -> Readiness:
+def certificate(obj: KubeObject) -> Readiness:
     """cert-manager's Certificate: ``Issuing`` True is in progress; Issuing False is a failed issuance
     (its reason is the CertificateRequest's: Failed, Denied, InvalidRequest...; cert-manager backs off
     for an hour), except ``Issued``, which its server-side-apply mode writes after a success. Then
@@ -190,7 +192,7 @@ def certificate(obj: dict) -> Readiness:
     updateOrApplyStatus), pkg/apis/certmanager/v1/types_certificate.go (CertificateConditionReady,
     CertificateConditionIssuing), commit 2d0d7f7f74241a9cbf79f0e2a7bb247238ee09fd; Argo CD
     cert-manager.io/Certificate."""
-    conditions = conditions_of(_status(obj))
+    conditions = conditions_by_type(obj)
     issuing, ready = conditions.get("Issuing"), conditions.get("Ready")
     if issuing is not None and _stale_condition(obj, issuing):
         issuing = None  # the outcome of an issuance for an earlier spec
@@ -204,19 +206,20 @@ def certificate(obj: dict) -> Readiness:
     return found
 
 
-def _also(condition: dict | None) -> str:
+def _also(condition: Condition | None) -> str:
     return f"; Ready {condition.get('status')}: {explain(condition)}" if condition else ""
 
 
-def issuer(obj: dict) -> Readiness:
+def issuer(obj: KubeObject) -> Readiness:
     """cert-manager's Issuer and ClusterIssuer: the ``Ready`` condition; False is the issuer's
     configuration or its CA refusing (ErrRegisterACMEAccount, ErrInitIssuer...). Source: cert-manager
     pkg/apis/certmanager/v1/types_issuer.go (IssuerConditionReady), pkg/issuer/*/setup.go, commit
     2d0d7f7f74241a9cbf79f0e2a7bb247238ee09fd; Argo CD cert-manager.io/Issuer."""
-    return _ready_condition(obj, conditions_of(_status(obj)), waiting_reasons=("Pending",))
+    return _ready_condition(obj, conditions_by_type(obj), waiting_reasons=("Pending",))
 
 
-def _ready_condition(obj: dict, conditions: dict, waiting_reasons: Collection[str] = ()) -> Readiness:
+def _ready_condition(obj: KubeObject, conditions: dict[str, Condition],
+                     waiting_reasons: Collection[str] = ()) -> Readiness:
     ready = conditions.get("Ready")
     if ready is None:
         return Readiness.in_progress("no Ready condition yet")
@@ -247,7 +250,7 @@ _CNPG_STUCK = frozenset({
 })
 
 
-def cnpg_cluster(obj: dict) -> Readiness:
+def cnpg_cluster(obj: KubeObject) -> Readiness:
     """CloudNativePG's Cluster: ``Cluster in healthy state`` with Ready True is ready; a hibernated
     cluster or one whose reconciliation loop is disabled has nothing to wait for; the phases that
     need manual intervention fail. Source: cloudnative-pg api/v1/cluster_types.go (Phase*,
@@ -255,7 +258,7 @@ def cnpg_cluster(obj: dict) -> Readiness:
     annotations = annotations_of(obj)
     if annotations.get("cnpg.io/reconciliationLoop") == "disabled":
         return Readiness.current("reconciliation loop disabled (cnpg.io/reconciliationLoop): nothing to wait for")
-    status, conditions = _status(obj), conditions_of(_status(obj))
+    status, conditions = _status(obj), conditions_by_type(obj)
     hibernation = conditions.get("cnpg.io/hibernation")
     if _is(hibernation, "True"):
         return Readiness.current(f"hibernated: {explain(hibernation)}")
@@ -267,7 +270,7 @@ def cnpg_cluster(obj: dict) -> Readiness:
     return Readiness.in_progress(f"{phase or 'no phase yet'}{': ' + why if why else ''}")
 
 
-def strimzi(obj: dict) -> Readiness:
+def strimzi(obj: KubeObject) -> Readiness:
     """Strimzi's Kafka (and its other operands): ``Ready`` True is ready; ``NotReady`` True with a reason
     other than Creating is the operator giving up (an exception it names). Source: strimzi api
     io.strimzi.api.kafka.model.common.Condition and its docs ("Checking the status of a custom
@@ -275,7 +278,7 @@ def strimzi(obj: dict) -> Readiness:
     stale = generation_behind(obj)
     if stale:
         return Readiness.in_progress(stale)
-    conditions = conditions_of(_status(obj))
+    conditions = conditions_by_type(obj)
     not_ready = conditions.get("NotReady")
     if _is(not_ready, "True") and not_ready.get("reason") != "Creating":
         return Readiness.failed(f"NotReady: {explain(not_ready)}")
@@ -284,7 +287,7 @@ def strimzi(obj: dict) -> Readiness:
     return Readiness.in_progress(explain(not_ready) if not_ready else "no Ready condition yet")
 
 
-def scaled_object(obj: dict) -> Readiness:
+def scaled_object(obj: KubeObject) -> Readiness:
     """KEDA's ScaledObject: ``Ready`` True is ready (Paused True too: nothing to wait for); Ready False
     is the ScaledObject refused (ScaledObjectCheckFailed, ScaledJobCheckFailed) or its scaling failing
     (TriggerError, ErrorGettingCurrentReplicas). Fallback True is not a failure to stop on: the scaler's
@@ -292,7 +295,7 @@ def scaled_object(obj: dict) -> Readiness:
     no transition time: a failure counts when the status was written after our apply (freshness).
     Source: keda apis/keda/v1alpha1/condition_types.go, controllers/keda/scaledobject_controller.go,
     pkg/scaling/executor/, commit 8b4f083ca8c8c2baf8477e322bd4d16ac4dfa09a; Argo CD keda.sh/ScaledObject."""
-    conditions = conditions_of(_status(obj))
+    conditions = conditions_by_type(obj)
     ready = conditions.get("Ready")
     if _is(ready, "False"):
         return Readiness.failed(f"Ready False: {explain(ready)}")
@@ -305,7 +308,7 @@ def scaled_object(obj: dict) -> Readiness:
     return Readiness.in_progress("no Ready condition yet")
 
 
-def knative_service(obj: dict) -> Readiness:
+def knative_service(obj: KubeObject) -> Readiness:
     """Knative Serving's Service: ``Ready`` True for the current generation; False is a failed revision
     or route (RevisionFailed, ContainerMissing...), Unknown is a rollout in progress. Source: knative
     serving pkg/apis/serving/v1/service_lifecycle.go, commit 98e5ef90aa7033797aa0a61ef97f3ff7e49a3944;
@@ -313,10 +316,10 @@ def knative_service(obj: dict) -> Readiness:
     stale = generation_behind(obj)
     if stale:
         return Readiness.in_progress(stale)
-    return _ready_condition(obj, conditions_of(_status(obj)))
+    return _ready_condition(obj, conditions_by_type(obj))
 
 
-def flux_object(obj: dict) -> Readiness:
+def flux_object(obj: KubeObject) -> Readiness:
     """Flux's Kustomization and HelmRelease (and sources): kstatus, as Flux writes it. ``Stalled`` True
     fails; ``Ready`` False fails once the controller stopped reconciling (no ``Reconciling``), or when
     it retries after a failed attempt (``ProgressingWithRetry``); Ready True for the current generation
@@ -326,7 +329,7 @@ def flux_object(obj: dict) -> Readiness:
     stale = generation_behind(obj)
     if stale:
         return Readiness.in_progress(stale)
-    conditions = conditions_of(_status(obj))
+    conditions = conditions_by_type(obj)
     stalled, ready, reconciling = conditions.get("Stalled"), conditions.get("Ready"), conditions.get("Reconciling")
     if _is(stalled, "True"):
         return Readiness.failed(f"Stalled: {explain(stalled)}")
@@ -340,7 +343,7 @@ def flux_object(obj: dict) -> Readiness:
     return Readiness.in_progress(f"Ready {ready.get('status')}: {explain(ready)}")
 
 
-def argocd_application(obj: dict) -> Readiness:
+def argocd_application(obj: KubeObject) -> Readiness:
     """Argo CD's Application: healthy and synced is ready; an operation (a sync) that ended Failed or
     Error fails, and so does an ``InvalidSpecError`` condition (a project that does not permit the
     destination or source: it never syncs). Degraded alone is not final: Argo CD reports it while pods
@@ -352,7 +355,7 @@ def argocd_application(obj: dict) -> Readiness:
     operation = status.get("operationState") or {}
     if operation.get("phase") in ("Failed", "Error"):
         return Readiness.failed(f"sync {operation['phase']}: {operation.get('message') or 'no message'}")
-    invalid = _invalid_spec(status)
+    invalid = _invalid_spec(obj)
     if invalid is not None:
         return Readiness.failed(f"InvalidSpecError: {invalid.get('message') or 'no message'}")
     health = (status.get("health") or {}).get("status")
@@ -363,29 +366,28 @@ def argocd_application(obj: dict) -> Readiness:
     return Readiness.in_progress(f"health {health or 'unknown'}, sync {sync or 'unknown'}{running}")
 
 
-def _invalid_spec(status: dict) -> dict | None:
-    return next((c for c in status.get("conditions") or () if isinstance(c, dict)
-                 and c.get("type") == "InvalidSpecError"), None)
+def _invalid_spec(obj: KubeObject) -> Condition | None:
+    return next((c for c in conditions_of(obj) if c.get("type") == "InvalidSpecError"), None)
 
 
-def application_reported(obj: dict) -> datetime | None:
+def application_reported(obj: KubeObject) -> datetime | None:
     """When an Application's failure was reported: the failed operation's start (a sync that started
     after our write synced what we applied), else the InvalidSpecError condition's last transition."""
     status = _status(obj)
     operation = status.get("operationState") or {}
     if operation.get("phase") in ("Failed", "Error"):
         return freshness.parse_time(operation.get("startedAt"))
-    return freshness.parse_time((_invalid_spec(status) or {}).get("lastTransitionTime"))
+    return freshness.parse_time((_invalid_spec(obj) or {}).get("lastTransitionTime"))
 
 
-def gateway(obj: dict) -> Readiness:
+def gateway(obj: KubeObject) -> Readiness:
     """Gateway API's Gateway: ``Accepted`` and ``Programmed`` True for the current generation, every
     listener accepted with its references resolved. Accepted False (but Pending), Programmed False with
     reason Invalid or AddressNotUsable (an address of the spec), a listener refused, conflicted or invalid
     fail; NoResources and AddressNotAssigned wait. Source: gateway-api apis/v1/gateway_types.go
     (GatewayConditionType, ListenerConditionType and their reasons), commit
     4564255ac2c35d582249b3cdf261bdf51c8bca32; Argo CD gateway.networking.k8s.io."""
-    status, conditions = _status(obj), conditions_of(_status(obj))
+    status, conditions = _status(obj), conditions_by_type(obj)
     for kind in ("Accepted", "ResolvedRefs"):
         condition = conditions.get(kind)
         if _is(condition, "False") and condition.get("reason") != "Pending" and not _stale_condition(obj, condition):
@@ -408,7 +410,7 @@ def gateway(obj: dict) -> Readiness:
 def _listener_problem(listener: object) -> str | None:
     if not isinstance(listener, dict):
         return None
-    conditions = conditions_of(listener)
+    conditions = conditions_in(listener)
     for kind in ("Accepted", "ResolvedRefs"):
         if _is(conditions.get(kind), "False") and conditions[kind].get("reason") != "Pending":
             return f"listener {listener.get('name')}: {kind} False: {explain(conditions[kind])}"
@@ -419,7 +421,7 @@ def _listener_problem(listener: object) -> str | None:
     return None
 
 
-def route(obj: dict) -> Readiness:
+def route(obj: KubeObject) -> Readiness:
     """Gateway API's routes (HTTPRoute, GRPCRoute...): each parent (Gateway) reports on its own in
     ``status.parents``; the route is ready when every parent it names accepted it, for the current
     generation, with its references resolved. Accepted False (but Pending) or ResolvedRefs False fail,
@@ -427,11 +429,11 @@ def route(obj: dict) -> Readiness:
     (RouteParentStatus, RouteConditionType and reasons); Argo CD gateway.networking.k8s.io/HTTPRoute."""
     wanted = len(_spec(obj).get("parentRefs") or []) or 1
     current = [p for p in _status(obj).get("parents") or [] if isinstance(p, dict)
-               and not any(_stale_condition(obj, c) for c in conditions_of(p).values())]
+               and not any(_stale_condition(obj, c) for c in conditions_in(p).values())]
     programming = backend = None
     for parent in current:
         name = (parent.get("parentRef") or {}).get("name")
-        conditions = conditions_of(parent)
+        conditions = conditions_in(parent)
         accepted, refs = conditions.get("Accepted"), conditions.get("ResolvedRefs")
         if _is(accepted, "False") and accepted.get("reason") != "Pending":
             return Readiness.failed(f"parent {name}: Accepted False: {explain(accepted)}")
@@ -442,8 +444,8 @@ def route(obj: dict) -> Readiness:
         programmed = conditions.get("Programmed")  # some implementations report it per parent
         if programmed is not None and not _is(programmed, "True"):
             programming = f"parent {name}: Programmed {programmed.get('status')}: {explain(programmed)}"
-    accepted_by = [p for p in current if _is(conditions_of(p).get("Accepted"), "True")
-                   and not _is(conditions_of(p).get("ResolvedRefs"), "False")]
+    accepted_by = [p for p in current if _is(conditions_in(p).get("Accepted"), "True")
+                   and not _is(conditions_in(p).get("ResolvedRefs"), "False")]
     if len(accepted_by) < wanted:
         return Readiness.in_progress(backend or f"accepted by {len(accepted_by)} of {wanted} parents")
     if programming:
@@ -451,13 +453,13 @@ def route(obj: dict) -> Readiness:
     return Readiness.current(f"accepted by {len(accepted_by)} of {wanted} parents")
 
 
-def crossplane(obj: dict) -> Readiness:
+def crossplane(obj: KubeObject) -> Readiness:
     """Crossplane's claims, composite and managed resources: ``Ready`` and ``Synced`` True. Synced False
     with ReconcileError is the provider or composition refusing the spec; ReconcilePaused has nothing to
     wait for. Matched by shape (a custom resource with a Synced condition and a Ready condition or
     Crossplane's spec fields), as claims and composites live in the user's own API groups. Source: crossplane-runtime apis/common/v1/condition.go (TypeReady,
     TypeSynced, ReasonReconcileError, ReasonReconcilePaused); Argo CD _.crossplane.io, _.upbound.io."""
-    conditions = conditions_of(_status(obj))
+    conditions = conditions_by_type(obj)
     synced, ready = conditions.get("Synced"), conditions.get("Ready")
     if _is(synced, "False") and synced.get("reason") == "ReconcileError":
         return Readiness.failed(f"Synced False: {explain(synced)}")
@@ -471,12 +473,12 @@ def crossplane(obj: dict) -> Readiness:
     return Readiness.in_progress("not Ready")  # unreachable: one of the two is not True
 
 
-def crossplane_package(obj: dict) -> Readiness:
+def crossplane_package(obj: KubeObject) -> Readiness:
     """Crossplane's packages (Provider, Configuration, Function) and their revisions: ``Installed``
     and ``Healthy`` True (a revision: ``Healthy`` or ``RevisionHealthy``). An unhealthy package is not
     a stop: its runtime often turns healthy once its dependencies are installed. Source: crossplane
     apis/pkg/v1/ (TypeInstalled, TypeHealthy); Argo CD _.crossplane.io."""
-    conditions = conditions_of(_status(obj))
+    conditions = conditions_by_type(obj)
     wanted = ("Healthy",) if "Installed" not in conditions and "Healthy" in conditions else ("Installed", "Healthy")
     if "RevisionHealthy" in conditions:
         wanted = ("RevisionHealthy",)
@@ -487,12 +489,12 @@ def crossplane_package(obj: dict) -> Readiness:
     return Readiness.current(" and ".join(wanted))
 
 
-def horizontal_pod_autoscaler(obj: dict) -> Readiness:
+def horizontal_pod_autoscaler(obj: KubeObject) -> Readiness:
     """HorizontalPodAutoscaler: AbleToScale False is a target it cannot scale (FailedGetScale: no such
     workload, no scale subresource). Metrics not yet available are not waited for (a cluster may have no
     metrics server): the autoscaler scales once they are. Source: Kubernetes autoscaling/v2 types
     (HorizontalPodAutoscalerConditionType) and the HPA controller's reasons."""
-    conditions = conditions_of(_status(obj))
+    conditions = conditions_by_type(obj)
     able = conditions.get("AbleToScale")
     if _is(able, "False"):
         return Readiness.failed(f"AbleToScale False: {explain(able)}")
@@ -503,7 +505,7 @@ def horizontal_pod_autoscaler(obj: dict) -> Readiness:
     return Readiness.current(f"able to scale{note}")
 
 
-def ingress(obj: dict) -> Readiness:
+def ingress(obj: KubeObject) -> Readiness:
     """Ingress, with ``wait_rules.load_balancers``: ready once its controller published an address in
     ``status.loadBalancer.ingress``, as for a Service of type LoadBalancer. Source: Kubernetes
     networking/v1 IngressStatus; Argo CD's Ingress health."""
@@ -525,18 +527,18 @@ class Entry:
 
     name: str
     needs_status: bool
-    judge: Callable[[dict], Readiness]
+    judge: Callable[[KubeObject], Readiness]
     load_balancers_only: bool = False  # judged only when wait_rules.load_balancers is on
     # When a failure was reported, for kinds whose controller reports no generation (freshness).
-    reported: Callable[[dict], datetime | None] = freshness.status_write
+    reported: Callable[[KubeObject], datetime | None] = freshness.status_write
 
 
-def _entry(group: str, kinds: tuple[str, ...], judge: Callable[[dict], Readiness], needs_status: bool = True,
+def _entry(group: str, kinds: tuple[str, ...], judge: Callable[[KubeObject], Readiness], needs_status: bool = True,
            **more: Any) -> dict[GroupKind, Entry]:
     return {GroupKind(group, kind): Entry(f"{kind}.{group}", needs_status, judge, **more) for kind in kinds}
 
 
-LIBRARY: dict = {
+LIBRARY: dict[GroupKind, Entry] = {
     **_entry("argoproj.io", ("Rollout",), rollout),
     **_entry("argoproj.io", ("Application",), argocd_application, reported=application_reported),
     **_entry("cert-manager.io", ("Certificate",), certificate),
@@ -562,7 +564,7 @@ LIBRARY: dict = {
 CROSSPLANE = Entry("crossplane (Ready and Synced)", True, crossplane)
 
 
-def entry_for(group_kind: GroupKind, obj: dict | None = None, *, custom: bool = True,
+def entry_for(group_kind: GroupKind, obj: KubeObject | None = None, *, custom: bool = True,
               load_balancers: bool = False) -> Entry | None:
     """The library entry that judges ``group_kind`` (and, for rules matched by shape, ``obj``), or None.
 
@@ -583,10 +585,10 @@ _CROSSPLANE_SPEC = frozenset({"compositionRef", "compositionSelector", "composit
                               "crossplane", "forProvider", "providerConfigRef"})
 
 
-def _looks_like_crossplane(obj: dict) -> bool:
+def _looks_like_crossplane(obj: KubeObject) -> bool:
     """Crossplane's objects report Synced (and Ready); a Synced condition alone, on an object without
     Crossplane's spec fields, is some other controller's and stays with the generic rule."""
-    conditions = conditions_of(_status(obj))
+    conditions = conditions_by_type(obj)
     crossplane_spec = bool(_CROSSPLANE_SPEC & set(_spec(obj)))
     if not conditions:
         # Not reported yet (or a manifest, for check mode's readiness_rule): the spec says whose it is.

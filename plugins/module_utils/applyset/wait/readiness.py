@@ -18,17 +18,20 @@ import json
 from datetime import datetime
 from typing import Any, Callable
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, metadata_of
 from ..errors import InputError
 from .. import spec
 from ..spec import GroupKind
 from . import expressions, freshness, library
+from .expressions import HealthCheckExprs
 from .kind_rules import ALWAYS_READY, RULES, conditions_ready, is_custom
 from .status import Readiness, Status
 from .status_fields import status_of
 from .workload_rules import job_finished, job_ready
 
 RULE_OPTIONS = frozenset({"fail_closed", "overrides", "wait_for_load_balancers", "health_check_exprs"})
+# The readiness overrides, once ``check_overrides`` accepted them: ``{"Kind" or "Kind.group": JMESPath}``.
+Overrides = dict[str, str]
 
 
 # ----- overrides ----------------------------------------------------------------------------
@@ -52,7 +55,7 @@ def _compile(expression: str) -> Any:
         ) from None
 
 
-def check_overrides(overrides: dict | None) -> None:
+def check_overrides(overrides: object) -> None:
     """Check the readiness ``overrides`` (``{"Kind" or "Kind.group": JMESPath}``, or None) before any
     waiting starts.
 
@@ -72,7 +75,7 @@ def check_overrides(overrides: dict | None) -> None:
         _compile(expression)
 
 
-def _override_for(group_kind: GroupKind, overrides: dict | None) -> tuple[str, str] | None:
+def _override_for(group_kind: GroupKind, overrides: Overrides | None) -> tuple[str, str] | None:
     """The key and expression of ``group_kind``'s override: ``Kind.group`` wins over a bare ``Kind``,
     which matches the kind in any group."""
     if not overrides:
@@ -88,7 +91,7 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _override_ready(obj: dict, expression: str) -> Readiness:
+def _override_ready(obj: KubeObject, expression: str) -> Readiness:
     value = _compile(expression).search(obj)
     # Python truthiness, so that a count of 0 means not ready (JMESPath would call 0 true).
     if value:
@@ -99,7 +102,7 @@ def _override_ready(obj: dict, expression: str) -> Readiness:
 # ----- the rule order, and the verdict -------------------------------------------------------
 
 
-def group_kind_of(obj: dict) -> GroupKind:
+def group_kind_of(obj: KubeObject) -> GroupKind:
     """The group and kind of a manifest or live object ``obj``, from its apiVersion and kind ("" when missing)."""
     api_version = obj.get("apiVersion") or ""
     group = api_version.rpartition("/")[0]
@@ -109,8 +112,8 @@ def group_kind_of(obj: dict) -> GroupKind:
 Judge = Callable[[], Readiness]
 
 
-def choose(obj: dict, *, fail_closed: bool = False, overrides: dict | None = None,
-           wait_for_load_balancers: bool = False, health_check_exprs: list | None = None,
+def choose(obj: KubeObject, *, fail_closed: bool = False, overrides: Overrides | None = None,
+           wait_for_load_balancers: bool = False, health_check_exprs: HealthCheckExprs | None = None,
            field_manager: str | None = None) -> tuple[str, Judge]:
     """The rule that judges ``obj`` (``verdict``'s keywords), as its name and the judging not yet done.
 
@@ -133,8 +136,8 @@ def choose(obj: dict, *, fail_closed: bool = False, overrides: dict | None = Non
     return f"annotation failed-when, then {rule}", by_annotations
 
 
-def _rule_of(obj: dict, group_kind: GroupKind, fail_closed: bool, overrides: dict | None, load_balancers: bool,
-             exprs: list | None, field_manager: str | None) -> tuple[str, Judge]:
+def _rule_of(obj: KubeObject, group_kind: GroupKind, fail_closed: bool, overrides: Overrides | None, load_balancers: bool,
+             exprs: HealthCheckExprs | None, field_manager: str | None) -> tuple[str, Judge]:
     """The rule after the annotations, first that applies: the ``health_check_exprs`` entry of the kind,
     its ``overrides`` expression, its built-in rule, the bundled library's, the generic rule."""
     chosen = expressions.entry_for(group_kind, exprs)
@@ -159,13 +162,13 @@ def _rule_of(obj: dict, group_kind: GroupKind, fail_closed: bool, overrides: dic
     return "generic" if awaited else "none", lambda: _generic(obj, group_kind, fail_closed, field_manager)
 
 
-def rule_for(obj: dict, **rule_options: Any) -> str:
+def rule_for(obj: KubeObject, **rule_options: Any) -> str:
     """The name of the rule ``verdict`` judges ``obj`` by (see ``choose``), without judging it."""
     return choose(obj, **rule_options)[0]
 
 
-def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = None,
-            wait_for_load_balancers: bool = False, health_check_exprs: list | None = None,
+def verdict(obj: KubeObject, *, fail_closed: bool = False, overrides: Overrides | None = None,
+            wait_for_load_balancers: bool = False, health_check_exprs: HealthCheckExprs | None = None,
             field_manager: str | None = None) -> Readiness:
     """Whether one live object is ready, why (or why not), and by which rule (``Readiness.rule``).
 
@@ -194,13 +197,13 @@ def verdict(obj: dict, *, fail_closed: bool = False, overrides: dict | None = No
     return judge().judged_by(rule)
 
 
-def _by_library(obj: dict, entry: library.Entry, field_manager: str | None) -> Readiness:
+def _by_library(obj: KubeObject, entry: library.Entry, field_manager: str | None) -> Readiness:
     if entry.needs_status and not status_of(obj):
         return Readiness.in_progress(f"no status reported yet ({entry.name} needs its controller's status)")
     return _answer(obj, entry.judge(obj), field_manager, reported=entry.reported)
 
 
-def _generic(obj: dict, group_kind: GroupKind, fail_closed: bool, field_manager: str | None) -> Readiness:
+def _generic(obj: KubeObject, group_kind: GroupKind, fail_closed: bool, field_manager: str | None) -> Readiness:
     if fail_closed and is_custom(group_kind) and not status_of(obj):
         return Readiness.in_progress("no status reported yet (fail_closed)")
     found = conditions_ready(obj)
@@ -211,8 +214,8 @@ def _generic(obj: dict, group_kind: GroupKind, fail_closed: bool, field_manager:
     return found
 
 
-def _answer(obj: dict, found: Readiness, field_manager: str | None,
-            reported: Callable[[dict], datetime | None] = freshness.status_write) -> Readiness:
+def _answer(obj: KubeObject, found: Readiness, field_manager: str | None,
+            reported: Callable[[KubeObject], datetime | None] = freshness.status_write) -> Readiness:
     """A ``library`` or CEL rule's answer as a verdict: a failure stops waiting at once, unless the
     status reported it before our apply (then it waits for the controller's next word)."""
     if found.final:
@@ -223,8 +226,8 @@ def _answer(obj: dict, found: Readiness, field_manager: str | None,
     return found
 
 
-def needs_reading(group_kind: GroupKind, overrides: dict | None, wait_for_load_balancers: bool,
-                  health_check_exprs: list | None = None) -> bool:
+def needs_reading(group_kind: GroupKind, overrides: Overrides | None, wait_for_load_balancers: bool,
+                  health_check_exprs: HealthCheckExprs | None = None) -> bool:
     """Whether waiting must read objects of ``group_kind`` to judge them, given the rule options."""
     if _override_for(group_kind, overrides) is not None:
         return True

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
-from ..object_meta import metadata_of, uid_of
+from ..object_meta import KubeObject, conditions_of, metadata_of, uid_of
 from ..kube.api import KubeApi
 from ..errors import ApplySetError, WaitTimeout
 from ..kube.discovery import Resource
+from ..spec import ObjectId
 from . import container_logs, waiting
+from .waiting import TargetLike, Unready
 
 MAX_OBJECTS = 5
 MAX_EVENTS = 3
@@ -28,6 +31,18 @@ MAX_PODS = 3
 MAX_TEXT = 300
 _POD = Resource(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
 _JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # set by the Job controller on its pods (Kubernetes 1.27+)
+# A pod's state in an unready entry (``_pod_state``): name, phase, unschedulable, containers
+# (each with ``container_logs.LogTail``'s keys once read) and events.
+PodState = dict[str, Any]
+
+
+class EventSeen(TypedDict):
+    """One Warning event as an unready entry shows it (``_latest``)."""
+
+    reason: str | None
+    message: str
+    count: int
+    time: str
 
 
 @dataclass(frozen=True)
@@ -38,25 +53,24 @@ class WaitSettings:
     out (``failure_logs``). ``run.options.Options.wait_settings`` builds it."""
 
     timeout: float
-    rules: Mapping = field(default_factory=dict)
+    rules: Mapping[str, Any] = field(default_factory=dict)  # readiness.RULE_OPTIONS
     field_manager: str | None = None
     failure_logs: bool = True
 
 
-def as_applied(body: dict, uid: str | None) -> dict:
+def as_applied(body: KubeObject, uid: str | None) -> KubeObject:
     """``body`` with the UID the server gave it: the wait then tells the object this run applied
     from one that replaced it, and a Job its TTL removed from one deleted under it."""
     return {**body, "metadata": {**body["metadata"], "uid": uid}}
 
 
-def bodies_by_ref(applied: dict) -> dict:
-    """``{(Resource, namespace, name): body}`` keyed as ``explain`` looks them up: ``(kind,
-    namespace or None, name)``."""
-    return {(res.kind, namespace if res.namespaced else None, name): body
-            for (res, namespace, name), body in applied.items()}
+def bodies_by_ref(applied: Mapping[TargetLike, KubeObject]) -> dict[ObjectId, KubeObject]:
+    """``{(Resource, namespace, name): body}`` keyed as ``explain`` looks them up: by ``ObjectId``."""
+    return {waiting.normalised(target).id: body for target, body in applied.items()}
 
 
-def wait_ready_or_explain(client: KubeApi, targets: list, applied: dict, settings: WaitSettings,
+def wait_ready_or_explain(client: KubeApi, targets: list[TargetLike], applied: Mapping[TargetLike, KubeObject],
+                          settings: WaitSettings,
                           warn: Callable[[str], None] | None = None) -> None:
     """``waiting.wait_ready`` of ``targets`` (``applied``: their bodies as applied, ``as_applied``);
     when it times out or an object cannot become ready, its ``WaitTimeout`` with what ``explain``
@@ -68,25 +82,26 @@ def wait_ready_or_explain(client: KubeApi, targets: list, applied: dict, setting
         raise explain(client, err, bodies_by_ref(applied), logs=settings.failure_logs) from None
 
 
-def explain(client: KubeApi, err: WaitTimeout, bodies: dict, *, logs: bool = True) -> WaitTimeout:
+def explain(client: KubeApi, err: WaitTimeout, bodies: Mapping[ObjectId, KubeObject], *,
+            logs: bool = True) -> WaitTimeout:
     """``err`` with each unready object's events and pods added to ``details.unready`` and a
     short cause per object appended to the message.
 
     Args:
-        bodies: ``{(kind, namespace, name): object as applied}`` (for the pod selector and uid).
+        bodies: ``{ObjectId: object as applied}`` (for the pod selector and uid; ``bodies_by_ref``).
         logs: read the last lines of the failing containers' logs into their entries
             (``pods[].containers[].log``; the option ``failure_logs``).
     """
     log_budget = container_logs.MAX_CONTAINERS if logs else 0
-    unready = list((err.details or {}).get("unready") or [])
-    events_by_ns: dict = {}
+    unready: list[Unready] = list((err.details or {}).get("unready") or [])
+    events_by_ns: dict[str, list[KubeObject]] = {}
     causes = []
     for entry in unready[:MAX_OBJECTS]:
-        namespace = entry.get("namespace")
+        namespace: str = entry.get("namespace") or ""  # "" when cluster-scoped: no events or pods read
         if namespace and namespace not in events_by_ns:
             events_by_ns[namespace] = _warning_events(client, namespace)
         events = events_by_ns.get(namespace) or []
-        body = bodies.get((entry["kind"], namespace, entry["name"])) or {}
+        body = _applied_body(entry, bodies)
         uid = uid_of(body)
         entry["events"] = _latest(e for e in events if _about(e, entry["kind"], entry["name"], uid))
         pods = _pods(client, namespace, body) if namespace else []
@@ -101,12 +116,22 @@ def explain(client: KubeApi, err: WaitTimeout, bodies: dict, *, logs: bool = Tru
                        details={**(err.details or {}), "unready": unready})
 
 
+def _applied_body(entry: Unready, bodies: Mapping[ObjectId, KubeObject]) -> KubeObject:
+    """The object as applied that the unready ``entry`` is about, or ``{}``. A gate's entry names no
+    apiVersion: its object is the one of that kind, namespace and name."""
+    namespace, api_version = entry.get("namespace") or "", entry.get("apiVersion")
+    if api_version is not None:
+        return bodies.get(ObjectId(api_version.rpartition("/")[0], entry["kind"], namespace, entry["name"])) or {}
+    return next((body for oid, body in bodies.items()
+                 if oid.kind == entry["kind"] and oid.namespace == namespace and oid.name == entry["name"]), {})
+
+
 def _cut(text: object) -> str:
     text = str(text or "")
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 3] + "..."
 
 
-def _warning_events(client: KubeApi, namespace: str) -> list:
+def _warning_events(client: KubeApi, namespace: str) -> list[KubeObject]:
     try:
         body = client.request("GET", f"/api/v1/namespaces/{namespace}/events",
                               query={"fieldSelector": "type=Warning", "limit": "500"}).body
@@ -115,25 +140,25 @@ def _warning_events(client: KubeApi, namespace: str) -> list:
     return [e for e in (body or {}).get("items") or [] if isinstance(e, dict)]
 
 
-def _about(event: dict, kind: str, name: str | None, uid: str | None) -> bool:
+def _about(event: KubeObject, kind: str, name: str | None, uid: str | None) -> bool:
     involved = event.get("involvedObject") or {}
     if uid and involved.get("uid"):
         return involved["uid"] == uid
     return involved.get("kind") == kind and involved.get("name") == name
 
 
-def _when(event: dict) -> str:
+def _when(event: KubeObject) -> str:
     return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")
 
 
-def _latest(events: Iterable[dict]) -> list[dict]:
+def _latest(events: Iterable[KubeObject]) -> list[EventSeen]:
     """The newest ``MAX_EVENTS`` events as ``{reason, message, count, time}``, newest first."""
     chosen = sorted(events, key=_when, reverse=True)[:MAX_EVENTS]
     return [{"reason": e.get("reason"), "message": _cut(e.get("message")), "count": e.get("count") or 1,
              "time": _when(e)} for e in chosen]
 
 
-def _pods(client: KubeApi, namespace: str, body: dict) -> list:
+def _pods(client: KubeApi, namespace: str, body: KubeObject) -> list[KubeObject]:
     """The pods of a workload (by its selector's matchLabels; a Job's by its uid), unready ones
     first, at most ``MAX_PODS``."""
     if body.get("kind") == "Pod":
@@ -154,7 +179,7 @@ def _pods(client: KubeApi, namespace: str, body: dict) -> list:
     return sorted(items, key=lambda p: (_is_ready(p), metadata_of(p).get("name", "")))[:MAX_PODS]
 
 
-def _pod_labels(body: dict) -> dict:
+def _pod_labels(body: KubeObject) -> dict[str, str]:
     """The labels that select a workload's pods: its selector's matchLabels; for a Job, whose
     selector the server generates (so the object as applied has none), the label the Job
     controller puts on every pod it creates, its uid."""
@@ -165,16 +190,15 @@ def _pod_labels(body: dict) -> dict:
     return labels if isinstance(labels, dict) else {}
 
 
-def _is_ready(pod: dict) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+def _is_ready(pod: KubeObject) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions_of(pod))
 
 
-def _pod_state(pod: dict, events: list) -> dict:
+def _pod_state(pod: KubeObject, events: list[KubeObject]) -> PodState:
     """A pod's phase, why it is not scheduled, its containers' waiting reasons, its latest Warning events."""
     meta, status = metadata_of(pod), pod.get("status") or {}
-    state = {"name": meta.get("name"), "phase": status.get("phase")}
-    for cond in status.get("conditions") or []:
+    state: PodState = {"name": meta.get("name"), "phase": status.get("phase")}
+    for cond in conditions_of(pod):
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             state["unschedulable"] = {"reason": cond.get("reason"), "message": _cut(cond.get("message"))}
     waiting = []
@@ -191,7 +215,7 @@ def _pod_state(pod: dict, events: list) -> dict:
     return state
 
 
-def _add_logs(client: KubeApi, namespace: str, pods: list, states: list, budget: int) -> int:
+def _add_logs(client: KubeApi, namespace: str, pods: list[KubeObject], states: list[PodState], budget: int) -> int:
     """Read the log tail of each failing container of ``pods`` into its entry in ``states``, while
     ``budget`` (containers) lasts; the budget left."""
     for pod, state in zip(pods, states):
@@ -206,7 +230,7 @@ def _add_logs(client: KubeApi, namespace: str, pods: list, states: list, budget:
     return budget
 
 
-def _cause(entry: dict) -> str:
+def _cause(entry: Unready) -> str:
     """The first cause found, in a few words: a container reason, unschedulable, or an event."""
     for pod in entry.get("pods") or []:
         for container in pod.get("containers") or []:

@@ -8,44 +8,46 @@ spec before any of its status counts).
 
 from __future__ import annotations
 
-from ..object_meta import metadata_of
+from typing import Any
+
+from ..object_meta import Condition, KubeObject, conditions_of, generation_of
+
+# An object's ``status`` and ``spec``: the kind's own fields, read by the rule that knows the kind.
+ObjectStatus = dict[str, Any]
+ObjectSpec = dict[str, Any]
 
 
-def status_of(obj: dict) -> dict:
+def status_of(obj: KubeObject) -> ObjectStatus:
     return obj.get("status") or {}
 
 
-def spec_of(obj: dict) -> dict:
+def spec_of(obj: KubeObject) -> ObjectSpec:
     return obj.get("spec") or {}
 
 
-def conditions_by_type(obj: dict) -> dict:
+def conditions_by_type(obj: KubeObject) -> dict[str, Condition]:
     """Conditions by type; later duplicates win, as a controller would have meant."""
-    found = {}
-    for condition in status_of(obj).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type"):
-            found[condition["type"]] = condition
-    return found
+    return {condition["type"]: condition for condition in conditions_of(obj)}
 
 
-def is_true(condition: dict | None) -> bool:
+def is_true(condition: Condition | None) -> bool:
     return condition is not None and condition.get("status") == "True"
 
 
-def explain(condition: dict) -> str:
-    """``reason: message`` of a condition, whichever parts it has."""
+def explain(condition: Condition | KubeObject) -> str:
+    """``reason: message`` of a condition (or an Event), whichever parts it has."""
     parts = [condition.get("reason"), condition.get("message")]
     return ": ".join(str(p) for p in parts if p) or f"status {condition.get('status')}"
 
 
-def generation_not_observed(obj: dict, *, required: bool) -> str | None:
+def generation_not_observed(obj: KubeObject, *, required: bool) -> str | None:
     """Why the status is stale, or None when it describes the current spec.
 
     Workload controllers always report ``observedGeneration``, so its absence means
     the controller has not seen the object yet (``required``). For other kinds the
     field is optional and only compared when present.
     """
-    generation = metadata_of(obj).get("generation")
+    generation = generation_of(obj)
     observed = status_of(obj).get("observedGeneration")
     if generation is None or (observed is None and not required):
         return None
@@ -55,12 +57,12 @@ def generation_not_observed(obj: dict, *, required: bool) -> str | None:
     return None
 
 
-def count(status: dict, key: str) -> int:
+def count(status: ObjectStatus, key: str) -> int:
     # The API server leaves zero counts out of status.
     value = status.get(key)
     return value if isinstance(value, int) else 0
 
 
-def desired_replicas(obj: dict) -> int:
+def desired_replicas(obj: KubeObject) -> int:
     replicas = spec_of(obj).get("replicas")
     return replicas if isinstance(replicas, int) else 1

@@ -12,16 +12,18 @@ the CustomResourceDefinitions a run applied until they are Established.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from ..object_meta import metadata_of, uid_of
+from ..object_meta import KubeObject, metadata_of, uid_of
 from ..kube.api import KubeApi
 from ..errors import ApiError, ApplySetError, WaitTimeout
 from ..kube.discovery import Resource
 from .. import spec
+from ..spec import ObjectId
 from ..kube import watch as kube_watch
 from . import watching
+from .watching import FeedMessage, Group, ObjectsByName
 from .kind_rules import crd_ready
 from .readiness import RULE_OPTIONS, check_overrides, needs_reading, verdict
 from .status import Readiness, Status
@@ -39,11 +41,25 @@ class Target(NamedTuple):
     namespace: str | None
     name: str
 
+    @property
+    def id(self) -> ObjectId:
+        """The object's identity in the core (namespace "" when cluster-scoped)."""
+        return ObjectId.of(self.resource, self.namespace, self.name)
+
+    @property
+    def listed_in(self) -> Group:
+        """The group (resource, namespace) whose LIST and watch read it."""
+        return self.resource, self.namespace
+
 
 TargetLike = tuple[Resource, "str | None", str]
-# A group is what one LIST or one watch covers: (resource, namespace).
-Group = tuple[Resource, "str | None"]
-Judge = Callable[[Target, "dict | None"], Readiness]
+Judge = Callable[[Target, "KubeObject | None"], Readiness]
+# One entry of a ``WaitTimeout``'s ``details["unready"]``: apiVersion, kind, namespace (None when
+# cluster-scoped), name and reason; ``reasons.explain`` adds events and pods (a gate's entry, made
+# by apply/gates, names no apiVersion and says what waits for it).
+Unready = dict[str, Any]
+# The groups' objects (or the error their LIST gave), by group.
+Listed = dict[Group, "ObjectsByName | Exception"]
 Warn = Callable[[str], None]
 _RULE_OPTIONS = RULE_OPTIONS
 
@@ -52,7 +68,7 @@ def _ref(res: Resource, namespace: str | None, name: str) -> str:
     return f"{res.kind} {namespace}/{name}" if res.namespaced and namespace else f"{res.kind} {name}"
 
 
-def _entry(target: Target, found: Readiness) -> dict:
+def _entry(target: Target, found: Readiness) -> Unready:
     res = target.resource
     return {"apiVersion": res.api_version, "kind": res.kind,
             "namespace": target.namespace if res.namespaced else None, "name": target.name, "reason": found.message}
@@ -78,14 +94,15 @@ def _groups(targets: Iterable[Target]) -> dict[Group, list[Target]]:
     """Targets by (resource, namespace): what one LIST or one watch covers."""
     groups: dict[Group, list[Target]] = {}
     for target in targets:
-        groups.setdefault((target.resource, target.namespace), []).append(target)
+        groups.setdefault(target.listed_in, []).append(target)
     return groups
 
 
-def _list(client: KubeApi, key: Group, metadata_only: bool) -> tuple[dict, str | None]:
+def _list(client: KubeApi, key: Group, metadata_only: bool) -> tuple[ObjectsByName, str | None]:
     """The group's objects by name and the list's resourceVersion (or the error, as ``map`` gives it)."""
-    found, version = kube_watch.list_with_version(client, key[0], key[1], metadata_only=metadata_only)
-    return watching.by_name(key[0], found), version
+    res, namespace = key
+    found, version = kube_watch.list_with_version(client, res, namespace, metadata_only=metadata_only)
+    return watching.by_name(res, found), version
 
 
 def _poll(client: KubeApi, targets: list[Target], *, timeout: float, interval: float, judge: Judge, goal: Status,
@@ -103,8 +120,8 @@ def _poll(client: KubeApi, targets: list[Target], *, timeout: float, interval: f
     deadline = time.monotonic() + max(0.0, float(timeout))
     groups = _groups(pending)
     keys = list(groups)
-    items: dict = {}
-    versions: dict = {}
+    items: Listed = {}
+    versions: dict[Group, str | None] = {}
     for key, listed in zip(keys, client.map(lambda key: _list(client, key, metadata_only), keys)):
         items[key], versions[key] = (listed, None) if isinstance(listed, Exception) else listed
     final = _judge(pending, [t for key in keys for t in groups[key]], items, judge, goal)
@@ -117,14 +134,14 @@ def _poll(client: KubeApi, targets: list[Target], *, timeout: float, interval: f
     return _give_up(pending, total, timeout, waiting_for, final, raise_on_timeout)
 
 
-def _judge(pending: dict[Target, Readiness], targets: Iterable[Target], items: dict, judge: Judge,
+def _judge(pending: dict[Target, Readiness], targets: Iterable[Target], items: Listed, judge: Judge,
            goal: Status) -> bool:
     """Judge the ``targets`` still pending on their group's ``items``; whether one is final."""
     final = False
     for target in targets:
         if target not in pending:
             continue
-        found = _judge_listed(target, items[target.resource, target.namespace], judge)
+        found = _judge_listed(target, items[target.listed_in], judge)
         if found.status is goal:
             del pending[target]
         else:
@@ -133,7 +150,8 @@ def _judge(pending: dict[Target, Readiness], targets: Iterable[Target], items: d
     return final
 
 
-def _follow(client: KubeApi, pending: dict[Target, Readiness], items: dict, versions: dict, judge: Judge,
+def _follow(client: KubeApi, pending: dict[Target, Readiness], items: Listed, versions: dict[Group, str | None],
+            judge: Judge,
             goal: Status, *, deadline: float, interval: float, metadata_only: bool, until_any: bool,
             warn: Warn | None) -> bool:
     """Follow the pending targets' groups until each is done, one is final (True), the deadline
@@ -144,7 +162,7 @@ def _follow(client: KubeApi, pending: dict[Target, Readiness], items: dict, vers
     feeds = watching.Feeds(client, metadata_only, deadline, warn)
     try:
         for key, targets in groups.items():
-            feeds.follow(key, versions.get(key), [t[2] for t in targets])
+            feeds.follow(key, versions.get(key), [t.name for t in targets])
         next_round = time.monotonic() + max(interval, 0.05)
         while pending:
             now = time.monotonic()
@@ -163,14 +181,15 @@ def _follow(client: KubeApi, pending: dict[Target, Readiness], items: dict, vers
         feeds.close()
 
 
-def _take(feeds: watching.Feeds, message: tuple | None, items: dict, groups: dict[Group, list[Target]]) -> list[Target]:
+def _take(feeds: watching.Feeds, message: FeedMessage | None, items: Listed,
+          groups: dict[Group, list[Target]]) -> list[Target]:
     """Apply one feed message to ``items``; the targets it may have changed."""
     if message is None:
         return []
     what, key, payload = message
-    if what == "event" and isinstance(items.get(key), dict):
-        name = watching.apply_event(items[key], key[0], payload)
-        return [t for t in groups[key] if t[2] == name]
+    if what == "event" and isinstance(listed := items.get(key), dict):
+        name = watching.apply_event(listed, key[0], payload)
+        return [t for t in groups[key] if t.name == name]
     if what == "listed":
         items[key] = payload
         return list(groups[key])
@@ -181,17 +200,17 @@ def _take(feeds: watching.Feeds, message: tuple | None, items: dict, groups: dic
     return []
 
 
-def _round(client: KubeApi, feeds: watching.Feeds, pending: dict[Target, Readiness], items: dict,
+def _round(client: KubeApi, feeds: watching.Feeds, pending: dict[Target, Readiness], items: Listed,
            groups: dict[Group, list[Target]], metadata_only: bool) -> list[Target]:
     """One polling round: the polled groups listed again; their targets and the absent ones to judge."""
     keys = [key for key in feeds.polled if any(t in pending for t in groups[key])]
     for key, listed in zip(keys, client.map(lambda key: _list(client, key, metadata_only), keys)):
         items[key] = listed if isinstance(listed, Exception) else listed[0]
-    absent = [t for t in pending if isinstance(items.get(t[:2]), dict) and t[2] not in items[t[:2]]]
+    absent = [t for t in pending if isinstance(listed := items.get(t.listed_in), dict) and t.name not in listed]
     return list(dict.fromkeys([t for key in keys for t in groups[key]] + absent))
 
 
-def _judge_listed(target: Target, items: dict | Exception, judge: Judge) -> Readiness:
+def _judge_listed(target: Target, items: ObjectsByName | Exception, judge: Judge) -> Readiness:
     res, namespace, name = target
     if isinstance(items, ApiError) and items.status == 404:
         return judge(target, None)  # the kind is not served (any more): nothing of it exists
@@ -208,8 +227,8 @@ def _judge_listed(target: Target, items: dict | Exception, judge: Judge) -> Read
     return judge(target, items.get(name))
 
 
-def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final: bool,
-             raise_on_timeout: bool) -> dict:
+def _give_up(pending: dict[Target, Readiness], total: int, timeout: float, waiting_for: str, final: bool,
+             raise_on_timeout: bool) -> dict[Target, Readiness]:
     if not raise_on_timeout:
         return dict(pending)
     unready = [_entry(target, found) for target, found in pending.items()]
@@ -231,7 +250,8 @@ def _give_up(pending: dict, total: int, timeout: float, waiting_for: str, final:
 
 
 def wait_ready(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float, interval: float = 1.0,
-               raise_on_timeout: bool = True, applied: dict | None = None, until_any: bool = False,
+               raise_on_timeout: bool = True, applied: Mapping[TargetLike, KubeObject] | None = None,
+               until_any: bool = False,
                warn: Warn | None = None, field_manager: str | None = None,
                **rule_options: Any) -> dict[Target, Readiness]:
     """Wait until every target is ready; ``targets`` are ``(Resource, namespace or None, name)``.
@@ -268,11 +288,11 @@ def wait_ready(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float
     overrides = rule_options.get("overrides")
     load_balancers = bool(rule_options.get("wait_for_load_balancers"))
     exprs = rule_options.get("health_check_exprs")
-    to_read = [t for t in _normalise(targets) if needs_reading(t[0].group_kind, overrides, load_balancers, exprs)]
-    known = {(res, ns if res.namespaced else None, name): obj for (res, ns, name), obj in (applied or {}).items()}
+    to_read = [t for t in _normalise(targets) if needs_reading(t.resource.group_kind, overrides, load_balancers, exprs)]
+    known = {normalised(target): obj for target, obj in (applied or {}).items()}
     tracker = _GoneTracker(client)
 
-    def judge(target: Target, item: dict | None) -> Readiness:
+    def judge(target: Target, item: KubeObject | None) -> Readiness:
         mine = known.get(target)
         our_uid = _uid(mine)
         if item is not None and our_uid and _uid(item) and _uid(item) != our_uid:
@@ -289,14 +309,15 @@ def wait_ready(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float
                  waiting_for="ready", raise_on_timeout=raise_on_timeout, until_any=until_any, warn=warn)
 
 
-def wait_until_changed(client: KubeApi, seen: dict, *, timeout: float, interval: float = 1.0) -> None:
+def wait_until_changed(client: KubeApi, seen: Mapping[TargetLike, str | None], *, timeout: float,
+                       interval: float = 1.0) -> None:
     """Return once one of the objects ``seen`` (``{(resource, namespace, name): resourceVersion}``,
     None for one that was absent) is created, changed or deleted, or after ``timeout`` seconds: one
     LIST per (resource, namespace), metadata only, then a watch (a change between the caller's read
     and the LIST ends the wait at once)."""
     known = {normalised(target): version for target, version in seen.items()}
 
-    def judge(target: Target, item: dict | None) -> Readiness:
+    def judge(target: Target, item: KubeObject | None) -> Readiness:
         version = metadata_of(item).get("resourceVersion") if item is not None else None
         return Readiness.current("changed") if version != known[target] else Readiness.in_progress("unchanged")
 
@@ -327,11 +348,11 @@ def wait_until_changed(client: KubeApi, seen: dict, *, timeout: float, interval:
 _EVENT_ROUNDS = 3
 
 
-def _uid(obj: dict | None) -> str | None:
+def _uid(obj: KubeObject | None) -> str | None:
     return uid_of(obj) or None
 
 
-def job_outcome_events(client: KubeApi, namespace: str | None, uid: str | None) -> list[dict]:
+def job_outcome_events(client: KubeApi, namespace: str | None, uid: str | None) -> list[KubeObject]:
     """The Events recorded in ``namespace`` on the object whose UID is ``uid``, oldest first.
 
     ``client`` is the ``KubeClient`` to read them with. Events are a hint: when they cannot be
@@ -351,10 +372,10 @@ class _GoneTracker:
 
     def __init__(self, client: KubeApi):
         self.client = client
-        self.seen: dict = {}  # target -> the object as last read, for its spec
-        self.looked: dict = {}  # target -> rounds spent looking for a Job's final event
+        self.seen: dict[Target, KubeObject] = {}  # the object as last read, for its spec
+        self.looked: dict[Target, int] = {}  # target -> rounds spent looking for a Job's final event
 
-    def verdict(self, target: Target, mine: dict | None, replaced_by: dict | None = None) -> Readiness:
+    def verdict(self, target: Target, mine: KubeObject | None, replaced_by: KubeObject | None = None) -> Readiness:
         res, namespace, _name = target
         replaced = f" (a new object with uid {_uid(replaced_by)} took its name)" if replaced_by else ""
         ttl = ttl_after_finished(self.seen.get(target), mine) if res.group_kind == spec.JOB_KIND else None
@@ -375,7 +396,7 @@ class _GoneTracker:
         return Readiness.current(f"finished and {ours} (no event recorded whether it succeeded)")
 
 
-def _still_there(item: dict | None) -> Readiness:
+def _still_there(item: KubeObject | None) -> Readiness:
     if item is None:
         return Readiness(Status.NOT_FOUND, "gone")
     meta = metadata_of(item)
@@ -387,7 +408,7 @@ def _still_there(item: dict | None) -> Readiness:
 
 
 def wait_gone(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float, interval: float = 1.0,
-              raise_on_timeout: bool = True, uids: dict | None = None,
+              raise_on_timeout: bool = True, uids: Mapping[TargetLike, str] | None = None,
               warn: Warn | None = None) -> dict[Target, Readiness]:
     """Wait until no target exists any more (deleted objects whose finalizers are done).
 
@@ -396,9 +417,9 @@ def wait_gone(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float,
     of the object deleted: a new object under the same name (a reinstall already under way) does
     not keep the wait going. Raises ``WaitTimeout``, or ``ApiError`` for a LIST that fails.
     """
-    known = {(res, ns if res.namespaced else None, name): uid for (res, ns, name), uid in (uids or {}).items()}
+    known = {normalised(target): uid for target, uid in (uids or {}).items()}
 
-    def judge(target: Target, item: dict | None) -> Readiness:
+    def judge(target: Target, item: KubeObject | None) -> Readiness:
         if item is not None and known.get(target) and _uid(item) and _uid(item) != known[target]:
             return Readiness(Status.NOT_FOUND, "gone (a new object took its name)")
         return _still_there(item)

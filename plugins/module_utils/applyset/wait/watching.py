@@ -31,8 +31,9 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from typing import Any
 
-from ..object_meta import name_of
+from ..object_meta import KubeObject, name_of
 from ..kube.api import KubeApi
 from ..kube.discovery import Resource
 from ..errors import ApiError, ApplySetError
@@ -50,17 +51,24 @@ _MAX_FAILURES = 5
 _JOIN_SECONDS = 1.0
 # Clients whose credentials may not watch some groups: (resource, namespace) -> refused, and
 # whether the run was told (once). Weak: a client's memory goes with it.
-_REFUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_REFUSED: weakref.WeakKeyDictionary[KubeApi, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+# A group is what one LIST or one watch covers: (resource, namespace or None).
+Group = tuple[Resource, "str | None"]
+# A group's objects by name, as listed and then kept up to date by its watch.
+ObjectsByName = dict["str | None", KubeObject]
+# What a feed hands over: ``(what, group, payload)``, the payload by ``what`` (see ``_Feed``).
+FeedMessage = tuple[str, Group, Any]
 
 
-def _name(obj: dict) -> str | None:
+def _name(obj: KubeObject) -> str | None:
     return name_of(obj)
 
 
-def by_name(res: Resource, items: list) -> dict:
+def by_name(res: Resource, items: list[KubeObject]) -> ObjectsByName:
     """Listed or watched objects by name, each with its resource's apiVersion and kind (LIST items
     have none of their own; metadata-only ones say PartialObjectMetadata): the rules need them."""
-    found: dict = {}
+    found: ObjectsByName = {}
     for item in items:
         if item.get("kind") in (None, "PartialObjectMetadata"):
             item["apiVersion"], item["kind"] = res.api_version, res.kind
@@ -73,8 +81,8 @@ class _Feed(threading.Thread):
     ``(what, key, payload)`` on ``out``: ``event`` (a ``WatchEvent``), ``listed`` (all the group's
     objects by name, after a 410), ``refused`` (an ``ApiError``: watch not allowed) or ``failed``."""
 
-    def __init__(self, client: KubeApi, key: tuple, version: str, only_name: str | None, metadata_only: bool,
-                 deadline: float, out: queue.Queue):
+    def __init__(self, client: KubeApi, key: Group, version: str, only_name: str | None, metadata_only: bool,
+                 deadline: float, out: queue.Queue[FeedMessage]):
         super().__init__(name=f"applyset-watch-{key[0].plural}", daemon=True)
         self.client, self.key, self.version = client, key, version
         self.field_selector = f"metadata.name={only_name}" if only_name else None
@@ -172,11 +180,11 @@ class Feeds:
     def __init__(self, client: KubeApi, metadata_only: bool, deadline: float,
                  warn: Callable[[str], None] | None = None) -> None:
         self.client, self.metadata_only, self.deadline, self.warn = client, metadata_only, deadline, warn
-        self.queue: queue.Queue = queue.Queue()
-        self.feeds: dict = {}
-        self.polled: set = set()  # groups read by a LIST per interval instead
+        self.queue: queue.Queue[FeedMessage] = queue.Queue()
+        self.feeds: dict[Group, _Feed] = {}
+        self.polled: set[Group] = set()  # groups read by a LIST per interval instead
 
-    def follow(self, key: tuple, version: str | None, names: list) -> None:
+    def follow(self, key: Group, version: str | None, names: list[str]) -> None:
         """Watch the group ``key`` from ``version``; poll it when it cannot be watched."""
         refused = _REFUSED.setdefault(self.client, {"groups": set(), "told": False})["groups"]
         if not version or key in refused or len(self.feeds) >= max(1, self.client.parallelism):
@@ -187,14 +195,14 @@ class Feeds:
         self.feeds[key] = feed
         feed.start()
 
-    def poll(self, key: tuple) -> None:
+    def poll(self, key: Group) -> None:
         """Poll the group ``key`` from now on (its feed has ended)."""
         self.polled.add(key)
         feed = self.feeds.pop(key, None)
         if feed is not None:
             feed.join(_JOIN_SECONDS)
 
-    def refused(self, key: tuple, err: ApiError) -> None:
+    def refused(self, key: Group, err: ApiError) -> None:
         """The group's watch was refused: poll it, and say so once per client."""
         self.poll(key)
         memory = _REFUSED.setdefault(self.client, {"groups": set(), "told": False})
@@ -207,7 +215,7 @@ class Feeds:
                       f"{'.' + res.group if res.group else ''}{where} is not allowed ({err.message}); grant "
                       "watch next to list to wait with fewer requests and notice readiness at once")
 
-    def next(self, timeout: float) -> tuple | None:
+    def next(self, timeout: float) -> FeedMessage | None:
         """The next ``(what, key, payload)`` from a feed, or None after ``timeout`` seconds."""
         if not self.feeds and self.queue.empty():  # nothing watched: only polling rounds to wait for
             time.sleep(max(0.0, timeout))
@@ -225,7 +233,7 @@ class Feeds:
         self.feeds.clear()
 
 
-def apply_event(items: dict, res: Resource, event: WatchEvent) -> str | None:
+def apply_event(items: ObjectsByName, res: Resource, event: WatchEvent) -> str | None:
     """Update the group's ``items`` (by name) with a watch ``event``; the name it is about."""
     name = _name(event.object)
     if event.type == DELETED:

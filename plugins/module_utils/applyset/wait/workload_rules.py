@@ -9,13 +9,14 @@ controller's final Event (``job_outcome_from_events``). Tests: tests/unit/wait/t
 
 from __future__ import annotations
 
+from ..object_meta import KubeObject
 from .status import Readiness
 from .status_fields import (
     conditions_by_type, count, desired_replicas, explain, generation_not_observed, is_true, spec_of, status_of,
 )
 
 
-def deployment_ready(obj: dict) -> Readiness:
+def deployment_ready(obj: KubeObject) -> Readiness:
     """A Deployment ``obj`` (as read) has rolled out: its generation observed, every replica updated,
     available and ready, no old replica left. ``FAILED`` when the rollout failed
     (``ProgressDeadlineExceeded``).
@@ -42,7 +43,7 @@ def deployment_ready(obj: dict) -> Readiness:
     return Readiness.current(f"{available}/{want} replicas available")
 
 
-def statefulset_ready(obj: dict) -> Readiness:
+def statefulset_ready(obj: KubeObject) -> Readiness:
     """A StatefulSet ``obj`` has rolled out: its generation observed, every replica ready and available,
     and, for a RollingUpdate, the replicas at or above the partition updated.
     """
@@ -71,7 +72,7 @@ def statefulset_ready(obj: dict) -> Readiness:
     return Readiness.current(f"{available}/{want} replicas available")
 
 
-def daemonset_ready(obj: dict) -> Readiness:
+def daemonset_ready(obj: KubeObject) -> Readiness:
     """A DaemonSet ``obj`` has rolled out: its generation observed and a pod updated, available and ready
     on every node it is scheduled to.
     """
@@ -92,7 +93,7 @@ def daemonset_ready(obj: dict) -> Readiness:
     return Readiness.current(f"{available}/{want} pods available")
 
 
-def replicaset_ready(obj: dict) -> Readiness:
+def replicaset_ready(obj: KubeObject) -> Readiness:
     """A ReplicaSet ``obj`` has its generation observed and every replica available and ready."""
     stale = generation_not_observed(obj, required=True)
     if stale:
@@ -107,7 +108,7 @@ def replicaset_ready(obj: dict) -> Readiness:
     return Readiness.current(f"{available}/{want} replicas available")
 
 
-def job_ready(obj: dict) -> Readiness:
+def job_ready(obj: KubeObject) -> Readiness:
     """A Job ``obj`` is ready when it completed, or is suspended (nothing runs until it is resumed).
     ``FAILED`` when it failed (``Failed`` or ``FailureTarget``).
     """
@@ -129,12 +130,12 @@ def job_ready(obj: dict) -> Readiness:
     return Readiness.in_progress(f"running: {done}, {count(status, 'active')} active")
 
 
-def job_finished(obj: dict) -> bool:
+def job_finished(obj: KubeObject) -> bool:
     conditions = conditions_by_type(obj)
     return any(is_true(conditions.get(kind)) for kind in ("Complete", "Failed"))
 
 
-def pod_ready(obj: dict) -> Readiness:
+def pod_ready(obj: KubeObject) -> Readiness:
     """A Pod ``obj`` is ready when its Ready condition is True, or it succeeded. ``FAILED`` when it failed;
     the message names a waiting container or scheduling problem.
     """
@@ -164,7 +165,7 @@ _JOB_FAILURE_EVENTS = frozenset({"BackoffLimitExceeded", "DeadlineExceeded", "Po
                                  "MaxFailedIndexesExceeded", "FailedIndexes"})
 
 
-def ttl_after_finished(*objs: dict | None) -> int | None:
+def ttl_after_finished(*objs: KubeObject | None) -> int | None:
     """The first ``spec.ttlSecondsAfterFinished`` among the Job objects ``objs`` (None ones skipped), or None."""
     for obj in objs:
         ttl = spec_of(obj or {}).get("ttlSecondsAfterFinished")
@@ -173,7 +174,7 @@ def ttl_after_finished(*objs: dict | None) -> int | None:
     return None
 
 
-def job_outcome_from_events(events: list, then: str) -> Readiness | None:
+def job_outcome_from_events(events: list[KubeObject], then: str) -> Readiness | None:
     """How a Job finished by the Job controller's last final Event among ``events`` (oldest first):
     current ``complete, then THEN``, failed ``failed: ..., then THEN``, or None when no event says."""
     for event in reversed(events):
