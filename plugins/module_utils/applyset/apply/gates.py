@@ -15,6 +15,7 @@ the report does not depend on which object became ready first.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from ..rules import ordering
 from ..wait import reasons as wait_reasons, waiting
@@ -27,9 +28,13 @@ from ..parent.model import Parent
 from ..run.options import RunOptions
 from ..run.records import Decisions
 from ..spec import ObjectId
-from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, Recorder
-from ..run.runner import RunContext, StepOrderError
+from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, Recorder
+from ..rules.plan import Plan
+from ..run.runner import StepOrderError
 from ..rules.ordering import Order
+
+if TYPE_CHECKING:  # the claim is a step's object (steps/claim.py): named for the annotations only
+    from ..steps.claim import Claim
 
 _APPLIED = ("created", "configured", "replaced", "unchanged")
 
@@ -78,48 +83,50 @@ class _State:
         return found
 
 
-def apply_in_order(ctx: RunContext) -> None:
-    """Step apply of a set with an order: see the module docstring. A failed member records the
-    run's failure, as ``applying.apply_phases`` does; a gate that cannot open raises."""
-    order = _order(ctx.decisions)
-    first = ctx.decisions.parent_namespace_first
-    done_before = {}
+def apply_in_order(run: member_inputs.MemberApply, decisions: Decisions, plan: Plan, claim: Claim | None,
+                   record: Recorder, parent: Parent) -> ApplySetError | None:
+    """Step apply of a set with an order: see the module docstring. Returns the run's failure when a
+    member failed, as ``applying.apply_phases`` records it; a gate that cannot open raises."""
+    order = _order(decisions)
+    first = decisions.parent_namespace_first
+    done_before: dict[ObjectId, str | None] = {}
     if first is not None:
-        done_before[first.key] = next((o.uid for o in ctx.report.objects if o.id == first.key), None)
+        done_before[first.key] = next((o.uid for o in record.report.objects if o.id == first.key), None)
     state = _State(order, done_before)
-    state.bodies = {m.key: m.body for m in ctx.plan.members}
-    outcomes: dict = {}
-    pending = [m for m in ctx.plan.members if m.key not in done_before]
-    run = member_inputs.of_run(ctx)  # what the workers read: taken once, never the context
+    state.bodies = {m.key: m.body for m in plan.members}
+    outcomes: dict[ObjectId, MemberOutcome] = {}
+    pending = [m for m in plan.members if m.key not in done_before]
+    failure = None
     try:
         while pending:
-            if ctx.claim:
-                ctx.claim.check()
+            if claim:
+                claim.check()
             memo: dict = {}
-            batch = [m for m in pending if m.key in ctx.decisions.unchanged or state.can_go(m.key, memo)]
+            batch = [m for m in pending if m.key in decisions.unchanged or state.can_go(m.key, memo)]
             if not batch:
-                _wait_round(ctx.client, ctx.opts, ctx.record, ctx.parent, state, pending)
+                _wait_round(run.client, run.opts, record, parent, state, pending)
                 continue
-            for member, outcome in zip(batch, ctx.client.map(lambda m: apply_member(run, m, frozenset()), batch)):
+            for member, outcome in zip(batch, run.client.map(lambda m: apply_member(run, m, frozenset()), batch)):
                 outcomes[member.key] = outcome = as_outcome(member, outcome)
                 if outcome.result.action in _APPLIED:
                     state.applied[member.key] = outcome.result.uid
             pending = [m for m in pending if m.key not in outcomes]
             if any(o.result.action == "failed" for o in outcomes.values()):
-                ctx.failure = ApplySetError(
+                failure = ApplySetError(
                     "some objects could not be applied; what waits for them was not applied, nothing was pruned "
                     "and the parent keeps covering every object that may exist:\n" + _failures(outcomes),
                     what_failed="some objects could not be applied:\n" + _failures(outcomes),
-                    obj=ctx.set_ref, fix="fix the errors listed per object and run again")
-                return
+                    obj=parent.set_ref, fix="fix the errors listed per object and run again")
+                return failure
     finally:
         # In plan order, those not tried (the run stopped before them) in their place.
-        why = NOT_TRIED_AFTER_FAILURE if ctx.failure is not None else NOT_TRIED_STOPPED
-        for member in ctx.plan.in_apply_order:
+        why = NOT_TRIED_AFTER_FAILURE if failure is not None else NOT_TRIED_STOPPED
+        for member in plan.in_apply_order:
             if member.key in outcomes:
-                ctx.record.outcome(outcomes[member.key])
+                record.outcome(outcomes[member.key])
             else:
-                ctx.record.untried([member], why)
+                record.untried([member], why)
+    return None
 
 
 def _wait_round(client: KubeApi, opts: RunOptions, record: Recorder, parent: Parent, state: _State,

@@ -9,6 +9,7 @@ coordinating loop records them in a fixed order.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ..rules import plan as plans
 from ..rules import prune as prunes
@@ -21,6 +22,12 @@ from ..kube.api import KubeApi
 from ..run.options import RunOptions
 from ..run.report import Change, ObjectResult, Recorder, live_result
 from ..run.runner import RunContext
+from ..run.options import Options
+from ..run.records import Decisions, LiveState
+from ..parent.model import Parent
+
+if TYPE_CHECKING:  # the claim is the claim step's object (claim.py imports what imports this module)
+    from .claim import Claim
 
 # Actions of objects that this run applied (their UIDs are never pruned).
 _APPLIED = ("created", "configured", "replaced", "unchanged")
@@ -32,36 +39,44 @@ def prune_step(ctx: RunContext) -> None:
     the set), then their effects; a failure keeps the parent covering them. After a wait
     (``wait: true``), the candidates the prune-early step took are left out."""
     late = ctx.opts.waiting.enabled and not ctx.opts.dry_run
-    _prune(ctx, (lambda meta: not prune_order.is_early(meta)) if late else None)
+    failure = _prune(ctx.client, ctx.apply_options, ctx.record, ctx.claim, ctx.parent, ctx.decisions, ctx.live,
+                     (lambda meta: not prune_order.is_early(meta)) if late else None)
+    if failure is not None:
+        ctx.failure = failure
 
 
 def prune_early_step(ctx: RunContext) -> None:
     """Step prune-early (``wait: true``): the candidates annotated ``prune-timing: early``,
     pruned before the wait (prune_order.py)."""
-    _prune(ctx, prune_order.is_early)
+    failure = _prune(ctx.client, ctx.apply_options, ctx.record, ctx.claim, ctx.parent, ctx.decisions, ctx.live,
+                     prune_order.is_early)
+    if failure is not None:
+        ctx.failure = failure
 
 
-def _prune(ctx: RunContext, which: Callable[[dict], bool] | None) -> None:
-    """Prune the candidates whose metadata ``which`` accepts (all when None)."""
-    if ctx.claim:
-        ctx.claim.check()
-    decisions = ctx.decisions
+def _prune(client: KubeApi, opts: Options, record: Recorder, claim: Claim | None, parent: Parent, decisions: Decisions,
+           live: LiveState, which: Callable[[dict], bool] | None) -> ApplySetError | None:
+    """Prune the candidates whose metadata ``which`` accepts (all when None); the run's failure when
+    one could not be pruned."""
+    if claim:
+        claim.check()
     candidates = [o for o in decisions.candidates if which is None or which(o.meta)]
     if not candidates:
-        return
-    applied = {o.uid for o in ctx.report.objects if o.uid and o.action in _APPLIED}
+        return None
+    applied = {o.uid for o in record.report.objects if o.uid and o.action in _APPLIED}
     decided = prunes.decide_all([(o.resource, o.meta) for o in candidates],
-                                decisions.prune_context(ctx.parent, applied | decisions.about_to_apply))
-    legacy, helm = ctx.apply_options.adopt_legacy, decisions.helm
+                                decisions.prune_context(parent, applied | decisions.about_to_apply))
+    legacy, helm = opts.adopt_legacy, decisions.helm
     # Whence the adopted objects came, as a pruned one's reason names it: a Helm release taken over, or a
     # legacy prune set (its selector).
     adopted_from = (f"Helm release {helm.release.ref}" if helm is not None
                     else f"the legacy prune set ({legacy.selector})" if legacy else "")
-    if not carry_out(ctx.client, ctx.opts, ctx.record, decided, ctx.live.objects, adopted=decisions.adopted,
+    if not carry_out(client, opts, record, decided, live.objects, adopted=decisions.adopted,
                      adopted_from=adopted_from):
-        ctx.failure = ApplySetError(
+        return ApplySetError(
             "some objects could not be pruned; the parent keeps covering them so the next run retries:\n"
-            + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
+            + record.failures(), obj=parent.set_ref, fix="fix the errors listed per object and run again")
+    return None
 
 
 def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prunes.PruneDecisions, live: dict,
