@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .apply import member_inputs
 from .steps import applying, approval, chart_crds_apply, chart_render, claim, decide, digesting, history_steps, hook_run
 from .steps import pruning, release_takeover, rollback, set_dependencies
 from .steps import settling, teardown, without_claim
@@ -253,7 +254,8 @@ def choose(entry: str, ctx: RunContext, may_skip_claim: bool) -> Route:
         # A Helm release to take over is retired under the claim; a chart's CRDs are applied under it.
         crds_due = ctx.has("chart_crds") and bool(ctx.chart_crds.to_apply)
         if (may_skip_claim and not hook_run.due(ctx) and ctx.decisions.helm is None and not crds_due
-                and without_claim.blocker(ctx) is None):
+                and without_claim.blocker(member_inputs.of_run(ctx), ctx.parent, ctx.decisions, ctx.plan,
+                                          ctx.live) is None):
             return for_update_only(opts)
         return for_apply(opts)
     if not ctx.parent.exists:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 try:
     import yaml
@@ -84,6 +84,24 @@ NOT_TRIED_AFTER_FAILURE = "not tried: an earlier member failed, and what comes l
 NOT_TRIED_STOPPED = "not tried: the run stopped before it (see the error)"
 NOT_TRIED_HOOK = "not tried: a pre-apply hook failed"
 
+
+class HookEntry(TypedDict, total=False):
+    """One hook run or previewed, as the result's ``hooks`` shows it (steps/hook_run.py fills it:
+    what the hook is first, then what it did)."""
+
+    phase: str
+    apiVersion: str | None
+    kind: str
+    namespace: str | None
+    name: str
+    weight: int
+    delete_policy: list[str]
+    deleted: bool  # by its delete policy (not in check mode)
+    replaced: bool  # an object left by an earlier run deleted first (before-hook-creation)
+    uid: str | None
+    action: str  # completed, failed, would run, would run on failure
+    reason: str | None
+
 CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
 HOOK_CHANGING_ACTIONS = frozenset({"completed", "failed", "would run"})  # a hook object created (or would be)
 
@@ -107,7 +125,7 @@ class Report:
     parent_changed: bool = False
     dry_run: bool = False
     requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
-    hooks: list = field(default_factory=list)  # one dict per hook run or previewed (steps/hook_run.py), in order
+    hooks: list[HookEntry] = field(default_factory=list)  # one per hook run or previewed (steps/hook_run.py), in order
     order: list = field(default_factory=list)  # ordering.describe: waves and gates, when the set has them
     plan_id: str | None = None  # steps/approval.py: the id of the plan, once the run made it
     plan: list = field(default_factory=list)  # rules/plan_id.py: what the id digests
@@ -261,7 +279,7 @@ class Recorder:
         recorded = {o.id for o in self.report.objects}
         self.report.objects += [result_for(m, "skipped", reason=reason) for m in members if m.key not in recorded]
 
-    def hook(self, entry: dict) -> None:
+    def hook(self, entry: HookEntry) -> None:
         """Record what a hook did (or would do), in the order the hooks run (steps/hook_run.py)."""
         self.report.hooks.append(entry)
 

@@ -9,7 +9,6 @@ coordinating loop records them in a fixed order.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from ..rules import plan as plans
 from ..rules import prune as prunes
@@ -26,9 +25,6 @@ from ..run.options import Options
 from ..run.records import Decisions, LiveState
 from ..parent.model import Parent
 
-if TYPE_CHECKING:  # the claim is the claim step's object (claim.py imports what imports this module)
-    from .claim import Claim
-
 # Actions of objects that this run applied (their UIDs are never pruned).
 _APPLIED = ("created", "configured", "replaced", "unchanged")
 
@@ -39,7 +35,9 @@ def prune_step(ctx: RunContext) -> None:
     the set), then their effects; a failure keeps the parent covering them. After a wait
     (``wait: true``), the candidates the prune-early step took are left out."""
     late = ctx.opts.waiting.enabled and not ctx.opts.dry_run
-    failure = _prune(ctx.client, ctx.apply_options, ctx.record, ctx.claim, ctx.parent, ctx.decisions, ctx.live,
+    if ctx.claim:
+        ctx.claim.check()
+    failure = _prune(ctx.client, ctx.apply_options, ctx.record, ctx.parent, ctx.decisions, ctx.live,
                      (lambda meta: not prune_order.is_early(meta)) if late else None)
     if failure is not None:
         ctx.failure = failure
@@ -48,18 +46,18 @@ def prune_step(ctx: RunContext) -> None:
 def prune_early_step(ctx: RunContext) -> None:
     """Step prune-early (``wait: true``): the candidates annotated ``prune-timing: early``,
     pruned before the wait (prune_order.py)."""
-    failure = _prune(ctx.client, ctx.apply_options, ctx.record, ctx.claim, ctx.parent, ctx.decisions, ctx.live,
+    if ctx.claim:
+        ctx.claim.check()
+    failure = _prune(ctx.client, ctx.apply_options, ctx.record, ctx.parent, ctx.decisions, ctx.live,
                      prune_order.is_early)
     if failure is not None:
         ctx.failure = failure
 
 
-def _prune(client: KubeApi, opts: Options, record: Recorder, claim: Claim | None, parent: Parent, decisions: Decisions,
-           live: LiveState, which: Callable[[dict], bool] | None) -> ApplySetError | None:
-    """Prune the candidates whose metadata ``which`` accepts (all when None); the run's failure when
-    one could not be pruned."""
-    if claim:
-        claim.check()
+def _prune(client: KubeApi, opts: Options, record: Recorder, parent: Parent, decisions: Decisions, live: LiveState,
+           which: Callable[[dict], bool] | None) -> ApplySetError | None:
+    """Prune the candidates whose metadata ``which`` accepts (all when None), the claim checked before
+    (by the step); the run's failure when one could not be pruned."""
     candidates = [o for o in decisions.candidates if which is None or which(o.meta)]
     if not candidates:
         return None

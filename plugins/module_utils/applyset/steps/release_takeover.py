@@ -35,7 +35,10 @@ from ..parent.model import Parent
 from ..run.options import RunOptions
 from ..run.report import Report
 from ..run.runner import RunContext
-from ..run.records import TakeOver
+from ..run.records import LiveState, TakeOver
+from ..kube.api import KubeApi
+from ..kube.discovery import Discovery
+from ..rules.plan import Plan
 
 
 def home_namespace(opts: RunOptions, namespace: str | None, parent: Parent) -> str:
@@ -70,16 +73,28 @@ def find(ctx: RunContext) -> TakeOver | None:
         ctx.report.applyset["helm_take_over"] = {"release": wanted.name, "namespace": wanted.namespace,
                                                  "found": False}
         return None
-    return _take_over(ctx, release, owned.get((release.name, release.namespace), []))
+    desired_refs = owned.get((release.name, release.namespace), [])
+    take, left = _take_over(ctx.client, ctx.discovery, ctx.plan, live, ctx.parent.id, release, desired_refs)
+    ctx.set_managers = ctx.set_managers | take.managers
+    if left:
+        ctx.record.warn(f"helm.take_over: {', '.join(left)} of Helm release {release.ref} no longer carry the "
+                        "release's annotations; left alone")
+    _show(ctx.report, release, desired_refs, list(take.dropped), set(take.managers))
+    ctx.opts = _with_provenance(ctx.opts, release)
+    return take
 
 
-def _take_over(ctx: RunContext, release: helm_release.Release, desired_refs: list) -> TakeOver:
+def _take_over(client: KubeApi, discovery: Discovery, plan: Plan, live: LiveState, set_id: str,
+               release: helm_release.Release, desired_refs: list[str]) -> tuple[TakeOver, list[str]]:
+    """The take-over of ``release``: its objects the set ``set_id`` does not apply (``dropped``,
+    labelled as members) and Helm's field managers, read from what list-live saw (``live``) or one
+    GET each; with the objects that no longer carry the release's annotations (left alone)."""
     owner = (release.name, release.namespace)
-    desired_keys = ctx.plan.keys()
+    desired_keys = plan.keys()
     dropped, managers, left = [], set(), []
-    for key, res in sorted(helm_release.object_ids(release, ctx.discovery).items()):
-        listed = ctx.live.get(key)
-        obj = listed.obj if listed is not None else ctx.client.get(res, key.name, key.namespace or None)
+    for key, res in sorted(helm_release.object_ids(release, discovery).items()):
+        listed = live.get(key)
+        obj = listed.obj if listed is not None else client.get(res, key.name, key.namespace or None)
         meta = metadata_of(obj)
         if obj is None or helm_release.owner_of(meta) != owner:
             if obj is not None:
@@ -87,21 +102,21 @@ def _take_over(ctx: RunContext, release: helm_release.Release, desired_refs: lis
             continue
         managers |= rules.helm_managers(meta.get("managedFields"))
         if key not in desired_keys:
-            labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: ctx.parent.id}
+            labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: set_id}
             dropped.append(LiveObject(res, {"metadata": {**meta, "labels": labels}}))
-    ctx.set_managers = ctx.set_managers | frozenset(managers)
-    if left:
-        ctx.record.warn(f"helm.take_over: {', '.join(left)} of Helm release {release.ref} no longer carry the "
-                        "release's annotations; left alone")
-    _show(ctx.report, release, desired_refs, dropped, managers)
-    if ctx.opts.history is not None and not ctx.opts.dry_run:
-        history = ctx.opts.history
-        provenance = {**history.provenance, "helm_release": release.provenance()}
-        ctx.opts = dataclasses.replace(ctx.opts, history=dataclasses.replace(history, provenance=provenance))
-    return TakeOver(release, tuple(dropped), len(desired_refs), frozenset(managers))
+    return TakeOver(release, tuple(dropped), len(desired_refs), frozenset(managers)), left
 
 
-def _show(report: Report, release: helm_release.Release, desired_refs: list, dropped: list, managers: set) -> None:
+def _with_provenance(opts: RunOptions, release: helm_release.Release) -> RunOptions:
+    """``opts`` whose history's provenance names ``release`` (a real run with a history), else ``opts``."""
+    if opts.history is None or opts.dry_run:
+        return opts
+    provenance = {**opts.history.provenance, "helm_release": release.provenance()}
+    return dataclasses.replace(opts, history=dataclasses.replace(opts.history, provenance=provenance))
+
+
+def _show(report: Report, release: helm_release.Release, desired_refs: list[str], dropped: list[LiveObject],
+          managers: set[str]) -> None:
     report.applyset["helm_take_over"] = {
         "release": release.name, "namespace": release.namespace, "found": True, "revision": release.version,
         "status": release.status, "chart": dict(release.chart),

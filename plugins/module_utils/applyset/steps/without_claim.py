@@ -32,7 +32,8 @@ from .pruning import carry_out
 from ..rules.plan import DesiredObject, Plan
 from ..run.report import MemberOutcome
 from ..run.runner import RunContext
-from ..run.records import CarriedUpdate, LiveState, Updates
+from ..run.records import CarriedUpdate, Decisions, LiveState, Updates
+from ..parent.model import Parent
 
 _Answer = TypeVar("_Answer")
 
@@ -49,7 +50,8 @@ class StartOver(Exception):
         self.carried = carried
 
 
-def blocker(ctx: RunContext) -> str | None:
+def blocker(run: member_inputs.MemberApply, parent: Parent, decisions: Decisions, plan: Plan,
+            live: LiveState) -> str | None:
     """The first reason this run needs the claim, or None when its only writes would be in-place
     updates of members (the update-only route may go).
 
@@ -59,7 +61,6 @@ def blocker(ctx: RunContext) -> str | None:
     already records exactly this run's hint; and, when the run keeps no history but updates a
     member, names no revision (the release drops that pointer: ``history.forgets``).
     """
-    parent, decisions = ctx.parent, ctx.decisions
     rules = (
         (not parent.exists, "the parent does not exist yet"),
         (parent.claim is not None, "the parent holds a claim"),
@@ -69,18 +70,17 @@ def blocker(ctx: RunContext) -> str | None:
         (bool(decisions.adopted), "legacy objects are adopted"),
         (decisions.namespace_to_create is not None, "a namespace is created"),
         (decisions.hints.superset_changes or decisions.hints.final_changes, "the hint changes"),
-        (ordering.gated_change(decisions, ctx.plan), "a changed member waits for another to be ready (depends-on, "
+        (ordering.gated_change(decisions, plan), "a changed member waits for another to be ready (depends-on, "
                                                      "sync-wave): the apply route holds the gates"),
         (parent.record_members != parent.member_record, "the parent's member record changes"),
-        (history.forgets(parent, ctx.opts.history) and any(m.key not in decisions.unchanged for m in ctx.plan.members),
+        (history.forgets(parent, run.opts.history) and any(m.key not in decisions.unchanged for m in plan.members),
          "the parent's revision pointer is dropped (the run keeps no history)"),
     )
     reason = next((why for holds, why in rules if holds), None)
     if reason is not None:
         return reason
-    run = member_inputs.of_run(ctx)
-    member = next((m for m in ctx.plan.members
-                   if m.key not in decisions.unchanged and not _updatable_in_place(ctx.live, run, m)), None)
+    member = next((m for m in plan.members
+                   if m.key not in decisions.unchanged and not _updatable_in_place(live, run, m)), None)
     return None if member is None else f"{member.ref} cannot be updated in place"
 
 
