@@ -31,6 +31,7 @@ from ..run.options import RunOptions
 from ..run.report import Recorder, Report
 from ..rules import prune as prunes
 from ..run.runner import RunContext
+from ..run.records import Decisions, LiveState
 from . import hook_run
 
 _PRUNE_ACTIONS = {prunes.PRUNE: plans.PRUNE, prunes.KEEP: plans.KEEP, prunes.SKIP: plans.LEAVE}
@@ -39,7 +40,8 @@ _REMOVE_ACTIONS = {prunes.PRUNE: plans.DELETE, prunes.KEEP: plans.KEEP, prunes.S
 
 def plan_apply(ctx: RunContext) -> None:
     """Step plan-id of an apply (after decide): the plan, its id, and the approval's check."""
-    entries = apply_entries(ctx)
+    hooks = ctx.hooks if hook_run.due(ctx) else None
+    entries = apply_entries(ctx.parent, ctx.plan, ctx.decisions, ctx.live, hooks, ctx.opts, ctx.record)
     settle(ctx.report, ctx.opts, ctx.carried, ctx.parent, entries)
 
 
@@ -64,15 +66,16 @@ def plan_disband(ctx: RunContext) -> None:
     settle(ctx.report, ctx.opts, ctx.carried, ctx.parent, entries)
 
 
-def apply_entries(ctx: RunContext) -> list:
+def apply_entries(parent: Parent, plan: Plan, decisions: Decisions, live: LiveState, hooks: hks.HookSet | None,
+                  opts: RunOptions, record: Recorder) -> list:
     """The entries of an apply's plan: the set, each member, each prune candidate, each legacy
-    object adopted, the namespace created, the Helm release taken over, and the hooks when they run."""
-    decisions, live = ctx.decisions, ctx.live
+    object adopted, the namespace created, the Helm release taken over, and the ``hooks`` when they
+    run (None when they do not: ``hook_run.due``)."""
     order = decisions.order
     waves = order.waves if order is not None and len(set(order.waves.values())) > 1 else {}
-    entries = [plans.entry(ctx.set_ref, plans.SET_APPLY, id=ctx.parent.id)]
-    secret_key = ctx.parent.plan_key
-    for member in ctx.plan.members:
+    entries = [plans.entry(parent.set_ref, plans.SET_APPLY, id=parent.id)]
+    secret_key = parent.plan_key
+    for member in plan.members:
         key = member.key
         action = (plans.SKIP if key in decisions.policies.skipped else plans.UNCHANGED if key in decisions.unchanged
                   else plans.CONFIGURE if live.get(key) is not None else plans.CREATE)
@@ -93,10 +96,10 @@ def apply_entries(ctx: RunContext) -> list:
         release = decisions.helm.release
         entries.append(plans.entry(f"Helm release {release.ref}", plans.RETIRE_HELM_RELEASE,
                                    revision=release.version, status=release.status))
-    if hook_run.due(ctx):
-        entries += _hook_entries(ctx.hooks, (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE), ctx.hooks.installing)
-    if secret_key is None and (ctx.opts.dry_run or ctx.opts.approved_plan is not None):
-        _warn_unbound(ctx.plan, ctx.parent, ctx.record)
+    if hooks is not None:
+        entries += _hook_entries(hooks, (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE), hooks.installing)
+    if secret_key is None and (opts.dry_run or opts.approved_plan is not None):
+        _warn_unbound(plan, parent, record)
     return entries
 
 
