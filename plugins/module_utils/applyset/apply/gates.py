@@ -29,7 +29,8 @@ from ..run.options import RunOptions
 from ..run.records import Decisions
 from ..spec import ObjectId
 from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, Recorder
-from ..rules.plan import Plan
+from ..rules.plan import DesiredObject, Plan
+from ..object_meta import KubeObject
 from ..run.runner import StepOrderError
 from ..rules.ordering import Order
 
@@ -43,15 +44,15 @@ class _State:
     """What the gates know: uids of the applied members (and of the external objects, None),
     the nodes seen ready, and since when each node has been waited for."""
 
-    def __init__(self, order: ordering.Order, done_before: dict):
+    def __init__(self, order: ordering.Order, done_before: dict[ObjectId, str | None]):
         self.order = order
         self.applied = dict(done_before)
         self.applied.update({key: None for key in order.external})
-        self.ready: set = set()
-        self.since: dict = {}
-        self.bodies: dict = {}  # member key -> the body sent
+        self.ready: set[ObjectId] = set()
+        self.since: dict[ObjectId, float] = {}
+        self.bodies: dict[ObjectId, KubeObject] = {}  # member key -> the body sent
 
-    def satisfied(self, node, need, memo: dict) -> bool:
+    def satisfied(self, node: ObjectId | ordering.Gate, need: str, memo: dict[ordering.Gate, bool]) -> bool:
         if isinstance(node, ordering.Gate):
             if node not in memo:
                 memo[node] = all(self.satisfied(src, n, memo) for src, n, _w in self.order.needs[node])
@@ -60,16 +61,16 @@ class _State:
             return node in self.applied
         return node in self.ready
 
-    def can_go(self, key, memo: dict) -> bool:
+    def can_go(self, key: ObjectId, memo: dict[ordering.Gate, bool]) -> bool:
         return all(self.satisfied(src, need, memo) for src, need, _w in self.order.needs.get(key, ()))
 
-    def blocking(self, pending: list) -> dict:
+    def blocking(self, pending: list[DesiredObject]) -> dict[ObjectId, tuple[ObjectId, str]]:
         """``{node: (waiting member, why)}``: applied nodes not yet seen ready that a pending
         member (or a gate it needs) waits for."""
-        found: dict = {}
-        seen: set = set()
+        found: dict[ObjectId, tuple[ObjectId, str]] = {}
+        seen: set[ordering.Gate] = set()
 
-        def visit(node, waiter):
+        def visit(node: ObjectId | ordering.Gate, waiter: ObjectId) -> None:
             for src, need, why in self.order.needs.get(node, ()):
                 if isinstance(src, ordering.Gate):
                     if src not in seen:
@@ -101,7 +102,7 @@ def apply_in_order(run: member_inputs.MemberApply, decisions: Decisions, plan: P
         while pending:
             if claim:
                 claim.check()
-            memo: dict = {}
+            memo: dict[ordering.Gate, bool] = {}
             batch = [m for m in pending if m.key in decisions.unchanged or state.can_go(m.key, memo)]
             if not batch:
                 _wait_round(run.client, run.opts, record, parent, state, pending)
@@ -130,7 +131,7 @@ def apply_in_order(run: member_inputs.MemberApply, decisions: Decisions, plan: P
 
 
 def _wait_round(client: KubeApi, opts: RunOptions, record: Recorder, parent: Parent, state: _State,
-                pending: list) -> None:
+                pending: list[DesiredObject]) -> None:
     """Wait until one of what the pending members wait for is ready (one LIST per resource and
     namespace, then watches: ``waiting.wait_ready`` with ``until_any``), at most until the
     earliest gate's ``wait_timeout``; raises when a gate times out or cannot open."""
@@ -162,7 +163,8 @@ def _wait_round(client: KubeApi, opts: RunOptions, record: Recorder, parent: Par
                                        wait_reasons.bodies_by_ref(applied), logs=opts.waiting.failure_logs)
 
 
-def _gate_closed(opts: RunOptions, parent: Parent, node: ObjectId, blocked: tuple, found: Readiness) -> WaitTimeout:
+def _gate_closed(opts: RunOptions, parent: Parent, node: ObjectId, blocked: tuple[ObjectId, str],
+                 found: Readiness) -> WaitTimeout:
     """The error of a gate that timed out or cannot open: what waits, for what, and why."""
     waiter, why = blocked
     cannot = found.final
@@ -186,11 +188,11 @@ def _order(decisions: Decisions) -> Order:
     return decisions.order
 
 
-def _target(order: Order, node: ObjectId) -> tuple:
+def _target(order: Order, node: ObjectId) -> waiting.Target:
     """The (resource, namespace, name) of ``order`` to read for ``node``."""
     res = order.external[node] if node in order.external else order.resources[node]
-    return res, node.namespace or None, node.name
+    return waiting.Target(res, node.namespace or None, node.name)
 
 
-def _failures(outcomes: dict) -> str:
+def _failures(outcomes: dict[ObjectId, MemberOutcome]) -> str:
     return "\n".join(f"- {o.result.ref}: {o.result.reason}" for o in outcomes.values() if o.result.action == "failed")
