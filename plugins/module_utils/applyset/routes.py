@@ -66,11 +66,11 @@ class Route:
     point's reading steps, which ran before the route was chosen."""
 
     name: str
-    steps: tuple
+    steps: tuple[Step, ...]
     reading: int
 
     @property
-    def rest(self) -> list:
+    def rest(self) -> list[Step]:
         """The steps after the reading ones."""
         return list(self.steps[self.reading:])
 
@@ -137,21 +137,21 @@ def for_apply(opts: Options) -> Route:
     return _route(APPLY, APPLY, opts, tail)
 
 
-def _chart_crds(opts: RunOptions, effect: str) -> list:
+def _chart_crds(opts: RunOptions, effect: str) -> list[Step]:
     """With a chart rendered: its crds/ CRDs applied before its hooks and members, outside the set."""
     if not chart_render.renders_chart(opts):
         return []
     return [Step("apply-chart-crds", chart_crds_apply.apply_chart_crds, effect, reads="chart_crds discovery")]
 
 
-def _retire(opts: RunOptions) -> list:
+def _retire(opts: RunOptions) -> list[Step]:
     """With ``helm.take_over``: the release's records deleted once its objects are members."""
     if not opts.helm.take_over:
         return []
     return [Step("retire-helm-release", release_takeover.retire, WRITE, reads="decisions discovery")]
 
 
-def _release(opts: RunOptions) -> list:
+def _release(opts: RunOptions) -> list[Step]:
     """The end of an apply: the hooks after it, the revision (history.py) written just before the
     release that points at it, and the trim of old revisions after it."""
     if not history_steps.keeps_history(opts):
@@ -222,7 +222,7 @@ def for_disband(opts: RunOptions) -> Route:
     return _route(DISBAND, DISBAND, opts, tail)
 
 
-def _claimed(opts: RunOptions, writes: list) -> list:
+def _claimed(opts: RunOptions, writes: list[Step]) -> list[Step]:
     """``writes`` between the claim and its release; in check mode, neither."""
     return list(writes) if opts.dry_run else [CLAIM_STEP, *writes, RELEASE_STEP]
 
@@ -234,7 +234,7 @@ def for_missing_parent(entry: str, opts: RunOptions) -> Route:
                   [Step("warn-missing-parent", teardown.warn_missing_parent(action), DECIDE, reads="parent")])
 
 
-def _route(name: str, entry: str, opts: RunOptions, tail: list) -> Route:
+def _route(name: str, entry: str, opts: RunOptions, tail: list[Step]) -> Route:
     first = reading(entry, opts)
     return Route(name, tuple(first + tail), len(first))
 

@@ -23,7 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
@@ -65,7 +65,7 @@ def find_binary(name: str) -> str:
     return found
 
 
-def _run(args: list, chart: Chart, env: dict | None = None) -> subprocess.CompletedProcess:
+def _run(args: list[str], chart: Chart, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     try:
         # The core imports nothing of Ansible (it is tested and used without it), so no run_command.
         return subprocess.run(  # pylint: disable=ansible-bad-function
@@ -80,7 +80,7 @@ def _run(args: list, chart: Chart, env: dict | None = None) -> subprocess.Comple
 
 
 @contextlib.contextmanager
-def values_file(values: dict) -> Iterator[str | None]:
+def values_file(values: Mapping[str, object]) -> Iterator[str | None]:
     """A file of ``values`` (JSON, which helm reads as YAML) only this user can read, removed after;
     None when there are no values."""
     if not values:
@@ -108,7 +108,7 @@ def kubeconfig_file(client: KubeApi) -> Iterator[str]:
         os.unlink(path)
 
 
-def helm_environment() -> dict:
+def helm_environment() -> dict[str, str]:
     """The module's environment without helm's ``HELM_KUBE*`` connection variables, which would
     otherwise override the kubeconfig written for it (a context, a token, a server of another cluster)."""
     return {name: value for name, value in os.environ.items() if not name.startswith("HELM_KUBE")}
@@ -206,7 +206,7 @@ def _release_exists(client: KubeApi, discovery: Discovery, opts: RunOptions, nam
     return helm_release.read(client, discovery, helm.release, home_namespace(opts, namespace, parent)) is not None
 
 
-def _render_on_server(client: KubeApi, command: list, chart: Chart, version: tuple,
+def _render_on_server(client: KubeApi, command: list[str], chart: Chart, version: tuple[int, ...],
                       is_upgrade: bool) -> subprocess.CompletedProcess:
     """helm template with the cluster reachable under the task's own connection (``lookup`` reads
     it; helm only reads, so check mode renders this way too).
@@ -236,7 +236,7 @@ def _default_namespace(manifests: list[Manifest], discovery: Discovery, namespac
             manifest.obj["metadata"] = {**meta, "namespace": namespace}
 
 
-def _crd_scopes(manifests: list) -> dict:
+def _crd_scopes(manifests: list[Manifest]) -> dict[tuple[str | None, str | None], bool]:
     """``{(group, kind): namespaced}`` of the chart's own CRDs: their custom resources are not
     served before the run applies the CRDs, so discovery cannot say their scope."""
     scopes = {}

@@ -78,7 +78,7 @@ class Claim:
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
-    def _claim_value(self) -> dict:
+    def _claim_value(self) -> dict[str, str | float]:
         return {"run": self.run_id, "expires": round(time.time() + self.ttl, 3)}
 
     def acquire(self, group_kinds: Iterable[GroupKind], namespaces: Iterable[str]) -> None:

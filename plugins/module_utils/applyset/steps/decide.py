@@ -216,7 +216,8 @@ def _first_prune_decisions(parent: Parent, plan: plans.Plan, live: LiveState, op
     candidates = tuple(o for o in in_set if o.key not in desired_keys)
     # UIDs of the live objects this run is about to apply: the same object listed under
     # another group (Event and Event.events.k8s.io) is never a prune candidate.
-    about_to_apply = frozenset(live.objects[key].uid for key in desired_keys if key in live) - {None}
+    about_to_apply = frozenset(uid for uid in (live.objects[key].uid for key in desired_keys if key in live)
+                           if uid is not None)
     if not opts.prune:
         if not plan.members:
             raise InputError("no objects passed to apply", obj=parent.set_ref,
@@ -263,7 +264,7 @@ def hint_differs(parent: Parent, group_kinds: Iterable[GroupKind], namespaces: I
 
 
 def find_unchanged(plan: plans.Plan, live: LiveState, opts: Options,
-                   set_managers: Collection[str] = frozenset()) -> dict:
+                   set_managers: Collection[str] = frozenset()) -> dict[spec.ObjectId, str | None]:
     """``{ObjectId: uid}`` of the members whose apply would change nothing (nochange.why_apply;
     ``set_managers``: a rollback's, from load-revision); empty with ``reapply: always``. Members
     whose CRD this run applies are never listed."""

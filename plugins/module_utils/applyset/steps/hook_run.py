@@ -49,6 +49,8 @@ from ..run.runner import RunContext
 COMPLETED, FAILED, WOULD_RUN, WOULD_RUN_ON_FAILURE = "completed", "failed", "would run", "would run on failure"
 # The name of the step that runs the pre-apply hooks: a run stopped there wrote no member.
 PRE_APPLY_STEP = "pre-apply-hooks"
+# The hooks run so far, each with its result entry, in the order they ran (``HookSet.ran``).
+HooksRan = tuple[tuple[hks.Hook, HookEntry], ...]
 
 
 def due(ctx: RunContext) -> bool:
@@ -206,7 +208,7 @@ def run_phase(client: KubeApi, opts: RunOptions, record: Recorder, hooks: hks.Ho
 
 
 @phases.spanned("hooks")
-def finish_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: tuple, phase: str | None = None) -> None:
+def finish_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: HooksRan, phase: str | None = None) -> None:
     """The run (or, with ``phase``, its last phase: on-failure) succeeded: Argo CD's hook-succeeded
     hooks among those that ``ran`` (``HookSet.ran``) are deleted now, last run first."""
     if opts.dry_run:
@@ -216,14 +218,14 @@ def finish_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: tuple, 
     _delete_succeeded(client, opts, record, finished)
 
 
-def _delete_succeeded(client: KubeApi, opts: RunOptions, record: Recorder, ran: list) -> None:
+def _delete_succeeded(client: KubeApi, opts: RunOptions, record: Recorder, ran: list[tuple[hks.Hook, HookEntry]]) -> None:
     for hook, entry in reversed(ran):
         if hks.SUCCEEDED in hook.delete_policies and not entry["deleted"]:
             entry["deleted"] = _delete(client, opts, record, hook, entry)
 
 
 def _delete_after_failure(client: KubeApi, opts: RunOptions, record: Recorder, failed: hks.Hook, failed_entry: HookEntry,
-                          ran: tuple) -> None:
+                          ran: HooksRan) -> None:
     """A hook failed, so the run fails: Helm deletes that hook if its policy says hook-failed; Argo
     CD deletes every hook of the run (``ran``) whose policy says HookFailed (``delete_after_failed_run``)."""
     if failed.succeeded_scope == hks.AFTER_PHASE and hks.FAILED in failed.delete_policies:
@@ -231,7 +233,7 @@ def _delete_after_failure(client: KubeApi, opts: RunOptions, record: Recorder, f
     delete_after_failed_run(client, opts, record, ran)
 
 
-def delete_after_failed_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: tuple) -> None:
+def delete_after_failed_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: HooksRan) -> None:
     """The run failed: Argo CD's hooks among those that ``ran`` (``HookSet.ran``) with HookFailed are
     deleted (its sync deletes them whether each hook itself failed or succeeded)."""
     if opts.dry_run:

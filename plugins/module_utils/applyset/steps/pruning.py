@@ -77,7 +77,8 @@ def _prune(client: KubeApi, opts: Options, record: Recorder, parent: Parent, dec
     return None
 
 
-def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prunes.PruneDecisions, live: dict,
+def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prunes.PruneDecisions,
+              live: dict[spec.ObjectId, LiveObject],
               adopted: Iterable[LiveObject] = (), adopted_from: str = "") -> bool:
     """Record and carry out ``decided``: skipped ones reported, kept ones unlabelled, the rest deleted
     (dry runs in check mode); False when any object of the run failed.
@@ -107,7 +108,8 @@ def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prun
     return ok
 
 
-def _delete_stage(client: KubeApi, opts: RunOptions, record: Recorder, stage: list, live: dict,
+def _delete_stage(client: KubeApi, opts: RunOptions, record: Recorder, stage: list,
+                  live: dict[spec.ObjectId, LiveObject],
                   adopted: tuple[set, str], ok: bool) -> tuple:
     """Delete one stage in reverse rank order; the UIDs deleted, and whether all went through.
     ``adopted``: the UIDs taken from a legacy prune set or a Helm release, and where they came from."""

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Generic, TypeVar
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, metadata_of, uid_of
 from ..rules import nochange, ordering
 from ..history import revisions as history
 from ..parent import write as parent_write
@@ -32,6 +32,7 @@ from .pruning import carry_out
 from ..rules.plan import DesiredObject, Plan
 from ..run.report import MemberOutcome
 from ..run.runner import RunContext
+from ..spec import ObjectId
 from ..run.records import CarriedUpdate, Decisions, LiveState, Updates
 from ..parent.model import Parent
 
@@ -45,7 +46,7 @@ class StartOver(Exception):
     """The update-only route cannot finish: the run starts over on the claim's route, with
     ``carried`` (``{ObjectId: CarriedUpdate}``) so that the members updated are still reported."""
 
-    def __init__(self, carried: dict):
+    def __init__(self, carried: dict[ObjectId, CarriedUpdate]):
         super().__init__("start over with the claim")
         self.carried = carried
 
@@ -94,7 +95,7 @@ def _updatable_in_place(live: LiveState, run: member_inputs.MemberApply, member:
             and _in_place_blocker(run, found.obj) is None)
 
 
-def _in_place_blocker(run: member_inputs.MemberApply, live_obj: dict | None) -> str | None:
+def _in_place_blocker(run: member_inputs.MemberApply, live_obj: KubeObject | None) -> str | None:
     return nochange.in_place_blocker(live_obj, run.opts.field_manager, run.parent_id, run.set_managers)
 
 
@@ -181,7 +182,7 @@ def _update(run: member_inputs.MemberApply, member: DesiredObject) -> _InPlace:
             fresh = None
             if attempt + 1 < IN_PLACE_ATTEMPTS and err.status == 409 and not conflict_causes(err):
                 fresh = run.client.get(member.resource, member.name, member.namespace or None)
-            if (fresh is None or fresh["metadata"].get("uid") != before["metadata"].get("uid")
+            if (fresh is None or uid_of(fresh) != uid_of(before)
                     or _in_place_blocker(run, fresh) is not None):
                 # Maybe written (an answer lost after a retry): a restart that finds it
                 # unchanged reports it configured, not unchanged.
