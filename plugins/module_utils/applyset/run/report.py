@@ -102,6 +102,7 @@ class HookEntry(TypedDict, total=False):
     action: str  # completed, failed, would run, would run on failure
     reason: str | None
 
+
 CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
 HOOK_CHANGING_ACTIONS = frozenset({"completed", "failed", "would run"})  # a hook object created (or would be)
 
@@ -255,7 +256,7 @@ class Recorder:
         self.report = report
         self._masker = masker
         self._diff = diff
-        self._taken_over: dict = {}  # (verb, what) -> (index of its warning, refs): _TAKE_OVER's summary
+        self._taken_over: dict[tuple[str, str], tuple[int, list[str]]] = {}  # (verb, what) -> (index of its warning, refs): _TAKE_OVER's summary
 
     def outcome(self, outcome: MemberOutcome) -> ObjectResult:
         """Record one object's outcome: its warnings (a take-over's summed up per release), its diff

@@ -98,7 +98,7 @@ class HandedOn(Generic[_T]):
     def __get__(self, ctx: object, owner: type | None = None) -> _T:
         ...
 
-    def __get__(self, ctx, owner=None):
+    def __get__(self, ctx: object | None, owner: type | None = None) -> Any:
         if ctx is None:  # on the class: the descriptor itself
             return self
         if not self.is_set(ctx):

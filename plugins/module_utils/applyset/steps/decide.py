@@ -216,8 +216,8 @@ def _first_prune_decisions(parent: Parent, plan: plans.Plan, live: LiveState, op
     candidates = tuple(o for o in in_set if o.key not in desired_keys)
     # UIDs of the live objects this run is about to apply: the same object listed under
     # another group (Event and Event.events.k8s.io) is never a prune candidate.
-    about_to_apply = frozenset(uid for uid in (live.objects[key].uid for key in desired_keys if key in live)
-                           if uid is not None)
+    listed_uids = (live.objects[key].uid for key in desired_keys if key in live)
+    about_to_apply = frozenset(uid for uid in listed_uids if uid is not None)
     if not opts.prune:
         if not plan.members:
             raise InputError("no objects passed to apply", obj=parent.set_ref,

@@ -72,7 +72,7 @@ def blocker(run: member_inputs.MemberApply, parent: Parent, decisions: Decisions
         (decisions.namespace_to_create is not None, "a namespace is created"),
         (decisions.hints.superset_changes or decisions.hints.final_changes, "the hint changes"),
         (ordering.gated_change(decisions, plan), "a changed member waits for another to be ready (depends-on, "
-                                                     "sync-wave): the apply route holds the gates"),
+                                                 "sync-wave): the apply route holds the gates"),
         (parent.record_members != parent.member_record, "the parent's member record changes"),
         (history.forgets(parent, run.opts.history) and any(m.key not in decisions.unchanged for m in plan.members),
          "the parent's revision pointer is dropped (the run keeps no history)"),
