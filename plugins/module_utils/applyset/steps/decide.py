@@ -150,8 +150,10 @@ def decide(ctx: RunContext) -> None:
     taken = adoption.NONE
     if opts.adopt_legacy is not None and opts.prune:
         taken = adoption.select(ctx.client, ctx.discovery, opts, parent, ctx.record, plan)
-    helm = release_takeover.find(ctx)  # before the unchanged are found: it names Helm's field managers
+    helm = release_takeover.find(ctx.client, ctx.discovery, ctx.opts, ctx.namespace, parent, plan, live, ctx.record)
     if helm is not None:
+        ctx.set_managers = ctx.set_managers | helm.managers  # before the unchanged are found: Helm's field managers
+        ctx.opts = release_takeover.with_provenance(ctx.opts, helm.release)
         taken = adoption.Adoption(taken.adopted + helm.dropped, taken.desired_count + helm.desired_count)
     released = ctx.chart_crds.released if ctx.has("chart_crds") else frozenset()
     candidates, about_to_apply, first = _first_prune_decisions(parent, plan, live, opts, taken, released)

@@ -33,7 +33,7 @@ from ..parent import helm_release
 from ..rules import helm_takeover as rules
 from ..parent.model import Parent
 from ..run.options import RunOptions
-from ..run.report import Report
+from ..run.report import Recorder, Report
 from ..run.runner import RunContext
 from ..run.records import LiveState, TakeOver
 from ..kube.api import KubeApi
@@ -47,40 +47,40 @@ def home_namespace(opts: RunOptions, namespace: str | None, parent: Parent) -> s
     return opts.helm.namespace or namespace or parent.namespace or "default"
 
 
-def find(ctx: RunContext) -> TakeOver | None:
+def find(client: KubeApi, discovery: Discovery, opts: RunOptions, namespace: str | None, parent: Parent, plan: Plan,
+         live: LiveState, record: Recorder) -> TakeOver | None:
     """Refuse Helm's objects not taken over, and decide the take-over of ``helm.release_name``
-    (reads only; see the module's docstring).
+    (reads only; see the module's docstring). The run's ``namespace`` is the release's default one;
+    the take-over's field managers join the set's and its release the revision's provenance
+    (``with_provenance``) by the decide step.
 
     Raises:
         ApplySetError: naming the release and the fix, before any write.
     """
-    opts, live = ctx.opts, ctx.live
     helm = opts.helm
-    home = home_namespace(opts, ctx.namespace, ctx.parent) if helm.take_over else None
+    home = home_namespace(opts, namespace, parent) if helm.take_over else None
     wanted = rules.Wanted(helm.take_over, helm.release, home)
-    owned = rules.owners(ctx.plan.members, {key: o.meta for key, o in live.objects.items()})
-    releases = {owner: helm_release.read(ctx.client, ctx.discovery, *owner) for owner in sorted(owned)}
+    owned = rules.owners(plan.members, {key: o.meta for key, o in live.objects.items()})
+    releases = {owner: helm_release.read(client, discovery, *owner) for owner in sorted(owned)}
     release = None
     if wanted.take_over and wanted.name:
         key = (wanted.name, wanted.namespace or "")
-        release = releases[key] if key in releases else helm_release.read(ctx.client, ctx.discovery, *key)
+        release = releases[key] if key in releases else helm_release.read(client, discovery, *key)
     refusal = rules.refuse(owned, releases, wanted) or (rules.pending_refusal(release) if release else None)
     if refusal is not None:
-        raise ApplySetError(refusal.message, obj=ctx.set_ref, fix=refusal.fix)
+        raise ApplySetError(refusal.message, obj=parent.set_ref, fix=refusal.fix)
     if not wanted.take_over:
         return None
     if release is None:
-        ctx.report.applyset["helm_take_over"] = {"release": wanted.name, "namespace": wanted.namespace,
-                                                 "found": False}
+        record.report.applyset["helm_take_over"] = {"release": wanted.name, "namespace": wanted.namespace,
+                                                    "found": False}
         return None
     desired_refs = owned.get((release.name, release.namespace), [])
-    take, left = _take_over(ctx.client, ctx.discovery, ctx.plan, live, ctx.parent.id, release, desired_refs)
-    ctx.set_managers = ctx.set_managers | take.managers
+    take, left = _take_over(client, discovery, plan, live, parent.id, release, desired_refs)
     if left:
-        ctx.record.warn(f"helm.take_over: {', '.join(left)} of Helm release {release.ref} no longer carry the "
-                        "release's annotations; left alone")
-    _show(ctx.report, release, desired_refs, list(take.dropped), set(take.managers))
-    ctx.opts = _with_provenance(ctx.opts, release)
+        record.warn(f"helm.take_over: {', '.join(left)} of Helm release {release.ref} no longer carry the "
+                    "release's annotations; left alone")
+    _show(record.report, release, desired_refs, list(take.dropped), set(take.managers))
     return take
 
 
@@ -107,7 +107,7 @@ def _take_over(client: KubeApi, discovery: Discovery, plan: Plan, live: LiveStat
     return TakeOver(release, tuple(dropped), len(desired_refs), frozenset(managers)), left
 
 
-def _with_provenance(opts: RunOptions, release: helm_release.Release) -> RunOptions:
+def with_provenance(opts: RunOptions, release: helm_release.Release) -> RunOptions:
     """``opts`` whose history's provenance names ``release`` (a real run with a history), else ``opts``."""
     if opts.history is None or opts.dry_run:
         return opts
