@@ -28,6 +28,7 @@ import dataclasses
 
 from ..object_meta import uid_of
 from ..wait import reasons as wait_reasons
+from ..wait.waiting import Target
 from . import settling
 from .. import spec
 from ..rules import hooks as hks
@@ -276,7 +277,7 @@ def _run(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook, ph
 def _wait(client: KubeApi, opts: RunOptions, record: Recorder, obj: DesiredObject, uid: str | None) -> None:
     """Wait until the hook is ready (a Job: complete); a timeout says why, as the members' wait
     does: the Job's and its pods' Warning events (a pod that cannot be created names its cause)."""
-    target = (obj.resource, obj.namespace, obj.name)
+    target = Target(obj.resource, obj.namespace, obj.name)
     wait_reasons.wait_ready_or_explain(client, [target], {target: wait_reasons.as_applied(obj.body, uid)},
                                        opts.wait_settings(), warn=record.warn)
 
