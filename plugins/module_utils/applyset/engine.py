@@ -22,7 +22,8 @@ Callers build ``run.options.Options`` (an apply's; ``RunOptions`` suffices for a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .run import early, runner
 from .inputs import redact
@@ -36,6 +37,9 @@ from .kube.api import KubeApi
 from .kube.discovery import Discovery
 from .parent.model import Parent
 from .inputs.manifests import Manifest
+from .object_meta import KubeObject
+from .run.records import CarriedUpdate
+from .spec import ObjectId
 from .run.options import Options, RunOptions
 from .run.report import CHANGING_ACTIONS, Recorder, Report
 from .wait import expressions, readiness
@@ -49,7 +53,8 @@ class Engine:
     failure, with what the run did until then as ``err.report``.
     """
 
-    def __init__(self, client: KubeApi, parent_spec, namespace: str | None, options: RunOptions):
+    def __init__(self, client: KubeApi, parent_spec: str | KubeObject | None, namespace: str | None,
+                 options: RunOptions):
         """Prepare a run; sends no request.
 
         Args:
@@ -93,7 +98,7 @@ class Engine:
         """What the server served when the run read the parent, or None."""
         return self._ctx.discovery if self._ctx.has("discovery") else None
 
-    def _attempt(self, manifests, carried: dict) -> runner.RunContext:
+    def _attempt(self, manifests: list[Manifest] | None, carried: dict[ObjectId, CarriedUpdate]) -> runner.RunContext:
         """The state of one attempt of the run before its first request."""
         report = Report(dry_run=self.opts.dry_run)
         return runner.RunContext(client=self.client, opts=self.opts, run_id=self.run_id, parent_spec=self.parent_spec,
@@ -154,7 +159,7 @@ class Engine:
         """
         return self._run(self._teardown, routes.DISBAND)
 
-    def _run(self, run, *args) -> Report:
+    def _run(self, run: Callable[..., None], *args: Any) -> Report:
         """Run ``run``; the one place where a failed run gets its partial report attached.
 
         Any failure, including objects that failed without an error of the run (a check-mode
@@ -190,12 +195,12 @@ class Engine:
     def _teardown(self, entry: str, manifests: list[Manifest] | None = None) -> None:
         self._attempts(entry, manifests, may_skip_claim=False)
 
-    def _attempts(self, entry: str, manifests, may_skip_claim: bool) -> None:
+    def _attempts(self, entry: str, manifests: list[Manifest] | None, may_skip_claim: bool) -> None:
         """The reading steps of ``entry``, then the route they choose; once more on the claim's
         route when the update-only route cannot finish (what it updated is carried over), and once
         more on whatever route the new state chooses when another run took the claim between this
         attempt's read of the parent and its own claim (the next read waits for that run)."""
-        carried: dict = {}
+        carried: dict[ObjectId, CarriedUpdate] = {}
         races = 0
         while True:
             self._ctx = self._attempt(manifests, carried)
@@ -220,10 +225,10 @@ class Engine:
 _NOT_AWAITED = frozenset({"pruned", "deleted", "kept", "disbanded", "failed", "skipped"})
 
 
-def _show_rules(report: Report, manifests: list[Manifest], rule_options: Mapping) -> None:
+def _show_rules(report: Report, manifests: list[Manifest], rule_options: Mapping[str, Any]) -> None:
     """Each applied (or, in check mode, previewed) member's result names the readiness rule it is
     judged by (``readiness_rule``), found from its manifest: kind, annotations and spec."""
-    by_name: dict = {}
+    by_name: dict[tuple[str, str, str | None], KubeObject] = {}
     for manifest in manifests:
         gk = readiness.group_kind_of(manifest.mapping)
         by_name.setdefault((gk.group, gk.kind, manifest.metadata.get("name")), manifest.mapping)
@@ -243,7 +248,7 @@ class RolledBack(ApplySetError):
     cause: ApplySetError | None = None  # the error of the release that failed
 
 
-def apply_or_roll_back(make_engine, opts: Options, manifests):
+def apply_or_roll_back(make_engine: Callable[[Options], Engine], opts: Options, manifests: list[Manifest]) -> Report:
     """Run ``make_engine(opts).apply(manifests)``; with ``on_failure: rollback`` (and not in check
     mode), a failure applies the last good revision before it in a second run, whose wait (if
     any) has ``rollback_timeout`` of its own.
@@ -295,7 +300,7 @@ def apply_or_roll_back(make_engine, opts: Options, manifests):
         raise _rolled_back(err, rollback.report, target) from err
 
 
-def _keep_release_plan(report, release) -> None:
+def _keep_release_plan(report: Report, release: Report | None) -> None:
     """The result of a release rolled back shows the release's plan (the one approved) as
     ``plan_id`` and ``plan``, and the rollback's id apart, as ``rollback_plan_id``."""
     if release is None or release.plan_id is None:
@@ -304,7 +309,7 @@ def _keep_release_plan(report, release) -> None:
     report.plan_id, report.plan = release.plan_id, release.plan
 
 
-def _mark_failed(engine, parent, settings: history.Settings, err: ApplySetError) -> None:
+def _mark_failed(engine: Engine, parent: Parent | None, settings: history.Settings, err: ApplySetError) -> None:
     """The revision a release or a rollback recorded marked failed, as it failed after recording it
     (its wait); when it cannot be, ``err`` says so (the history then shows it deployed)."""
     number, discovery = engine.recorded_revision, engine.parent_discovery
@@ -318,18 +323,18 @@ def _mark_failed(engine, parent, settings: history.Settings, err: ApplySetError)
                   "as deployed though it did not go through")
 
 
-def _wrote_members(report) -> bool:
+def _wrote_members(report: Report | None) -> bool:
     """Whether the failed release changed a member (a stop before any member write did not)."""
     return report is not None and any(o.action in CHANGING_ACTIONS for o in report.objects)
 
 
-def _say(err, aftermath: str) -> None:
+def _say(err: ApplySetError, aftermath: str) -> None:
     """Add to the failed release's error what the rollback did not do, and why."""
     err.message = f"{err.message}; {aftermath}"
     err.args = (err.message,)
 
 
-def _rolled_back(err, report, target: int) -> RolledBack:
+def _rolled_back(err: ApplySetError, report: Report, target: int) -> RolledBack:
     """The error of a release that failed and was rolled back: what the rollback did (from its
     report), then what failed, without what the failed run said it left as it was (the rollback
     changed that); named by the objects that failed. The result shows the rollback's objects
@@ -345,7 +350,7 @@ def _rolled_back(err, report, target: int) -> RolledBack:
     return done
 
 
-def _what_it_did(report) -> str:
+def _what_it_did(report: Report) -> str:
     counts = report.summary()
     applied = counts["created"] + counts["configured"] + counts.get("replaced", 0)
     done = [f"re-applied {applied} object{'s' if applied != 1 else ''}"] if applied else []
@@ -353,7 +358,7 @@ def _what_it_did(report) -> str:
     return " and ".join(done) if done else "changed nothing"
 
 
-def _failed_objects(err) -> str | None:
+def _failed_objects(err: ApplySetError) -> str | None:
     """The objects that failed (or were not ready), as messages name them; None when none is named."""
     named = [o.ref for o in err.report.failed_objects] if err.report is not None else []
     for entry in (err.details or {}).get("unready") or ():
@@ -362,7 +367,7 @@ def _failed_objects(err) -> str | None:
     return ", ".join(named) or None
 
 
-def _last_good_before(engine, parent, settings: history.Settings) -> tuple:
+def _last_good_before(engine: Engine, parent: Parent, settings: history.Settings) -> tuple[int | None, str | None]:
     """``(number, None)``: the newest deployed revision before the failed one; ``(None, why)``
     when there is none (``why`` None when the set keeps no history). The failed run's own
     revision, if it recorded one, is marked failed first."""
@@ -370,7 +375,10 @@ def _last_good_before(engine, parent, settings: history.Settings) -> tuple:
     if namespace is None or not parent.exists:
         return None, None
     client = engine.client
-    secrets = engine.parent_discovery.for_group_kind(spec.SECRET_KIND)
+    discovery = engine.parent_discovery
+    if discovery is None:  # never: read-parent, which gave the parent, read what the server serves too
+        raise AssertionError("the parent was read without discovery")
+    secrets = discovery.for_group_kind(spec.SECRET_KIND)
     failed = engine.recorded_revision
     if failed is not None:
         history.mark_failed(client, secrets, parent, namespace, failed)

@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .apply import member_inputs
 from .steps import applying, approval, chart_crds_apply, chart_render, claim, decide, digesting, history_steps, hook_run
 from .steps import pruning, release_takeover, rollback, set_dependencies
 from .steps import settling, teardown, without_claim
@@ -65,11 +66,11 @@ class Route:
     point's reading steps, which ran before the route was chosen."""
 
     name: str
-    steps: tuple
+    steps: tuple[Step, ...]
     reading: int
 
     @property
-    def rest(self) -> list:
+    def rest(self) -> list[Step]:
         """The steps after the reading ones."""
         return list(self.steps[self.reading:])
 
@@ -136,21 +137,21 @@ def for_apply(opts: Options) -> Route:
     return _route(APPLY, APPLY, opts, tail)
 
 
-def _chart_crds(opts: RunOptions, effect: str) -> list:
+def _chart_crds(opts: RunOptions, effect: str) -> list[Step]:
     """With a chart rendered: its crds/ CRDs applied before its hooks and members, outside the set."""
     if not chart_render.renders_chart(opts):
         return []
     return [Step("apply-chart-crds", chart_crds_apply.apply_chart_crds, effect, reads="chart_crds discovery")]
 
 
-def _retire(opts: RunOptions) -> list:
+def _retire(opts: RunOptions) -> list[Step]:
     """With ``helm.take_over``: the release's records deleted once its objects are members."""
     if not opts.helm.take_over:
         return []
     return [Step("retire-helm-release", release_takeover.retire, WRITE, reads="decisions discovery")]
 
 
-def _release(opts: RunOptions) -> list:
+def _release(opts: RunOptions) -> list[Step]:
     """The end of an apply: the hooks after it, the revision (history.py) written just before the
     release that points at it, and the trim of old revisions after it."""
     if not history_steps.keeps_history(opts):
@@ -221,7 +222,7 @@ def for_disband(opts: RunOptions) -> Route:
     return _route(DISBAND, DISBAND, opts, tail)
 
 
-def _claimed(opts: RunOptions, writes: list) -> list:
+def _claimed(opts: RunOptions, writes: list[Step]) -> list[Step]:
     """``writes`` between the claim and its release; in check mode, neither."""
     return list(writes) if opts.dry_run else [CLAIM_STEP, *writes, RELEASE_STEP]
 
@@ -233,7 +234,7 @@ def for_missing_parent(entry: str, opts: RunOptions) -> Route:
                   [Step("warn-missing-parent", teardown.warn_missing_parent(action), DECIDE, reads="parent")])
 
 
-def _route(name: str, entry: str, opts: RunOptions, tail: list) -> Route:
+def _route(name: str, entry: str, opts: RunOptions, tail: list[Step]) -> Route:
     first = reading(entry, opts)
     return Route(name, tuple(first + tail), len(first))
 
@@ -253,7 +254,8 @@ def choose(entry: str, ctx: RunContext, may_skip_claim: bool) -> Route:
         # A Helm release to take over is retired under the claim; a chart's CRDs are applied under it.
         crds_due = ctx.has("chart_crds") and bool(ctx.chart_crds.to_apply)
         if (may_skip_claim and not hook_run.due(ctx) and ctx.decisions.helm is None and not crds_due
-                and without_claim.blocker(ctx) is None):
+                and without_claim.blocker(member_inputs.of_run(ctx), ctx.parent, ctx.decisions, ctx.plan,
+                                          ctx.live) is None):
             return for_update_only(opts)
         return for_apply(opts)
     if not ctx.parent.exists:

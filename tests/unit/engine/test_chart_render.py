@@ -77,7 +77,7 @@ def test_the_charts_provenance_goes_to_this_runs_options_never_to_the_callers(mo
     monkeypatch.setattr(chart_render, "_run", lambda args, chart, env=None: CompletedProcess(args, 0, rendered, ""))
     callers = Options(history=Settings(provenance={"play": "deploy"}),
                       helm=HelmSettings(chart=Chart(chart="./shop", release="shop", namespace="shop", lookup=False)))
-    ctx = SimpleNamespace(opts=callers, client=None, parent=SimpleNamespace(exists=True),
+    ctx = SimpleNamespace(opts=callers, client=None, parent=SimpleNamespace(exists=True), record=None, namespace=None,
                           discovery=Discovery([Resource("", "v1", "ConfigMap", "configmaps", True)]))
     chart_render.render_chart(ctx)
     assert [m.name for m in ctx.rendered] == ["settings"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..rules import legacy as legacies
 from .. import spec
+from ..spec import GroupKind
 from ..kube.listing import LiveObject, list_pairs, live_objects
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery, Resource
@@ -26,7 +27,7 @@ class Adoption:
     already carry this set's id) and ``desired_count`` (taken in, and desired: their apply labels
     them)."""
 
-    adopted: tuple = ()
+    adopted: tuple[LiveObject, ...] = ()
     desired_count: int = 0
 
 
@@ -61,7 +62,8 @@ def select(client: KubeApi, discovery: Discovery, opts: Options, parent: Parent,
     return Adoption(tuple(adopted), desired_count)
 
 
-def _warnings(options, refs, selection, missing) -> list[str]:
+def _warnings(options: legacies.LegacyAdoption, refs: list[str], selection: legacies.Selection,
+              missing: list[GroupKind]) -> list[str]:
     warnings = []
     if refs:
         warnings.append(

@@ -15,6 +15,7 @@ the report does not depend on which object became ready first.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from ..rules import ordering
 from ..wait import reasons as wait_reasons, waiting
@@ -27,9 +28,14 @@ from ..parent.model import Parent
 from ..run.options import RunOptions
 from ..run.records import Decisions
 from ..spec import ObjectId
-from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, Recorder
-from ..run.runner import RunContext, StepOrderError
+from ..run.report import NOT_TRIED_AFTER_FAILURE, NOT_TRIED_STOPPED, MemberOutcome, Recorder
+from ..rules.plan import DesiredObject, Plan
+from ..object_meta import KubeObject
+from ..run.runner import StepOrderError
 from ..rules.ordering import Order
+
+if TYPE_CHECKING:  # the claim is a step's object (steps/claim.py): named for the annotations only
+    from ..steps.claim import Claim
 
 _APPLIED = ("created", "configured", "replaced", "unchanged")
 
@@ -38,15 +44,15 @@ class _State:
     """What the gates know: uids of the applied members (and of the external objects, None),
     the nodes seen ready, and since when each node has been waited for."""
 
-    def __init__(self, order: ordering.Order, done_before: dict):
+    def __init__(self, order: ordering.Order, done_before: dict[ObjectId, str | None]):
         self.order = order
         self.applied = dict(done_before)
         self.applied.update({key: None for key in order.external})
-        self.ready: set = set()
-        self.since: dict = {}
-        self.bodies: dict = {}  # member key -> the body sent
+        self.ready: set[ObjectId] = set()
+        self.since: dict[ObjectId, float] = {}
+        self.bodies: dict[ObjectId, KubeObject] = {}  # member key -> the body sent
 
-    def satisfied(self, node, need, memo: dict) -> bool:
+    def satisfied(self, node: ObjectId | ordering.Gate, need: str, memo: dict[ordering.Gate, bool]) -> bool:
         if isinstance(node, ordering.Gate):
             if node not in memo:
                 memo[node] = all(self.satisfied(src, n, memo) for src, n, _w in self.order.needs[node])
@@ -55,16 +61,16 @@ class _State:
             return node in self.applied
         return node in self.ready
 
-    def can_go(self, key, memo: dict) -> bool:
+    def can_go(self, key: ObjectId, memo: dict[ordering.Gate, bool]) -> bool:
         return all(self.satisfied(src, need, memo) for src, need, _w in self.order.needs.get(key, ()))
 
-    def blocking(self, pending: list) -> dict:
+    def blocking(self, pending: list[DesiredObject]) -> dict[ObjectId, tuple[ObjectId, str]]:
         """``{node: (waiting member, why)}``: applied nodes not yet seen ready that a pending
         member (or a gate it needs) waits for."""
-        found: dict = {}
-        seen: set = set()
+        found: dict[ObjectId, tuple[ObjectId, str]] = {}
+        seen: set[ordering.Gate] = set()
 
-        def visit(node, waiter):
+        def visit(node: ObjectId | ordering.Gate, waiter: ObjectId) -> None:
             for src, need, why in self.order.needs.get(node, ()):
                 if isinstance(src, ordering.Gate):
                     if src not in seen:
@@ -78,52 +84,54 @@ class _State:
         return found
 
 
-def apply_in_order(ctx: RunContext) -> None:
-    """Step apply of a set with an order: see the module docstring. A failed member records the
-    run's failure, as ``applying.apply_phases`` does; a gate that cannot open raises."""
-    order = _order(ctx.decisions)
-    first = ctx.decisions.parent_namespace_first
-    done_before = {}
+def apply_in_order(run: member_inputs.MemberApply, decisions: Decisions, plan: Plan, claim: Claim | None,
+                   record: Recorder, parent: Parent) -> ApplySetError | None:
+    """Step apply of a set with an order: see the module docstring. Returns the run's failure when a
+    member failed, as ``applying.apply_phases`` records it; a gate that cannot open raises."""
+    order = _order(decisions)
+    first = decisions.parent_namespace_first
+    done_before: dict[ObjectId, str | None] = {}
     if first is not None:
-        done_before[first.key] = next((o.uid for o in ctx.report.objects if o.id == first.key), None)
+        done_before[first.key] = next((o.uid for o in record.report.objects if o.id == first.key), None)
     state = _State(order, done_before)
-    state.bodies = {m.key: m.body for m in ctx.plan.members}
-    outcomes: dict = {}
-    pending = [m for m in ctx.plan.members if m.key not in done_before]
-    run = member_inputs.of_run(ctx)  # what the workers read: taken once, never the context
+    state.bodies = {m.key: m.body for m in plan.members}
+    outcomes: dict[ObjectId, MemberOutcome] = {}
+    pending = [m for m in plan.members if m.key not in done_before]
+    failure = None
     try:
         while pending:
-            if ctx.claim:
-                ctx.claim.check()
-            memo: dict = {}
-            batch = [m for m in pending if m.key in ctx.decisions.unchanged or state.can_go(m.key, memo)]
+            if claim:
+                claim.check()
+            memo: dict[ordering.Gate, bool] = {}
+            batch = [m for m in pending if m.key in decisions.unchanged or state.can_go(m.key, memo)]
             if not batch:
-                _wait_round(ctx.client, ctx.opts, ctx.record, ctx.parent, state, pending)
+                _wait_round(run.client, run.opts, record, parent, state, pending)
                 continue
-            for member, outcome in zip(batch, ctx.client.map(lambda m: apply_member(run, m, frozenset()), batch)):
+            for member, outcome in zip(batch, run.client.map(lambda m: apply_member(run, m, frozenset()), batch)):
                 outcomes[member.key] = outcome = as_outcome(member, outcome)
                 if outcome.result.action in _APPLIED:
                     state.applied[member.key] = outcome.result.uid
             pending = [m for m in pending if m.key not in outcomes]
             if any(o.result.action == "failed" for o in outcomes.values()):
-                ctx.failure = ApplySetError(
+                failure = ApplySetError(
                     "some objects could not be applied; what waits for them was not applied, nothing was pruned "
                     "and the parent keeps covering every object that may exist:\n" + _failures(outcomes),
                     what_failed="some objects could not be applied:\n" + _failures(outcomes),
-                    obj=ctx.set_ref, fix="fix the errors listed per object and run again")
-                return
+                    obj=parent.set_ref, fix="fix the errors listed per object and run again")
+                return failure
     finally:
         # In plan order, those not tried (the run stopped before them) in their place.
-        why = NOT_TRIED_AFTER_FAILURE if ctx.failure is not None else NOT_TRIED_STOPPED
-        for member in ctx.plan.in_apply_order:
+        why = NOT_TRIED_AFTER_FAILURE if failure is not None else NOT_TRIED_STOPPED
+        for member in plan.in_apply_order:
             if member.key in outcomes:
-                ctx.record.outcome(outcomes[member.key])
+                record.outcome(outcomes[member.key])
             else:
-                ctx.record.untried([member], why)
+                record.untried([member], why)
+    return None
 
 
 def _wait_round(client: KubeApi, opts: RunOptions, record: Recorder, parent: Parent, state: _State,
-                pending: list) -> None:
+                pending: list[DesiredObject]) -> None:
     """Wait until one of what the pending members wait for is ready (one LIST per resource and
     namespace, then watches: ``waiting.wait_ready`` with ``until_any``), at most until the
     earliest gate's ``wait_timeout``; raises when a gate times out or cannot open."""
@@ -155,7 +163,8 @@ def _wait_round(client: KubeApi, opts: RunOptions, record: Recorder, parent: Par
                                        wait_reasons.bodies_by_ref(applied), logs=opts.waiting.failure_logs)
 
 
-def _gate_closed(opts: RunOptions, parent: Parent, node: ObjectId, blocked: tuple, found: Readiness) -> WaitTimeout:
+def _gate_closed(opts: RunOptions, parent: Parent, node: ObjectId, blocked: tuple[ObjectId, str],
+                 found: Readiness) -> WaitTimeout:
     """The error of a gate that timed out or cannot open: what waits, for what, and why."""
     waiter, why = blocked
     cannot = found.final
@@ -179,11 +188,11 @@ def _order(decisions: Decisions) -> Order:
     return decisions.order
 
 
-def _target(order: Order, node: ObjectId) -> tuple:
+def _target(order: Order, node: ObjectId) -> waiting.Target:
     """The (resource, namespace, name) of ``order`` to read for ``node``."""
     res = order.external[node] if node in order.external else order.resources[node]
-    return res, node.namespace or None, node.name
+    return waiting.Target(res, node.namespace or None, node.name)
 
 
-def _failures(outcomes: dict) -> str:
+def _failures(outcomes: dict[ObjectId, MemberOutcome]) -> str:
     return "\n".join(f"- {o.result.ref}: {o.result.reason}" for o in outcomes.values() if o.result.action == "failed")

@@ -13,13 +13,17 @@ from __future__ import annotations
 import re
 import time
 
-from ..object_meta import metadata_of
+from collections.abc import Callable, Collection
+from typing import Any
+
+from ..object_meta import KubeObject, annotations_of, labels_of, metadata_of, uid_of
 from ..rules import csa, drift
 from . import recreate
 from ..rules import plan as plans
 from .. import spec
 from ..errors import ApiError, ApplySetError, ConflictError, immutable_refusal, missing_namespace
-from ..run.report import Change, MemberOutcome, normalize, result_for
+from ..kube.http_requests import Response
+from ..run.report import Change, MemberOutcome, ObjectResult, normalize, result_for
 from .member_inputs import MemberApply
 
 # How the server names the part-of label in an apply conflict's causes.
@@ -28,7 +32,7 @@ _PART_OF_FIELD = f".metadata.labels.{spec.LABEL_PART_OF}"
 _CONFLICT_WITH = re.compile(r'conflict with "([^"]*)"')
 
 
-def apply_member(run: MemberApply, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
+def apply_member(run: MemberApply, member: plans.DesiredObject, created_namespaces: Collection[str]) -> MemberOutcome:
     """Apply one desired object (a dry run in check mode), or skip it when ``decide`` found it
     unchanged; its result says its drift (drift.py, from what was listed before the write).
 
@@ -49,7 +53,7 @@ def with_drift(run: MemberApply, member: plans.DesiredObject, outcome: MemberOut
         field_manager=run.opts.field_manager, dry_run=run.opts.dry_run))
 
 
-def _apply_member(run: MemberApply, member: plans.DesiredObject, created_namespaces) -> MemberOutcome:
+def _apply_member(run: MemberApply, member: plans.DesiredObject, created_namespaces: Collection[str]) -> MemberOutcome:
     """Apply one desired object (a dry run in check mode), or skip it when ``decide`` found it
     unchanged.
 
@@ -77,7 +81,8 @@ def _apply_member(run: MemberApply, member: plans.DesiredObject, created_namespa
     return applied_outcome(run, member, before, sent, taken + [f"{member.ref}: {w}" for w in sent.warnings])
 
 
-def _take_over_release_fields(run: MemberApply, member: plans.DesiredObject, before: dict | None):
+def _take_over_release_fields(run: MemberApply, member: plans.DesiredObject,
+                              before: KubeObject | None) -> list[str] | MemberOutcome:
     """A rollback's takeover before its apply: the entries of the set's other release managers
     (``run.set_managers``) merged into ours (csa.merge_releases), so the apply neither conflicts
     with a later release's fields nor leaves those only it set. Returns the warnings, or the
@@ -88,7 +93,7 @@ def _take_over_release_fields(run: MemberApply, member: plans.DesiredObject, bef
 
     helm = run.decisions.helm if run.decisions is not None else None
 
-    def plan_merge(obj):
+    def plan_merge(obj: KubeObject | None) -> csa.Migration | None:
         migration = csa.merge_releases(metadata_of(obj).get("managedFields"), run.opts.field_manager,
                                        run.set_managers, member.body.get("apiVersion"))
         if migration is not None and helm is not None and set(migration.releases) <= helm.managers:
@@ -123,7 +128,8 @@ def unchanged_outcome(run: MemberApply, member: plans.DesiredObject) -> MemberOu
                          [Change(member.ref, carried.before, after)], list(carried.warnings))
 
 
-def _send(run: MemberApply, member: plans.DesiredObject, before: dict | None, created_namespaces):
+def _send(run: MemberApply, member: plans.DesiredObject, before: KubeObject | None,
+          created_namespaces: Collection[str]) -> Response | MemberOutcome:
     """The server-side apply of ``member``: its response, or the object's outcome when refused.
 
     Retried while the endpoint of a CRD this run created comes up, and once after taking
@@ -163,7 +169,8 @@ def _send(run: MemberApply, member: plans.DesiredObject, before: dict | None, cr
             return _refused(run, member, before, err, created_namespaces)
 
 
-def _conflict_preview(run: MemberApply, member: plans.DesiredObject, before: dict | None, err: ConflictError):
+def _conflict_preview(run: MemberApply, member: plans.DesiredObject, before: KubeObject | None,
+                      err: ConflictError) -> MemberOutcome:
     """Check mode and a field conflict: the preview goes on as a forced dry run (nothing is
     written), and the member's result says that a real run refuses it without force_conflicts.
     A scheduled preview so always completes and reports the conflict as drift."""
@@ -180,7 +187,8 @@ def _conflict_preview(run: MemberApply, member: plans.DesiredObject, before: dic
     return outcome
 
 
-def _refused(run: MemberApply, member: plans.DesiredObject, before: dict | None, err: ApiError, created_namespaces) -> MemberOutcome:
+def _refused(run: MemberApply, member: plans.DesiredObject, before: KubeObject | None, err: ApiError,
+             created_namespaces: Collection[str]) -> MemberOutcome:
     """The outcome of an apply the server refused: a check-mode create in a namespace this run
     creates, a missing namespace, an immutable change (maybe recreated), or a plain failure."""
     if (run.opts.dry_run and err.status == 404
@@ -211,7 +219,8 @@ def dry_run_refusal(member: plans.DesiredObject, err: ApiError) -> str:
             f"verbs): {err.message}")
 
 
-def applied_outcome(run: MemberApply, member: plans.DesiredObject, before: dict | None, resp, warnings: list) -> MemberOutcome:
+def applied_outcome(run: MemberApply, member: plans.DesiredObject, before: KubeObject | None, resp: Response,
+                    warnings: list[str]) -> MemberOutcome:
     """What an accepted apply did: created, configured or unchanged, with its diff change.
 
     Args:
@@ -220,7 +229,7 @@ def applied_outcome(run: MemberApply, member: plans.DesiredObject, before: dict 
     opts = run.opts
     after, taken = _take_over_client_side_fields(run, member, resp.body)
     warnings = warnings + taken
-    uid = after["metadata"].get("uid")
+    uid = uid_of(after)
     if before is None or resp.status == 201:
         action = "created"
     elif opts.dry_run or opts.diff:
@@ -234,7 +243,8 @@ def applied_outcome(run: MemberApply, member: plans.DesiredObject, before: dict 
                          changes, warnings)
 
 
-def _take_over_client_side_fields(run: MemberApply, member: plans.DesiredObject, applied: dict) -> tuple[dict, list]:
+def _take_over_client_side_fields(run: MemberApply, member: plans.DesiredObject,
+                                  applied: KubeObject) -> tuple[KubeObject, list[str]]:
     """Make fields that client-side tools own ours where csa.py says so, as kubectl's
     managed-fields upgrade does; returns the object as it is afterwards, and the warnings.
 
@@ -251,7 +261,7 @@ def _take_over_client_side_fields(run: MemberApply, member: plans.DesiredObject,
         return applied, [f"{member.ref}: a real run takes over {migration.describe()}"
                          + ("; fields they set that the manifest does not are then removed"
                             if migration.needs_reapply else "")]
-    warnings: list = []
+    warnings: list[str] = []
     try:
         applied, migration = _migrate(run, member, applied, migration)
         if migration is None:
@@ -266,12 +276,14 @@ def _take_over_client_side_fields(run: MemberApply, member: plans.DesiredObject,
     return applied, warnings
 
 
-def _migrate(run: MemberApply, member: plans.DesiredObject, applied: dict, migration, plan_again=None):
+def _migrate(run: MemberApply, member: plans.DesiredObject, applied: KubeObject, migration: csa.Migration,
+             plan_again: Callable[[KubeObject], csa.Migration | None] | None = None
+             ) -> tuple[KubeObject, csa.Migration | None]:
     """Send the managed-fields patch (csa.patch), planned again (``plan_again(obj)``; csa.plan by
     default) on a fresh read when the object changed since it was read; returns the object
     afterwards and the migration made (None when a fresh read needs none)."""
     if plan_again is None:
-        def plan_again(obj):
+        def plan_again(obj: KubeObject) -> csa.Migration | None:
             return csa.plan(metadata_of(obj).get("managedFields"), run.opts.field_manager)
     res, name, namespace = member.resource, member.name, member.namespace
     meta = metadata_of(applied)
@@ -283,13 +295,14 @@ def _migrate(run: MemberApply, member: plans.DesiredObject, applied: dict, migra
         except ConflictError:  # changed since our apply: plan again on what is there now
             applied = run.client.get(res, name, namespace) or applied
             meta = metadata_of(applied)
-            migration = plan_again(applied)
-            if migration is None:
+            again = plan_again(applied)
+            if again is None:
                 return applied, None
+            migration = again
     raise ApiError("the object kept changing", status=409)
 
 
-def _missing_namespace_result(run: MemberApply, member: plans.DesiredObject, err: ApiError):
+def _missing_namespace_result(run: MemberApply, member: plans.DesiredObject, err: ApiError) -> ObjectResult:
     """The namespace went missing after the check (or could not be read): say so, not just 404."""
     name = missing_namespace(err)
     fix = f"add a Namespace object for {name} to the set, or create it beforehand"
@@ -300,7 +313,8 @@ def _missing_namespace_result(run: MemberApply, member: plans.DesiredObject, err
     return result_for(member, "failed", reason=f"{error.message}. Fix: {fix}", error=error)
 
 
-def _immutable(run: MemberApply, member: plans.DesiredObject, before: dict | None, err: ApiError, immutable: list) -> MemberOutcome:
+def _immutable(run: MemberApply, member: plans.DesiredObject, before: KubeObject | None, err: ApiError,
+               immutable: list[tuple[str, str]]) -> MemberOutcome:
     """A change the server refuses in place: recreate when its update strategy says so, else name
     the fields and the way out."""
     fields = "; ".join(text for _field, text in immutable)
@@ -319,25 +333,26 @@ def _immutable(run: MemberApply, member: plans.DesiredObject, before: dict | Non
     return MemberOutcome(result_for(member, "failed", reason=f"{message}. Fix: {fix}", error=error))
 
 
-def _take_part_of_label(run: MemberApply, member: plans.DesiredObject, before: dict) -> None:
+def _take_part_of_label(run: MemberApply, member: plans.DesiredObject, before: KubeObject) -> None:
     """Set the part-of label to this set's id with a merge patch guarded by the resourceVersion
     that was listed: an update takes a field over from another manager without a conflict,
     and touches nothing else."""
     patch = {"metadata": {"labels": {spec.LABEL_PART_OF: run.parent_id},
-                          "resourceVersion": before["metadata"].get("resourceVersion")}}
+                          "resourceVersion": metadata_of(before).get("resourceVersion")}}
     run.client.merge_patch(member.resource, member.name, member.namespace, patch, field_manager=run.opts.field_manager)
 
 
 # ----- reading the server's answers ------------------------------------------------------------
 
 
-def _apply_entry(obj: dict, manager: str) -> dict | None:
+def _apply_entry(obj: KubeObject, manager: str) -> dict[str, Any] | None:
+    """Our manager's Apply entry of ``obj``'s managedFields (a managedFields entry: JSON), or None."""
     return next((e for e in metadata_of(obj).get("managedFields") or []
                  if e.get("manager") == manager and e.get("operation") == "Apply" and not e.get("subresource")),
                 None)
 
 
-def apply_changed_nothing(before: dict, after: dict, manager: str) -> bool:
+def apply_changed_nothing(before: KubeObject, after: KubeObject, manager: str) -> bool:
     """Whether our apply left the object as it was listed (``before`` is metadata only).
 
     The same resourceVersion says so. A newer one alone does not say the opposite: a controller
@@ -354,11 +369,10 @@ def apply_changed_nothing(before: dict, after: dict, manager: str) -> bool:
     ours_before = _apply_entry(before, manager)
     return (ours_before is not None and ours_before == _apply_entry(after, manager)
             and meta_before.get("generation") == meta_after.get("generation")
-            and (meta_before.get("labels") or {}) == (meta_after.get("labels") or {})
-            and (meta_before.get("annotations") or {}) == (meta_after.get("annotations") or {}))
+            and labels_of(before) == labels_of(after) and annotations_of(before) == annotations_of(after))
 
 
-def conflict_causes(err: ApiError) -> list:
+def conflict_causes(err: ApiError) -> list[dict[str, Any]]:
     """The causes of an apply conflict (``details.causes``), each a dict with ``field`` and ``message``."""
     causes = ((err.body or {}).get("details") or {}).get("causes") or []
     return [c for c in causes if isinstance(c, dict)]
@@ -385,7 +399,7 @@ def _conflict_message(err: ConflictError) -> str:
             "fields over, or remove them from the manifest")
 
 
-def as_outcome(member, outcome) -> MemberOutcome:
+def as_outcome(member: plans.DesiredObject, outcome: MemberOutcome | Exception) -> MemberOutcome:
     """A worker's answer as an outcome: an exception it raised becomes the member's failure."""
     if isinstance(outcome, Exception):
         err = outcome if isinstance(outcome, ApplySetError) else ApplySetError(str(outcome))

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..kube.api import KubeApi
+from ..object_meta import KubeObject
 from ..run.options import Options
 from ..run.runner import RunContext, StepOrderError
 from ..spec import ObjectId
 from . import namespaces
 
 if TYPE_CHECKING:  # what the reading steps hand on (run/records.py): named for the annotations only
-    from ..run.records import Decisions, LiveState
+    from ..run.records import CarriedUpdate, Decisions, LiveState
 
 
 @dataclass(frozen=True)
@@ -30,15 +31,15 @@ class MemberApply:
     client: KubeApi
     opts: Options
     parent_id: str
-    member_record: frozenset | None
+    member_record: frozenset[str] | None
     home_namespace: str | None
     live: LiveState | None
     decisions: Decisions | None
-    set_managers: frozenset
-    carried: dict
+    set_managers: frozenset[str]
+    carried: dict[ObjectId, CarriedUpdate]
 
     @property
-    def unchanged(self) -> dict:
+    def unchanged(self) -> dict[ObjectId, str | None]:
         """The members decide found unchanged (their live uid by identity)."""
         return self.decisions.unchanged if self.decisions is not None else {}
 
@@ -46,7 +47,7 @@ class MemberApply:
     def namespace_to_create(self) -> str | None:
         return self.decisions.namespace_to_create if self.decisions is not None else None
 
-    def listed(self, key: ObjectId) -> dict:
+    def listed(self, key: ObjectId) -> KubeObject:
         """The live object ``key`` as list-live saw it (a member found unchanged always was)."""
         if self.live is None:
             raise StepOrderError("a member's apply reads the live objects before the list-live step ran")

@@ -10,7 +10,7 @@ before the parent, which cannot be created before its namespace exists.
 
 from __future__ import annotations
 
-from ..object_meta import metadata_of
+from ..object_meta import metadata_of, uid_of
 from ..kube.api import KubeApi
 from .. import spec
 from ..errors import ApiError, NamespaceMissingError
@@ -19,6 +19,7 @@ from ..kube.discovery import Discovery
 from ..parent.model import Parent
 from ..rules.plan import Plan
 from ..run.options import Options
+from ..spec import ObjectId
 
 _CREATED_REASON = "create_namespace: true; not a member of the set, so state=absent leaves it"
 
@@ -30,7 +31,7 @@ def home(parent: Parent, namespace: str | None) -> str | None:
 
 
 def check(client: KubeApi, discovery: Discovery, parent: Parent, namespace: str | None, opts: Options, plan: Plan,
-          unchanged: dict) -> str | None:
+          unchanged: dict[ObjectId, str | None]) -> str | None:
     """One GET per namespace that this run writes into and does not create itself.
 
     A GET that is refused (credentials limited to a namespace) tells nothing; the writes then
@@ -69,9 +70,9 @@ def check(client: KubeApi, discovery: Discovery, parent: Parent, namespace: str 
     return to_create
 
 
-def _missing_error(parent: Parent, plan: Plan, missing: list, terminating: list,
+def _missing_error(parent: Parent, plan: Plan, missing: list[str], terminating: list[str],
                    made_home: str | None) -> NamespaceMissingError:
-    users: dict = {}
+    users: dict[str, list[str]] = {}
     for m in plan.members:
         if m.namespace in missing or m.namespace in terminating:
             users.setdefault(m.namespace, []).append(m.ref)
@@ -93,7 +94,7 @@ def _missing_error(parent: Parent, plan: Plan, missing: list, terminating: list,
         + "; nothing was changed", details={"missing": missing, "terminating": terminating})
 
 
-def _fixes(missing, terminating, made_home) -> list[str]:
+def _fixes(missing: list[str], terminating: list[str], made_home: str | None) -> list[str]:
     fixes = []
     if missing:
         fixes.append("add a Namespace object for " + ", ".join(missing) + " to the set (it is then "
@@ -108,7 +109,7 @@ def _fixes(missing, terminating, made_home) -> list[str]:
     return fixes
 
 
-def create(client: KubeApi, discovery, opts: Options, name: str) -> MemberOutcome:
+def create(client: KubeApi, discovery: Discovery, opts: Options, name: str) -> MemberOutcome:
     """create_namespace: the namespace is made (a dry run in check mode), but does not join the set.
 
     As with helm --create-namespace, uninstall leaves it: it may hold what other tools put
@@ -116,6 +117,8 @@ def create(client: KubeApi, discovery, opts: Options, name: str) -> MemberOutcom
     guard refuses anyway. Applied without the part-of label, so it is never a prune candidate.
     """
     res = discovery.for_group_kind(spec.NAMESPACE_KIND)
+    if res is None:  # never: every API server serves them
+        raise AssertionError("Namespaces are not served")
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     try:
         resp = client.apply(res, body, field_manager=opts.field_manager, dry_run=opts.dry_run)
@@ -123,11 +126,11 @@ def create(client: KubeApi, discovery, opts: Options, name: str) -> MemberOutcom
         return MemberOutcome(ObjectResult(api_version="v1", kind="Namespace", namespace=None, name=name,
                                           action="failed", reason=err.message, error=err.to_dict()))
     result = ObjectResult(api_version="v1", kind="Namespace", namespace=None, name=name, action="created",
-                          reason=_CREATED_REASON, uid=None if opts.dry_run else resp.body["metadata"].get("uid"))
+                          reason=_CREATED_REASON, uid=None if opts.dry_run else uid_of(resp.body))
     return MemberOutcome(result, [Change(f"Namespace {name}", None, resp.body)])
 
 
-def refusal_fix(result) -> str:
+def refusal_fix(result: ObjectResult) -> str:
     """How to get past a refused Namespace creation (``result``: its failed ``ObjectResult``), by
     what the server named: an admission webhook or policy, the credentials (401, 403), or else
     what the server said."""

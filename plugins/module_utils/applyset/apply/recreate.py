@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import time
 
-from ..object_meta import metadata_of
+from typing import TYPE_CHECKING
+
+from ..object_meta import KubeObject, metadata_of, uid_of
 from ..errors import ApiError, ConflictError
 from ..run.report import Change, MemberOutcome, result_for
 from .member_inputs import MemberApply
 
+if TYPE_CHECKING:  # named for the annotations only
+    from ..rules.plan import DesiredObject
 
-def recreate(run: MemberApply, member, before: dict | None, fields: str) -> MemberOutcome:
+
+def recreate(run: MemberApply, member: DesiredObject, before: KubeObject | None, fields: str) -> MemberOutcome:
     """Delete (UID precondition), wait until gone (bounded), and apply again.
 
     The replacement is first sent as a dry-run create: the server validates and admits
@@ -55,11 +60,11 @@ def recreate(run: MemberApply, member, before: dict | None, fields: str) -> Memb
                          [Change(member.ref, live, resp.body)], [f"{member.ref}: {w}" for w in resp.warnings])
 
 
-def _failed(member, reason: str, err: ApiError | None = None) -> MemberOutcome:
+def _failed(member: DesiredObject, reason: str, err: ApiError | None = None) -> MemberOutcome:
     return MemberOutcome(result_for(member, "failed", reason=reason, error=err))
 
 
-def _replacement_refused(run: MemberApply, member, why: str) -> MemberOutcome | None:
+def _replacement_refused(run: MemberApply, member: DesiredObject, why: str) -> MemberOutcome | None:
     """The failed outcome when the server would refuse the replacement (a dry-run create), else None."""
     try:
         run.client.create(member.resource, member.body, field_manager=run.opts.field_manager, dry_run=True)
@@ -71,7 +76,7 @@ def _replacement_refused(run: MemberApply, member, why: str) -> MemberOutcome | 
     return None
 
 
-def _delete(run: MemberApply, member, uid: str, why: str) -> MemberOutcome | None:
+def _delete(run: MemberApply, member: DesiredObject, uid: str, why: str) -> MemberOutcome | None:
     """Delete the object with ``uid`` and wait until it is gone; the failed outcome if not, else None."""
     try:
         run.client.delete(member.resource, member.name, member.namespace, uid=uid,
@@ -91,13 +96,13 @@ def _delete(run: MemberApply, member, uid: str, why: str) -> MemberOutcome | Non
                    "the next run creates it once it is gone")
 
 
-def _wait_deleted(run: MemberApply, member, uid: str) -> dict | None:
+def _wait_deleted(run: MemberApply, member: DesiredObject, uid: str) -> KubeObject | None:
     """Wait until the object with ``uid`` is gone; returns it if it is still there at the deadline."""
     deadline = time.monotonic() + run.opts.recreate_timeout
     pause = 0.1
     while True:
         live = run.client.get(member.resource, member.name, member.namespace)
-        if live is None or live["metadata"].get("uid") != uid:
+        if live is None or uid_of(live) != uid:
             return None
         if time.monotonic() >= deadline:
             return live

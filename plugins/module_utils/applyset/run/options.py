@@ -43,7 +43,7 @@ class WaitOptions:
 
     enabled: bool = False
     timeout: float = 300.0
-    rules: Mapping = field(default_factory=dict)
+    rules: Mapping[str, Any] = field(default_factory=dict)  # wait_rules: the readiness rules' keywords
     failure_logs: bool = True
 
 
@@ -130,7 +130,7 @@ class RunOptions:
         """Options from flat keywords: this class's fields, and the groups' members by the module's
         option names (``wait``, ``wait_timeout``, ``wait_rules``, ``failure_logs``; ``allow_empty``,
         ``max_prune_percent``, ``allow_prune_kinds``), as test drivers and the benchmark give them."""
-        grouped: dict[str, dict] = {"waiting": {}, "guard": {}}
+        grouped: dict[str, dict[str, Any]] = {"waiting": {}, "guard": {}}
         for name, (group, member) in _FLAT_GROUPS.items():
             if name in settings:
                 grouped[group][member] = settings.pop(name)

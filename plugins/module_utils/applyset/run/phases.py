@@ -76,7 +76,7 @@ class PhaseTimer:
             with self._lock:
                 self.spans[name] = round(self.spans.get(name, 0.0) + time.monotonic() - started, 4)
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, object]:
         """What ``write`` appends (see the module's docstring)."""
         sent, writes = _counts(self.client)
         return {"pid": os.getpid(), "total": round(self._since_start + sum(lap[1] for lap in self.laps[1:]), 4),

@@ -20,7 +20,8 @@ from ..parent.model import Parent
 from ..rules import field_policy, ordering
 from ..rules import plan as plans
 from ..rules import prune as prunes
-from .report import ObjectResult
+from ..object_meta import KubeObject
+from .report import MemberOutcome, ObjectResult
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class LiveState:
     """What the LISTs of an apply saw: ``objects`` by identity, and the recorded kinds whose
     members could not be listed (``not_listed``: they stay in the hint)."""
 
-    objects: dict
-    not_listed: frozenset = frozenset()
+    objects: dict[spec.ObjectId, LiveObject]
+    not_listed: frozenset[spec.GroupKind] = frozenset()
 
     def get(self, key: spec.ObjectId) -> LiveObject | None:
         """The live object with identity ``key``, if listed."""
@@ -77,7 +78,7 @@ class Decisions:
     is applied before the parent can be created in it.
     """
 
-    unchanged: dict
+    unchanged: dict[spec.ObjectId, str | None]
     candidates: tuple
     about_to_apply: frozenset
     prune: prunes.PruneDecisions
@@ -128,9 +129,9 @@ class CarriedUpdate:
     ``after`` (None when unknown) and the ``warnings`` it got."""
 
     result: ObjectResult | None
-    before: dict
-    after: dict | None = None
-    warnings: tuple = ()
+    before: KubeObject
+    after: KubeObject | None = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,5 +139,5 @@ class Updates:
     """What the update-in-place step did: ``outcomes`` of the members updated and what to carry
     into a start over (both ``{ObjectId: ...}``)."""
 
-    outcomes: dict
-    carried: dict
+    outcomes: dict[spec.ObjectId, MemberOutcome]
+    carried: dict[spec.ObjectId, CarriedUpdate]

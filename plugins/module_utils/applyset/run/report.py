@@ -10,16 +10,16 @@ requests finished in.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
 try:
     import yaml
 except ImportError:
     yaml = None  # a requirement: without PyYAML the modules stop first, with manifests.YAML_IMPORT_ERROR
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, metadata_of
 from .. import spec
 from ..errors import ApplySetError
 
@@ -48,7 +48,7 @@ class ObjectResult:
     action: str  # created, configured, replaced, unchanged, pruned, kept, skipped, failed, deleted, disbanded
     reason: str | None = None
     uid: str | None = None
-    error: dict | None = None
+    error: dict[str, Any] | None = None  # ApplySetError.to_dict(): the error as module result data
     drift: str | None = None  # drift.KINDS: why a member differs from what was last applied
     changed_by: list | None = None  # drift.taken_fields: who changed it on the cluster
     drift_left_to_others: bool | None = None  # drift.Drift: every change is in fields ignore_fields leaves
@@ -66,7 +66,7 @@ class ObjectResult:
         """The object's identity (group from ``api_version``, kind, namespace, name)."""
         return spec.ObjectId(self.api_version.rpartition("/")[0], self.kind, self.namespace or "", self.name)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The entry as plain data for the module result; empty reason, uid, error, drift and
         changed_by are left out."""
         data = {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace,
@@ -84,6 +84,25 @@ NOT_TRIED_AFTER_FAILURE = "not tried: an earlier member failed, and what comes l
 NOT_TRIED_STOPPED = "not tried: the run stopped before it (see the error)"
 NOT_TRIED_HOOK = "not tried: a pre-apply hook failed"
 
+
+class HookEntry(TypedDict, total=False):
+    """One hook run or previewed, as the result's ``hooks`` shows it (steps/hook_run.py fills it:
+    what the hook is first, then what it did)."""
+
+    phase: str
+    apiVersion: str | None
+    kind: str
+    namespace: str | None
+    name: str
+    weight: int
+    delete_policy: list[str]
+    deleted: bool  # by its delete policy (not in check mode)
+    replaced: bool  # an object left by an earlier run deleted first (before-hook-creation)
+    uid: str | None
+    action: str  # completed, failed, would run, would run on failure
+    reason: str | None
+
+
 CHANGING_ACTIONS = frozenset({"created", "configured", "replaced", "pruned", "kept", "deleted", "disbanded"})
 HOOK_CHANGING_ACTIONS = frozenset({"completed", "failed", "would run"})  # a hook object created (or would be)
 
@@ -100,17 +119,17 @@ class Report:
     many of them were writes (POST, PUT, PATCH, DELETE; dry runs included).
     """
 
-    applyset: dict = field(default_factory=dict)
+    applyset: dict[str, Any] = field(default_factory=dict)  # the result's applyset: the parent, hint, adopted ...
     objects: list[ObjectResult] = field(default_factory=list)
-    diff: list[dict] = field(default_factory=list)
+    diff: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     parent_changed: bool = False
     dry_run: bool = False
-    requests: dict = field(default_factory=dict)  # {"sent": n, "writes": m}
-    hooks: list = field(default_factory=list)  # one dict per hook run or previewed (steps/hook_run.py), in order
+    requests: dict[str, int] = field(default_factory=dict)  # {"sent": n, "writes": m}
+    hooks: list[HookEntry] = field(default_factory=list)  # one per hook run or previewed (steps/hook_run.py), in order
     order: list = field(default_factory=list)  # ordering.describe: waves and gates, when the set has them
     plan_id: str | None = None  # steps/approval.py: the id of the plan, once the run made it
-    plan: list = field(default_factory=list)  # rules/plan_id.py: what the id digests
+    plan: list[dict[str, Any]] = field(default_factory=list)  # rules/plan_id.py: what the id digests
     # on_failure: rollback: the rollback's own plan id (plan_id stays the failed release's, the approved one)
     rollback_plan_id: str | None = None
 
@@ -125,14 +144,14 @@ class Report:
         """The objects whose action is ``failed``."""
         return [o for o in self.objects if o.action == "failed"]
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, int]:
         """How many objects had each action; the common ones are always present, maybe 0."""
         counts = {a: 0 for a in ("created", "configured", "unchanged", "pruned", "kept", "skipped", "failed")}
         for o in self.objects:
             counts[o.action] = counts.get(o.action, 0) + 1
         return counts
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The report as the module result's keys: changed, applyset, summary, objects, diff, requests,
         order when the set has an order of its own (depends-on, sync waves), and plan_id, plan and
         check_mode once the run made its plan."""
@@ -157,7 +176,7 @@ class Report:
         return data
 
 
-def normalize(obj: dict | None) -> dict | None:
+def normalize(obj: KubeObject | None) -> KubeObject | None:
     """The object as a user wrote it: no server bookkeeping, no status."""
     if obj is None:
         return None
@@ -166,7 +185,7 @@ def normalize(obj: dict | None) -> dict | None:
     return out
 
 
-def for_diff(obj: dict | None) -> dict | None:
+def for_diff(obj: KubeObject | None) -> KubeObject | None:
     """The object as a diff shows it (``normalize``d): without the annotations the collection keeps
     for itself (``spec.BOOKKEEPING_ANNOTATIONS``), which change on every apply the user makes."""
     out = normalize(obj)
@@ -179,7 +198,7 @@ def for_diff(obj: dict | None) -> dict | None:
     return out
 
 
-def _dump(obj: dict | None) -> str:
+def _dump(obj: KubeObject | None) -> str:
     return "" if obj is None else yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)
 
 
@@ -191,9 +210,9 @@ def result_for(member: DesiredObject, action: str, reason: str | None = None, ui
                         error=error.to_dict() if error else None)
 
 
-def live_result(res: Resource, meta: dict, action: str, reason: str | None = None,
+def live_result(res: Resource, meta: Mapping[str, Any], action: str, reason: str | None = None,
                 error: ApplySetError | None = None) -> ObjectResult:
-    """The result of a live object listed under ``res`` (a ``kube.discovery.Resource``) with metadata ``meta``."""
+    """The result of a live object listed under ``res`` (a ``kube.discovery.Resource``) with metadata ``meta`` (its ObjectMeta)."""
     return ObjectResult(api_version=res.api_version, kind=res.kind, namespace=meta.get("namespace"),
                         name=meta["name"], action=action, reason=reason, uid=meta.get("uid"),
                         error=error.to_dict() if error else None)
@@ -205,8 +224,8 @@ class Change:
     after (None for absent)."""
 
     ref: str
-    before: dict | None
-    after: dict | None
+    before: KubeObject | None
+    after: KubeObject | None
 
 
 @dataclass
@@ -237,7 +256,7 @@ class Recorder:
         self.report = report
         self._masker = masker
         self._diff = diff
-        self._taken_over: dict = {}  # (verb, what) -> (index of its warning, refs): _TAKE_OVER's summary
+        self._taken_over: dict[tuple[str, str], tuple[int, list[str]]] = {}  # (verb, what) -> (index of its warning, refs): _TAKE_OVER's summary
 
     def outcome(self, outcome: MemberOutcome) -> ObjectResult:
         """Record one object's outcome: its warnings (a take-over's summed up per release), its diff
@@ -261,7 +280,7 @@ class Recorder:
         recorded = {o.id for o in self.report.objects}
         self.report.objects += [result_for(m, "skipped", reason=reason) for m in members if m.key not in recorded]
 
-    def hook(self, entry: dict) -> None:
+    def hook(self, entry: HookEntry) -> None:
         """Record what a hook did (or would do), in the order the hooks run (steps/hook_run.py)."""
         self.report.hooks.append(entry)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 AWX_EVENT_LIMIT = 700_000  # awx settings MAX_EVENT_RES_DATA: a larger event result is dropped whole
 DEFAULT_MAX_BYTES = 600_000  # below AWX's limit, with room for what Ansible adds (invocation, warnings' list)
@@ -33,6 +34,10 @@ AUTO, CHANGED, SUMMARY, FULL = "auto", "changed", "summary", "full"
 DETAILS = (AUTO, CHANGED, SUMMARY, FULL)
 
 _LISTS = ("objects", "plan", "diff")
+# The module's result (Report.to_dict and what the module adds): JSON, whose lists are cut here.
+ModuleResult = dict[str, Any]
+# Which entries of the result's lists: (list name, index).
+_Entry = tuple[str, int]
 _ROOM_FOR_NOTE = 1_000  # bytes kept for ``omitted`` and the warning that says what was left out
 
 
@@ -40,9 +45,9 @@ _ROOM_FOR_NOTE = 1_000  # bytes kept for ``omitted`` and the warning that says w
 class Fitted:
     """The result to return, and the warning to give with it (None when nothing was left out)."""
 
-    result: dict
+    result: ModuleResult
     warning: str | None = None
-    omitted: dict = field(default_factory=dict)
+    omitted: dict[str, int] = field(default_factory=dict)
 
 
 def size_of(value: object) -> int:
@@ -50,7 +55,7 @@ def size_of(value: object) -> int:
     return len(json.dumps(value, default=str).encode("utf-8"))
 
 
-def fit(result: dict, detail: str = AUTO, max_bytes: int = DEFAULT_MAX_BYTES, reserved: int = 0) -> Fitted:
+def fit(result: ModuleResult, detail: str = AUTO, max_bytes: int = DEFAULT_MAX_BYTES, reserved: int = 0) -> Fitted:
     """``result`` cut to ``detail`` and to ``max_bytes`` of JSON.
 
     Args:
@@ -71,7 +76,8 @@ def fit(result: dict, detail: str = AUTO, max_bytes: int = DEFAULT_MAX_BYTES, re
     base = {key: value for key, value in result.items() if key not in _LISTS}
     room = max_bytes - reserved - size_of(base) - _ROOM_FOR_NOTE
     kept = _kept(result, _tiers(result, detail), room)
-    fitted, omitted = dict(result), {}
+    fitted = dict(result)
+    omitted: dict[str, int] = {}
     for name in _LISTS:
         if name in result:
             fitted[name] = [result[name][i] for i in sorted(kept[name])]
@@ -83,11 +89,11 @@ def fit(result: dict, detail: str = AUTO, max_bytes: int = DEFAULT_MAX_BYTES, re
     return Fitted(fitted, _warning(omitted, result, detail, max_bytes), omitted)
 
 
-def _tiers(result: dict, detail: str) -> list:
+def _tiers(result: ModuleResult, detail: str) -> list[_Entry]:
     """The entries ``detail`` keeps, as ``(list, index)`` in the order they are listed while they fit."""
     objects, plan, diff = (result.get(name) or [] for name in _LISTS)
 
-    def members(*actions: str, but: tuple = ()) -> list:
+    def members(*actions: str, but: tuple[str, ...] = ()) -> list[_Entry]:
         return [("objects", i) for i, o in enumerate(objects)
                 if (o.get("action") in actions if actions else o.get("action") not in but)]
 
@@ -102,10 +108,10 @@ def _tiers(result: dict, detail: str) -> list:
     return tiers + members("unchanged") + [("plan", i) for i, e in enumerate(plan) if e.get("action") == "unchanged"]
 
 
-def _kept(result: dict, tiers: list, room: int) -> dict:
+def _kept(result: ModuleResult, tiers: list[_Entry], room: int) -> dict[str, set[int]]:
     """``{list: {index, ...}}``: the entries of ``tiers`` that fit in ``room`` bytes, up to the first
     that does not (a reader sees no unchanged member while a changed one is left out)."""
-    kept: dict = {name: set() for name in _LISTS}
+    kept: dict[str, set[int]] = {name: set() for name in _LISTS}
     for name, index in tiers:
         room -= size_of(result[name][index]) + 2  # and the ", " that separates it from the next
         if room < 0:
@@ -114,7 +120,7 @@ def _kept(result: dict, tiers: list, room: int) -> dict:
     return kept
 
 
-def _warning(omitted: dict, result: dict, detail: str, max_bytes: int) -> str:
+def _warning(omitted: dict[str, int], result: ModuleResult, detail: str, max_bytes: int) -> str:
     counts = ", ".join(f"{len(result[name]) - count:,} of {len(result[name]):,} {name}"
                        for name, count in omitted.items())
     why = (f"result_detail: {detail}" if detail != AUTO else

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, overload
 
 from ..errors import ApplySetError
 from ..inputs.manifests import Manifest
@@ -98,7 +98,7 @@ class HandedOn(Generic[_T]):
     def __get__(self, ctx: object, owner: type | None = None) -> _T:
         ...
 
-    def __get__(self, ctx, owner=None):
+    def __get__(self, ctx: object | None, owner: type | None = None) -> Any:
         if ctx is None:  # on the class: the descriptor itself
             return self
         if not self.is_set(ctx):
@@ -146,11 +146,11 @@ class RunContext:
     manifests: list[Manifest] | None  # the caller's objects (apply routes), None for teardown; never changed
     record: Recorder
     carried: dict[ObjectId, CarriedUpdate]
-    pending_revision: dict | None = None  # update-in-place with a history: the revision created, not yet pointed to
+    pending_revision: dict[str, Any] | None = None  # update-in-place with a history: the revision created, not yet pointed to
     claim: Claim | None = None  # claim, until the release
     revision: int | None = None  # record-revision: the number of the revision this run recorded
     rollback_of: int | None = None  # load-revision: the revision a rollback applies again
-    set_managers: frozenset = frozenset()  # load-revision: every field manager the set's kept revisions used
+    set_managers: frozenset[str] = frozenset()  # load-revision: every field manager the set's kept revisions used
     failure: ApplySetError | None = None  # a step's error for objects that failed; raised after the release
     stopped_at: str | None = None  # the runner: the name of the step that raised
     step: Step | None = None  # the runner: the step running

@@ -50,7 +50,10 @@ def apply_phases(ctx: RunContext) -> None:
     of its own (depends-on, sync waves) is applied by ``gates.apply_in_order`` (check mode: the
     dry runs go phase by phase, and the result's ``order`` shows what the real run waits for)."""
     if ctx.decisions.order is not None and not ctx.opts.dry_run:
-        gates.apply_in_order(ctx)
+        ordered_failure = gates.apply_in_order(member_inputs.of_run(ctx), ctx.decisions, ctx.plan, ctx.claim,
+                                               ctx.record, ctx.parent)
+        if ordered_failure is not None:
+            ctx.failure = ordered_failure
         return
     try:
         first = ctx.decisions.parent_namespace_first

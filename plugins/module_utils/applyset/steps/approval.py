@@ -15,6 +15,8 @@ wrote changes the plan by itself.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import spec
 from ..inputs import redact
 from ..kube.discovery import Resource
@@ -31,7 +33,13 @@ from ..run.options import RunOptions
 from ..run.report import Recorder, Report
 from ..rules import prune as prunes
 from ..run.runner import RunContext
+from ..run.records import CarriedUpdate, Decisions, LiveState
+from ..object_meta import ObjectMeta
+from ..spec import ObjectId
 from . import hook_run
+
+# One entry of a plan (rules.plan_id.entry): JSON, the object's reference, action and set fields.
+PlanEntry = dict[str, Any]
 
 _PRUNE_ACTIONS = {prunes.PRUNE: plans.PRUNE, prunes.KEEP: plans.KEEP, prunes.SKIP: plans.LEAVE}
 _REMOVE_ACTIONS = {prunes.PRUNE: plans.DELETE, prunes.KEEP: plans.KEEP, prunes.SKIP: plans.LEAVE}
@@ -39,7 +47,8 @@ _REMOVE_ACTIONS = {prunes.PRUNE: plans.DELETE, prunes.KEEP: plans.KEEP, prunes.S
 
 def plan_apply(ctx: RunContext) -> None:
     """Step plan-id of an apply (after decide): the plan, its id, and the approval's check."""
-    entries = apply_entries(ctx)
+    hooks = ctx.hooks if hook_run.due(ctx) else None
+    entries = apply_entries(ctx.parent, ctx.plan, ctx.decisions, ctx.live, hooks, ctx.opts, ctx.record)
     settle(ctx.report, ctx.opts, ctx.carried, ctx.parent, entries)
 
 
@@ -64,15 +73,16 @@ def plan_disband(ctx: RunContext) -> None:
     settle(ctx.report, ctx.opts, ctx.carried, ctx.parent, entries)
 
 
-def apply_entries(ctx: RunContext) -> list:
+def apply_entries(parent: Parent, plan: Plan, decisions: Decisions, live: LiveState, hooks: hks.HookSet | None,
+                  opts: RunOptions, record: Recorder) -> list[PlanEntry]:
     """The entries of an apply's plan: the set, each member, each prune candidate, each legacy
-    object adopted, the namespace created, the Helm release taken over, and the hooks when they run."""
-    decisions, live = ctx.decisions, ctx.live
+    object adopted, the namespace created, the Helm release taken over, and the ``hooks`` when they
+    run (None when they do not: ``hook_run.due``)."""
     order = decisions.order
     waves = order.waves if order is not None and len(set(order.waves.values())) > 1 else {}
-    entries = [plans.entry(ctx.set_ref, plans.SET_APPLY, id=ctx.parent.id)]
-    secret_key = ctx.parent.plan_key
-    for member in ctx.plan.members:
+    entries = [plans.entry(parent.set_ref, plans.SET_APPLY, id=parent.id)]
+    secret_key = parent.plan_key
+    for member in plan.members:
         key = member.key
         action = (plans.SKIP if key in decisions.policies.skipped else plans.UNCHANGED if key in decisions.unchanged
                   else plans.CONFIGURE if live.get(key) is not None else plans.CREATE)
@@ -93,10 +103,10 @@ def apply_entries(ctx: RunContext) -> list:
         release = decisions.helm.release
         entries.append(plans.entry(f"Helm release {release.ref}", plans.RETIRE_HELM_RELEASE,
                                    revision=release.version, status=release.status))
-    if hook_run.due(ctx):
-        entries += _hook_entries(ctx.hooks, (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE), ctx.hooks.installing)
-    if secret_key is None and (ctx.opts.dry_run or ctx.opts.approved_plan is not None):
-        _warn_unbound(ctx.plan, ctx.parent, ctx.record)
+    if hooks is not None:
+        entries += _hook_entries(hooks, (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE), hooks.installing)
+    if secret_key is None and (opts.dry_run or opts.approved_plan is not None):
+        _warn_unbound(plan, parent, record)
     return entries
 
 
@@ -123,11 +133,11 @@ def _start(member: DesiredObject, found: LiveObject | None, secret_key: bytes | 
     return plan_bind.start_digest(member.digest_source or member.body, found.obj, secret_key)
 
 
-def _live_entry(resource: Resource, meta: dict, action: str) -> dict:
+def _live_entry(resource: Resource, meta: ObjectMeta, action: str) -> PlanEntry:
     return plans.entry(plans.ref_of(spec.ObjectId.from_metadata(resource, meta)), action, uid=meta.get("uid"))
 
 
-def _hook_entries(hooks: hks.HookSet | None, phases: tuple, installing: bool) -> list:
+def _hook_entries(hooks: hks.HookSet | None, phases: tuple[str, ...], installing: bool) -> list[PlanEntry]:
     """One entry per hook and phase it runs in: its body's digest and its weight (none without
     ``hooks``: a route that found none)."""
     if hooks is None:
@@ -137,7 +147,8 @@ def _hook_entries(hooks: hks.HookSet | None, phases: tuple, installing: bool) ->
             for phase in phases for hook in hooks.of_phase(phase, installing)]
 
 
-def settle(report: Report, opts: RunOptions, carried: dict, parent: Parent, entries: list) -> None:
+def settle(report: Report, opts: RunOptions, carried: dict[ObjectId, CarriedUpdate], parent: Parent,
+           entries: list[PlanEntry]) -> None:
     """Record the plan and its id in the ``report``; with ``approved_plan``, refuse a run whose plan
     differs (not an attempt that ``carried`` updates over: the plan was checked before them).
 
@@ -153,7 +164,7 @@ def settle(report: Report, opts: RunOptions, carried: dict, parent: Parent, entr
         raise refusal(approved, plan, report.plan_id, parent.set_ref)
 
 
-def refusal(approved: plan_diff.Approved, plan: list, plan_id: str, set_ref: str) -> PlanChanged:
+def refusal(approved: plan_diff.Approved, plan: list[PlanEntry], plan_id: str, set_ref: str) -> PlanChanged:
     """The error of a run whose plan ``plan`` (id ``plan_id``) is not the ``approved`` one."""
     theirs = plan_diff.other_set(approved.plan, plan[0]) if approved.plan is not None and plan else None
     what = "the approved plan is for another set or run" if theirs else "the plan is not the approved one"

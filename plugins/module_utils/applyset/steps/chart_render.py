@@ -23,7 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
@@ -35,9 +35,11 @@ from ..inputs.manifest_checks import validate
 from ..inputs.manifests import Manifest, load_definition
 from .. import spec
 from ..parent import helm_release
+from ..parent.model import Parent
 from ..rules import chart_crds
 from .release_takeover import home_namespace
 from ..run.options import RunOptions
+from ..run.report import Recorder
 from ..run.runner import READ, RunContext, Step
 
 HELM_TIMEOUT = 600.0  # seconds: a chart from a slow repository is downloaded by helm template itself
@@ -63,7 +65,7 @@ def find_binary(name: str) -> str:
     return found
 
 
-def _run(args: list, chart: Chart, env: dict | None = None) -> subprocess.CompletedProcess:
+def _run(args: list[str], chart: Chart, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     try:
         # The core imports nothing of Ansible (it is tested and used without it), so no run_command.
         return subprocess.run(  # pylint: disable=ansible-bad-function
@@ -78,7 +80,7 @@ def _run(args: list, chart: Chart, env: dict | None = None) -> subprocess.Comple
 
 
 @contextlib.contextmanager
-def values_file(values: dict) -> Iterator[str | None]:
+def values_file(values: Mapping[str, object]) -> Iterator[str | None]:
     """A file of ``values`` (JSON, which helm reads as YAML) only this user can read, removed after;
     None when there are no values."""
     if not values:
@@ -106,7 +108,7 @@ def kubeconfig_file(client: KubeApi) -> Iterator[str]:
         os.unlink(path)
 
 
-def helm_environment() -> dict:
+def helm_environment() -> dict[str, str]:
     """The module's environment without helm's ``HELM_KUBE*`` connection variables, which would
     otherwise override the kubeconfig written for it (a context, a token, a server of another cluster)."""
     return {name: value for name, value in os.environ.items() if not name.startswith("HELM_KUBE")}
@@ -144,7 +146,7 @@ def render_chart(ctx: RunContext) -> None:
     if chart.is_local and chart.version:
         ctx.record.warn(f"helm.version {chart.version} is not used for the local chart {chart.chart}: helm renders "
                         f"it as it is there (its Chart.yaml says version {local_metadata_version(chart)})")
-    is_upgrade = ctx.parent.exists or _release_exists(ctx)
+    is_upgrade = ctx.parent.exists or _release_exists(ctx.client, ctx.discovery, ctx.opts, ctx.namespace, ctx.parent)
     with values_file(chart.values) as path:
         args = helm_chart.template_args(chart, kube_version=server_version(ctx.client),
                                         apis=helm_chart.api_versions(ctx.discovery.resources),
@@ -159,7 +161,7 @@ def render_chart(ctx: RunContext) -> None:
     _default_namespace(manifests, ctx.discovery, chart.namespace)
     validate(manifests)
     crds, manifests = chart_crds.split(manifests)
-    ctx.chart_crds = _decide_crds(ctx, chart, crds)
+    ctx.chart_crds = _decide_crds(ctx.client, ctx.discovery, ctx.opts, ctx.record, ctx.parent, chart, crds)
     ctx.rendered = manifests
     if ctx.opts.history is not None:
         # The run's own options (as release_takeover does): the caller's, which an automatic rollback
@@ -168,23 +170,24 @@ def render_chart(ctx: RunContext) -> None:
         ctx.opts = dataclasses.replace(ctx.opts, history=dataclasses.replace(ctx.opts.history, provenance=recorded))
 
 
-def _decide_crds(ctx: RunContext, chart: Chart, crds: list[Manifest]) -> chart_crds.ChartCrds:
+def _decide_crds(client: KubeApi, discovery: Discovery, opts: RunOptions, record: Recorder, parent: Parent,
+                 chart: Chart, crds: list[Manifest]) -> chart_crds.ChartCrds:
     """What the run does with the chart's ``crds/`` CRDs (rules.chart_crds), from their live state
     (one GET each); the result's ``applyset.chart_crds`` says it, a warning names those adopted."""
     if not crds:
         return chart_crds.ChartCrds(chart.crds)
-    res = ctx.discovery.for_group_kind(spec.CRD_KIND)
+    res = discovery.for_group_kind(spec.CRD_KIND)
     if res is None:  # never: every API server since 1.16 serves them
         raise AssertionError("CustomResourceDefinitions are not served")
-    found = ctx.client.map(lambda crd: ctx.client.get(res, crd.name), crds)
+    found = client.map(lambda crd: client.get(res, crd.name), crds)
     for crd, obj in zip(crds, found):
         if isinstance(obj, ApplySetError):
             raise ApplySetError(f"the chart's CRD {crd.name} could not be read: {obj}", obj=crd.source,
                                 fix="grant this user get on customresourcedefinitions; nothing was changed") from obj
     decided = chart_crds.decide(crds, {crd.name: obj for crd, obj in zip(crds, found)}, chart.crds,
-                                set_id=ctx.parent.id, field_manager=ctx.opts.field_manager)
-    ctx.record.warn(*filter(None, [chart_crds.adoption_warning(decided, chart.source)]))
-    ctx.report.applyset["chart_crds"] = decided.report()
+                                set_id=parent.id, field_manager=opts.field_manager)
+    record.warn(*filter(None, [chart_crds.adoption_warning(decided, chart.source)]))
+    record.report.applyset["chart_crds"] = decided.report()
     return decided
 
 
@@ -193,17 +196,17 @@ def local_metadata_version(chart: Chart) -> str:
     return helm_chart.local_metadata(chart).get("version", "none")
 
 
-def _release_exists(ctx: RunContext) -> bool:
+def _release_exists(client: KubeApi, discovery: Discovery, opts: RunOptions, namespace: str | None,
+                    parent: Parent) -> bool:
     """Whether the Helm release a take-over takes over exists: its objects do, so the chart renders
     as ``helm upgrade`` renders it (``.Release.IsUpgrade``), as the parent's existence says otherwise."""
-    helm = ctx.opts.helm
+    helm = opts.helm
     if not helm.take_over or not helm.release:
         return False
-    namespace = home_namespace(ctx.opts, ctx.namespace, ctx.parent)
-    return helm_release.read(ctx.client, ctx.discovery, helm.release, namespace) is not None
+    return helm_release.read(client, discovery, helm.release, home_namespace(opts, namespace, parent)) is not None
 
 
-def _render_on_server(client: KubeApi, command: list, chart: Chart, version: tuple,
+def _render_on_server(client: KubeApi, command: list[str], chart: Chart, version: tuple[int, ...],
                       is_upgrade: bool) -> subprocess.CompletedProcess:
     """helm template with the cluster reachable under the task's own connection (``lookup`` reads
     it; helm only reads, so check mode renders this way too).
@@ -233,7 +236,7 @@ def _default_namespace(manifests: list[Manifest], discovery: Discovery, namespac
             manifest.obj["metadata"] = {**meta, "namespace": namespace}
 
 
-def _crd_scopes(manifests: list) -> dict:
+def _crd_scopes(manifests: list[Manifest]) -> dict[tuple[str | None, str | None], bool]:
     """``{(group, kind): namespaced}`` of the chart's own CRDs: their custom resources are not
     served before the run applies the CRDs, so discovery cannot say their scope."""
     scopes = {}

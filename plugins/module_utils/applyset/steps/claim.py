@@ -30,7 +30,6 @@ from ..parent import write as parent_write
 from ..parent import model as parent_model
 from ..errors import ApplySetError, ParentChanged
 from ..run.runner import RunContext
-from ..run.records import Hints
 from ..spec import GroupKind
 
 # How many times one run starts over after losing the race for the claim. Each loss means another
@@ -79,7 +78,7 @@ class Claim:
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
-    def _claim_value(self) -> dict:
+    def _claim_value(self) -> dict[str, str | float]:
         return {"run": self.run_id, "expires": round(time.time() + self.ttl, 3)}
 
     def acquire(self, group_kinds: Iterable[GroupKind], namespaces: Iterable[str]) -> None:
@@ -172,18 +171,11 @@ def wait_until_free(read_parent: Callable[[], parent_model.Parent], run_id: str,
 # ----- the claim and release steps every writing route shares ------------------------------------
 
 
-def _hints(ctx: RunContext) -> Hints:
-    """The hints the claim writes: the apply's (``records.Decisions``), or on the routes that end
-    a set the recorded ones (``teardown.Removal``)."""
-    if ctx.has("decisions"):
-        return ctx.decisions.hints
-    return ctx.removal.hints
-
-
 def take(ctx: RunContext) -> None:
     """Step claim: the parent written with the union hint (``hints.superset``) and this run's
     claim, before any member is touched."""
-    hints = _hints(ctx)
+    # The apply's hints (records.Decisions), or on the routes that end a set the recorded ones (Removal).
+    hints = ctx.decisions.hints if ctx.has("decisions") else ctx.removal.hints
     claim = Claim(ctx.client, ctx.parent, ctx.run_id, ctx.opts.claim_ttl)
     claim.acquire(*hints.superset)
     ctx.claim = claim
@@ -198,7 +190,9 @@ def release(ctx: RunContext) -> None:
     claim = ctx.claim
     if claim is None:
         return
-    hints, done = _hints(ctx), not ctx.failing
+    # The apply's hints (records.Decisions), or on the routes that end a set the recorded ones (Removal).
+    hints = ctx.decisions.hints if ctx.has("decisions") else ctx.removal.hints
+    done = not ctx.failing
     recorded = hints.final if done else hints.superset
     if ctx.has("plan"):
         ctx.parent.record_members = members.at_release(ctx.parent.member_record, ctx.plan, ctx.report.objects, done)

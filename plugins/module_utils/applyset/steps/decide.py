@@ -150,8 +150,10 @@ def decide(ctx: RunContext) -> None:
     taken = adoption.NONE
     if opts.adopt_legacy is not None and opts.prune:
         taken = adoption.select(ctx.client, ctx.discovery, opts, parent, ctx.record, plan)
-    helm = release_takeover.find(ctx)  # before the unchanged are found: it names Helm's field managers
+    helm = release_takeover.find(ctx.client, ctx.discovery, ctx.opts, ctx.namespace, parent, plan, live, ctx.record)
     if helm is not None:
+        ctx.set_managers = ctx.set_managers | helm.managers  # before the unchanged are found: Helm's field managers
+        ctx.opts = release_takeover.with_provenance(ctx.opts, helm.release)
         taken = adoption.Adoption(taken.adopted + helm.dropped, taken.desired_count + helm.desired_count)
     released = ctx.chart_crds.released if ctx.has("chart_crds") else frozenset()
     candidates, about_to_apply, first = _first_prune_decisions(parent, plan, live, opts, taken, released)
@@ -216,7 +218,8 @@ def _first_prune_decisions(parent: Parent, plan: plans.Plan, live: LiveState, op
     candidates = tuple(o for o in in_set if o.key not in desired_keys)
     # UIDs of the live objects this run is about to apply: the same object listed under
     # another group (Event and Event.events.k8s.io) is never a prune candidate.
-    about_to_apply = frozenset(live.objects[key].uid for key in desired_keys if key in live) - {None}
+    listed_uids = (live.objects[key].uid for key in desired_keys if key in live)
+    about_to_apply = frozenset(uid for uid in listed_uids if uid is not None)
     if not opts.prune:
         if not plan.members:
             raise InputError("no objects passed to apply", obj=parent.set_ref,
@@ -263,7 +266,7 @@ def hint_differs(parent: Parent, group_kinds: Iterable[GroupKind], namespaces: I
 
 
 def find_unchanged(plan: plans.Plan, live: LiveState, opts: Options,
-                   set_managers: Collection[str] = frozenset()) -> dict:
+                   set_managers: Collection[str] = frozenset()) -> dict[spec.ObjectId, str | None]:
     """``{ObjectId: uid}`` of the members whose apply would change nothing (nochange.why_apply;
     ``set_managers``: a rollback's, from load-revision); empty with ``reapply: always``. Members
     whose CRD this run applies are never listed."""

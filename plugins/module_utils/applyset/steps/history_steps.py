@@ -26,7 +26,8 @@ and writes nothing.
 
 from __future__ import annotations
 
-from typing import Union
+import functools
+from typing import Any, Callable, Union
 
 from ..history import revisions as history
 from . import hook_run, without_claim
@@ -42,20 +43,26 @@ from ..run.options import RunOptions
 from ..run.runner import WRITE, Step
 from .without_claim import StartOver
 from ..run.runner import RunContext
+from ..run.options import Options
+from ..run.records import CarriedUpdate, Decisions
+from ..spec import ObjectId
 
 # What creating a revision in a worker answers (_make_and_create_revision): None when it was created, the
 # class NumberTaken when another run holds its number, or the error that refused it.
 _Outcome = Union[ApplySetError, type[history.NumberTaken], None]
+_Content = dict[str, Any]  # a revision's JSON document (history.payload): its members, options, provenance ...
+# What makes the revision of this run numbered ``number`` with ``result`` (``history.payload``, bound).
+_Payload = Callable[[int, str], _Content]
 
 
 def _secrets(discovery: Discovery) -> Resource | None:
     return discovery.for_group_kind(spec.SECRET_KIND)
 
 
-def _payload(ctx: RunContext, number: int, result: str) -> dict:
-    """The revision ``number`` of this run (``history.payload``)."""
-    return history.payload(number, result, opts=ctx.apply_options, parent=ctx.parent, members=ctx.plan.members,
-                           hint=ctx.decisions.hints.final, rollback_of=ctx.rollback_of)
+def _payload(opts: Options, parent: Parent, plan: Plan, decisions: Decisions, rollback_of: int | None) -> _Payload:
+    """What makes revision ``number`` of this run with ``result`` (``history.payload``)."""
+    return functools.partial(history.payload, opts=opts, parent=parent, members=plan.members,
+                             hint=decisions.hints.final, rollback_of=rollback_of)
 
 
 def _changed(report: Report, plan: Plan, parent: Parent) -> bool:
@@ -64,7 +71,7 @@ def _changed(report: Report, plan: Plan, parent: Parent) -> bool:
     return any(o.action in CHANGING_ACTIONS for o in report.objects) or _set_differs(plan, parent)
 
 
-def _point_to(parent: Parent, number: int, content: dict) -> None:
+def _point_to(parent: Parent, number: int, content: _Content) -> None:
     parent.revision = number
     parent.revision_digest = history.set_digest(content["members"])
 
@@ -98,7 +105,8 @@ def record(ctx: RunContext) -> None:
     if not (wrote if ctx.failing else _changed(ctx.report, ctx.plan, ctx.parent)):
         return
     number = (ctx.parent.revision or 0) + 1
-    content = _payload(ctx, number, history.FAILED if ctx.failing else history.DEPLOYED)
+    payload = _payload(ctx.apply_options, ctx.parent, ctx.plan, ctx.decisions, ctx.rollback_of)
+    content = payload(number, history.FAILED if ctx.failing else history.DEPLOYED)
     try:
         history.write(ctx.client, _secrets(ctx.discovery), ctx.parent, namespace, content, exclusive=False)
     except (ApiError, ApplySetError) as err:
@@ -120,15 +128,18 @@ def revision_alongside(ctx: RunContext) -> without_claim.Alongside | None:
     namespace = history.home(ctx.parent, ctx.opts.history)
     if namespace is None or not _set_differs(ctx.plan, ctx.parent):
         return None
+    payload = _payload(ctx.apply_options, ctx.parent, ctx.plan, ctx.decisions, ctx.rollback_of)
+    client, secrets, parent, record = ctx.client, _secrets(ctx.discovery), ctx.parent, ctx.record
+
+    def keep_pending(answer: tuple[_Content, _Outcome]) -> None:
+        """The revision created alongside the updates waits for its pointer (``record_in_place``)."""
+        content, outcome = answer
+        if _created(outcome, record, parent, ctx.in_place.carried):
+            ctx.pending_revision = content  # else not recorded: confirm-parent-unchanged reads the parent
+
     # The payload too is made in the worker: the first updates go out without waiting for it.
-    return without_claim.Alongside(work=lambda: _make_and_create_revision(ctx, namespace),
-                                   then=lambda answer: _keep_pending(ctx, *answer))
-
-
-def _keep_pending(ctx: RunContext, content: dict, outcome: _Outcome) -> None:
-    """The revision created alongside the updates waits for its pointer (``record_in_place``)."""
-    if _created(ctx, outcome):
-        ctx.pending_revision = content  # else not recorded: confirm-parent-unchanged reads the parent
+    return without_claim.Alongside(work=lambda: _make_and_create_revision(client, secrets, parent, namespace, payload),
+                                   then=keep_pending)
 
 
 def _set_differs(plan: Plan, parent: Parent) -> bool:
@@ -136,13 +147,14 @@ def _set_differs(plan: Plan, parent: Parent) -> bool:
     return history.set_digest([history.member_entry(m) for m in plan.members]) != parent.revision_digest
 
 
-def _make_and_create_revision(ctx: RunContext, namespace: str) -> tuple[dict, _Outcome]:
-    """The next revision's payload, made and created without overwriting one (in a worker):
+def _make_and_create_revision(client: KubeApi, secrets: Resource | None, parent: Parent, namespace: str,
+                              payload: _Payload) -> tuple[_Content, _Outcome]:
+    """The next revision's ``payload``, made and created without overwriting one (in a worker):
     (content, outcome), the outcome None, ``history.NumberTaken`` (the class) when another run
     holds the number, or the error that refused it."""
-    content = _payload(ctx, (ctx.parent.revision or 0) + 1, history.DEPLOYED)
+    content = payload((parent.revision or 0) + 1, history.DEPLOYED)
     try:
-        history.write(ctx.client, _secrets(ctx.discovery), ctx.parent, namespace, content, exclusive=True)
+        history.write(client, secrets, parent, namespace, content, exclusive=True)
     except history.NumberTaken:
         return content, history.NumberTaken
     except ApplySetError as err:
@@ -150,16 +162,16 @@ def _make_and_create_revision(ctx: RunContext, namespace: str) -> tuple[dict, _O
     return content, None
 
 
-def _created(ctx: RunContext, outcome: _Outcome) -> bool:
+def _created(outcome: _Outcome, record: Recorder, parent: Parent, carried: dict[ObjectId, CarriedUpdate]) -> bool:
     """Whether ``_make_and_create_revision``'s ``outcome`` is a revision created. A number taken starts the
-    run over with the claim; a refusal for the credentials' rights is a warning (False); any other
-    error fails the run."""
+    run over with the claim (``carried``: what update-in-place wrote); a refusal for the credentials'
+    rights is a warning (False); any other error fails the run."""
     if outcome is history.NumberTaken:
-        raise StartOver(ctx.in_place.carried)
+        raise StartOver(carried)
     if isinstance(outcome, ApplySetError):
-        if _not_permitted(ctx.record, outcome):
+        if _not_permitted(record, outcome):
             return False
-        raise _failed(ctx.parent, outcome)
+        raise _failed(parent, outcome)
     return True
 
 
@@ -175,8 +187,10 @@ def record_in_place(ctx: RunContext) -> None:
         updated = any(o.action in CHANGING_ACTIONS for o in ctx.report.objects)
         if namespace is None or not updated or _set_differs(ctx.plan, ctx.parent):
             return
-        content, outcome = _make_and_create_revision(ctx, namespace)
-        if not _created(ctx, outcome):
+        payload = _payload(ctx.apply_options, ctx.parent, ctx.plan, ctx.decisions, ctx.rollback_of)
+        content, outcome = _make_and_create_revision(ctx.client, _secrets(ctx.discovery), ctx.parent, namespace,
+                                                     payload)
+        if not _created(outcome, ctx.record, ctx.parent, ctx.in_place.carried):
             return
     _point_to(ctx.parent, content["revision"], content)
     try:

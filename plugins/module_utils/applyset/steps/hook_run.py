@@ -28,6 +28,7 @@ import dataclasses
 
 from ..object_meta import uid_of
 from ..wait import reasons as wait_reasons
+from ..wait.waiting import Target
 from . import settling
 from .. import spec
 from ..rules import hooks as hks
@@ -36,7 +37,9 @@ from ..errors import ApiError, ApplySetError
 from ..kube.http_requests import Response
 from ..rules.plan import DesiredObject
 from ..run import phases
-from ..run.report import NOT_TRIED_HOOK, Recorder
+from ..run.report import NOT_TRIED_HOOK, HookEntry, Recorder
+from ..rules.plan import Plan
+from ..run.records import Decisions, LiveState
 from ..inputs.manifests import Manifest
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
@@ -47,6 +50,8 @@ from ..run.runner import RunContext
 COMPLETED, FAILED, WOULD_RUN, WOULD_RUN_ON_FAILURE = "completed", "failed", "would run", "would run on failure"
 # The name of the step that runs the pre-apply hooks: a run stopped there wrote no member.
 PRE_APPLY_STEP = "pre-apply-hooks"
+# The hooks run so far, each with its result entry, in the order they ran (``HookSet.ran``).
+HooksRan = tuple[tuple[hks.Hook, HookEntry], ...]
 
 
 def due(ctx: RunContext) -> bool:
@@ -98,11 +103,10 @@ def pre_apply(ctx: RunContext) -> None:
     fails, every member is listed as not tried."""
     if due(ctx):
         ctx.hooks = dataclasses.replace(ctx.hooks, started=True)
-        try:
-            run_phase(ctx, hks.PRE_APPLY)
-        except ApplySetError:
+        ctx.hooks, error = run_phase(ctx.client, ctx.opts, ctx.record, ctx.hooks, hks.PRE_APPLY)
+        if error is not None:
             ctx.record.untried(ctx.plan.in_apply_order, NOT_TRIED_HOOK)
-            raise
+            raise error
 
 
 def post_apply(ctx: RunContext) -> None:
@@ -114,7 +118,9 @@ def post_apply(ctx: RunContext) -> None:
     later = ctx.hooks.of_phase(hks.POST_APPLY, installing) + ctx.hooks.of_phase(hks.ON_FAILURE, installing)
     if ctx.opts.waiting.enabled and later:
         settling.wait_until_settled(ctx)
-    run_phase(ctx, hks.POST_APPLY)
+    ctx.hooks, error = run_phase(ctx.client, ctx.opts, ctx.record, ctx.hooks, hks.POST_APPLY)
+    if error is not None:
+        raise error
     finish_run(ctx.client, ctx.opts, ctx.record, ctx.hooks.ran)
 
 
@@ -125,7 +131,9 @@ def on_failure(ctx: RunContext) -> None:
         return
     delete_after_failed_run(ctx.client, ctx.opts, ctx.record, ctx.hooks.ran)
     try:
-        run_phase(ctx, hks.ON_FAILURE)
+        ctx.hooks, error = run_phase(ctx.client, ctx.opts, ctx.record, ctx.hooks, hks.ON_FAILURE)
+        if error is not None:
+            raise error
         finish_run(ctx.client, ctx.opts, ctx.record, ctx.hooks.ran, hks.ON_FAILURE)
     except ApplySetError as err:
         ctx.record.warn(f"an on-failure hook failed too: {err}")
@@ -133,7 +141,10 @@ def on_failure(ctx: RunContext) -> None:
 
 def pre_delete(ctx: RunContext) -> None:
     """Step pre-delete-hooks (uninstall), after the claim and before any member is deleted."""
-    _delete_phase(ctx, hks.PRE_DELETE)
+    if ctx.has("hooks") and ctx.hooks.hooks:
+        ctx.hooks, error = run_phase(ctx.client, ctx.opts, ctx.record, ctx.hooks, hks.PRE_DELETE)
+        if error is not None:
+            raise error
 
 
 def post_delete(ctx: RunContext) -> None:
@@ -141,7 +152,10 @@ def post_delete(ctx: RunContext) -> None:
     before the parent: a failed one leaves the parent, so the next uninstall runs them again."""
     if ctx.has("hooks") and ctx.hooks.of_phase(hks.POST_DELETE, False) and ctx.opts.waiting.enabled and not ctx.opts.dry_run:
         settling.wait_members_gone(ctx)
-    _delete_phase(ctx, hks.POST_DELETE)
+    if ctx.has("hooks") and ctx.hooks.hooks:
+        ctx.hooks, error = run_phase(ctx.client, ctx.opts, ctx.record, ctx.hooks, hks.POST_DELETE)
+        if error is not None:
+            raise error
     if ctx.has("hooks"):
         finish_run(ctx.client, ctx.opts, ctx.record, ctx.hooks.ran)
 
@@ -149,50 +163,53 @@ def post_delete(ctx: RunContext) -> None:
 def preview(ctx: RunContext) -> None:
     """Step preview-hooks (check mode): what a real run would run, each hook a dry run."""
     if due(ctx):
+        made = _created_namespaces(ctx.plan, ctx.live, ctx.decisions)
         for phase in (hks.PRE_APPLY, hks.POST_APPLY, hks.ON_FAILURE):
-            run_phase(ctx, phase)
-
-
-def _delete_phase(ctx: RunContext, phase: str) -> None:
-    if ctx.has("hooks") and ctx.hooks.hooks:
-        run_phase(ctx, phase)
+            ctx.hooks, error = run_phase(ctx.client, ctx.opts, ctx.record, ctx.hooks, phase, made)
+            if error is not None:
+                raise error
 
 
 # ----- one phase, one hook ---------------------------------------------------------------------
 
 
 @phases.spanned("hooks")
-def run_phase(ctx: RunContext, phase: str) -> None:
+def run_phase(client: KubeApi, opts: RunOptions, record: Recorder, hooks: hks.HookSet, phase: str,
+              made_namespaces: frozenset[str] = frozenset()) -> tuple[hks.HookSet, ApplySetError | None]:
     """The hooks of ``phase`` one after the other, each recorded; the first that fails stops the
-    phase and raises (in check mode all are tried, then the first refusal raises). Once all
+    phase (in check mode all are tried, then the first refusal is the answer). Once all
     succeeded, the hook-succeeded ones of Helm's scope are deleted, last run first (Helm's
-    execHook); Argo CD's wait for the end of the run (``finish_run``)."""
+    execHook); Argo CD's wait for the end of the run (``finish_run``).
+
+    Returns ``hooks`` with those that ran added (``HookSet.ran``, for the later phases and the
+    deletions by policy), and the phase's failure for the step to raise, or None. In check mode,
+    ``made_namespaces`` are those the real apply would create before its hooks run."""
     first_error, succeeded = None, []
-    for hook in ctx.hooks.of_phase(phase, ctx.hooks.installing):
+    for hook in hooks.of_phase(phase, hooks.installing):
         obj = hook.desired
-        entry = {"phase": phase, "apiVersion": obj.body.get("apiVersion"), "kind": obj.resource.kind,
-                 "namespace": obj.namespace, "name": obj.name, "weight": hook.weight,
-                 "delete_policy": sorted(hook.delete_policies)}
-        if ctx.opts.dry_run:
-            first_error = first_error or _preview(ctx, hook, phase, entry)
-            ctx.record.hook(entry)
+        entry: HookEntry = {"phase": phase, "apiVersion": obj.body.get("apiVersion"), "kind": obj.resource.kind,
+                            "namespace": obj.namespace, "name": obj.name, "weight": hook.weight,
+                            "delete_policy": sorted(hook.delete_policies)}
+        if opts.dry_run:
+            first_error = first_error or _preview(client, opts, hook, phase, entry, made_namespaces)
+            record.hook(entry)
             continue
         entry["deleted"] = False
-        error = _run(ctx.client, ctx.opts, ctx.record, hook, phase, entry)
-        ctx.record.hook(entry)
-        ctx.hooks = dataclasses.replace(ctx.hooks, ran=ctx.hooks.ran + ((hook, entry),))
+        error = _run(client, opts, record, hook, phase, entry)
+        record.hook(entry)
+        hooks = dataclasses.replace(hooks, ran=hooks.ran + ((hook, entry),))
         if error is not None:
-            _delete_after_failure(ctx.client, ctx.opts, ctx.record, hook, entry, ctx.hooks.ran)
-            raise error
+            _delete_after_failure(client, opts, record, hook, entry, hooks.ran)
+            return hooks, error
         succeeded.append((hook, entry))
     if first_error is not None:
-        raise first_error
-    _delete_succeeded(ctx.client, ctx.opts, ctx.record,
-                      [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
+        return hooks, first_error
+    _delete_succeeded(client, opts, record, [(h, e) for h, e in succeeded if h.succeeded_scope == hks.AFTER_PHASE])
+    return hooks, None
 
 
 @phases.spanned("hooks")
-def finish_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: tuple, phase: str | None = None) -> None:
+def finish_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: HooksRan, phase: str | None = None) -> None:
     """The run (or, with ``phase``, its last phase: on-failure) succeeded: Argo CD's hook-succeeded
     hooks among those that ``ran`` (``HookSet.ran``) are deleted now, last run first."""
     if opts.dry_run:
@@ -202,14 +219,14 @@ def finish_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: tuple, 
     _delete_succeeded(client, opts, record, finished)
 
 
-def _delete_succeeded(client: KubeApi, opts: RunOptions, record: Recorder, ran: list) -> None:
+def _delete_succeeded(client: KubeApi, opts: RunOptions, record: Recorder, ran: list[tuple[hks.Hook, HookEntry]]) -> None:
     for hook, entry in reversed(ran):
         if hks.SUCCEEDED in hook.delete_policies and not entry["deleted"]:
             entry["deleted"] = _delete(client, opts, record, hook, entry)
 
 
-def _delete_after_failure(client: KubeApi, opts: RunOptions, record: Recorder, failed: hks.Hook, failed_entry: dict,
-                          ran: tuple) -> None:
+def _delete_after_failure(client: KubeApi, opts: RunOptions, record: Recorder, failed: hks.Hook, failed_entry: HookEntry,
+                          ran: HooksRan) -> None:
     """A hook failed, so the run fails: Helm deletes that hook if its policy says hook-failed; Argo
     CD deletes every hook of the run (``ran``) whose policy says HookFailed (``delete_after_failed_run``)."""
     if failed.succeeded_scope == hks.AFTER_PHASE and hks.FAILED in failed.delete_policies:
@@ -217,7 +234,7 @@ def _delete_after_failure(client: KubeApi, opts: RunOptions, record: Recorder, f
     delete_after_failed_run(client, opts, record, ran)
 
 
-def delete_after_failed_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: tuple) -> None:
+def delete_after_failed_run(client: KubeApi, opts: RunOptions, record: Recorder, ran: HooksRan) -> None:
     """The run failed: Argo CD's hooks among those that ``ran`` (``HookSet.ran``) with HookFailed are
     deleted (its sync deletes them whether each hook itself failed or succeeded)."""
     if opts.dry_run:
@@ -239,7 +256,7 @@ def _apply(client: KubeApi, opts: RunOptions, obj: DesiredObject, dry_run: bool)
 
 
 def _run(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook, phase: str,
-         entry: dict) -> ApplySetError | None:
+         entry: HookEntry) -> ApplySetError | None:
     """Run one hook: delete it first (before-hook-creation), apply it, wait. Fills ``entry`` (its
     ``uid`` too, for the deletion by policy); returns the hook's failure, or None."""
     obj = hook.desired
@@ -250,7 +267,7 @@ def _run(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook, ph
         entry["uid"] = uid
         _wait(client, opts, record, obj, uid)
     except ApplySetError as err:
-        entry.update(action=FAILED, reason=err.message)
+        entry.update({"action": FAILED, "reason": err.message})
         return _failure(obj, phase, err.message)
     entry["action"] = COMPLETED
     return None
@@ -260,7 +277,7 @@ def _run(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook, ph
 def _wait(client: KubeApi, opts: RunOptions, record: Recorder, obj: DesiredObject, uid: str | None) -> None:
     """Wait until the hook is ready (a Job: complete); a timeout says why, as the members' wait
     does: the Job's and its pods' Warning events (a pod that cannot be created names its cause)."""
-    target = (obj.resource, obj.namespace, obj.name)
+    target = Target(obj.resource, obj.namespace, obj.name)
     wait_reasons.wait_ready_or_explain(client, [target], {target: wait_reasons.as_applied(obj.body, uid)},
                                        opts.wait_settings(), warn=record.warn)
 
@@ -282,7 +299,7 @@ def _delete_existing(client: KubeApi, opts: RunOptions, record: Recorder, obj: D
     return True
 
 
-def _delete(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook, entry: dict) -> bool:
+def _delete(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook, entry: HookEntry) -> bool:
     """Delete the hook object this run created by its policy (in the background: a Job's pods go
     too); Helm's scope then waits until it is gone, as Helm does, so that what runs next never
     meets it. A failure is a warning, not the run's."""
@@ -302,27 +319,26 @@ def _delete(client: KubeApi, opts: RunOptions, record: Recorder, hook: hks.Hook,
     return True
 
 
-def _preview(ctx: RunContext, hook: hks.Hook, phase: str, entry: dict) -> ApplySetError | None:
+def _preview(client: KubeApi, opts: RunOptions, hook: hks.Hook, phase: str, entry: HookEntry,
+             made_namespaces: frozenset[str]) -> ApplySetError | None:
     """Check mode: a server-side dry run of the hook's apply; never run, never waited for."""
     obj = hook.desired
     entry["action"] = WOULD_RUN_ON_FAILURE if phase == hks.ON_FAILURE else WOULD_RUN
     try:
-        _apply(ctx.client, ctx.opts, obj, dry_run=True)
+        _apply(client, opts, obj, dry_run=True)
     except ApiError as err:
         if hks.BEFORE_CREATION in hook.delete_policies and err.status in (409, 422):
             entry["reason"] = "the object left by an earlier run would be deleted and created again"
             return None
-        if err.status == 404 and "namespaces" in (err.message or "") and obj.namespace in _created_namespaces(ctx):
+        if err.status == 404 and "namespaces" in (err.message or "") and obj.namespace in made_namespaces:
             entry["reason"] = f"namespace {obj.namespace} would be created by this run"
             return None
-        entry.update(action=FAILED, reason=err.message)
+        entry.update({"action": FAILED, "reason": err.message})
         return _failure(obj, phase, f"its dry run was refused: {err.message}")
     return None
 
 
-def _created_namespaces(ctx: RunContext) -> set:
+def _created_namespaces(plan: Plan, live: LiveState, decisions: Decisions) -> frozenset[str]:
     """The namespaces a real apply would create before its hooks run (check mode)."""
-    if not (ctx.has("plan") and ctx.has("decisions")):
-        return set()
-    made = {m.name for m in ctx.plan.members if m.resource.group_kind == spec.NAMESPACE_KIND and m.key not in ctx.live}
-    return made | ({ctx.decisions.namespace_to_create} if ctx.decisions.namespace_to_create else set())
+    made = {m.name for m in plan.members if m.resource.group_kind == spec.NAMESPACE_KIND and m.key not in live}
+    return frozenset(made | ({decisions.namespace_to_create} if decisions.namespace_to_create else set()))

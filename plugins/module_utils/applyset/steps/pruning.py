@@ -21,6 +21,9 @@ from ..kube.api import KubeApi
 from ..run.options import RunOptions
 from ..run.report import Change, ObjectResult, Recorder, live_result
 from ..run.runner import RunContext
+from ..run.options import Options
+from ..run.records import Decisions, LiveState
+from ..parent.model import Parent
 
 # Actions of objects that this run applied (their UIDs are never pruned).
 _APPLIED = ("created", "configured", "replaced", "unchanged")
@@ -32,39 +35,50 @@ def prune_step(ctx: RunContext) -> None:
     the set), then their effects; a failure keeps the parent covering them. After a wait
     (``wait: true``), the candidates the prune-early step took are left out."""
     late = ctx.opts.waiting.enabled and not ctx.opts.dry_run
-    _prune(ctx, (lambda meta: not prune_order.is_early(meta)) if late else None)
+    if ctx.claim:
+        ctx.claim.check()
+    failure = _prune(ctx.client, ctx.apply_options, ctx.record, ctx.parent, ctx.decisions, ctx.live,
+                     (lambda meta: not prune_order.is_early(meta)) if late else None)
+    if failure is not None:
+        ctx.failure = failure
 
 
 def prune_early_step(ctx: RunContext) -> None:
     """Step prune-early (``wait: true``): the candidates annotated ``prune-timing: early``,
     pruned before the wait (prune_order.py)."""
-    _prune(ctx, prune_order.is_early)
-
-
-def _prune(ctx: RunContext, which: Callable[[dict], bool] | None) -> None:
-    """Prune the candidates whose metadata ``which`` accepts (all when None)."""
     if ctx.claim:
         ctx.claim.check()
-    decisions = ctx.decisions
+    failure = _prune(ctx.client, ctx.apply_options, ctx.record, ctx.parent, ctx.decisions, ctx.live,
+                     prune_order.is_early)
+    if failure is not None:
+        ctx.failure = failure
+
+
+def _prune(client: KubeApi, opts: Options, record: Recorder, parent: Parent, decisions: Decisions, live: LiveState,
+           which: Callable[[dict], bool] | None) -> ApplySetError | None:
+    """Prune the candidates whose metadata ``which`` accepts (all when None), the claim checked before
+    (by the step); the run's failure when one could not be pruned."""
     candidates = [o for o in decisions.candidates if which is None or which(o.meta)]
     if not candidates:
-        return
-    applied = {o.uid for o in ctx.report.objects if o.uid and o.action in _APPLIED}
+        return None
+    applied = {o.uid for o in record.report.objects if o.uid and o.action in _APPLIED}
     decided = prunes.decide_all([(o.resource, o.meta) for o in candidates],
-                                decisions.prune_context(ctx.parent, applied | decisions.about_to_apply))
-    legacy, helm = ctx.apply_options.adopt_legacy, decisions.helm
+                                decisions.prune_context(parent, applied | decisions.about_to_apply))
+    legacy, helm = opts.adopt_legacy, decisions.helm
     # Whence the adopted objects came, as a pruned one's reason names it: a Helm release taken over, or a
     # legacy prune set (its selector).
     adopted_from = (f"Helm release {helm.release.ref}" if helm is not None
                     else f"the legacy prune set ({legacy.selector})" if legacy else "")
-    if not carry_out(ctx.client, ctx.opts, ctx.record, decided, ctx.live.objects, adopted=decisions.adopted,
+    if not carry_out(client, opts, record, decided, live.objects, adopted=decisions.adopted,
                      adopted_from=adopted_from):
-        ctx.failure = ApplySetError(
+        return ApplySetError(
             "some objects could not be pruned; the parent keeps covering them so the next run retries:\n"
-            + ctx.record.failures(), obj=ctx.set_ref, fix="fix the errors listed per object and run again")
+            + record.failures(), obj=parent.set_ref, fix="fix the errors listed per object and run again")
+    return None
 
 
-def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prunes.PruneDecisions, live: dict,
+def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prunes.PruneDecisions,
+              live: dict[spec.ObjectId, LiveObject],
               adopted: Iterable[LiveObject] = (), adopted_from: str = "") -> bool:
     """Record and carry out ``decided``: skipped ones reported, kept ones unlabelled, the rest deleted
     (dry runs in check mode); False when any object of the run failed.
@@ -94,7 +108,8 @@ def carry_out(client: KubeApi, opts: RunOptions, record: Recorder, decided: prun
     return ok
 
 
-def _delete_stage(client: KubeApi, opts: RunOptions, record: Recorder, stage: list, live: dict,
+def _delete_stage(client: KubeApi, opts: RunOptions, record: Recorder, stage: list,
+                  live: dict[spec.ObjectId, LiveObject],
                   adopted: tuple[set, str], ok: bool) -> tuple:
     """Delete one stage in reverse rank order; the UIDs deleted, and whether all went through.
     ``adopted``: the UIDs taken from a legacy prune set or a Helm release, and where they came from."""

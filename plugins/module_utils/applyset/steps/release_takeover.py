@@ -33,9 +33,12 @@ from ..parent import helm_release
 from ..rules import helm_takeover as rules
 from ..parent.model import Parent
 from ..run.options import RunOptions
-from ..run.report import Report
+from ..run.report import Recorder, Report
 from ..run.runner import RunContext
-from ..run.records import TakeOver
+from ..run.records import LiveState, TakeOver
+from ..kube.api import KubeApi
+from ..kube.discovery import Discovery
+from ..rules.plan import Plan
 
 
 def home_namespace(opts: RunOptions, namespace: str | None, parent: Parent) -> str:
@@ -44,42 +47,54 @@ def home_namespace(opts: RunOptions, namespace: str | None, parent: Parent) -> s
     return opts.helm.namespace or namespace or parent.namespace or "default"
 
 
-def find(ctx: RunContext) -> TakeOver | None:
+def find(client: KubeApi, discovery: Discovery, opts: RunOptions, namespace: str | None, parent: Parent, plan: Plan,
+         live: LiveState, record: Recorder) -> TakeOver | None:
     """Refuse Helm's objects not taken over, and decide the take-over of ``helm.release_name``
-    (reads only; see the module's docstring).
+    (reads only; see the module's docstring). The run's ``namespace`` is the release's default one;
+    the take-over's field managers join the set's and its release the revision's provenance
+    (``with_provenance``) by the decide step.
 
     Raises:
         ApplySetError: naming the release and the fix, before any write.
     """
-    opts, live = ctx.opts, ctx.live
     helm = opts.helm
-    home = home_namespace(opts, ctx.namespace, ctx.parent) if helm.take_over else None
+    home = home_namespace(opts, namespace, parent) if helm.take_over else None
     wanted = rules.Wanted(helm.take_over, helm.release, home)
-    owned = rules.owners(ctx.plan.members, {key: o.meta for key, o in live.objects.items()})
-    releases = {owner: helm_release.read(ctx.client, ctx.discovery, *owner) for owner in sorted(owned)}
+    owned = rules.owners(plan.members, {key: o.meta for key, o in live.objects.items()})
+    releases = {owner: helm_release.read(client, discovery, *owner) for owner in sorted(owned)}
     release = None
     if wanted.take_over and wanted.name:
         key = (wanted.name, wanted.namespace or "")
-        release = releases[key] if key in releases else helm_release.read(ctx.client, ctx.discovery, *key)
+        release = releases[key] if key in releases else helm_release.read(client, discovery, *key)
     refusal = rules.refuse(owned, releases, wanted) or (rules.pending_refusal(release) if release else None)
     if refusal is not None:
-        raise ApplySetError(refusal.message, obj=ctx.set_ref, fix=refusal.fix)
+        raise ApplySetError(refusal.message, obj=parent.set_ref, fix=refusal.fix)
     if not wanted.take_over:
         return None
     if release is None:
-        ctx.report.applyset["helm_take_over"] = {"release": wanted.name, "namespace": wanted.namespace,
-                                                 "found": False}
+        record.report.applyset["helm_take_over"] = {"release": wanted.name, "namespace": wanted.namespace,
+                                                    "found": False}
         return None
-    return _take_over(ctx, release, owned.get((release.name, release.namespace), []))
+    desired_refs = owned.get((release.name, release.namespace), [])
+    take, left = _take_over(client, discovery, plan, live, parent.id, release, desired_refs)
+    if left:
+        record.warn(f"helm.take_over: {', '.join(left)} of Helm release {release.ref} no longer carry the "
+                    "release's annotations; left alone")
+    _show(record.report, release, desired_refs, list(take.dropped), set(take.managers))
+    return take
 
 
-def _take_over(ctx: RunContext, release: helm_release.Release, desired_refs: list) -> TakeOver:
+def _take_over(client: KubeApi, discovery: Discovery, plan: Plan, live: LiveState, set_id: str,
+               release: helm_release.Release, desired_refs: list[str]) -> tuple[TakeOver, list[str]]:
+    """The take-over of ``release``: its objects the set ``set_id`` does not apply (``dropped``,
+    labelled as members) and Helm's field managers, read from what list-live saw (``live``) or one
+    GET each; with the objects that no longer carry the release's annotations (left alone)."""
     owner = (release.name, release.namespace)
-    desired_keys = ctx.plan.keys()
+    desired_keys = plan.keys()
     dropped, managers, left = [], set(), []
-    for key, res in sorted(helm_release.object_ids(release, ctx.discovery).items()):
-        listed = ctx.live.get(key)
-        obj = listed.obj if listed is not None else ctx.client.get(res, key.name, key.namespace or None)
+    for key, res in sorted(helm_release.object_ids(release, discovery).items()):
+        listed = live.get(key)
+        obj = listed.obj if listed is not None else client.get(res, key.name, key.namespace or None)
         meta = metadata_of(obj)
         if obj is None or helm_release.owner_of(meta) != owner:
             if obj is not None:
@@ -87,21 +102,21 @@ def _take_over(ctx: RunContext, release: helm_release.Release, desired_refs: lis
             continue
         managers |= rules.helm_managers(meta.get("managedFields"))
         if key not in desired_keys:
-            labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: ctx.parent.id}
+            labels = {**(meta.get("labels") or {}), spec.LABEL_PART_OF: set_id}
             dropped.append(LiveObject(res, {"metadata": {**meta, "labels": labels}}))
-    ctx.set_managers = ctx.set_managers | frozenset(managers)
-    if left:
-        ctx.record.warn(f"helm.take_over: {', '.join(left)} of Helm release {release.ref} no longer carry the "
-                        "release's annotations; left alone")
-    _show(ctx.report, release, desired_refs, dropped, managers)
-    if ctx.opts.history is not None and not ctx.opts.dry_run:
-        history = ctx.opts.history
-        provenance = {**history.provenance, "helm_release": release.provenance()}
-        ctx.opts = dataclasses.replace(ctx.opts, history=dataclasses.replace(history, provenance=provenance))
-    return TakeOver(release, tuple(dropped), len(desired_refs), frozenset(managers))
+    return TakeOver(release, tuple(dropped), len(desired_refs), frozenset(managers)), left
 
 
-def _show(report: Report, release: helm_release.Release, desired_refs: list, dropped: list, managers: set) -> None:
+def with_provenance(opts: RunOptions, release: helm_release.Release) -> RunOptions:
+    """``opts`` whose history's provenance names ``release`` (a real run with a history), else ``opts``."""
+    if opts.history is None or opts.dry_run:
+        return opts
+    provenance = {**opts.history.provenance, "helm_release": release.provenance()}
+    return dataclasses.replace(opts, history=dataclasses.replace(opts.history, provenance=provenance))
+
+
+def _show(report: Report, release: helm_release.Release, desired_refs: list[str], dropped: list[LiveObject],
+          managers: set[str]) -> None:
     report.applyset["helm_take_over"] = {
         "release": release.name, "namespace": release.namespace, "found": True, "revision": release.version,
         "status": release.status, "chart": dict(release.chart),

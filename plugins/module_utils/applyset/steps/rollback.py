@@ -33,6 +33,7 @@ from ..inputs.manifests import Manifest
 from ..inputs.manifest_checks import validate
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
+from ..object_meta import KubeObject, labels_of, metadata_of
 from ..parent.model import Parent
 from ..run.options import RunOptions
 from ..run.report import Recorder
@@ -90,17 +91,17 @@ def load_revision(ctx: RunContext) -> None:
         ctx.client, secrets, parent, namespace, kept))
 
 
-def _without_membership(body: dict) -> dict:
+def _without_membership(body: KubeObject) -> KubeObject:
     """The body as the user gave it: without the part-of label the run adds again."""
-    meta = dict(body["metadata"])
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != spec.LABEL_PART_OF}
+    meta = metadata_of(body).copy()
+    labels = {k: v for k, v in labels_of(body).items() if k != spec.LABEL_PART_OF}
     meta["labels"] = labels
     if not labels:
         del meta["labels"]
     return {**body, "metadata": meta}
 
 
-def _served_by_revision_crd(bodies: list, group: str, version: str, kind: str) -> bool:
+def _served_by_revision_crd(bodies: list[KubeObject], group: str, version: str, kind: str) -> bool:
     for body in bodies:
         if body.get("kind") != "CustomResourceDefinition":
             continue
@@ -110,7 +111,8 @@ def _served_by_revision_crd(bodies: list, group: str, version: str, kind: str) -
     return False
 
 
-def refuse_data_loss(client: KubeApi, discovery: Discovery, parent: Parent, number: int, bodies: list) -> None:
+def refuse_data_loss(client: KubeApi, discovery: Discovery, parent: Parent, number: int,
+                     bodies: list[KubeObject]) -> None:
     """Refuse, before any write, a rollback that would lose data: an object whose apiVersion is no
     longer served (a CRD version removed since) and that the revision's own CRD does not serve,
     or a CRD of the revision that drops a version the live CRD stores objects in.

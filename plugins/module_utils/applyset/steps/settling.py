@@ -15,6 +15,7 @@ from ..kube.api import KubeApi
 from ..kube.discovery import Resource
 from ..wait import reasons as wait_reasons
 from ..wait import waiting
+from ..wait.waiting import Target
 from ..errors import WaitTimeout
 from ..rules.plan import Plan
 from ..run.options import RunOptions
@@ -75,8 +76,8 @@ def wait_applied_ready(client: KubeApi, plan: Plan, opts: RunOptions, record: Re
     ready within ``wait_timeout``."""
     report = record.report
     applied = {o.id: o.uid for o in report.objects if o.action in _APPLIED}
-    ready_targets = [(m.resource, m.namespace, m.name) for m in plan.members if m.key in applied]
-    bodies = {(m.resource, m.namespace, m.name): wait_reasons.as_applied(m.body, applied[m.key])
+    ready_targets = [Target(m.resource, m.namespace, m.name) for m in plan.members if m.key in applied]
+    bodies = {Target(m.resource, m.namespace, m.name): wait_reasons.as_applied(m.body, applied[m.key])
               for m in plan.members if m.key in applied}
     wait_reasons.wait_ready_or_explain(client, ready_targets, bodies, opts.wait_settings(), warn=record.warn)
 
@@ -94,6 +95,6 @@ def wait_members_gone(ctx: RunContext) -> None:
 def wait_gone(client: KubeApi, targets: list[Gone], timeout: float, warn: Callable[[str], None] | None = None) -> None:
     """Wait until the ``targets`` are gone, finalizers included (as ``kubectl delete`` does);
     ``warn`` is told once if the credentials may not watch (the wait then polls)."""
-    where = {t: (t.resource, t.namespace, t.name) for t in targets}
+    where = {t: Target(t.resource, t.namespace, t.name) for t in targets}
     waiting.wait_gone(client, list(where.values()), timeout=timeout, uids={where[t]: t.uid for t in targets if t.uid},
                       warn=warn)

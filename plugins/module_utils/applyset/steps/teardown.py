@@ -19,7 +19,8 @@ from ..kube.list_errors import explain_error
 from ..kube.listing import failure_of, list_each, live_objects, recorded_scope
 from .pruning import carry_out
 from ..parent.model import Parent
-from ..run.report import Change, Recorder, live_result
+from ..kube.listing import LiveObject
+from ..run.report import Change, ObjectResult, Recorder, live_result
 from ..kube.versions import VersionFallback
 from ..run.runner import RunContext, StepOrderError
 from ..run.records import Hints, Removal, prune_context
@@ -123,7 +124,7 @@ def unlabel_members(ctx: RunContext) -> None:
     """Step unlabel-members (disband): each member's part-of label removed (nothing in check mode)."""
     patch = {"metadata": {"labels": {spec.LABEL_PART_OF: None}}}
 
-    def unlabel(member):
+    def unlabel(member: LiveObject) -> ObjectResult:
         meta = member.meta
         if not ctx.opts.dry_run:
             ctx.client.merge_patch(member.resource, meta["name"], meta.get("namespace"), patch,

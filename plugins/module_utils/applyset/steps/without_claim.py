@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Generic, TypeVar
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, metadata_of, uid_of
 from ..rules import nochange, ordering
 from ..history import revisions as history
 from ..parent import write as parent_write
@@ -32,7 +32,9 @@ from .pruning import carry_out
 from ..rules.plan import DesiredObject, Plan
 from ..run.report import MemberOutcome
 from ..run.runner import RunContext
-from ..run.records import CarriedUpdate, LiveState, Updates
+from ..spec import ObjectId
+from ..run.records import CarriedUpdate, Decisions, LiveState, Updates
+from ..parent.model import Parent
 
 _Answer = TypeVar("_Answer")
 
@@ -44,12 +46,13 @@ class StartOver(Exception):
     """The update-only route cannot finish: the run starts over on the claim's route, with
     ``carried`` (``{ObjectId: CarriedUpdate}``) so that the members updated are still reported."""
 
-    def __init__(self, carried: dict):
+    def __init__(self, carried: dict[ObjectId, CarriedUpdate]):
         super().__init__("start over with the claim")
         self.carried = carried
 
 
-def blocker(ctx: RunContext) -> str | None:
+def blocker(run: member_inputs.MemberApply, parent: Parent, decisions: Decisions, plan: Plan,
+            live: LiveState) -> str | None:
     """The first reason this run needs the claim, or None when its only writes would be in-place
     updates of members (the update-only route may go).
 
@@ -59,7 +62,6 @@ def blocker(ctx: RunContext) -> str | None:
     already records exactly this run's hint; and, when the run keeps no history but updates a
     member, names no revision (the release drops that pointer: ``history.forgets``).
     """
-    parent, decisions = ctx.parent, ctx.decisions
     rules = (
         (not parent.exists, "the parent does not exist yet"),
         (parent.claim is not None, "the parent holds a claim"),
@@ -69,18 +71,17 @@ def blocker(ctx: RunContext) -> str | None:
         (bool(decisions.adopted), "legacy objects are adopted"),
         (decisions.namespace_to_create is not None, "a namespace is created"),
         (decisions.hints.superset_changes or decisions.hints.final_changes, "the hint changes"),
-        (ordering.gated_change(decisions, ctx.plan), "a changed member waits for another to be ready (depends-on, "
-                                                     "sync-wave): the apply route holds the gates"),
+        (ordering.gated_change(decisions, plan), "a changed member waits for another to be ready (depends-on, "
+                                                 "sync-wave): the apply route holds the gates"),
         (parent.record_members != parent.member_record, "the parent's member record changes"),
-        (history.forgets(parent, ctx.opts.history) and any(m.key not in decisions.unchanged for m in ctx.plan.members),
+        (history.forgets(parent, run.opts.history) and any(m.key not in decisions.unchanged for m in plan.members),
          "the parent's revision pointer is dropped (the run keeps no history)"),
     )
     reason = next((why for holds, why in rules if holds), None)
     if reason is not None:
         return reason
-    run = member_inputs.of_run(ctx)
-    member = next((m for m in ctx.plan.members
-                   if m.key not in decisions.unchanged and not _updatable_in_place(ctx.live, run, m)), None)
+    member = next((m for m in plan.members
+                   if m.key not in decisions.unchanged and not _updatable_in_place(live, run, m)), None)
     return None if member is None else f"{member.ref} cannot be updated in place"
 
 
@@ -94,7 +95,7 @@ def _updatable_in_place(live: LiveState, run: member_inputs.MemberApply, member:
             and _in_place_blocker(run, found.obj) is None)
 
 
-def _in_place_blocker(run: member_inputs.MemberApply, live_obj: dict | None) -> str | None:
+def _in_place_blocker(run: member_inputs.MemberApply, live_obj: KubeObject | None) -> str | None:
     return nochange.in_place_blocker(live_obj, run.opts.field_manager, run.parent_id, run.set_managers)
 
 
@@ -181,7 +182,7 @@ def _update(run: member_inputs.MemberApply, member: DesiredObject) -> _InPlace:
             fresh = None
             if attempt + 1 < IN_PLACE_ATTEMPTS and err.status == 409 and not conflict_causes(err):
                 fresh = run.client.get(member.resource, member.name, member.namespace or None)
-            if (fresh is None or fresh["metadata"].get("uid") != before["metadata"].get("uid")
+            if (fresh is None or uid_of(fresh) != uid_of(before)
                     or _in_place_blocker(run, fresh) is not None):
                 # Maybe written (an answer lost after a retry): a restart that finds it
                 # unchanged reports it configured, not unchanged.
