@@ -314,10 +314,11 @@ def _mark_failed(engine: Engine, parent: Parent | None, settings: history.Settin
     (its wait); when it cannot be, ``err`` says so (the history then shows it deployed)."""
     number, discovery = engine.recorded_revision, engine.parent_discovery
     namespace = history.home(parent, settings) if parent is not None and settings is not None else None
-    if number is None or namespace is None or discovery is None:
+    secrets = discovery.for_group_kind(spec.SECRET_KIND) if discovery is not None else None
+    if number is None or namespace is None or parent is None or secrets is None:
         return
     try:
-        history.mark_failed(engine.client, discovery.for_group_kind(spec.SECRET_KIND), parent, namespace, number)
+        history.mark_failed(engine.client, secrets, parent, namespace, number)
     except ApplySetError as failed:
         _say(err, f"revision {number} could not be marked failed in the history ({failed.message}), so it is listed "
                   "as deployed though it did not go through")
@@ -379,6 +380,8 @@ def _last_good_before(engine: Engine, parent: Parent, settings: history.Settings
     if discovery is None:  # never: read-parent, which gave the parent, read what the server serves too
         raise AssertionError("the parent was read without discovery")
     secrets = discovery.for_group_kind(spec.SECRET_KIND)
+    if secrets is None:  # never: every API server serves Secrets
+        raise AssertionError("the server serves no Secrets")
     failed = engine.recorded_revision
     if failed is not None:
         history.mark_failed(client, secrets, parent, namespace, failed)

@@ -13,7 +13,7 @@ result masking applies to them as to the rest of the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -23,7 +23,7 @@ from ..errors import ApplySetError, WaitTimeout
 from ..kube.discovery import Resource
 from ..spec import ObjectId
 from . import container_logs, waiting
-from .waiting import TargetLike, Unready
+from .waiting import ByTarget, TargetLike, Unready
 
 MAX_OBJECTS = 5
 MAX_EVENTS = 3
@@ -64,12 +64,12 @@ def as_applied(body: KubeObject, uid: str | None) -> KubeObject:
     return {**body, "metadata": {**body["metadata"], "uid": uid}}
 
 
-def bodies_by_ref(applied: Mapping[TargetLike, KubeObject]) -> dict[ObjectId, KubeObject]:
+def bodies_by_ref(applied: ByTarget[KubeObject]) -> dict[ObjectId, KubeObject]:
     """``{(Resource, namespace, name): body}`` keyed as ``explain`` looks them up: by ``ObjectId``."""
     return {waiting.normalised(target).id: body for target, body in applied.items()}
 
 
-def wait_ready_or_explain(client: KubeApi, targets: list[TargetLike], applied: Mapping[TargetLike, KubeObject],
+def wait_ready_or_explain(client: KubeApi, targets: Sequence[TargetLike], applied: ByTarget[KubeObject],
                           settings: WaitSettings,
                           warn: Callable[[str], None] | None = None) -> None:
     """``waiting.wait_ready`` of ``targets`` (``applied``: their bodies as applied, ``as_applied``);

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, Union
 
 from ..object_meta import KubeObject, metadata_of, uid_of
 from ..kube.api import KubeApi
@@ -53,6 +53,10 @@ class Target(NamedTuple):
 
 
 TargetLike = tuple[Resource, "str | None", str]
+_Value = TypeVar("_Value")
+# What a wait reads per target, keyed by Target or by plain TargetLike tuples (a Mapping's key type
+# is invariant, so a dict keyed by Target is not a Mapping[TargetLike, ...] to the type checker).
+ByTarget = Union[Mapping[Target, _Value], Mapping[TargetLike, _Value]]
 Judge = Callable[[Target, "KubeObject | None"], Readiness]
 # One entry of a ``WaitTimeout``'s ``details["unready"]``: apiVersion, kind, namespace (None when
 # cluster-scoped), name and reason; ``reasons.explain`` adds events and pods (a gate's entry, made
@@ -250,7 +254,7 @@ def _give_up(pending: dict[Target, Readiness], total: int, timeout: float, waiti
 
 
 def wait_ready(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float, interval: float = 1.0,
-               raise_on_timeout: bool = True, applied: Mapping[TargetLike, KubeObject] | None = None,
+               raise_on_timeout: bool = True, applied: ByTarget[KubeObject] | None = None,
                until_any: bool = False,
                warn: Warn | None = None, field_manager: str | None = None,
                **rule_options: Any) -> dict[Target, Readiness]:
@@ -309,7 +313,7 @@ def wait_ready(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float
                  waiting_for="ready", raise_on_timeout=raise_on_timeout, until_any=until_any, warn=warn)
 
 
-def wait_until_changed(client: KubeApi, seen: Mapping[TargetLike, str | None], *, timeout: float,
+def wait_until_changed(client: KubeApi, seen: ByTarget[str | None], *, timeout: float,
                        interval: float = 1.0) -> None:
     """Return once one of the objects ``seen`` (``{(resource, namespace, name): resourceVersion}``,
     None for one that was absent) is created, changed or deleted, or after ``timeout`` seconds: one
@@ -408,7 +412,7 @@ def _still_there(item: KubeObject | None) -> Readiness:
 
 
 def wait_gone(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float, interval: float = 1.0,
-              raise_on_timeout: bool = True, uids: Mapping[TargetLike, str] | None = None,
+              raise_on_timeout: bool = True, uids: ByTarget[str] | None = None,
               warn: Warn | None = None) -> dict[Target, Readiness]:
     """Wait until no target exists any more (deleted objects whose finalizers are done).
 
