@@ -228,12 +228,18 @@ _NOT_AWAITED = frozenset({"pruned", "deleted", "kept", "disbanded", "failed", "s
 def _show_rules(report: Report, manifests: list[Manifest], rule_options: Mapping[str, Any]) -> None:
     """Each applied (or, in check mode, previewed) member's result names the readiness rule it is
     judged by (``readiness_rule``), found from its manifest: kind, annotations and spec."""
+    # By the namespace the manifest names, else (the set's namespace, given by the run) by name alone:
+    # two members of one kind and name in two namespaces may be judged by different rules.
     by_name: dict[tuple[str, str, str | None], KubeObject] = {}
+    by_id: dict[ObjectId, KubeObject] = {}
     for manifest in manifests:
         gk = readiness.group_kind_of(manifest.mapping)
-        by_name.setdefault((gk.group, gk.kind, manifest.metadata.get("name")), manifest.mapping)
+        name, namespace = manifest.metadata.get("name"), manifest.metadata.get("namespace")
+        by_name.setdefault((gk.group, gk.kind, name), manifest.mapping)
+        if namespace and name:
+            by_id.setdefault(ObjectId(gk.group, gk.kind, namespace, name), manifest.mapping)
     for result in report.objects:
-        obj = by_name.get((result.id.group, result.kind, result.name))
+        obj = by_id.get(result.id) or by_name.get((result.id.group, result.kind, result.name))
         if obj is not None and result.action not in _NOT_AWAITED:
             result.readiness_rule = readiness.rule_for(obj, **rule_options)
 

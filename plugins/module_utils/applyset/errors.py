@@ -132,8 +132,7 @@ class ApiError(ApplySetError):
                  body: KubeObject | None = None, obj: str | None = None, fix: str | None = None,
                  details: ErrorDetails | None = None) -> None:
         super().__init__(message, obj=obj, fix=fix, details=details)
-        # int | None (None: no answer); Any until wait/watching.py stops comparing it with 500 unchecked.
-        self.status: Any = status
+        self.status = status  # None: no answer (ConnectionFailed)
         self.reason = reason
         self.body = body
 

@@ -37,7 +37,6 @@ from .http_requests import (
     ApiRequest, JsonPatchOperation, ListBody, MergePatch, Query, Response, apply_request, build_request, create_request,
     delete_request, get_request, json_patch_request, list_request, merge_patch_request,
 )
-# Re-exported: the fake API and the benchmarks know them as kube.APPLY_PATCH and kube.METADATA_LIST.
 from ..spec import COLLECTION_VERSION, TOOL_NAME
 
 if TYPE_CHECKING:  # urllib3 is imported when the first client is made

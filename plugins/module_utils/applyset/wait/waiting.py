@@ -272,7 +272,7 @@ def wait_ready(client: KubeApi, targets: Iterable[TargetLike], *, timeout: float
     status reported before that apply does not stop the wait (``readiness.verdict``). ``applied`` maps targets to the objects as this run
     applied them, ``metadata.uid`` included: it tells the object we applied from one that
     replaced it, and an object that went away by design (a finished Job removed by its
-    ``ttlSecondsAfterFinished``) from one deleted by someone (see ``_gone_verdict``).
+    ``ttlSecondsAfterFinished``) from one deleted by someone (see ``_GoneTracker.verdict``).
     Returns ``{}`` once all are ready. Otherwise, after ``timeout`` seconds or as soon as
     one object can never become ready (a failed Job, an applied object deleted), raises
     ``WaitTimeout`` listing each unready object and why, with

@@ -106,6 +106,10 @@ class _Feed(threading.Thread):
     def _follow(self) -> None:
         res, namespace = self.key
         while not self._ended.is_set():
+            # Counted on every path (no answer, 429, 5xx, streams that end at once): the group is then polled.
+            if self.failures >= _MAX_FAILURES:
+                self.out.put(("failed", self.key, None))
+                return
             left = self.deadline - time.monotonic()
             if left <= 0:
                 return
@@ -121,7 +125,8 @@ class _Feed(threading.Thread):
                 if err.status == 410:
                     self._relist()
                     continue
-                if err.status < 500 and err.status != 429:  # will not change by asking again
+                # None: no answer (ConnectionFailed is an ApiError too), tried again like a 5xx or a 429.
+                if err.status is not None and err.status < 500 and err.status != 429:  # will not change by asking again
                     self.out.put(("failed", self.key, err))
                     return
                 self._back_off()
@@ -135,9 +140,6 @@ class _Feed(threading.Thread):
             opened = time.monotonic()
             if not self._read(stream) and time.monotonic() - opened < min(1.0, left / 2):
                 self._back_off()  # a stream that ends at once without a word is a failure, not a timeout
-            if self.failures >= _MAX_FAILURES:
-                self.out.put(("failed", self.key, None))
-                return
 
     def _read(self, stream: WatchStream) -> bool:
         """Hand on the stream's events; whether it said anything."""
