@@ -62,23 +62,23 @@ class Condition(TypedDict, total=False):
 ListMeta = TypedDict("ListMeta", {"resourceVersion": str, "continue": str, "remainingItemCount": int}, total=False)
 
 
-def metadata_of(obj: Mapping | None) -> ObjectMeta:
+def metadata_of(obj: Mapping[str, Any] | None) -> ObjectMeta:
     """``obj.metadata``; ``{}`` when ``obj`` is None or has none."""
     return cast(ObjectMeta, (obj or {}).get("metadata") or {})
 
 
-def list_meta_of(body: Mapping | None) -> ListMeta:
+def list_meta_of(body: Mapping[str, Any] | None) -> ListMeta:
     """A LIST answer's ``metadata`` (its resourceVersion and continue token); ``{}`` when it has none."""
     return cast(ListMeta, (body or {}).get("metadata") or {})
 
 
-def generation_of(obj: Mapping | None) -> int | None:
+def generation_of(obj: Mapping[str, Any] | None) -> int | None:
     """``metadata.generation``, or None (a kind the server does not count generations of)."""
     generation = metadata_of(obj).get("generation")
     return generation if isinstance(generation, int) else None
 
 
-def conditions_of(obj: Mapping | None) -> list[Condition]:
+def conditions_of(obj: Mapping[str, Any] | None) -> list[Condition]:
     """``status.conditions`` that are objects with a type, in the order the controller wrote them."""
     status = (obj or {}).get("status")
     found = status.get("conditions") if isinstance(status, dict) else None
@@ -87,22 +87,22 @@ def conditions_of(obj: Mapping | None) -> list[Condition]:
     return [cast(Condition, c) for c in found if isinstance(c, dict) and c.get("type")]
 
 
-def name_of(obj: Mapping | None) -> str | None:
+def name_of(obj: Mapping[str, Any] | None) -> str | None:
     """``metadata.name``, or None."""
     return _text(metadata_of(obj).get("name"))
 
 
-def uid_of(obj: Mapping | None) -> str | None:
+def uid_of(obj: Mapping[str, Any] | None) -> str | None:
     """``metadata.uid``, or None (not created yet, or a dry run's)."""
     return _text(metadata_of(obj).get("uid"))
 
 
-def labels_of(obj: Mapping | None) -> dict[str, str]:
+def labels_of(obj: Mapping[str, Any] | None) -> dict[str, str]:
     """``metadata.labels``; ``{}`` when there are none."""
     return metadata_of(obj).get("labels") or {}
 
 
-def annotations_of(obj: Mapping | None) -> dict[str, str]:
+def annotations_of(obj: Mapping[str, Any] | None) -> dict[str, str]:
     """``metadata.annotations``; ``{}`` when there are none."""
     return metadata_of(obj).get("annotations") or {}
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future
+from typing import Any
 
 from ..kube.api import KubeApi
 from ..kube.http_requests import ApiRequest
@@ -100,7 +101,7 @@ class EarlyReads:
             self._answers.clear()
 
 
-def start(client: KubeApi, parent_spec: str | dict, namespace: str | None, *, takeover: bool = False,
+def start(client: KubeApi, parent_spec: str | dict[str, Any], namespace: str | None, *, takeover: bool = False,
           list_whole: bool = True, lists: bool = True) -> EarlyReads | None:
     """Send the early reads of a run of ``client`` from a thread (see the module) and return them;
     the client answers the run's identical requests from them once it calls ``finish``.
@@ -133,7 +134,7 @@ def start(client: KubeApi, parent_spec: str | dict, namespace: str | None, *, ta
     return early
 
 
-def _read_early(client: KubeApi, parent_spec: str | dict, namespace: str | None, takeover: bool, list_whole: bool,
+def _read_early(client: KubeApi, parent_spec: str | dict[str, Any], namespace: str | None, takeover: bool, list_whole: bool,
                 lists: bool) -> None:
     # Imported here: the module starts the early reads before it imports the rest of the engine.
     from ..kube import listing

@@ -141,7 +141,7 @@ class RunContext:
     client: KubeApi
     opts: RunOptions
     run_id: str
-    parent_spec: str | dict | None
+    parent_spec: str | dict[str, Any] | None
     namespace: str | None
     manifests: list[Manifest] | None  # the caller's objects (apply routes), None for teardown; never changed
     record: Recorder
