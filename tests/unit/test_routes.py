@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 
 import pytest
 
@@ -268,7 +270,8 @@ _VARIANTS = [Options(), Options.from_settings(wait=True), Options(prune=False), 
              Options(history=Settings(rollback_to=1)), Options.from_settings(history=Settings(rollback_to=1), wait=True),
              Options(helm=HelmSettings(chart=_CHART)), Options.from_settings(helm=HelmSettings(chart=_CHART), history=Settings(), wait=True),
              Options(helm=HelmSettings(chart=_CHART), dry_run=True), Options.from_settings(helm=HelmSettings(release="shop", take_over=True), wait=True),
-             Options(adopt_legacy=LegacyAdoption(selector="app=shop"))]
+             Options(adopt_legacy=LegacyAdoption(selector="app=shop")), Options(config_digest=True),
+             Options(wait_for_sets=(SetDependency(parent="db"),))]
 
 
 def _every_route():
@@ -354,3 +357,46 @@ def test_a_ready_expr_that_does_not_compile_is_refused():
         Options(wait_for_sets=(SetDependency("db", ready_expr="members.exists(m, m.kind == 'X'"),)).validate()
     assert "wait_for_sets[0].ready_expr does not parse at line 1, column 29" in str(caught.value), str(caught.value)
     Options(wait_for_sets=(SetDependency("db", ready_expr="members.all(m, has(m.status))"),)).validate()
+
+
+# ----- who takes the whole run context ------------------------------------------------------------
+
+# Functions of the core that take the run context and are no route step's function, each with why.
+# Every other helper takes the values it reads (issue 46), so that what it depends on is in its
+# signature; a new one that takes the context fails the test below until it is narrowed or named here.
+TAKES_THE_CONTEXT = {
+    "routes.choose": "picks the rest of the route from what the reading steps handed on",
+    "steps.hook_run.due": "a route's condition (is there a hook phase to run), asked by routes.choose and the steps",
+    "steps.history_steps.revision_alongside": "the update-in-place step's hook, called with that step's context",
+    "apply.member_inputs.of_run": "takes the members' inputs from the run once, before the apply's workers start",
+}
+_CORE = Path(routes.__file__).parent
+
+
+def _step_functions() -> set[str]:
+    found = set()
+    for route in _every_route():
+        for step in route.steps:
+            fn = getattr(step.run, "func", step.run)  # functools.partial
+            found.add(f"{fn.__module__.removeprefix('applyset.')}.{fn.__name__}")  # a closure by its own name
+    return found
+
+
+def _context_takers() -> set[str]:
+    found = set()
+    for path in sorted(_CORE.rglob("*.py")):
+        module = ".".join(path.relative_to(_CORE).with_suffix("").parts)
+        if module == "run.runner":  # the context's own machinery
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and "ctx" in [a.arg for a in node.args.args + node.args.kwonlyargs]:
+                found.add(f"{module}.{node.name}")
+    return found
+
+
+def test_only_route_steps_and_the_named_few_take_the_whole_run_context():
+    steps = _step_functions()
+    takers = _context_takers()
+    unexplained = sorted(takers - steps - set(TAKES_THE_CONTEXT))
+    assert not unexplained, f"take the values they read instead of the run context, or say why in TAKES_THE_CONTEXT: {unexplained}"
+    assert set(TAKES_THE_CONTEXT) <= takers, "TAKES_THE_CONTEXT names a function that no longer takes it"
