@@ -75,7 +75,7 @@ class ManagedFieldsEntry(TypedDict, total=False):
 ManagedFields = Sequence[Mapping[str, Any]]
 
 
-def _typed(managed_fields: ManagedFields | None) -> Sequence[ManagedFieldsEntry]:
+def typed_entries(managed_fields: ManagedFields | None) -> Sequence[ManagedFieldsEntry]:
     """``managed_fields`` as the entries they are (no copy, nothing left out; None gives ``()``)."""
     return cast("Sequence[ManagedFieldsEntry]", managed_fields or ())
 
@@ -174,7 +174,7 @@ def _may_migrate(entry: ManagedFieldsEntry, ssa_manager: str) -> bool:
 def may_take_over(managed_fields: ManagedFields | None, ssa_manager: str) -> bool:
     """Whether an apply by ``ssa_manager`` may be followed by a takeover (``plan``), judged before
     the apply: some client-side tool's entry owns fields, whether or not ours exists yet."""
-    return any(_may_migrate(e, ssa_manager) for e in _typed(managed_fields))
+    return any(_may_migrate(e, ssa_manager) for e in typed_entries(managed_fields))
 
 
 def plan(managed_fields: ManagedFields | None, ssa_manager: str) -> Migration | None:
@@ -188,9 +188,9 @@ def plan(managed_fields: ManagedFields | None, ssa_manager: str) -> Migration | 
         The ``Migration``, or None when there is nothing to move (or no ``Apply`` entry of ours).
     """
     # Runs after every apply: most objects have no entry to move, and need no copy or parsing.
-    if not any(_may_migrate(e, ssa_manager) for e in _typed(managed_fields)):
+    if not any(_may_migrate(e, ssa_manager) for e in typed_entries(managed_fields)):
         return None
-    entries = copy.deepcopy(list(_typed(managed_fields)))
+    entries = copy.deepcopy(list(typed_entries(managed_fields)))
     ours = next((e for e in entries if e.get("manager") == ssa_manager and e.get("operation") == "Apply"
                  and not e.get("subresource")), None)
     if ours is None:
@@ -245,7 +245,7 @@ def release_fields_beyond_ours(managed_fields: ManagedFields | None, ssa_manager
                                api_version: str | None) -> bool:
     """Whether other field managers of this set's releases own a field that ``ssa_manager``'s Apply
     entry does not: then the object holds something an apply of ours would not remove."""
-    entries = [e for e in _typed(managed_fields) if isinstance(e, dict)]
+    entries = [e for e in typed_entries(managed_fields) if isinstance(e, dict)]
     theirs = [e for e in entries if _release_entry(e, ssa_manager, managers, api_version)]
     if not theirs:
         return False
@@ -268,7 +268,7 @@ def merge_releases(managed_fields: ManagedFields | None, ssa_manager: str, manag
     Returns:
         The ``Migration`` (``releases`` names the managers merged), or None when no entry is theirs.
     """
-    entries = copy.deepcopy([e for e in _typed(managed_fields) if isinstance(e, dict)])
+    entries = copy.deepcopy([e for e in typed_entries(managed_fields) if isinstance(e, dict)])
     theirs = [e for e in entries if _release_entry(e, ssa_manager, managers, api_version)]
     if not theirs:
         return None
