@@ -19,6 +19,7 @@ import json
 import os
 import re
 import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import ApplySetError, InputError
@@ -213,7 +214,7 @@ def value_strings(chart: Chart) -> set[str]:
     return {text for text in found if len(text.strip()) >= MIN_REDACTED_LENGTH}
 
 
-def _scalars(value):
+def _scalars(value: object) -> Iterator[str]:
     return (str(leaf) for leaf in leaves(value) if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool))
 
 
@@ -271,7 +272,7 @@ def values_digest(chart: Chart) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def local_metadata(chart: Chart) -> dict:
+def local_metadata(chart: Chart) -> dict[str, str]:
     """``name`` and ``version`` of a local chart (its ``Chart.yaml``, in a directory or a .tgz);
     for a chart from a repository or registry, its reference and the version asked."""
     if not chart.is_local:
@@ -289,7 +290,7 @@ def local_metadata(chart: Chart) -> dict:
                 text = extracted.read().decode("utf-8") if extracted is not None else ""
     except (OSError, tarfile.TarError, UnicodeDecodeError):
         text = ""
-    found = {}
+    found: dict[str, str] = {}
     for key in ("name", "version"):
         match = re.search(rf"^{key}:\s*['\"]?([^'\"\s#]+)", text, re.MULTILINE)
         if match:
@@ -297,7 +298,7 @@ def local_metadata(chart: Chart) -> dict:
     return found
 
 
-def provenance(chart: Chart, helm_version: tuple) -> dict:
+def provenance(chart: Chart, helm_version: tuple[int, ...]) -> dict[str, str]:
     """What a revision records of the chart: name, version, source, values digest and helm version."""
     meta = local_metadata(chart)
     return {"name": meta.get("name", chart.chart), "version": meta.get("version", chart.version or ""),

@@ -217,13 +217,13 @@ def _name_problems(manifest: InputDocument, metadata: Unchecked, crd_kinds: CrdK
     problems: list[InputError] = []
     name, namespace = metadata.get("name"), metadata.get("namespace")
     group, kind = manifest.group, manifest.kind
-    if text_or_none(name) and kind:
+    if isinstance(name, str) and name and kind:
         problem = names.name_problem(group, kind, name, served_by_crd=manifest.group_kind in crd_kinds)
         if problem:
             problems.append(_problem(manifest, problem, names.fix_for(name)))
     # A namespace on a cluster-scoped object is dropped later, as kubectl does.
     cluster_scoped = (group, kind) in names.CLUSTER_SCOPED or crd_kinds.get(manifest.group_kind) is False
-    if text_or_none(namespace) and not cluster_scoped:
+    if isinstance(namespace, str) and namespace and not cluster_scoped:
         problem = names.namespace_problem(namespace)
         if problem:
             problems.append(_problem(manifest, problem, names.fix_for(namespace)))
