@@ -21,7 +21,6 @@ from ..object_meta import KubeObject
 from ..errors import InputError, InputErrors
 
 
-
 class InputDocument(Protocol):
     """What the checks read of an input document: a ``manifests.Manifest`` (that module imports this one)."""
 

@@ -96,8 +96,8 @@ Family = tuple[str, dict[str, Moment | None], str, str, dict[str, str]]
 
 # The families, in the order read.
 FAMILIES: tuple[Family, ...] = ((OWN_HOOK, _OWN, OWN_WEIGHT, OWN_DELETE_POLICY, _OWN_POLICIES),
-            (ARGO_HOOK, _ARGO, ARGO_WAVE, ARGO_DELETE_POLICY, _ARGO_POLICIES),
-            (HELM_HOOK, _HELM, HELM_WEIGHT, HELM_DELETE_POLICY, _OWN_POLICIES))
+                                (ARGO_HOOK, _ARGO, ARGO_WAVE, ARGO_DELETE_POLICY, _ARGO_POLICIES),
+                                (HELM_HOOK, _HELM, HELM_WEIGHT, HELM_DELETE_POLICY, _OWN_POLICIES))
 
 
 @dataclass(frozen=True)
