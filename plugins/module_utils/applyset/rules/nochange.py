@@ -247,7 +247,7 @@ def why_apply(member_body: KubeObject, live_obj: KubeObject | None, manager: str
         return problem
     meta = metadata_of(live_obj)
     body = member_body if digested else with_digest(member_body)  # the body as sent
-    want = body["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
+    want = annotations_of(body)[spec.ANNOTATION_APPLIED_DIGEST]
     have = annotations_of(live_obj).get(spec.ANNOTATION_APPLIED_DIGEST)
     if have is None:
         return "no applied digest recorded"
@@ -310,6 +310,6 @@ def conditional(body: KubeObject, live_obj: KubeObject) -> KubeObject:
     recorded in managedFields, and the digest annotation already in ``body`` is computed without
     them, so the applied object is the same as an unconditional apply would make.
     """
-    live_meta = live_obj["metadata"]
+    live_meta = metadata_of(live_obj)
     meta = {**body["metadata"], "uid": live_meta["uid"], "resourceVersion": live_meta["resourceVersion"]}
     return {**body, "metadata": meta}

@@ -130,7 +130,7 @@ def recreate_problems(members: list[DesiredObject], recreate_kinds: Collection[s
             "or many objects at once, so they are never recreated",
             obj="option recreate_on_immutable", fix="remove them from recreate_on_immutable"))
     for m in members:
-        value = (m.body["metadata"].get("annotations") or {}).get(ANNOTATION_UPDATE_STRATEGY)
+        value = annotations_of(m.body).get(ANNOTATION_UPDATE_STRATEGY)
         if value is None:
             continue
         if value not in UPDATE_STRATEGIES:
@@ -187,12 +187,12 @@ class DesiredObject:
     @property
     def namespace(self) -> str | None:
         """Its namespace as sent; None when cluster-scoped."""
-        return self.body["metadata"].get("namespace")
+        return metadata_of(self.body).get("namespace")
 
     @property
     def name(self) -> str:
         """Its metadata.name."""
-        return self.body["metadata"]["name"]
+        return metadata_of(self.body)["name"]
 
     @property
     def key(self) -> spec.ObjectId:
