@@ -20,6 +20,7 @@ import os
 import re
 import tarfile
 from collections.abc import Iterator
+from typing import Any
 from dataclasses import dataclass, field
 
 from ..errors import ApplySetError, InputError
@@ -46,8 +47,8 @@ class Chart:
     namespace: str | None
     repo: str | None = None
     version: str | None = None
-    values: dict = field(default_factory=dict)
-    values_files: tuple = ()
+    values: dict[str, Any] = field(default_factory=dict)  # helm's values: any YAML the chart reads
+    values_files: tuple[str, ...] = ()
     include_crds: bool = True
     binary: str = "helm"
     lookup: bool = True

@@ -70,7 +70,7 @@ class _RedefiningComposer:
     refuses. Only the pure-Python composer can be taught that, so it reads such documents."""
 
     # Given by the composer this is mixed into (yaml.SafeLoader's).
-    anchors: dict
+    anchors: dict[str, Node]
     peek_event: Callable[[], Any]
 
     def compose_node(self, parent: Node, index: object) -> Node:
