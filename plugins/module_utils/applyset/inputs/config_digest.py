@@ -23,9 +23,11 @@ import base64
 import copy
 import hashlib
 import json
+from typing import Any
 
 from .. import spec
-from ..spec import GroupKind
+from ..object_meta import KubeObject
+from ..spec import GroupKind, ObjectId
 from .manifests import Manifest
 
 ANNOTATION = spec.OWN_PREFIX + "config-digest"
@@ -42,10 +44,16 @@ TEMPLATE_PATHS = {
 }
 
 _CONFIG_KINDS = {spec.CONFIGMAP_KIND: "ConfigMap", spec.SECRET_KIND: "Secret"}
+_KIND_NAMED = {kind: group_kind for group_kind, kind in _CONFIG_KINDS.items()}
+
+ConfigRef = tuple[str, str]
+"""A ConfigMap or Secret a pod spec reads: ``(kind, name)``, in the pod's namespace."""
+# A referenced object and what it holds: (kind, name, the ConfigMap or Secret).
+UsedConfig = tuple[str, str, KubeObject]
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
-def _mappings(value: object) -> list[dict]:
+def _mappings(value: object) -> list[dict[str, Any]]:  # the maps of a list of a pod spec (JSON)
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
@@ -55,10 +63,10 @@ def _get(mapping: object, *path: str) -> object:
     return mapping
 
 
-def references(pod_spec: dict) -> set[tuple[str, str]]:
+def references(pod_spec: dict[str, Any]) -> set[ConfigRef]:
     """``(kind, name)`` of every ConfigMap and Secret the pod spec reads: its volumes (projected
     sources too), and each container's ``envFrom`` and ``env[].valueFrom``."""
-    found: set[tuple[str, str]] = set()
+    found: set[ConfigRef] = set()
     for volume in _mappings(pod_spec.get("volumes")):
         found |= _named(volume.get("configMap"), "ConfigMap", "name")
         found |= _named(volume.get("secret"), "Secret", "secretName")
@@ -74,12 +82,12 @@ def references(pod_spec: dict) -> set[tuple[str, str]]:
     return found
 
 
-def _named(ref: object, kind: str, key: str) -> set[tuple[str, str]]:
+def _named(ref: object, kind: str, key: str) -> set[ConfigRef]:
     name = ref.get(key) if isinstance(ref, dict) else None
     return {(kind, name)} if isinstance(name, str) and name else set()
 
 
-def stored_form(obj: dict) -> dict:
+def stored_form(obj: KubeObject) -> dict[str, object]:
     """What a ConfigMap or Secret stores, for its digest: a Secret's ``stringData`` is the ``data``
     (base64) it becomes, so writing a value either way gives the same digest."""
     if obj.get("kind") == "Secret":
@@ -90,7 +98,7 @@ def stored_form(obj: dict) -> dict:
     return {"data": obj.get("data") or {}, "binaryData": obj.get("binaryData") or {}}
 
 
-def digest(configs: list[tuple[str, str, dict]]) -> str:
+def digest(configs: list[UsedConfig]) -> str:
     """One sha256 over ``(kind, name, stored form)`` of each referenced object, in a fixed order."""
     canonical = json.dumps(sorted([kind, name, stored_form(obj)] for kind, name, obj in configs),
                            sort_keys=True, separators=(",", ":"))
@@ -101,8 +109,8 @@ def annotate(members: list[Manifest], default_namespace: str | None) -> tuple[li
     """``members`` with the config digest on the pod template of each workload that references a
     ConfigMap or Secret of the set (in its namespace), and the references of those workloads.
     Annotated workloads are copies: the caller's documents are left as given."""
-    configs = {(kind, m.namespace or default_namespace, m.name): m.mapping
-               for m in members for kind in [_CONFIG_KINDS.get(m.group_kind)] if kind and m.name}
+    configs = {ObjectId.of(m.group_kind, m.namespace or default_namespace, m.name): m.mapping
+               for m in members if m.group_kind in _CONFIG_KINDS and m.name}
     if not configs:
         return members, []
     result, annotated = [], []
@@ -116,18 +124,18 @@ def annotate(members: list[Manifest], default_namespace: str | None) -> tuple[li
     return result, annotated
 
 
-def _used_configs(member: Manifest, configs: dict, namespace: str | None) -> list[tuple[str, str, dict]]:
+def _used_configs(member: Manifest, configs: dict[ObjectId, KubeObject], namespace: str | None) -> list[UsedConfig]:
     """The ConfigMaps and Secrets of the set (``configs``, by kind, namespace and name) that the pod
     template of ``member`` references, or [] for a member without a pod template."""
     template = _template(member)
     pod_spec = _get(template, "spec")
     if not isinstance(pod_spec, dict):
         return []
-    return [(kind, name, configs[(kind, namespace, name)])
-            for kind, name in sorted(references(pod_spec)) if (kind, namespace, name) in configs]
+    keys = [(kind, name, ObjectId.of(_KIND_NAMED[kind], namespace, name)) for kind, name in sorted(references(pod_spec))]
+    return [(kind, name, configs[key]) for kind, name, key in keys if key in configs]
 
 
-def _template(member: Manifest) -> dict | None:
+def _template(member: Manifest) -> dict[str, Any] | None:  # the pod template: JSON of the manifest
     path = TEMPLATE_PATHS.get(member.group_kind)
     template = _get(member.mapping, *path) if path else None
     return template if isinstance(template, dict) else None

@@ -19,6 +19,8 @@ import json
 import os
 import re
 import tarfile
+from collections.abc import Iterator
+from typing import Any
 from dataclasses import dataclass, field
 
 from ..errors import ApplySetError, InputError
@@ -45,8 +47,8 @@ class Chart:
     namespace: str | None
     repo: str | None = None
     version: str | None = None
-    values: dict = field(default_factory=dict)
-    values_files: tuple = ()
+    values: dict[str, Any] = field(default_factory=dict)  # helm's values: any YAML the chart reads
+    values_files: tuple[str, ...] = ()
     include_crds: bool = True
     binary: str = "helm"
     lookup: bool = True
@@ -213,7 +215,7 @@ def value_strings(chart: Chart) -> set[str]:
     return {text for text in found if len(text.strip()) >= MIN_REDACTED_LENGTH}
 
 
-def _scalars(value):
+def _scalars(value: object) -> Iterator[str]:
     return (str(leaf) for leaf in leaves(value) if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool))
 
 
@@ -271,7 +273,7 @@ def values_digest(chart: Chart) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def local_metadata(chart: Chart) -> dict:
+def local_metadata(chart: Chart) -> dict[str, str]:
     """``name`` and ``version`` of a local chart (its ``Chart.yaml``, in a directory or a .tgz);
     for a chart from a repository or registry, its reference and the version asked."""
     if not chart.is_local:
@@ -289,7 +291,7 @@ def local_metadata(chart: Chart) -> dict:
                 text = extracted.read().decode("utf-8") if extracted is not None else ""
     except (OSError, tarfile.TarError, UnicodeDecodeError):
         text = ""
-    found = {}
+    found: dict[str, str] = {}
     for key in ("name", "version"):
         match = re.search(rf"^{key}:\s*['\"]?([^'\"\s#]+)", text, re.MULTILINE)
         if match:
@@ -297,7 +299,7 @@ def local_metadata(chart: Chart) -> dict:
     return found
 
 
-def provenance(chart: Chart, helm_version: tuple) -> dict:
+def provenance(chart: Chart, helm_version: tuple[int, ...]) -> dict[str, str]:
     """What a revision records of the chart: name, version, source, values digest and helm version."""
     meta = local_metadata(chart)
     return {"name": meta.get("name", chart.chart), "version": meta.get("version", chart.version or ""),

@@ -7,18 +7,60 @@ annotations map strings to strings; no ApplySet member label in the input; sizes
 the server stores; no object given twice.
 """
 
+from __future__ import annotations
+
 import base64
 import binascii
 import json
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from . import names
 from .. import spec
+from ..object_meta import KubeObject
 from ..errors import InputError, InputErrors
+
+
+class InputDocument(Protocol):
+    """What the checks read of an input document: a ``manifests.Manifest`` (that module imports this one)."""
+
+    @property
+    def obj(self) -> object: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def mapping(self) -> KubeObject: ...
+
+    @property
+    def api_version(self) -> str | None: ...
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def kind(self) -> str | None: ...
+
+    @property
+    def group_kind(self) -> spec.GroupKind: ...
+
+    @property
+    def ref(self) -> str | None: ...
+
+    @property
+    def identity(self) -> spec.ObjectId: ...
+
+
+# A document's mapping or its metadata as the input gave it, not checked yet: any value may be of any type.
+Unchecked = Mapping[str, object]
+# {(group, kind): namespaced} of the custom resources that CRDs of the input define.
+CrdKinds = dict[spec.GroupKind, bool]
 
 _OBJECT_FIX = "each document must be a Kubernetes object with apiVersion, kind and metadata.name"
 
 
-def validate(manifests):
+def validate(manifests: Iterable[InputDocument]) -> None:
     """Check every one of ``manifests`` and raise one ``InputErrors`` listing all problems found.
 
     Checks: each document is a mapping with string apiVersion, kind and metadata.name; the
@@ -26,8 +68,8 @@ def validate(manifests):
     labels and annotations map strings to strings; no ApplySet member label in the input; no
     object given twice.
     """
-    problems = []
-    first_seen: dict = {}
+    problems: list[InputError] = []
+    first_seen: dict[spec.ObjectId, InputDocument] = {}
     crd_kinds = _kinds_defined_by_crds(manifests)
     for manifest in manifests:
         found = _problems_of(manifest, crd_kinds)
@@ -44,20 +86,20 @@ def validate(manifests):
         raise InputErrors(problems)
 
 
-def _problem(manifest, message, fix, extra=None):
+def _problem(manifest: InputDocument, message: str, fix: str, extra: Mapping[str, object] | None = None) -> InputError:
     ref = manifest.ref
-    details = {"source": manifest.source, "object": ref}
+    details: dict[str, object] = {"source": manifest.source, "object": ref}
     if extra:
         details.update(extra)
     obj = f"{manifest.source} ({ref})" if ref else manifest.source
     return InputError(message, obj=obj, fix=fix, details=details)
 
 
-def _kinds_defined_by_crds(manifests):
+def _kinds_defined_by_crds(manifests: Iterable[InputDocument]) -> CrdKinds:
     """{(group, kind): namespaced} of the custom resources that CRDs in the input define."""
-    kinds = {}
+    kinds: CrdKinds = {}
     for manifest in manifests:
-        obj = manifest.obj
+        obj = manifest.mapping
         if manifest.api_version is None or manifest.group_kind != spec.CRD_KIND:
             continue
         found_spec = obj.get("spec")
@@ -66,11 +108,11 @@ def _kinds_defined_by_crds(manifests):
         crd_names = found_names if isinstance(found_names, dict) else {}
         group, kind = crd_spec.get("group"), crd_names.get("kind")
         if isinstance(group, str) and isinstance(kind, str):
-            kinds[(group, kind)] = crd_spec.get("scope", "Namespaced") != "Cluster"
+            kinds[spec.GroupKind(group, kind)] = crd_spec.get("scope", "Namespaced") != "Cluster"
     return kinds
 
 
-def _problems_of(manifest, crd_kinds=None):
+def _problems_of(manifest: InputDocument, crd_kinds: CrdKinds | None = None) -> list[InputError]:
     """Return the problems of one manifest (the duplicate check aside)."""
     obj = manifest.obj
     if not isinstance(obj, dict):
@@ -78,7 +120,7 @@ def _problems_of(manifest, crd_kinds=None):
         if isinstance(obj, list):
             fix += "; separate several objects with --- or wrap them in a v1 List"
         return [_problem(manifest, f"the document is not a mapping but a {type_name(obj)}", fix)]
-    problems = []
+    problems: list[InputError] = []
     api_version = obj.get("apiVersion")
     if not isinstance(api_version, str) or not api_version:
         problems.append(_missing(manifest, "apiVersion", api_version, 'e.g. "apps/v1" or "v1"'))
@@ -109,7 +151,7 @@ MAX_DATA_BYTES = 1024 * 1024
 MAX_OBJECT_BYTES = 3 * 1024 * 1024
 
 
-def _size_problems(manifest, obj):
+def _size_problems(manifest: InputDocument, obj: Unchecked) -> list[InputError]:
     kind = obj.get("kind")
     if obj.get("apiVersion") == "v1" and kind in ("ConfigMap", "Secret"):
         size = _data_bytes(obj, base64_data=kind == "Secret")
@@ -124,7 +166,7 @@ def _size_problems(manifest, obj):
     return []
 
 
-def _data_bytes(obj, base64_data):
+def _data_bytes(obj: Unchecked, base64_data: bool) -> int:
     """Content size as the API server counts it: the values only, base64 ones decoded."""
     total = 0
     for field in ("data", "binaryData", "stringData"):
@@ -138,15 +180,15 @@ def _data_bytes(obj, base64_data):
     return total
 
 
-def _decoded_length(text):
+def _decoded_length(text: str) -> int:
     try:
         return len(base64.b64decode(text, validate=False))
     except (binascii.Error, ValueError):
         return len(text) * 3 // 4  # not valid base64: the server will say so
 
 
-def _metadata_problems(manifest, metadata):
-    problems = []
+def _metadata_problems(manifest: InputDocument, metadata: Unchecked) -> list[InputError]:
+    problems: list[InputError] = []
     if "generateName" in metadata:
         problems.append(_problem(
             manifest, "metadata.generateName is not supported: server-side apply needs a stable "
@@ -169,18 +211,18 @@ def _metadata_problems(manifest, metadata):
     return problems
 
 
-def _name_problems(manifest, metadata, crd_kinds):
+def _name_problems(manifest: InputDocument, metadata: Unchecked, crd_kinds: CrdKinds) -> list[InputError]:
     """metadata.name and metadata.namespace as the API server would check them."""
-    problems = []
+    problems: list[InputError] = []
     name, namespace = metadata.get("name"), metadata.get("namespace")
     group, kind = manifest.group, manifest.kind
-    if text_or_none(name) and kind:
-        problem = names.name_problem(group, kind, name, served_by_crd=(group, kind) in crd_kinds)
+    if isinstance(name, str) and name and kind:
+        problem = names.name_problem(group, kind, name, served_by_crd=manifest.group_kind in crd_kinds)
         if problem:
             problems.append(_problem(manifest, problem, names.fix_for(name)))
     # A namespace on a cluster-scoped object is dropped later, as kubectl does.
-    cluster_scoped = (group, kind) in names.CLUSTER_SCOPED or crd_kinds.get((group, kind)) is False
-    if text_or_none(namespace) and not cluster_scoped:
+    cluster_scoped = (group, kind) in names.CLUSTER_SCOPED or crd_kinds.get(manifest.group_kind) is False
+    if isinstance(namespace, str) and namespace and not cluster_scoped:
         problem = names.namespace_problem(namespace)
         if problem:
             problems.append(_problem(manifest, problem, names.fix_for(namespace)))
@@ -189,13 +231,13 @@ def _name_problems(manifest, metadata, crd_kinds):
     return problems
 
 
-def _string_map_problems(manifest, field, value):
+def _string_map_problems(manifest: InputDocument, field: str, value: object) -> list[InputError]:
     if value is None:
         return []
     if not isinstance(value, dict):
         return [_problem(manifest, f"metadata.{field} is not a mapping but a {type_name(value)}",
                          f"make metadata.{field} a mapping of strings to strings")]
-    problems = []
+    problems: list[InputError] = []
     for key, item in value.items():
         if not isinstance(key, str):
             problems.append(_problem(manifest, f"metadata.{field} has a non-string key {key!r}",
@@ -207,7 +249,7 @@ def _string_map_problems(manifest, field, value):
     return problems
 
 
-def _missing(manifest, field, value, example):
+def _missing(manifest: InputDocument, field: str, value: object, example: str) -> InputError:
     if value is None:
         message = f"{field} is missing"
     elif isinstance(value, str):
@@ -217,12 +259,12 @@ def _missing(manifest, field, value, example):
     return _problem(manifest, message, f"set {field} to a string, {example}")
 
 
-def text_or_none(value):
+def text_or_none(value: object) -> str | None:
     """The value if it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
 
 
-def type_name(value):
+def type_name(value: object) -> str:
     """Name a YAML value's type in the user's terms (isinstance: Ansible subclasses str)."""
     for python_type, name in _TYPE_NAMES:
         if isinstance(value, python_type):

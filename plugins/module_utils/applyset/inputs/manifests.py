@@ -7,10 +7,16 @@ builder unwraps them. ``validate`` then checks them all and reports every proble
 that bad input is refused before the first write.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import glob
 import os
 import re
+from collections.abc import Iterable, Mapping
+from typing import Union, cast
+
+from ..object_meta import KubeObject, ObjectMeta
 
 from ..kubeyaml import stream as kubeyaml
 from ..kubeyaml import scalars as kubeyaml_scalars
@@ -30,6 +36,11 @@ MANIFEST_EXTENSIONS = (".yaml", ".yml", ".json")
 
 _GLOB_CHARACTERS = frozenset("*?[")
 
+# What ``src`` may be: one path, or paths (a path that is no string is refused with the others' problems).
+Sources = Union[str, "os.PathLike[str]", Iterable[object]]
+# A file to read and how messages name it: ``(path to open, path to show)``.
+SourceFile = tuple[str, str]
+
 
 @dataclasses.dataclass
 class Manifest:
@@ -42,19 +53,22 @@ class Manifest:
     obj: object
     source: str
 
-    def _field(self, key):
+    # api_version, version, kind and name are None (or "") before ``validate`` and strings after it, so
+    # they are left unannotated (Any): their readers in rules/ and steps/ run on validated manifests only.
+
+    def _field(self, key: str) -> object:
         return self.obj.get(key) if isinstance(self.obj, dict) else None
 
     @property
-    def mapping(self) -> dict:
+    def mapping(self) -> KubeObject:
         """The document as a mapping ({} when it is not one: ``validate`` refuses it then)."""
         return self.obj if isinstance(self.obj, dict) else {}
 
     @property
-    def metadata(self):
+    def metadata(self) -> ObjectMeta:
         """The metadata mapping ({} when missing or not a mapping)."""
         metadata = self._field("metadata")
-        return metadata if isinstance(metadata, dict) else {}
+        return cast(ObjectMeta, metadata) if isinstance(metadata, dict) else {}
 
     @property
     def api_version(self):
@@ -62,7 +76,7 @@ class Manifest:
         return text_or_none(self._field("apiVersion"))
 
     @property
-    def group(self):
+    def group(self) -> str:
         """API group: the part of apiVersion before '/', "" for the core group (``v1``)."""
         group, slash, _version = (self.api_version or "").partition("/")
         return group if slash else ""
@@ -83,17 +97,17 @@ class Manifest:
         return text_or_none(self.metadata.get("name"))
 
     @property
-    def namespace(self):
+    def namespace(self) -> str | None:
         """metadata.namespace, or None when it is not set (or empty)."""
         return text_or_none(self.metadata.get("namespace"))
 
     @property
-    def group_kind(self):
+    def group_kind(self) -> spec.GroupKind:
         """The object's spec.GroupKind."""
         return spec.GroupKind(self.group, self.kind)
 
     @property
-    def ref(self):
+    def ref(self) -> str | None:
         """Human reference such as ``Deployment shop/web`` or ``Namespace shop``.
 
         None while kind or name are unknown (an invalid document).
@@ -104,16 +118,18 @@ class Manifest:
         return f"{self.kind} {where}"
 
     @property
-    def identity(self):
-        """What makes two documents the same object: (group, kind, namespace, name)."""
-        return (self.group, self.kind, self.namespace, self.name)
+    def identity(self) -> spec.ObjectId:
+        """What makes two documents the same object: its ``ObjectId`` (read once ``validate`` found its
+        kind and name)."""
+        return spec.ObjectId.of(self.group_kind, self.namespace, self.name)
 
 
 # --------------------------------------------------------------------------------------------
 # Loading
 
 
-def load_sources(src, base_dir=None, contents=None):
+def load_sources(src: Sources, base_dir: str | None = None,
+                 contents: Mapping[str, bytes] | None = None) -> list[Manifest]:
     """Load manifests from files, directories and globs.
 
     ``src`` is a path or a list of paths. A file is read whatever its extension; a directory
@@ -146,22 +162,22 @@ def load_sources(src, base_dir=None, contents=None):
     return manifests
 
 
-def source_files(src, base_dir=None):
+def source_files(src: Sources, base_dir: str | None = None) -> tuple[list[SourceFile], list[InputError]]:
     """The files ``load_sources`` reads for ``src``, in order and each once, and the problems met.
 
     Returns ``([(path to open, path to show), ...], [InputError, ...])``. The action plugin lists
     the files with it too, to find the vaulted ones among exactly the files the module reads.
     """
     entries = [src] if isinstance(src, (str, os.PathLike)) else list(src)
-    problems = []
-    found = []
+    problems: list[InputError] = []
+    found: list[SourceFile] = []
     for entry in entries:
         try:
             found.extend(_expand_entry(entry, base_dir))
         except InputError as error:
             problems.append(error)
-    files = []
-    seen_files = set()
+    files: list[SourceFile] = []
+    seen_files: set[str] = set()
     for path, shown in found:
         real_path = os.path.realpath(path)
         if real_path not in seen_files:
@@ -170,7 +186,7 @@ def source_files(src, base_dir=None):
     return files, problems
 
 
-def _expand_entry(entry, base_dir):
+def _expand_entry(entry: object, base_dir: str | None) -> list[SourceFile]:
     """Return the (path, shown path) of every file one ``src`` entry stands for."""
     if not isinstance(entry, (str, os.PathLike)) or not os.fspath(entry):
         raise InputError(f"expected a path, got {type_name(entry)} {entry!r}", obj="src",
@@ -195,7 +211,7 @@ def _expand_entry(entry, base_dir):
             + (f"; here it was resolved against {base_dir}" if base_dir else ""))
 
 
-def _expand_glob(pattern, entry, base_dir):
+def _expand_glob(pattern: str, entry: str, base_dir: str | None) -> list[SourceFile]:
     # Only files count: a pattern like "dir/**" matches directories too, and walking them as
     # well would read their files twice. Use "dir/" to read a whole directory.
     matches = sorted(match for match in glob.glob(pattern, recursive=True) if os.path.isfile(match))
@@ -207,15 +223,15 @@ def _expand_glob(pattern, entry, base_dir):
     return [(match, match) for match in matches]
 
 
-def _walk_directory(root, shown_root):
+def _walk_directory(root: str, shown_root: str) -> list[SourceFile]:
     """List manifest files under ``root`` recursively, sorted by path.
 
     Symbolic links are followed, so the real path of every directory on the way down is
     remembered: meeting one again below itself means a link loop.
     """
-    found = []
+    found: list[SourceFile] = []
 
-    def walk(directory, shown, ancestors):
+    def walk(directory: str, shown: str, ancestors: frozenset[str]) -> None:
         try:
             entries = list(os.scandir(directory))
         except OSError as error:
@@ -241,7 +257,7 @@ def _walk_directory(root, shown_root):
     return found
 
 
-def _load_file(path, shown, data=None):
+def _load_file(path: str, shown: str, data: bytes | None = None) -> list[Manifest]:
     """Read one file (or ``data``, its bytes decrypted on the controller) and return its manifests."""
     file_ref = f"file {shown}"
     if data is None:
@@ -260,7 +276,7 @@ def _load_file(path, shown, data=None):
 VAULT_HEADER = b"$ANSIBLE_VAULT;"
 
 
-def _read_bytes(path, file_ref):
+def _read_bytes(path: str, file_ref: str) -> bytes:
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
@@ -274,7 +290,7 @@ def _read_bytes(path, file_ref):
                          fix="check that the file exists and is readable") from error
 
 
-def _decode(data, file_ref):
+def _decode(data: bytes, file_ref: str) -> str:
     """File bytes to text as kubectl decodes them: a UTF-16 byte order mark means UTF-16.
 
     Other files must be UTF-8 (a UTF-8 byte order mark is dropped). kubectl replaces bytes that
@@ -295,7 +311,7 @@ def _decode(data, file_ref):
             fix="save the file as UTF-8") from error
 
 
-def load_definition(definition, source="definition"):
+def load_definition(definition: object, source: str = "definition") -> list[Manifest]:
     """Load manifests given inline: a dict, a list of dicts, or YAML/JSON text.
 
     Text is read as kubectl reads a file (``kubeyaml``); a text that starts with a comment line
@@ -326,8 +342,8 @@ def load_definition(definition, source="definition"):
         raise InputErrors([InputError(
             f"expected a mapping, a list or YAML text, got {type_name(definition)}", obj=source,
             fix="give one Kubernetes object, a list of them, or YAML text")])
-    manifests = []
-    problems = []
+    manifests: list[Manifest] = []
+    problems: list[InputError] = []
     for item, item_source in items:
         try:
             if isinstance(item, str):
@@ -347,26 +363,26 @@ def load_definition(definition, source="definition"):
 _SOURCE_LINE = re.compile(r"# Source: *([^\n]*\S)")
 
 
-def _as_sent(item, source):
+def _as_sent(item: object, source: str) -> object:
     try:
         return kubeyaml_json.to_json_value(item, where="the object")
     except kubeyaml_scalars.YamlError as error:
         raise InputError(str(error), obj=source, fix="give a value that JSON can hold") from None
 
 
-def _read_text(text, source, error_ref):
+def _read_text(text: str, source: str, error_ref: str) -> list[Manifest]:
     """Manifests of one text (a file's or an inline one): ``source, document N`` each."""
     try:
         documents = kubeyaml.read_stream(text)
     except kubeyaml_scalars.YamlError as error:
         raise _syntax_error(error, error_ref) from None
-    manifests: list = []
+    manifests: list[Manifest] = []
     for number, document in documents:
         _flatten_into(manifests, document, f"{source}, document {number}")
     return manifests
 
 
-def _syntax_error(error, source):
+def _syntax_error(error: kubeyaml_scalars.YamlError, source: str) -> InputError:
     message = str(error)
     language = "JSON" if message.startswith("JSON") else "YAML"
     message = message.removeprefix("JSON syntax error: ").removeprefix("JSON: ")
@@ -380,7 +396,7 @@ def _syntax_error(error, source):
                       fix=error.fix or f"correct the {language} at that position")
 
 
-def _flatten_into(manifests, document, source):
+def _flatten_into(manifests: list[Manifest], document: object, source: str) -> None:
     """Add ``document``, or each item of a List, as kubectl's resource builder unwraps them.
 
     Any mapping with an ``items`` field is a list to kubectl (apimachinery's unstructured

@@ -8,6 +8,8 @@ which is also what the server requires of every other name. Checking them before
 request turns "namespaces \"Tenant_A\" not found" into an error that names the field and the rule.
 """
 
+from __future__ import annotations
+
 import re
 
 from .. import spec
@@ -94,7 +96,7 @@ CLUSTER_SCOPED = frozenset({
 })
 
 
-def rule_problems(rule, value):
+def rule_problems(rule: str, value: str) -> list[str]:
     """What is wrong with ``value`` under ``rule`` (one of the rule names above); [] if nothing.
 
     Each problem is a short phrase such as ``"is longer than 63 characters"``.
@@ -108,7 +110,7 @@ def rule_problems(rule, value):
         DNS1123_SUBDOMAIN: (DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN),
         DNS1035_LABEL: (DNS1035_LABEL_MAX, _DNS1035_LABEL),
     }[rule]
-    problems = []
+    problems: list[str] = []
     if len(value) > limit:
         problems.append(f"is longer than {limit} characters")
     if not pattern.fullmatch(value):
@@ -116,7 +118,7 @@ def rule_problems(rule, value):
     return problems
 
 
-def name_rule(group, kind, served_by_crd=False):
+def name_rule(group: str, kind: str, served_by_crd: bool = False) -> str:
     """The rule the API server applies to the name of a ``kind`` of ``group``.
 
     ``served_by_crd``: the kind is defined by a CustomResourceDefinition (in the same input),
@@ -129,7 +131,7 @@ def name_rule(group, kind, served_by_crd=False):
     return PATH_SEGMENT
 
 
-def name_problem(group, kind, name, served_by_crd=False):
+def name_problem(group: str, kind: str, name: str, served_by_crd: bool = False) -> str | None:
     """One sentence saying why the server would refuse ``name`` for a ``kind`` of ``group``, or None.
 
     ``served_by_crd`` as in ``name_rule``. CronJob names have a shorter limit of their own.
@@ -144,7 +146,7 @@ def name_problem(group, kind, name, served_by_crd=False):
     return f'metadata.name "{name}" {" and ".join(problems)}; a {kind} name must be a {rule}: {RULE_TEXT[rule]}'
 
 
-def namespace_problem(namespace, field="metadata.namespace"):
+def namespace_problem(namespace: str, field: str = "metadata.namespace") -> str | None:
     """One sentence saying why ``namespace`` cannot name a namespace, or None; the sentence names the
     input as ``field`` (``metadata.namespace``, or ``namespace`` for the option)."""
     problems = rule_problems(DNS1123_LABEL, namespace)
@@ -154,7 +156,7 @@ def namespace_problem(namespace, field="metadata.namespace"):
             f"{RULE_TEXT[DNS1123_LABEL]}")
 
 
-def fix_for(value):
+def fix_for(value: str) -> str:
     """The fix for an invalid name ``value``: use its lower-case form with the invalid characters as
     '-' (quoted as an example when that differs from ``value``)."""
     suggestion = re.sub(r"[^a-z0-9.-]+", "-", value.lower()).strip("-.")
@@ -163,7 +165,7 @@ def fix_for(value):
     return 'use lower case letters, digits and "-"'
 
 
-def check_options(parent, namespace):
+def check_options(parent: object, namespace: object) -> None:
     """Check the names in the module's options before any request.
 
     ``parent`` is the ``parent`` option (kubectl's ``[RESOURCE][.GROUP]/NAME``, a reference dict
@@ -172,17 +174,17 @@ def check_options(parent, namespace):
     namespaces are DNS-1123 labels. Raises ``InputErrors`` naming the option and the rule. A
     parent option of the wrong shape is left to the parent's own resolution.
     """
-    problems = []
+    problems: list[InputError] = []
     if isinstance(namespace, str) and namespace:
         problem = namespace_problem(namespace, field="namespace")
         if problem:
             problems.append(InputError(problem, obj="option namespace", fix=fix_for(namespace)))
     name, parent_namespace = _parent_name_and_namespace(parent)
     if isinstance(name, str) and name:
-        problem = rule_problems(DNS1123_SUBDOMAIN, name)
-        if problem:
+        broken = rule_problems(DNS1123_SUBDOMAIN, name)
+        if broken:
             problems.append(InputError(
-                f'name "{name}" {" and ".join(problem)}; an ApplySet parent (a Secret, ConfigMap or custom '
+                f'name "{name}" {" and ".join(broken)}; an ApplySet parent (a Secret, ConfigMap or custom '
                 f"resource) name must be a {DNS1123_SUBDOMAIN}: {RULE_TEXT[DNS1123_SUBDOMAIN]}",
                 obj="option parent", fix=fix_for(name)))
     if isinstance(parent_namespace, str) and parent_namespace:
@@ -193,7 +195,8 @@ def check_options(parent, namespace):
         raise InputErrors(problems)
 
 
-def _parent_name_and_namespace(parent):
+def _parent_name_and_namespace(parent: object) -> tuple[object, object]:
+    """The name and namespace the ``parent`` option gives (None where it gives none); unchecked values."""
     if isinstance(parent, str):
         try:
             return spec.parse_parent_ref(parent)[2], None
@@ -221,12 +224,12 @@ LABEL_VALUE_RULE = ('at most 63 letters, digits, "-", "_" and ".", starting and 
                     "or empty")
 
 
-def qualified_name_problems(key):
+def qualified_name_problems(key: str) -> list[str]:
     """What is wrong with the label or annotation ``key`` (apimachinery's IsQualifiedName); [] if nothing."""
     parts = key.split("/")
     if len(parts) > 2:
         return ["has more than one '/'"]
-    problems = []
+    problems: list[str] = []
     name = parts[-1]
     if len(parts) == 2:
         prefix = parts[0]
@@ -245,9 +248,9 @@ def qualified_name_problems(key):
     return problems
 
 
-def label_value_problems(value):
+def label_value_problems(value: str) -> list[str]:
     """What is wrong with a label ``value`` (apimachinery's IsValidLabelValue); [] if nothing."""
-    problems = []
+    problems: list[str] = []
     if len(value) > LABEL_VALUE_MAX:
         problems.append(f"is longer than {LABEL_VALUE_MAX} characters")
     if not _LABEL_VALUE.fullmatch(value):
@@ -255,10 +258,10 @@ def label_value_problems(value):
     return problems
 
 
-def metadata_map_problems(labels, annotations):
+def metadata_map_problems(labels: object, annotations: object) -> list[tuple[str, str]]:
     """(problem, fix) pairs for ``metadata.labels`` and ``metadata.annotations``, checked as the API
     server checks them for every kind. Maps and values of the wrong type are left to the caller."""
-    found = []
+    found: list[tuple[str, str]] = []
     for key, value in (labels if isinstance(labels, dict) else {}).items():
         if not isinstance(key, str):
             continue
@@ -288,7 +291,7 @@ def metadata_map_problems(labels, annotations):
     return found
 
 
-def _value_fix(value):
+def _value_fix(value: str) -> str:
     suggestion = re.sub(r"[^A-Za-z0-9_.-]+", "-", value)[:LABEL_VALUE_MAX].strip("-_.")
     if suggestion and suggestion != value:
         return f'use letters, digits, "-", "_" and ".", e.g. "{suggestion}"'

@@ -31,6 +31,10 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from ..object_meta import KubeObject
 
 # The name of the module parameter the action plugin fills (hidden: it starts with "_").
 PROTECTED_INPUT = "_protected_input"
@@ -54,8 +58,11 @@ _USER_SECRET_FIELDS = ("token", "password", "client-key-data")
 # tokenFile contents are read for masking only when the file is small (a token is).
 _MAX_TOKEN_FILE_BYTES = 64 * 1024
 
+# The module's arguments as Ansible hands them over (each option's value as the task gave it).
+ModuleArgs = dict[str, Any]
 
-def pack_protected_input(args: dict, src_contents: dict | None = None) -> dict:
+
+def pack_protected_input(args: ModuleArgs, src_contents: Mapping[str, bytes] | None = None) -> ModuleArgs:
     """Move ``definition``, an inline (dict) ``kubeconfig`` and ``helm.values`` out of ``args`` into one JSON text.
 
     ``src_contents`` (real path of a ``src`` file: its bytes, decrypted from Ansible Vault on
@@ -64,7 +71,7 @@ def pack_protected_input(args: dict, src_contents: dict | None = None) -> dict:
     want to see which file was used.
     """
     args = dict(args)
-    protected = {}
+    protected: dict[str, object] = {}
     if "definition" in args:
         protected["definition"] = args.pop("definition")
     if isinstance(args.get("kubeconfig"), dict):
@@ -82,7 +89,7 @@ def pack_protected_input(args: dict, src_contents: dict | None = None) -> dict:
     return args
 
 
-def unpack_protected_input(text: str | None) -> dict:
+def unpack_protected_input(text: str | None) -> dict[str, Any]:  # each carried input as given (decoded JSON)
     """The inputs ``pack_protected_input`` carried in ``text``, as a dict (empty when there were none);
     ``src_contents`` maps paths to bytes again.
 
@@ -102,7 +109,7 @@ def unpack_protected_input(text: str | None) -> dict:
     return carried
 
 
-def is_secret(obj) -> bool:
+def is_secret(obj: object) -> bool:
     """Whether ``obj`` is a dict shaped like a core/v1 Secret with ``data`` or ``stringData`` (a
     missing apiVersion counts: better safe)."""
     return (isinstance(obj, dict) and obj.get("kind") == "Secret"
@@ -110,14 +117,14 @@ def is_secret(obj) -> bool:
             and any(isinstance(obj.get(field), dict) for field in ("data", "stringData")))
 
 
-def _hide_values(content: dict) -> dict:
+def _hide_values(content: Mapping[str, object]) -> dict[str, object]:
     # Values hidden already (the engine's diff keeps equal values visibly equal with a
     # keyed digest, "<hidden 3782cbe9f9e2>") stay as they are.
     return {key: value if isinstance(value, str) and _ALREADY_HIDDEN.fullmatch(value) else HIDDEN
             for key, value in content.items()}
 
 
-def hide_secret_data(value):
+def hide_secret_data(value: object) -> Any:  # JSON of the same shape as ``value`` (a tuple comes back a list)
     """A copy of ``value`` where every Secret's ``data`` and ``stringData`` values are hidden.
 
     Works on any JSON-like structure (results, diffs, lists of objects); keys stay visible,
@@ -140,13 +147,13 @@ class SecretDigester:
     within one run (a diff can show that a value changed) while nothing about a value can be
     recovered from the output. The key is random per run."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._key = secrets.token_bytes(16)
 
-    def mask(self, obj):
+    def mask(self, obj: KubeObject | None) -> KubeObject | None:
         """A copy of ``obj`` with each ``data`` and ``stringData`` value a digest, if it is a Secret
         (see ``is_secret``); anything else (None included) is returned as it is."""
-        if not is_secret(obj):
+        if obj is None or not is_secret(obj):
             return obj
         masked = dict(obj)
         for field in ("data", "stringData"):
@@ -154,12 +161,12 @@ class SecretDigester:
                 masked[field] = {key: self._digest(value) for key, value in obj[field].items()}
         return masked
 
-    def _digest(self, value) -> str:
+    def _digest(self, value: object) -> str:
         digest = hashlib.blake2b(str(value).encode(), key=self._key, digest_size=6).hexdigest()
         return f"<hidden {digest}>"
 
 
-def leaves(value):
+def leaves(value: object) -> Iterator[object]:
     """Every scalar in ``value``: itself, or the values of its mappings and lists, at any depth."""
     if isinstance(value, dict):
         for item in value.values():
@@ -171,11 +178,11 @@ def leaves(value):
         yield value
 
 
-def _strings(value):
+def _strings(value: object) -> Iterator[str]:
     return (leaf for leaf in leaves(value) if isinstance(leaf, str))
 
 
-def _read_token_file(path):
+def _read_token_file(path: str) -> str | None:
     try:
         path = os.path.expanduser(path)
         if os.path.getsize(path) > _MAX_TOKEN_FILE_BYTES:
@@ -186,7 +193,7 @@ def _read_token_file(path):
         return None
 
 
-def kubeconfig_secrets(config) -> set:
+def kubeconfig_secrets(config: object) -> set[str]:
     """Every credential the inline kubeconfig ``config`` (a mapping) holds by value, for ``no_log_values``.
 
     ``token``, ``password``, ``client-key-data``, every value of an auth-provider's
@@ -194,7 +201,7 @@ def kubeconfig_secrets(config) -> set:
     plugin, and the content of a ``tokenFile`` that can be read here. Values shorter than
     ``MIN_MASKED_LENGTH`` are left out (see there why).
     """
-    found = set()
+    found: set[str] = set()
     users = config.get("users") if isinstance(config, dict) else None
     for entry in users if isinstance(users, list) else ():
         user = entry.get("user") if isinstance(entry, dict) else None
@@ -218,7 +225,7 @@ def kubeconfig_secrets(config) -> set:
     return maskable(found)
 
 
-def pasted_private_key(value) -> set:
+def pasted_private_key(value: object) -> set[str]:
     """What to mask when ``value`` (a ``client_key`` option) is a private key given by content where
     a path was expected: the text and each of its lines but the ``-----BEGIN/END`` ones. Empty for
     anything else."""
@@ -228,6 +235,6 @@ def pasted_private_key(value) -> set:
         line for line in value.splitlines() if line.startswith("-----")}
 
 
-def maskable(values) -> set:
+def maskable(values: Iterable[object]) -> set[str]:
     """Those of ``values`` long enough to be masked wherever their text appears (``MIN_MASKED_LENGTH``)."""
     return {value for value in values if isinstance(value, str) and len(value.strip()) >= MIN_MASKED_LENGTH}

@@ -8,6 +8,8 @@ is refused. ``build`` is the entry point; ``kubeyaml`` reads streams into docume
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 YAML_IMPORT_ERROR: ImportError | None
 try:
     import yaml
@@ -20,10 +22,17 @@ else:
     YAML_IMPORT_ERROR = None
 
 from .go_json import json_key, json_number
-from .scalars import BINARY_TAG, MERGE_TAG, PLAIN_TAG, STR_TAG, YamlError, decode_binary, resolve
+from .scalars import BINARY_TAG, MERGE_TAG, PLAIN_TAG, STR_TAG, Scalar, YamlError, decode_binary, resolve
+
+# A PyYAML node (ScalarNode, MappingNode or SequenceNode); PyYAML ships no types.
+Node = Any
+# What a Go map key is to go-yaml v2: a string by its value, anything else by its type and value.
+KeyIdentity = str | tuple[str, Scalar]
+# A key node's (JSON key, identity of the Go key).
+Key = tuple[str, KeyIdentity]
 
 
-def build(node, source, anchors):
+def build(node: Node, source: str, anchors: bool) -> object:
     """One document's value, as kubectl would send it.
 
     Args:
@@ -41,11 +50,11 @@ def build(node, source, anchors):
 _MAX_CACHED_SCALARS = 50_000
 # Manifests repeat the same plain scalars (keys above all) thousands of times; they are resolved
 # once. Values are stored ready to send, or as the YamlError to raise where they are used.
-_plain_values: dict = {}
-_plain_keys: dict = {}
+_plain_values: dict[str, object] = {}  # a value ready to send, or the YamlError
+_plain_keys: dict[str, Key | YamlError] = {}
 
 
-def _plain_value(text):
+def _plain_value(text: str) -> object:
     found = _plain_values.get(text, _MISSING)
     if found is _MISSING:
         if len(_plain_values) > _MAX_CACHED_SCALARS:
@@ -60,7 +69,7 @@ def _plain_value(text):
     return found
 
 
-def _plain_key(text):
+def _plain_key(text: str) -> Key | YamlError:
     """(JSON key, identity of the Go key) of a plain scalar key, or the YamlError it raises."""
     found = _plain_keys.get(text)
     if found is None:
@@ -75,7 +84,7 @@ def _plain_key(text):
     return found
 
 
-def _identity(value):
+def _identity(value: Scalar) -> KeyIdentity:
     """What makes two Go map keys the same key: strings by value, others by type and value."""
     return value if isinstance(value, str) else (type(value).__name__, value)
 
@@ -91,14 +100,15 @@ class _Builder:
     become the same JSON key (``1`` and ``"1"``), of which kubectl keeps either one.
     """
 
-    def __init__(self, source, anchors):
+    def __init__(self, source: str, anchors: bool) -> None:
         self._source = source  # the text parsed, to tell "! 12" from "12"
         self._anchors = anchors  # the text may have anchors: nodes can be shared, even loop
-        self._built = {}  # id(node) -> value, so an alias is built once
-        self._building = set()  # ids of the collections being built: an alias to one is a loop
-        self._origins = {}  # id(mapping) -> {key: (Go key, text)} for keys that were no strings
+        self._built: dict[int, dict[str, object] | list[object]] = {}  # id(node) -> value, so an alias is built once
+        self._building: set[int] = set()  # ids of the collections being built: an alias to one is a loop
+        # id(mapping) -> {key: (Go key, text)} for keys that were no strings
+        self._origins: dict[int, dict[str, tuple[KeyIdentity, str]]] = {}
 
-    def value(self, node):
+    def value(self, node: Node) -> object:
         if node.__class__ is yaml.ScalarNode:
             if node.tag == PLAIN_TAG:
                 value = _plain_values.get(node.value, _MISSING)
@@ -108,13 +118,13 @@ class _Builder:
         if self._anchors:
             return self._shared(node)
         if node.__class__ is yaml.MappingNode:
-            mapping: dict = {}
+            mapping: dict[str, object] = {}
             self._fill(node, mapping)
             return mapping
         value = self.value
         return [value(item) for item in node.value]
 
-    def _shared(self, node):
+    def _shared(self, node: Node) -> object:
         """A collection in a text with anchors: built once, and never inside itself."""
         known = self._built.get(id(node))
         if known is not None:
@@ -123,7 +133,7 @@ class _Builder:
             raise _error_at(node, "anchor value contains itself")
         self._building.add(id(node))
         try:
-            result: dict | list
+            result: dict[str, object] | list[object]
             if node.__class__ is yaml.MappingNode:
                 result = {}
                 self._fill(node, result)
@@ -134,7 +144,7 @@ class _Builder:
         self._built[id(node)] = result
         return result
 
-    def _scalar(self, node):
+    def _scalar(self, node: Node) -> object:
         tag = node.tag
         if tag == PLAIN_TAG:
             value = _plain_value(node.value)
@@ -150,14 +160,14 @@ class _Builder:
         try:
             rtag, value = resolve(tag, node.value)
             if rtag == BINARY_TAG:
-                return decode_binary(value)
+                return decode_binary(cast(str, value))  # an unresolvable tag keeps the text
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return json_number(value)
         except YamlError as error:
             raise _error_of_scalar(node, error) from None
         return value
 
-    def _key(self, node):
+    def _key(self, node: Node) -> Key:
         """(JSON key, identity of the Go key) of a key node."""
         if node.__class__ is not yaml.ScalarNode:
             raise _error_at(node, "invalid map key: a mapping or a sequence cannot be a key")
@@ -169,18 +179,18 @@ class _Builder:
                     return node.value, node.value
                 if found.__class__ is YamlError:
                     raise _error_at(node, str(found))
-            return found
+            return cast(Key, found)  # a YamlError was raised just above
         if tag == STR_TAG:
             return node.value, node.value
         try:
             rtag, value = resolve(tag, node.value)
             if rtag == BINARY_TAG:
-                value = decode_binary(value)
+                value = decode_binary(cast(str, value))  # an unresolvable tag keeps the text
             return json_key(value), _identity(value)
         except YamlError as error:
             raise _error_of_scalar(node, error) from None
 
-    def _non_specific(self, node):
+    def _non_specific(self, node: Node) -> bool:
         """Whether a plain-looking scalar was written with the tag "!": go-yaml v2 keeps its text.
 
         PyYAML resolves "! 12" like "12"; the tag shows only in the text, where the node
@@ -194,7 +204,7 @@ class _Builder:
                 index += 1
         return source[index:index + 1] == "!"
 
-    def _fill(self, node, target):
+    def _fill(self, node: Node, target: dict[str, object]) -> None:
         """Set the entries of mapping ``node`` into ``target`` in order, merges included."""
         value, key_of = self.value, self._key
         for key_node, value_node in node.value:
@@ -208,7 +218,8 @@ class _Builder:
                 self._origins.setdefault(id(target), {})[key] = (identity, key_node.value)
             target[key] = value(value_node)
 
-    def _check_override(self, node, key_node, key, identity, target):
+    def _check_override(self, node: Node, key_node: Node, key: str, identity: KeyIdentity,
+                        target: dict[str, object]) -> None:
         """A key that ``target`` has already: fine only if a merge set it, for the same Go key."""
         earlier, written = self._origins.get(id(target), {}).get(key, (key, key))
         if earlier != identity:
@@ -221,7 +232,7 @@ class _Builder:
                 raise _error_at(key_node, f"found duplicate key {key_node.value!r}",
                                 context="while constructing a mapping")
 
-    def _merge(self, node, target):
+    def _merge(self, node: Node, target: dict[str, object]) -> None:
         """go-yaml v2's merge(): a mapping, or a list of them where earlier ones win."""
         if node.__class__ is yaml.MappingNode:
             sources = [node]
@@ -244,16 +255,16 @@ class _Builder:
 _MISSING = object()
 
 
-def _is_merge(node):
+def _is_merge(node: Node) -> bool:
     # go-yaml v2: a plain "<<" or one tagged !!merge; a quoted "<<" is an ordinary key.
     return node.__class__ is yaml.ScalarNode and node.value == "<<" and node.tag in (PLAIN_TAG, MERGE_TAG)
 
 
-def _error_at(node, message, context=None, fix=None):
+def _error_at(node: Node, message: str, context: str | None = None, fix: str | None = None) -> YamlError:
     mark = node.start_mark
     return YamlError(f"{message} ({context})" if context else message, mark.line, mark.column, fix)
 
 
-def _error_of_scalar(node, error):
+def _error_of_scalar(node: Node, error: YamlError) -> YamlError:
     """``error`` of resolving or decoding ``node``'s text, placed at the node."""
     return _error_at(node, str(error), fix=error.fix)

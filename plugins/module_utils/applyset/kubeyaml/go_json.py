@@ -16,7 +16,7 @@ import struct
 from .scalars import INT64_MAX, INT64_MIN, Uint64, YamlError
 
 
-def json_number(value):
+def json_number(value: int | float) -> int | float:
     """The number ``value`` as the server receives it from kubectl (after Go's JSON round trip).
 
     Whole floats become ints (Go writes 1000.0 as 1000, read back as an int64), ints beyond
@@ -37,13 +37,13 @@ def json_number(value):
     return float(value)
 
 
-def _go_float_name(value):
+def _go_float_name(value: float) -> str:
     if math.isnan(value):
         return "NaN"
     return "+Inf" if value > 0 else "-Inf"
 
 
-def json_key(value):
+def json_key(value: object) -> str:
     """The map key ``value`` (a resolved scalar) as sigs.k8s.io/yaml turns it into a JSON key (a string).
 
     Raises ``YamlError`` for the key types it refuses: null and integers beyond int64.
@@ -62,7 +62,7 @@ def json_key(value):
                     if value is None else f"unsupported map key of type: {type(value).__name__}")
 
 
-def format_float32_g(value):
+def format_float32_g(value: float) -> str:
     """Go's strconv.FormatFloat(value, 'g', -1, 32), as sigs.k8s.io/yaml formats float keys."""
     if math.isnan(value):
         return ".nan"
@@ -93,7 +93,7 @@ def format_float32_g(value):
     return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
-def to_json_value(value, where="value"):
+def to_json_value(value: object, where: str = "value") -> object:
     """Normalise an already parsed ``value`` (a dict from a playbook) as kubectl's JSON would.
 
     Keys become strings (``json_key``), numbers what the server receives (``json_number``).
@@ -122,14 +122,14 @@ def to_json_value(value, where="value"):
         return value
     if isinstance(value, (int, float)):
         try:
-            number = json_number(value)
+            sent = json_number(value)
         except YamlError as error:
             raise YamlError(f"{where}: {error}") from None
-        return value if number == value and type(number) is type(value) else number
+        return value if sent == value and type(sent) is type(value) else sent
     raise YamlError(f"{where}: a {type(value).__name__} cannot be sent as JSON")
 
 
-def _json_key_at(key, where):
+def _json_key_at(key: object, where: str) -> str:
     try:
         return json_key(key)
     except YamlError as error:

@@ -15,7 +15,10 @@ import binascii
 import codecs
 import math
 import re
+from typing import cast
 
+# A resolved scalar: what go-yaml v2 decodes it into (a timestamp, a merge key or an unresolvable tag keep the text).
+Scalar = bool | int | float | str | None
 
 _TAG = "tag:yaml.org,2002:"
 STR_TAG, BOOL_TAG, INT_TAG, FLOAT_TAG = _TAG + "str", _TAG + "bool", _TAG + "int", _TAG + "float"
@@ -29,7 +32,7 @@ PLAIN_TAG = "tag:applyset.kubernetes,2025:plain"
 _RESOLVABLE_TAGS = frozenset({"", STR_TAG, BOOL_TAG, INT_TAG, FLOAT_TAG, NULL_TAG, TIMESTAMP_TAG})
 
 # resolveMap of resolve.go: words that are looked up before anything else.
-_RESOLVE_MAP = {}
+_RESOLVE_MAP: dict[str, tuple[str, Scalar]] = {}
 for _value, _tag, _words in (
         (True, BOOL_TAG, "y Y yes Yes YES true True TRUE on On ON"),
         (False, BOOL_TAG, "n N no No NO false False FALSE off Off OFF"),
@@ -73,7 +76,8 @@ class YamlError(ValueError):
         fix: what to write instead, when it is more precise than "correct the YAML there".
     """
 
-    def __init__(self, message, line=None, column=None, fix=None):
+    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+                 fix: str | None = None) -> None:
         super().__init__(message)
         self.line = line
         self.column = column
@@ -84,7 +88,7 @@ class YamlError(ValueError):
 # Scalars: go-yaml v2's resolve()
 
 
-def resolve(tag, text):
+def resolve(tag: str, text: str) -> tuple[str, Scalar]:
     """Resolve a scalar as go-yaml v2's ``resolve(tag, in)`` does.
 
     ``tag`` is the scalar's explicit tag in long form, or "" for a plain scalar. Returns
@@ -94,7 +98,8 @@ def resolve(tag, text):
     """
     if tag not in _RESOLVABLE_TAGS:
         return tag, text
-    rtag, value = STR_TAG, text
+    rtag: str = STR_TAG
+    value: Scalar = text
     hint = _HINTS.get(text[0]) if text else "N"
     if hint and tag != STR_TAG:
         found = _RESOLVE_MAP.get(text)
@@ -109,7 +114,7 @@ def resolve(tag, text):
     if tag in ("", rtag, STR_TAG):
         return rtag, value
     if tag == FLOAT_TAG and rtag == INT_TAG:
-        return FLOAT_TAG, float(value)
+        return FLOAT_TAG, float(cast(int, value))  # rtag is INT_TAG: an int
     # kubectl quotes the text here; we give its length only: it may be a Secret's value.
     raise YamlError(f"cannot decode {_short(rtag)} ({_characters(text)}, not shown) as a {_short(tag)}",
                     fix=f"drop the {_short(tag)} tag (quote the value to keep it as text), or write "
@@ -121,11 +126,11 @@ _WHAT_FITS = {BOOL_TAG: "true or false", INT_TAG: "an integer", FLOAT_TAG: "a nu
               TIMESTAMP_TAG: "a date or time such as 2001-12-14T21:59:43Z"}
 
 
-def _characters(text):
+def _characters(text: str) -> str:
     return "1 character" if len(text) == 1 else f"{len(text)} characters"
 
 
-def _resolve_number(tag, text):
+def _resolve_number(tag: str, text: str) -> tuple[str, Scalar]:
     """The 'D' and 'S' branch of resolve(): timestamp, int, uint, float, or the text."""
     if tag in ("", TIMESTAMP_TAG) and is_timestamp(text):
         return TIMESTAMP_TAG, text  # decoded into interface{}, a timestamp is its text
@@ -137,9 +142,9 @@ def _resolve_number(tag, text):
     if number is not None:
         return INT_TAG, Uint64(number)
     if _YAML_STYLE_FLOAT.fullmatch(plain):
-        number = float(plain)
-        if not math.isinf(number):  # ParseFloat fails on overflow: the text stays a string
-            return FLOAT_TAG, number
+        real = float(plain)
+        if not math.isinf(real):  # ParseFloat fails on overflow: the text stays a string
+            return FLOAT_TAG, real
     # Last, resolve.go reads what follows "0b" in base 2, where a sign is allowed: 0b-1 is -1.
     if plain.startswith("0b"):
         number = go_parse_int(plain[2:], 2)
@@ -155,7 +160,7 @@ def _resolve_number(tag, text):
     return STR_TAG, text
 
 
-def _parse_dot_float(text):
+def _parse_dot_float(text: str) -> float | None:
     """Go's strconv.ParseFloat for a text that starts with '.' (None when it refuses)."""
     if not _DOT_FLOAT.fullmatch(text) or not _underscores_ok(text):
         return None
@@ -163,7 +168,7 @@ def _parse_dot_float(text):
     return None if math.isinf(number) else number
 
 
-def _underscores_ok(text):
+def _underscores_ok(text: str) -> bool:
     """Go's underscoreOK: '_' only between digits (or after a base prefix)."""
     saw = "^"
     if text[:1] in ("+", "-"):
@@ -185,7 +190,7 @@ def _underscores_ok(text):
     return saw != "_"
 
 
-def go_parse_uint(text, base=0):
+def go_parse_uint(text: str, base: int = 0) -> int | None:
     """Go's strconv.ParseUint(text, base, 64): the value, or None where Go returns an error.
 
     ``base`` 0 reads the prefixes 0b, 0o, 0x, and 0 (octal) of ``text``.
@@ -213,7 +218,7 @@ def go_parse_uint(text, base=0):
 _DIGIT_VALUES = {c: int(c, 36) for c in "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"}
 
 
-def go_parse_int(text, base=0):
+def go_parse_int(text: str, base: int = 0) -> int | None:
     """Go's strconv.ParseInt(text, base, 64): an optional sign, then ``go_parse_uint``'s syntax;
     None outside int64."""
     negative = text[:1] == "-"
@@ -224,7 +229,7 @@ def go_parse_int(text, base=0):
     return value if INT64_MIN <= value <= INT64_MAX else None
 
 
-def is_timestamp(text):
+def is_timestamp(text: str) -> bool:
     """Whether go-yaml v2 reads ``text`` as a timestamp (one of its four layouts)."""
     match = _TIMESTAMP.fullmatch(text)
     if match is None:
@@ -239,17 +244,17 @@ def is_timestamp(text):
     return True
 
 
-def _days_in_month(year, month):
+def _days_in_month(year: int, month: int) -> int:
     if month == 2:
         return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
     return 30 if month in (4, 6, 9, 11) else 31
 
 
-def _short(tag):
+def _short(tag: str) -> str:
     return "!!" + tag[len(_TAG):] if tag.startswith(_TAG) else tag
 
 
-def decode_binary(text):
+def decode_binary(text: str) -> str:
     """The !!binary scalar ``text`` as go-yaml v2 decodes it: base64 (line breaks ignored) to a string.
 
     Go keeps the bytes; JSON then replaces each byte that is not valid UTF-8 by U+FFFD.
@@ -264,10 +269,10 @@ def decode_binary(text):
     return data.decode("utf-8", errors="applyset-go-replace")
 
 
-def _replace_each_byte(error):
+def _replace_each_byte(error: UnicodeError) -> tuple[str, int]:
     # Go's JSON encoder replaces every invalid byte on its own; Python's "replace" would
     # replace a broken multi-byte sequence as a whole.
-    return "\ufffd", error.start + 1
+    return "\ufffd", cast(UnicodeDecodeError, error).start + 1  # registered for decoding only
 
 
 codecs.register_error("applyset-go-replace", _replace_each_byte)

@@ -26,6 +26,8 @@ The rest lives beside it in this package:
 * ``document``: one document's value from PyYAML's nodes (merge keys, anchors).
 """
 
+from __future__ import annotations
+
 import json
 import math
 import re
@@ -37,24 +39,29 @@ try:
 except ImportError:  # the modules report it (document.YAML_IMPORT_ERROR)
     yaml = None
 
-from .document import build
+from .document import Node, build
 from .go_json import json_number
 from .scalars import MAP_TAG, PLAIN_TAG, SEQ_TAG, STR_TAG, YamlError
+
+# One document of a stream: (its number, or a chunk's index or first line while reading, its value).
+Document = tuple[int, object]
+# A separator line of a stream: (its 0-based line, its match).
+Separator = tuple[int, "re.Match[str]"]
 
 
 class _NodeLoaderMixin:
     """PyYAML's parser and composer with no resolver of their own (the builder resolves)."""
 
-    def resolve(self, kind, value, implicit):
+    def resolve(self, kind: type, value: str, implicit: tuple[bool, bool]) -> str:
         if kind is yaml.ScalarNode:
             return PLAIN_TAG if implicit[0] else STR_TAG
         return MAP_TAG if kind is yaml.MappingNode else SEQ_TAG
 
     # No path resolvers, so the composer's path tracking can be skipped.
-    def descend_resolver(self, current_node, current_index):
+    def descend_resolver(self, current_node: Node, current_index: object) -> None:
         pass
 
-    def ascend_resolver(self):
+    def ascend_resolver(self) -> None:
         pass
 
 
@@ -63,10 +70,10 @@ class _RedefiningComposer:
     refuses. Only the pure-Python composer can be taught that, so it reads such documents."""
 
     # Given by the composer this is mixed into (yaml.SafeLoader's).
-    anchors: dict
+    anchors: dict[str, Node]
     peek_event: Callable[[], Any]
 
-    def compose_node(self, parent, index):
+    def compose_node(self, parent: Node, index: object) -> Node:
         event = self.peek_event()
         if not isinstance(event, yaml.AliasEvent) and getattr(event, "anchor", None) is not None:
             self.anchors.pop(event.anchor, None)
@@ -96,7 +103,7 @@ MAX_EXPANDED_VALUES = 1_000_000
 JSON_SNIFF_LENGTH = 4096
 
 
-def read_stream(text):
+def read_stream(text: str) -> list[Document]:
     """Read the manifest stream ``text`` as kubectl does: ``[(document number, value), ...]``.
 
     Empty documents (nothing, only comments, ``null``) are left out; numbers count the
@@ -111,9 +118,9 @@ def read_stream(text):
     return _read_yaml_stream(text)
 
 
-def _read_yaml_stream(text, first_number=1):
+def _read_yaml_stream(text: str, first_number: int = 1) -> list[Document]:
     text = text.replace("\r\n", "\n")
-    separators = []  # (0-based line, match) of each separator line
+    separators: list[Separator] = []  # (0-based line, match) of each separator line
     line, position = 0, 0
     one_pass = not _ONE_PASS_BREAKERS.search(text)
     for match in _SEPARATOR.finditer(text):
@@ -134,18 +141,18 @@ def _read_yaml_stream(text, first_number=1):
     return [(first_number + index - skipped, value) for index, value in documents]
 
 
-def _has_content(text):
+def _has_content(text: str) -> bool:
     return any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines())
 
 
-def _read_one_pass(text, separators):
+def _read_one_pass(text: str, separators: list[Separator]) -> list[Document]:
     """Every document of ``text`` in one PyYAML pass: [(chunk index, value)]."""
     boundaries = [line for line, _match in separators]
     return [(_chunk_index(boundaries, line), value)
             for line, value in _documents(text, first_only=False) if value is not None]
 
 
-def _documents(text, first_only, line_offset=0):
+def _documents(text: str, first_only: bool, line_offset: int = 0) -> list[Document]:
     """[(first line, value)] of the documents of ``text`` (of the first one if ``first_only``)."""
     try:
         return _compose_all(_NodeLoader, text, first_only, line_offset)
@@ -157,8 +164,8 @@ class _DuplicateAnchor(Exception):
     pass
 
 
-def _compose_all(loader_class, text, first_only, line_offset):
-    documents = []
+def _compose_all(loader_class: type, text: str, first_only: bool, line_offset: int) -> list[Document]:
+    documents: list[Document] = []
     loader = loader_class(text)
     anchors, aliases = "&" in text, "*" in text  # without them, nodes are never shared
     try:
@@ -173,7 +180,7 @@ def _compose_all(loader_class, text, first_only, line_offset):
     return documents
 
 
-def _chunk_index(boundaries, line):
+def _chunk_index(boundaries: list[int], line: int) -> int:
     """How many separator lines come before ``line``."""
     low, high = 0, len(boundaries)
     while low < high:
@@ -185,9 +192,9 @@ def _chunk_index(boundaries, line):
     return low
 
 
-def _read_chunks(text, separators):
+def _read_chunks(text: str, separators: list[Separator]) -> list[Document]:
     """Each chunk between separator lines on its own, first document only (as go-yaml v2)."""
-    documents = []
+    documents: list[Document] = []
     starts = [(0, 0)] + [(line + 1, match.end() + 1) for line, match in separators]
     ends = [match.start() for _line, match in separators] + [len(text)]
     for index, ((line, start), end) in enumerate(zip(starts, ends)):
@@ -198,21 +205,21 @@ def _read_chunks(text, separators):
     return documents
 
 
-def _check_node(loader, line_offset):
+def _check_node(loader: Any, line_offset: int) -> bool:  # loader: a PyYAML loader (untyped)
     try:
         return loader.check_node()
     except yaml.YAMLError as error:
         raise _yaml_error(error, line_offset) from None
 
 
-def _next_node(loader, line_offset):
+def _next_node(loader: Any, line_offset: int) -> Node:
     try:
         return loader.get_node()
     except yaml.YAMLError as error:
         raise _yaml_error(error, line_offset) from None
 
 
-def _yaml_error(error, line_offset):
+def _yaml_error(error: Exception, line_offset: int) -> Exception:  # a YamlError, or _DuplicateAnchor
     problem = getattr(error, "problem", None) or str(error)
     if "found duplicate anchor" in (getattr(error, "context", None) or "") + problem:
         return _DuplicateAnchor()
@@ -224,7 +231,7 @@ def _yaml_error(error, line_offset):
     return YamlError(detail, line_offset + mark.line, mark.column)
 
 
-def _build(node, text, line_offset, anchors, aliases):
+def _build(node: Node, text: str, line_offset: int, anchors: bool, aliases: bool) -> object:
     try:
         value = build(node, text, anchors)
     except YamlError as error:
@@ -240,7 +247,7 @@ def _build(node, text, line_offset, anchors, aliases):
     return value
 
 
-def expanded_size(value, memo):
+def expanded_size(value: object, memo: dict[int, int]) -> int:
     """How many values ``value`` becomes once every alias is written out; ``memo`` (a dict, by
     ``id``) keeps the sizes of shared values, so each is counted once per call tree."""
     if not isinstance(value, (dict, list)):
@@ -258,8 +265,8 @@ class _DuplicateJsonKey(ValueError):
     pass
 
 
-def _unique_keys(pairs):
-    result = {}
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result: dict[str, object] = {}
     for key, value in pairs:
         if key in result:
             raise _DuplicateJsonKey(key)
@@ -271,18 +278,18 @@ class _JsonNumberError(Exception):
     """A JSON number Go cannot hold (1e400): the document is refused, not read as YAML."""
 
 
-def _json_int(text):
+def _json_int(text: str) -> int | float:
     return json_number(int(text))
 
 
-def _json_float(text):
+def _json_float(text: str) -> int | float:
     number = float(text)
     if math.isinf(number):
         raise _JsonNumberError(f"JSON number {text} is out of range")
     return json_number(number)
 
 
-def _json_constant(name):
+def _json_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
@@ -291,9 +298,9 @@ _JSON_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_int=_json
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def _read_json_stream(text):
+def _read_json_stream(text: str) -> list[Document]:
     """A stream of JSON values; after a bad first or second value, the rest is YAML (kubectl)."""
-    documents: list = []
+    documents: list[Document] = []
     position, count = 0, 0
     while True:
         position = _JSON_SPACE.match(text, position).end()  # type: ignore[union-attr]  # it matches the empty string
@@ -315,7 +322,7 @@ def _read_json_stream(text):
             documents.append((count, value))
 
 
-def _yaml_after_json(text, position, count, json_error):
+def _yaml_after_json(text: str, position: int, count: int, json_error: YamlError) -> list[Document]:
     """kubectl reads the rest as YAML, from the end of the last JSON value's line."""
     rest_start = position
     while rest_start < len(text) and text[rest_start].isspace():
@@ -332,7 +339,7 @@ def _yaml_after_json(text, position, count, json_error):
     return documents
 
 
-def _json_error(error, text):
+def _json_error(error: ValueError, text: str) -> YamlError:
     if isinstance(error, json.JSONDecodeError):
         return YamlError(f"JSON syntax error: {error.msg}", error.lineno - 1, error.colno - 1)
     return YamlError(f"JSON: {error}")

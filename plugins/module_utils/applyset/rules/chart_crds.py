@@ -23,10 +23,13 @@ part-of label removed, never deleted), whatever the policy.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .. import spec
+from ..object_meta import KubeObject, labels_of, metadata_of
 from ..inputs.manifests import Manifest
+from .csa import managed_fields_of
 
 SKIP, CREATE, CREATE_REPLACE = "Skip", "Create", "CreateReplace"
 POLICIES = (SKIP, CREATE, CREATE_REPLACE)
@@ -55,34 +58,37 @@ class ChartCrds:
     this set (taken out of it, kept)."""
 
     policy: str = CREATE
-    create: tuple = ()
-    replace: tuple = ()
-    left: tuple = ()
-    adopted: tuple = ()
-    released: frozenset = field(default_factory=frozenset)
+    create: tuple[Manifest, ...] = ()
+    replace: tuple[Manifest, ...] = ()
+    left: tuple[str, ...] = ()
+    adopted: tuple[str, ...] = ()
+    released: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def to_apply(self) -> list[Manifest]:
         """The CRDs this run applies, created first."""
         return [*self.create, *self.replace]
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, str | list[str]]:
         """What the result's ``applyset.chart_crds`` shows."""
         return {"policy": self.policy, "created": [m.name for m in self.create],
                 "replaced": [m.name for m in self.replace], "left": list(self.left), "adopted": list(self.adopted)}
 
 
-def decide(crds: list[Manifest], live: dict, policy: str, *, set_id: str, field_manager: str) -> ChartCrds:
+def decide(crds: list[Manifest], live: Mapping[str, KubeObject | None], policy: str, *, set_id: str, field_manager: str) -> ChartCrds:
     """What to do with each of ``crds`` given ``live`` (``{name: the live CRD, or None}``) and ``policy``.
 
     A CRD ``field_manager`` never applied (no managedFields entry of it) counts as someone else's:
     replacing it is an adoption, named in ``adopted``."""
-    create, replace, left, adopted = [], [], [], []
-    released = set()
+    create: list[Manifest] = []
+    replace: list[Manifest] = []
+    left: list[str] = []
+    adopted: list[str] = []
+    released: set[str] = set()
     for crd in crds:
         obj = live.get(crd.name)
-        meta = (obj or {}).get("metadata") or {}
-        if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) == set_id and meta.get("uid"):
+        meta = metadata_of(obj)
+        if labels_of(obj).get(spec.LABEL_PART_OF) == set_id and meta.get("uid"):
             released.add(meta["uid"])
         if policy == SKIP:
             continue
@@ -90,7 +96,7 @@ def decide(crds: list[Manifest], live: dict, policy: str, *, set_id: str, field_
             create.append(crd)
         elif policy == CREATE_REPLACE:
             replace.append(crd)
-            if not any(entry.get("manager") == field_manager for entry in meta.get("managedFields") or []):
+            if not any(entry.get("manager") == field_manager for entry in managed_fields_of(obj)):
                 adopted.append(crd.name)
         else:
             left.append(crd.name)

@@ -33,8 +33,11 @@ Pure functions over the ``managedFields`` list (FieldsV1 sets handled as sets of
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypedDict, cast
+
+from ..object_meta import KubeObject, metadata_of
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 _LAST_APPLIED_PATH = ("f:metadata", "f:annotations", f"f:{LAST_APPLIED_ANNOTATION}")
@@ -47,14 +50,48 @@ IMPERATIVE_MANAGERS = frozenset({
     "kubectl-annotate", "kubectl-set", "kubectl-client-side-apply", "OpenAPI-Generator",
 })
 
+FieldsV1 = dict[str, Any]
+"""A FieldsV1 trie: keys ``f:name``, ``k:{...}``, ``v:...``, ``i:N`` or ``"."`` (the node is a field
+of its own), each value the trie under it (``{}`` for a leaf)."""
 
-def field_paths(fields_v1: dict | None, prefix: tuple = ()) -> set:
+FieldPath = tuple[str, ...]
+"""A path in a FieldsV1 trie, its keys from the top: ``("f:spec", "f:replicas")``."""
+
+
+class ManagedFieldsEntry(TypedDict, total=False):
+    """One of ``metadata.managedFields``: what one field manager owns, by one operation."""
+
+    manager: str
+    operation: str  # "Apply" or "Update"
+    apiVersion: str
+    time: str
+    fieldsType: str  # "FieldsV1"
+    fieldsV1: FieldsV1
+    subresource: str
+
+
+# metadata.managedFields as the callers hold it (object_meta types its entries as plain dicts): read here
+# as ManagedFieldsEntry.
+ManagedFields = Sequence[Mapping[str, Any]]
+
+
+def typed_entries(managed_fields: ManagedFields | None) -> Sequence[ManagedFieldsEntry]:
+    """``managed_fields`` as the entries they are (no copy, nothing left out; None gives ``()``)."""
+    return cast("Sequence[ManagedFieldsEntry]", managed_fields or ())
+
+
+def managed_fields_of(obj: KubeObject | None) -> list[ManagedFieldsEntry]:
+    """The entries of ``obj``'s ``metadata.managedFields`` that are objects, in order; [] when none."""
+    return [cast(ManagedFieldsEntry, e) for e in metadata_of(obj).get("managedFields") or () if isinstance(e, dict)]
+
+
+def field_paths(fields_v1: FieldsV1 | None, prefix: FieldPath = ()) -> set[FieldPath]:
     """The set of field paths the FieldsV1 trie ``fields_v1`` holds, each under ``prefix``.
 
     ``{"f:data": {"f:a": {}}}`` gives ``{("f:data", "f:a")}``; a node marked ``"."`` is a path of
     its own. None gives the empty set.
     """
-    paths = set()
+    paths: set[FieldPath] = set()
     for key, child in (fields_v1 or {}).items():
         if key == ".":
             continue
@@ -65,10 +102,10 @@ def field_paths(fields_v1: dict | None, prefix: tuple = ()) -> set:
     return paths
 
 
-def fields_v1(paths: Iterable[tuple]) -> dict:
+def fields_v1(paths: Iterable[FieldPath]) -> FieldsV1:
     """The FieldsV1 trie of the field ``paths`` (tuples of ``f:``/``k:`` keys), the inverse of
     ``field_paths``."""
-    root: dict = {}
+    root: FieldsV1 = {}
     members = set(paths)
     for path in sorted(members):
         node = root
@@ -78,7 +115,7 @@ def fields_v1(paths: Iterable[tuple]) -> dict:
     return root
 
 
-def _mark_members(node: dict, prefix: tuple, members: set) -> None:
+def _mark_members(node: FieldsV1, prefix: FieldPath, members: set[FieldPath]) -> None:
     for key, child in list(node.items()):
         path = prefix + (key,)
         _mark_members(child, path, members)
@@ -92,10 +129,10 @@ class Migration:
     whose fields all became ours (``whole``), and the imperative managers whose fields that the
     manifest sets too became ours (``shared``)."""
 
-    managed_fields: list  # the new managedFields
-    whole: list = field(default_factory=list)  # client-side apply managers whose fields all became ours
-    shared: list = field(default_factory=list)  # imperative managers whose shared fields became ours
-    releases: list = field(default_factory=list)  # other managers of this set's releases, all fields ours
+    managed_fields: list[ManagedFieldsEntry]  # the new managedFields
+    whole: list[str] = field(default_factory=list)  # client-side apply managers whose fields all became ours
+    shared: list[str] = field(default_factory=list)  # imperative managers whose shared fields became ours
+    releases: list[str] = field(default_factory=list)  # other managers of this set's releases, all fields ours
     releases_of: str = "earlier releases of this set"  # whose managers ``releases`` are, for ``describe``
 
     @property
@@ -116,12 +153,12 @@ class Migration:
         return " and ".join(parts)
 
 
-def _is_update(entry: dict) -> bool:
+def _is_update(entry: ManagedFieldsEntry) -> bool:
     return entry.get("operation") == "Update" and not entry.get("subresource")
 
 
-def _owns_last_applied(entry: dict) -> bool:
-    node = entry.get("fieldsV1") or {}
+def _owns_last_applied(entry: ManagedFieldsEntry) -> bool:
+    node: object = entry.get("fieldsV1") or {}
     for key in _LAST_APPLIED_PATH:
         node = node.get(key) if isinstance(node, dict) else None
         if node is None:
@@ -129,18 +166,18 @@ def _owns_last_applied(entry: dict) -> bool:
     return True
 
 
-def _may_migrate(entry: dict, ssa_manager: str) -> bool:
+def _may_migrate(entry: ManagedFieldsEntry, ssa_manager: str) -> bool:
     return (_is_update(entry) and entry.get("manager") != ssa_manager
             and (entry.get("manager") in IMPERATIVE_MANAGERS or _owns_last_applied(entry)))
 
 
-def may_take_over(managed_fields: list | None, ssa_manager: str) -> bool:
+def may_take_over(managed_fields: ManagedFields | None, ssa_manager: str) -> bool:
     """Whether an apply by ``ssa_manager`` may be followed by a takeover (``plan``), judged before
     the apply: some client-side tool's entry owns fields, whether or not ours exists yet."""
-    return any(_may_migrate(e, ssa_manager) for e in managed_fields or ())
+    return any(_may_migrate(e, ssa_manager) for e in typed_entries(managed_fields))
 
 
-def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
+def plan(managed_fields: ManagedFields | None, ssa_manager: str) -> Migration | None:
     """Plan taking fields over from client-side tools (see the module's docstring).
 
     Args:
@@ -151,9 +188,9 @@ def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
         The ``Migration``, or None when there is nothing to move (or no ``Apply`` entry of ours).
     """
     # Runs after every apply: most objects have no entry to move, and need no copy or parsing.
-    if not any(_may_migrate(e, ssa_manager) for e in managed_fields or ()):
+    if not any(_may_migrate(e, ssa_manager) for e in typed_entries(managed_fields)):
         return None
-    entries = copy.deepcopy(managed_fields or [])
+    entries = copy.deepcopy(list(typed_entries(managed_fields)))
     ours = next((e for e in entries if e.get("manager") == ssa_manager and e.get("operation") == "Apply"
                  and not e.get("subresource")), None)
     if ours is None:
@@ -161,11 +198,12 @@ def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
     ours_before = field_paths(ours.get("fieldsV1"))
     owned = set(ours_before)
     migration = Migration(managed_fields=[])
-    csa_names = {e.get("manager") for e in entries if _is_update(e) and e.get("manager") != ssa_manager
+    # "" for an entry without a manager (the server always names one): it is told apart as None was
+    csa_names = {e.get("manager", "") for e in entries if _is_update(e) and e.get("manager") != ssa_manager
                  and _owns_last_applied(e)}
-    kept = []
+    kept: list[ManagedFieldsEntry] = []
     for entry in entries:
-        name = entry.get("manager")
+        name = entry.get("manager", "")
         if entry is ours or not _is_update(entry):
             kept.append(entry)
             continue
@@ -191,7 +229,7 @@ def plan(managed_fields: list | None, ssa_manager: str) -> Migration | None:
     return migration
 
 
-def _release_entry(entry: dict, ssa_manager: str, managers: Collection[str], api_version: str | None) -> bool:
+def _release_entry(entry: ManagedFieldsEntry, ssa_manager: str, managers: Collection[str], api_version: str | None) -> bool:
     """Whether ``entry`` is the object's own entry (no subresource) of another field manager that
     releases of this set used, in ``api_version`` (paths of another version cannot be merged)."""
     return (entry.get("manager") in managers and entry.get("manager") != ssa_manager
@@ -199,15 +237,15 @@ def _release_entry(entry: dict, ssa_manager: str, managers: Collection[str], api
             and entry.get("apiVersion") == api_version)
 
 
-def _is_our_apply(entry: dict, ssa_manager: str) -> bool:
+def _is_our_apply(entry: ManagedFieldsEntry, ssa_manager: str) -> bool:
     return entry.get("manager") == ssa_manager and entry.get("operation") == "Apply" and not entry.get("subresource")
 
 
-def release_fields_beyond_ours(managed_fields: list | None, ssa_manager: str, managers: Collection[str],
+def release_fields_beyond_ours(managed_fields: ManagedFields | None, ssa_manager: str, managers: Collection[str],
                                api_version: str | None) -> bool:
     """Whether other field managers of this set's releases own a field that ``ssa_manager``'s Apply
     entry does not: then the object holds something an apply of ours would not remove."""
-    entries = [e for e in managed_fields or () if isinstance(e, dict)]
+    entries = [e for e in typed_entries(managed_fields) if isinstance(e, dict)]
     theirs = [e for e in entries if _release_entry(e, ssa_manager, managers, api_version)]
     if not theirs:
         return False
@@ -215,7 +253,7 @@ def release_fields_beyond_ours(managed_fields: list | None, ssa_manager: str, ma
     return any(field_paths(e.get("fieldsV1")) - ours for e in theirs)
 
 
-def merge_releases(managed_fields: list | None, ssa_manager: str, managers: Collection[str],
+def merge_releases(managed_fields: ManagedFields | None, ssa_manager: str, managers: Collection[str],
                    api_version: str | None) -> Migration | None:
     """Plan a rollback's takeover: every entry of the other field managers that releases of this
     set used (``managers``), in ``api_version``, joins ``ssa_manager``'s Apply entry (made from the
@@ -230,7 +268,7 @@ def merge_releases(managed_fields: list | None, ssa_manager: str, managers: Coll
     Returns:
         The ``Migration`` (``releases`` names the managers merged), or None when no entry is theirs.
     """
-    entries = copy.deepcopy([e for e in managed_fields or () if isinstance(e, dict)])
+    entries = copy.deepcopy([e for e in typed_entries(managed_fields) if isinstance(e, dict)])
     theirs = [e for e in entries if _release_entry(e, ssa_manager, managers, api_version)]
     if not theirs:
         return None
@@ -247,7 +285,7 @@ def merge_releases(managed_fields: list | None, ssa_manager: str, managers: Coll
     return Migration(managed_fields=kept, releases=sorted({e["manager"] for e in theirs}))
 
 
-def patch(migration: Migration, resource_version: str | None) -> list:
+def patch(migration: Migration, resource_version: str | None) -> list[dict[str, object]]:
     """A JSON patch that writes the ``migration``'s managedFields, guarded by ``resource_version``
     (the object's, as read with the managedFields the migration was planned on).
 

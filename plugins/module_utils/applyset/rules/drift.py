@@ -23,12 +23,14 @@ and ``reapply: changed`` list): no request of its own. Pure, no Ansible.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
-from ..object_meta import annotations_of, metadata_of
+from ..object_meta import KubeObject, annotations_of
 from ..parent import members
 from . import field_policy, nochange, server_form
+from .csa import FieldPath, FieldsV1, ManagedFieldsEntry, managed_fields_of
 from .. import spec
 from ..kube.listing import LiveObject
 from ..spec import ObjectId
@@ -41,6 +43,17 @@ NONE, MANIFEST, CLUSTER, BOTH, MISSING = "none", "manifest_changed", "cluster_ch
 KINDS = (NONE, MANIFEST, CLUSTER, BOTH, MISSING)
 
 
+class ChangedBy(TypedDict, total=False):
+    """One field manager that holds fields of a member's body (``taken_fields``), as the result's
+    ``changed_by`` shows it: a ``time`` and ``subresource`` only when its entry has them."""
+
+    manager: str | None
+    operation: str | None
+    time: str
+    fields: list[str]  # dotted paths (``render``)
+    subresource: str
+
+
 @dataclass(frozen=True)
 class Drift:
     """One member's drift: its ``kind`` (one of ``KINDS``), the field managers that changed it
@@ -48,12 +61,12 @@ class Drift:
     is in fields ``ignore_fields`` leaves to those managers (``left_to_others``)."""
 
     kind: str
-    changed_by: tuple = field(default_factory=tuple)
+    changed_by: tuple[ChangedBy, ...] = field(default_factory=tuple)
     left_to_others: bool = False
 
 
-def classify(body: dict, live_obj: dict | None, manager: str, *, was_member: bool = False,
-             manifest_body: dict | None = None) -> Drift:
+def classify(body: KubeObject, live_obj: KubeObject | None, manager: str, *, was_member: bool = False,
+             manifest_body: KubeObject | None = None) -> Drift:
     """The drift of a member whose apply body is ``body`` (with its digest annotation).
 
     Args:
@@ -67,10 +80,9 @@ def classify(body: dict, live_obj: dict | None, manager: str, *, was_member: boo
     """
     if live_obj is None:
         return Drift(MISSING if was_member else MANIFEST)
-    meta = metadata_of(live_obj)
-    entries = meta.get("managedFields") or []
+    entries = managed_fields_of(live_obj)
     want = annotations_of(body).get(spec.ANNOTATION_APPLIED_DIGEST)
-    have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
+    have = annotations_of(live_obj).get(spec.ANNOTATION_APPLIED_DIGEST)
     manifest = have is None or have != want
     sent_taken = tuple(taken_fields(body, entries, manager))
     changed_by = sent_taken if manifest_body is None else tuple(taken_fields(manifest_body, entries, manager))
@@ -92,12 +104,12 @@ def classify(body: dict, live_obj: dict | None, manager: str, *, was_member: boo
     return Drift(MANIFEST if manifest else NONE)
 
 
-def _apply_entry(entries: list, manager: str) -> dict | None:
+def _apply_entry(entries: Sequence[ManagedFieldsEntry], manager: str) -> ManagedFieldsEntry | None:
     return next((e for e in entries if isinstance(e, dict) and e.get("manager") == manager
                  and e.get("operation") == "Apply" and not e.get("subresource")), None)
 
 
-def taken_fields(body: dict, entries: list, manager: str) -> list:
+def taken_fields(body: KubeObject, entries: Sequence[ManagedFieldsEntry], manager: str) -> list[ChangedBy]:
     """Who holds fields of ``body`` that our Apply entry does not: one dict per field manager
     (``manager``, ``operation``, ``time``, ``fields`` as dotted paths), in managedFields order.
 
@@ -106,13 +118,13 @@ def taken_fields(body: dict, entries: list, manager: str) -> list:
     """
     ours = _apply_entry(entries, manager)
     our_tree = (ours or {}).get("fieldsV1") or {}
-    found: list = []
+    found: list[ChangedBy] = []
     for entry in entries:
         if not isinstance(entry, dict) or entry is ours or entry.get("subresource") == "status":
             continue
         paths = [p for p in overlap(body, entry.get("fieldsV1") or {}) if not _owns(our_tree, p)]
         if paths:
-            who = {"manager": entry.get("manager"), "operation": entry.get("operation")}
+            who: ChangedBy = {"manager": entry.get("manager"), "operation": entry.get("operation")}
             if entry.get("time"):  # an entry without a time (a scale subresource's, say) shows none, not None
                 who["time"] = entry["time"]
             who["fields"] = [render(p) for p in paths]
@@ -122,11 +134,11 @@ def taken_fields(body: dict, entries: list, manager: str) -> list:
     return found
 
 
-def overlap(value: object, tree: dict, path: tuple = ()) -> list:
+def overlap(value: object, tree: FieldsV1, path: FieldPath = ()) -> list[FieldPath]:
     """The fieldsV1 paths of ``tree`` (one manager's fields) that ``value`` (a body) sets too."""
     if not isinstance(tree, dict) or not tree:
         return [path] if path else []
-    found: list = []
+    found: list[FieldPath] = []
     for key, sub in tree.items():
         if key == ".":
             continue
@@ -164,9 +176,9 @@ def _same(a: object, b: object) -> bool:
     return a == b or (a is None and b is None) or str(a) == str(b)
 
 
-def _owns(tree: dict, path: tuple) -> bool:
+def _owns(tree: FieldsV1, path: FieldPath) -> bool:
     """Whether a fieldsV1 ``tree`` holds ``path`` (or a field above it)."""
-    node = tree
+    node: object = tree
     for key in path:
         if not isinstance(node, dict) or key not in node:
             return False
@@ -174,7 +186,7 @@ def _owns(tree: dict, path: tuple) -> bool:
     return True
 
 
-def render(path: tuple) -> str:
+def render(path: FieldPath) -> str:
     """A fieldsV1 path as a dotted one: ``.spec.containers[name=app].image``."""
     out = ""
     for key in path:

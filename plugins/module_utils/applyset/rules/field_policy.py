@@ -28,10 +28,11 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from ..object_meta import annotations_of, metadata_of
+from ..object_meta import KubeObject, annotations_of
 from . import nochange
+from .csa import ManagedFieldsEntry, managed_fields_of
 from .. import spec
 from ..errors import InputError
 from .plan import DesiredObject
@@ -46,6 +47,17 @@ _POLICIES = {(ANNOTATION_APPLY, "create-only"): CREATE_ONLY, (ANNOTATION_APPLY, 
              (FLUX_SSA, "IfNotPresent"): CREATE_ONLY, (FLUX_SSA, "Ignore"): IGNORE}
 _ABSENT = object()
 
+Segments = tuple[str, ...]
+"""A JSON pointer split into its unescaped segments: ``/spec/replicas`` is ``("spec", "replicas")``."""
+
+
+class PointerOutcome(TypedDict):
+    """What one pointer of a rule did to a member, as the result's ``ignored_fields`` shows it."""
+
+    pointer: str
+    action: str  # "kept live value", "left to others" or "left out"
+    owners: list[str]
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -55,7 +67,7 @@ class Rule:
     group: str | None
     name: str | None
     namespace: str | None
-    pointers: tuple  # (text, (segment, ...))
+    pointers: tuple[tuple[str, Segments], ...]  # (text, segments)
 
     def matches(self, member: DesiredObject) -> bool:
         res = member.resource
@@ -71,14 +83,14 @@ class Policies:
     rule matched, ``manifests`` ``{ObjectId: its body before the rules}`` (drift.py reads who holds
     the fields left to others there) and ``pointers`` ``{ObjectId: (segments, ...)}``."""
 
-    skipped: dict = field(default_factory=dict)
-    reasons: dict = field(default_factory=dict)
-    fields: dict = field(default_factory=dict)
-    manifests: dict = field(default_factory=dict)
-    pointers: dict = field(default_factory=dict)
+    skipped: dict[spec.ObjectId, str | None] = field(default_factory=dict)
+    reasons: dict[spec.ObjectId, str] = field(default_factory=dict)
+    fields: dict[spec.ObjectId, list[PointerOutcome]] = field(default_factory=dict)
+    manifests: dict[spec.ObjectId, KubeObject] = field(default_factory=dict)
+    pointers: dict[spec.ObjectId, tuple[Segments, ...]] = field(default_factory=dict)
 
 
-def parse_rules(raw: Iterable[object] | None) -> tuple:
+def parse_rules(raw: Iterable[object] | None) -> tuple[Rule, ...]:
     """The ``ignore_fields`` option as ``Rule`` values; refuses a bad rule, naming it, before any
     request: a rule without kind or pointers, a malformed RFC 6901 pointer, and a pointer to a
     field the set itself needs (``_refused``)."""
@@ -98,7 +110,7 @@ _BAD_ESCAPE = re.compile(r"~(?![01])")
 _POINTER_FIX = "write pointers as /spec/replicas (RFC 6901: ~1 for /, ~0 for ~)"
 
 
-def _parse_pointer(where: str, text: object) -> tuple:
+def _parse_pointer(where: str, text: object) -> Segments:
     """The segments of one pointer of a rule; refuses a malformed one and one that cannot work."""
     if not isinstance(text, str) or not text.startswith("/") or text == "/":
         raise InputError(f"{where}: {text!r} is not a JSON pointer to a field", obj="options", fix=_POINTER_FIX)
@@ -128,7 +140,7 @@ _IDENTITY = {("kind",): "it names the object's kind", ("apiVersion",): "it names
              ("metadata", "annotations", spec.ANNOTATION_APPLIED_DIGEST): "it records what this collection applied"}
 
 
-def _refused(segments: tuple) -> str | None:
+def _refused(segments: Segments) -> str | None:
     """Why a pointer cannot be left to others (it is, or is under, an identity field), or None."""
     for length in range(len(segments), 0, -1):
         why = _IDENTITY.get(segments[:length])
@@ -141,13 +153,13 @@ def _refused(segments: tuple) -> str | None:
 _CONTAINERS = frozenset({("metadata",), ("metadata", "labels"), ("metadata", "annotations")})
 
 
-def apply_policy(body: dict) -> str | None:
+def apply_policy(body: KubeObject) -> str | None:
     """``create-only``, ``ignore`` or None, from the object's own annotations."""
     annotations = annotations_of(body)
     return next((policy for (key, value), policy in _POLICIES.items() if annotations.get(key) == value), None)
 
 
-def resolve(rules: tuple, members: Iterable[DesiredObject], live: LiveState, manager: str) -> Policies:
+def resolve(rules: tuple[Rule, ...], members: Iterable[DesiredObject], live: LiveState, manager: str) -> Policies:
     """The apply policies and ``ignore_fields`` ``rules`` (``parse_rules``) of every one of
     ``members`` (``plan.DesiredObject``), against the ``live`` objects listed (``run.records.LiveState``)
     for the field manager ``manager``. A member a rule matches gets its body resolved (and its
@@ -167,7 +179,8 @@ def resolve(rules: tuple, members: Iterable[DesiredObject], live: LiveState, man
     return result
 
 
-def _apply_rules(member: DesiredObject, live: dict | None, matching: list, manager: str, result: Policies) -> None:
+def _apply_rules(member: DesiredObject, live: KubeObject | None, matching: list[Rule], manager: str,
+                 result: Policies) -> None:
     """The rules that match ``member``: its body resolved against ``live`` (when it exists), with
     the digest of the manifest's body whose ignored values are hidden (``digest_source``).
 
@@ -180,7 +193,7 @@ def _apply_rules(member: DesiredObject, live: dict | None, matching: list, manag
     result.manifests[member.key], result.pointers[member.key] = manifest, pointers
     body = manifest
     if live is not None:
-        done: list = []
+        done: list[PointerOutcome] = []
         for rule in matching:
             body = _resolve_rule(body, live, rule, manager, done)
         result.fields[member.key] = done
@@ -191,7 +204,7 @@ def _apply_rules(member: DesiredObject, live: dict | None, matching: list, manag
 HIDDEN = "(ignored)"
 
 
-def digest_source(body: dict, pointers: tuple) -> dict:
+def digest_source(body: KubeObject, pointers: tuple[Segments, ...]) -> KubeObject:
     """``body`` with the value of each ignored field it sets replaced by one placeholder: whether
     the manifest sets the field is in the digest (leaving it out of the manifest is a change an
     apply makes), what it sets it to is not (the field is left to others)."""
@@ -201,7 +214,7 @@ def digest_source(body: dict, pointers: tuple) -> dict:
     return body
 
 
-def unused_rules(rules: tuple, members: Sequence[DesiredObject]) -> list:
+def unused_rules(rules: tuple[Rule, ...], members: Sequence[DesiredObject]) -> list[str]:
     """Warnings for the rules that do nothing: one that matches no member (naming the nearest kind
     of the set when the kind is close to one), and a pointer that no member it matches sets."""
     warnings = []
@@ -226,14 +239,14 @@ def _skip_reason(policy: str, exists: bool) -> str:
     return "ignore: never written" + ("" if exists else " (not on the cluster, not created)")
 
 
-def _resolve_rule(body: dict, live: dict, rule: Rule, manager: str, done: list) -> dict:
-    entries = metadata_of(live).get("managedFields") or []
+def _resolve_rule(body: KubeObject, live: KubeObject, rule: Rule, manager: str,
+                  done: list[PointerOutcome]) -> KubeObject:
+    entries = managed_fields_of(live)
     for text, segments in rule.pointers:
         if _get(body, segments) is _ABSENT:
             continue  # the manifest does not set it: nothing to leave
         value = _get(live, segments)
-        owners: list = [e.get("manager") for e in entries
-                        if isinstance(e, dict) and e.get("subresource") != "status" and _owns(e, live, segments)]
+        owners = [e.get("manager", "") for e in entries if e.get("subresource") != "status" and _owns(e, live, segments)]
         others = sorted({o for o in owners if o != manager})
         if value is not _ABSENT and not others and manager in owners:
             body = _set(body, segments, value)
@@ -245,7 +258,7 @@ def _resolve_rule(body: dict, live: dict, rule: Rule, manager: str, done: list) 
     return body
 
 
-def _get(obj, segments):
+def _get(obj: object, segments: Segments) -> object:
     for seg in segments:
         if isinstance(obj, dict):
             obj = obj.get(seg, _ABSENT)
@@ -258,10 +271,10 @@ def _get(obj, segments):
     return obj
 
 
-def _copy_path(obj, segments):
+def _copy_path(obj: KubeObject, segments: Segments) -> tuple[KubeObject, Any]:
     """A copy of ``obj`` with every container along ``segments`` copied; returns (copy, parent)."""
     root = obj.copy() if isinstance(obj, (dict, list)) else obj
-    node = root
+    node: Any = root  # a map or a list of the body: JSON
     for seg in segments[:-1]:
         key = int(seg) if isinstance(node, list) else seg
         child = node[key]
@@ -270,13 +283,13 @@ def _copy_path(obj, segments):
     return root, node
 
 
-def _set(obj, segments, value):
+def _set(obj: KubeObject, segments: Segments, value: object) -> KubeObject:
     root, node = _copy_path(obj, segments)
     node[int(segments[-1]) if isinstance(node, list) else segments[-1]] = value
     return root
 
 
-def _remove(obj, segments):
+def _remove(obj: KubeObject, segments: Segments) -> KubeObject:
     root, node = _copy_path(obj, segments)
     if isinstance(node, list):
         node.pop(int(segments[-1]))
@@ -285,7 +298,7 @@ def _remove(obj, segments):
     return root
 
 
-def _owns(entry: dict, live: dict, segments: tuple[str, ...]) -> bool:
+def _owns(entry: ManagedFieldsEntry, live: KubeObject, segments: Segments) -> bool:
     """Whether a managedFields entry owns the field at ``segments`` of ``live``."""
     tree: object = entry.get("fieldsV1") or {}
     node: object = live

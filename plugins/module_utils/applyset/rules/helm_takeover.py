@@ -9,9 +9,17 @@ not in the middle of changing it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..object_meta import ObjectMeta
 from ..parent import helm_release
+from ..spec import ObjectId
+from .csa import ManagedFields, typed_entries
+from .plan import DesiredObject
+
+Owner = tuple[str, str]
+"""A Helm release that owns objects: ``(release name, its namespace)``."""
 
 
 @dataclass(frozen=True)
@@ -34,10 +42,10 @@ class Wanted:
         return self.take_over and owner == (self.name, self.namespace)
 
 
-def owners(members: list, live_meta: dict) -> dict:
+def owners(members: Iterable[DesiredObject], live_meta: Mapping[ObjectId, ObjectMeta]) -> dict[Owner, list[str]]:
     """``{(release, namespace): [object refs]}`` of the desired ``members`` whose live object
     (``live_meta``: metadata by ``ObjectId``) carries Helm's release annotations."""
-    found: dict = {}
+    found: dict[Owner, list[str]] = {}
     for member in members:
         meta = live_meta.get(member.key)
         owner = helm_release.owner_of(meta) if meta is not None else None
@@ -46,7 +54,8 @@ def owners(members: list, live_meta: dict) -> dict:
     return found
 
 
-def refuse(owned: dict, releases: dict, wanted: Wanted) -> TakeoverRefusal | None:
+def refuse(owned: Mapping[Owner, Sequence[str]], releases: Mapping[Owner, helm_release.Release | None],
+           wanted: Wanted) -> TakeoverRefusal | None:
     """The first refusal among the releases that own desired objects, in order of their names.
 
     Args:
@@ -84,14 +93,14 @@ def pending_refusal(release: helm_release.Release) -> TakeoverRefusal | None:
                   {(release.name, release.namespace): release}, Wanted(True, release.name, release.namespace))
 
 
-def helm_managers(managed_fields: list | None) -> set:
+def helm_managers(managed_fields: ManagedFields | None) -> set[str]:
     """The field managers that own Helm's release annotation on an object: the names Helm wrote
     it under (``helm`` for Helm 3's Update and Helm 4's Apply, or the binary's name)."""
-    found = set()
-    for entry in managed_fields or ():
+    found: set[str | None] = set()
+    for entry in typed_entries(managed_fields):
         if not isinstance(entry, dict) or entry.get("subresource"):
             continue
         annotations = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:annotations") or {}
         if f"f:{helm_release.RELEASE_NAME}" in annotations:
             found.add(entry.get("manager"))
-    return found - {None}
+    return {manager for manager in found if manager is not None}

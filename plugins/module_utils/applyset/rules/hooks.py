@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from . import plan as plans
 from .. import spec
+from ..object_meta import KubeObject, ObjectMeta
 from ..errors import InputError, InputErrors
 from ..inputs.manifests import Manifest
 from ..kube.discovery import Discovery
@@ -75,8 +76,11 @@ HELM_HOOK, HELM_WEIGHT, HELM_DELETE_POLICY = "helm.sh/hook", "helm.sh/hook-weigh
 ARGO_HOOK, ARGO_WAVE, ARGO_DELETE_POLICY = ("argocd.argoproj.io/hook", "argocd.argoproj.io/sync-wave",
                                             "argocd.argoproj.io/hook-delete-policy")
 
+Moment = tuple[str, str]
+"""When a hook runs: ``(phase, when)``, ``when`` being ``ALWAYS``, ``INSTALL`` or ``UPGRADE``."""
+
 # value -> (phase, when); None: a known value this collection leaves out (warned about).
-_OWN = {p: (p, ALWAYS) for p in PHASES}
+_OWN: dict[str, Moment | None] = {p: (p, ALWAYS) for p in PHASES}
 _HELM = {"pre-install": (PRE_APPLY, INSTALL), "pre-upgrade": (PRE_APPLY, UPGRADE),
          "post-install": (POST_APPLY, INSTALL), "post-upgrade": (POST_APPLY, UPGRADE),
          "pre-delete": (PRE_DELETE, ALWAYS), "post-delete": (POST_DELETE, ALWAYS),
@@ -87,10 +91,13 @@ _ARGO = {"PreSync": (PRE_APPLY, ALWAYS), "Sync": (POST_APPLY, ALWAYS), "PostSync
 _OWN_POLICIES = {p: p for p in DELETE_POLICIES}
 _ARGO_POLICIES = {"BeforeHookCreation": BEFORE_CREATION, "HookSucceeded": SUCCEEDED, "HookFailed": FAILED}
 
-# (hook annotation, its values, weight annotation, delete-policy annotation, its values), in the order read.
-FAMILIES = ((OWN_HOOK, _OWN, OWN_WEIGHT, OWN_DELETE_POLICY, _OWN_POLICIES),
-            (ARGO_HOOK, _ARGO, ARGO_WAVE, ARGO_DELETE_POLICY, _ARGO_POLICIES),
-            (HELM_HOOK, _HELM, HELM_WEIGHT, HELM_DELETE_POLICY, _OWN_POLICIES))
+# (hook annotation, its values, weight annotation, delete-policy annotation, its values): one family.
+Family = tuple[str, dict[str, Moment | None], str, str, dict[str, str]]
+
+# The families, in the order read.
+FAMILIES: tuple[Family, ...] = ((OWN_HOOK, _OWN, OWN_WEIGHT, OWN_DELETE_POLICY, _OWN_POLICIES),
+                                (ARGO_HOOK, _ARGO, ARGO_WAVE, ARGO_DELETE_POLICY, _ARGO_POLICIES),
+                                (HELM_HOOK, _HELM, HELM_WEIGHT, HELM_DELETE_POLICY, _OWN_POLICIES))
 
 
 @dataclass(frozen=True)
@@ -102,9 +109,9 @@ class Hook:
 
     desired: plans.DesiredObject
     index: int
-    moments: tuple
+    moments: tuple[Moment, ...]
     weight: int
-    delete_policies: frozenset
+    delete_policies: frozenset[str]
     tool: str = HELM_HOOK
 
     @property
@@ -131,8 +138,8 @@ class HookSet:
     """The hooks of a run in input order, and what was left out of the run (``skipped``: Argo
     CD's Skip, Helm's rollback and test hooks) with a warning each (``warnings``)."""
 
-    hooks: tuple = ()
-    warnings: tuple = field(default_factory=tuple)
+    hooks: tuple[Hook, ...] = ()
+    warnings: tuple[str, ...] = field(default_factory=tuple)
     installing: bool = False  # the parent did not exist when the run read it (Helm's install hooks)
     started: bool = False  # the pre-apply hooks' step began (the on-failure hooks may then run)
     ran: tuple = ()  # (Hook, its result entry) of each hook run so far, in order (hook_run.py)
@@ -145,7 +152,7 @@ class HookSet:
 NO_HOOKS = HookSet()
 
 
-def _family(meta: dict) -> tuple[tuple | None, dict]:
+def _family(meta: ObjectMeta) -> tuple[Family | None, dict[str, str]]:
     annotations = meta.get("annotations") or {}
     for family in FAMILIES:
         if family[0] in annotations:
@@ -167,8 +174,8 @@ def _where(m: Manifest, discovery: Discovery, default_namespace: str | None) -> 
     return f"{m.source} ({m.kind} {namespace}/{m.name})" if namespace else f"{m.source} ({m.kind} {m.name})"
 
 
-def _parse(m: Manifest, name_it: Callable[[], str], problems: list,
-           warnings: list) -> tuple[tuple, int, frozenset, str] | None:
+def _parse(m: Manifest, name_it: Callable[[], str], problems: list[InputError],
+           warnings: list[str]) -> tuple[tuple[Moment, ...], int, frozenset[str], str] | None:
     """``(moments, weight, policies, hook annotation)`` of manifest ``m``; None for a member; ``()``
     moments for an object left out of the run. Problems go to ``problems``, named by ``name_it()`` (``_where``)."""
     family, annotations = _family(m.metadata)
@@ -176,16 +183,18 @@ def _parse(m: Manifest, name_it: Callable[[], str], problems: list,
         return None
     hook_key, known, weight_key, policy_key, policies_known = family
     where = name_it()
-    moments, left_out = [], []
+    moments: list[Moment] = []
+    left_out: list[str] = []
     for value in _values(annotations[hook_key]) or [""]:
+        moment = known.get(value)
         if value not in known:
             problems.append(InputError(
                 f"annotation {hook_key}: unknown value {value!r}; accepted: {', '.join(known)}", obj=where,
                 fix=f"use one of {', '.join(known)} (several separated by commas)"))
-        elif known[value] is None:
+        elif moment is None:
             left_out.append(value)
-        elif known[value] not in moments:
-            moments.append(known[value])
+        elif moment not in moments:
+            moments.append(moment)
     if left_out and not moments:
         warnings.append(f"{where}: {hook_key}: {', '.join(left_out)} is not run by this collection; the object "
                         "is left out of the run (neither applied nor pruned)")
@@ -208,18 +217,18 @@ def _parse(m: Manifest, name_it: Callable[[], str], problems: list,
 
 
 def split(manifests: list[Manifest], discovery: Discovery, applyset_id: str,
-          default_namespace: str | None) -> tuple[list, HookSet]:
+          default_namespace: str | None) -> tuple[list[Manifest], HookSet]:
     """The members of ``manifests`` (in input order) and their hooks.
 
     Raises:
         InputErrors: every unknown hook value, weight or delete policy, a hook of an unknown kind
             or without a namespace, the same hook twice; all at once, before anything is sent.
     """
-    members: list = []
-    hooks: list = []
-    problems: list = []
-    warnings: list = []
-    seen: set = set()
+    members: list[Manifest] = []
+    hooks: list[Hook] = []
+    problems: list[InputError] = []
+    warnings: list[str] = []
+    seen: set[spec.ObjectId] = set()
     for index, m in enumerate(manifests):
         parsed = _parse(m, lambda: _where(m, discovery, default_namespace), problems, warnings)
         if parsed is None:
@@ -249,7 +258,8 @@ def split(manifests: list[Manifest], discovery: Discovery, applyset_id: str,
     return members, HookSet(tuple(hooks), tuple(warnings))
 
 
-def _hooks_also_members(members: list, discovery: Discovery, default_namespace: str | None, hook_keys: set) -> list:
+def _hooks_also_members(members: list[Manifest], discovery: Discovery, default_namespace: str | None,
+                        hook_keys: set[spec.ObjectId]) -> list[InputError]:
     """An object given twice, once as a hook and once as a member, would be applied twice with
     different labels: refused."""
     problems = []
@@ -265,7 +275,7 @@ def _hooks_also_members(members: list, discovery: Discovery, default_namespace: 
     return problems
 
 
-def _hook_body(body: dict, applyset_id: str) -> dict:
+def _hook_body(body: KubeObject, applyset_id: str) -> KubeObject:
     """A member's body turned into a hook's: without our part-of label, with the hook-of annotation."""
     meta = dict(body["metadata"])
     labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != spec.LABEL_PART_OF}

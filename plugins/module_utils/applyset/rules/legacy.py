@@ -22,6 +22,7 @@ from .csa import LAST_APPLIED_ANNOTATION
 from ..errors import InputError
 from ..kube.discovery import Discovery, Resource
 from ..spec import GroupKind
+from .prune import ListedMeta
 
 # kubectl's default prune allowlist (k8s.io/kubectl pkg/util/prune/prune.go).
 DEFAULT_KINDS = (
@@ -41,10 +42,10 @@ class LegacyAdoption:
     objects Helm manages may be taken over (``allow_helm``)."""
 
     selector: str
-    kinds: tuple = DEFAULT_KINDS
+    kinds: tuple[str, ...] = DEFAULT_KINDS
     allow_helm: bool = False
 
-    def group_kinds(self) -> list:
+    def group_kinds(self) -> list[GroupKind]:
         """The allowlist as sorted ``GroupKind``s."""
         return sorted(spec.parse_group_kinds(",".join(self.kinds)))
 
@@ -54,12 +55,12 @@ class Selection:
     """What ``select`` made of the legacy LISTs: each entry a ``(resource, metadata)`` pair, with the
     other set's ID as a third item in ``elsewhere``."""
 
-    adopted: list = field(default_factory=list)  # (resource, metadata) taken into the set
-    not_applied: list = field(default_factory=list)  # matched, but not made by kubectl apply: left alone
-    elsewhere: list = field(default_factory=list)  # (resource, metadata, other id): in another set already
+    adopted: list[tuple[Resource, ListedMeta]] = field(default_factory=list)  # taken into the set
+    not_applied: list[tuple[Resource, ListedMeta]] = field(default_factory=list)  # not made by kubectl apply: left alone
+    elsewhere: list[tuple[Resource, ListedMeta, str]] = field(default_factory=list)  # (..., other id): in another set
 
 
-def helm_release(meta: dict) -> str | None:
+def helm_release(meta: ListedMeta) -> str | None:
     """The Helm release (``namespace/name``) that manages an object, from the Helm annotations or
     the ``managed-by: Helm`` label of its metadata ``meta``; None when Helm does not manage it."""
     labels = meta.get("labels") or {}
@@ -72,7 +73,7 @@ def helm_release(meta: dict) -> str | None:
     return None
 
 
-def select(listed: Iterable[tuple[Resource, dict]], applyset_id: str, options: LegacyAdoption,
+def select(listed: Iterable[tuple[Resource, ListedMeta]], applyset_id: str, options: LegacyAdoption,
            set_ref: str) -> Selection:
     """Sort what the legacy LISTs found into a ``Selection``.
 
@@ -114,20 +115,23 @@ def select(listed: Iterable[tuple[Resource, dict]], applyset_id: str, options: L
     return selection
 
 
-def ref(res: Resource, meta: dict) -> str:
+def ref(res: Resource, meta: ListedMeta) -> str:
     """``Kind namespace/name`` of an object of resource ``res`` with metadata ``meta``, for messages."""
     where = f"{meta['namespace']}/" if meta.get("namespace") else ""
     return f"{res.kind} {where}{meta['name']}"
 
 
-def scope_kinds(options: LegacyAdoption, discovery: Discovery) -> tuple[list, list]:
+def scope_kinds(options: LegacyAdoption, discovery: Discovery) -> tuple[list[Resource], list[GroupKind]]:
     """Split the allowlist of ``options`` by what ``discovery`` (a ``kube.Discovery``) serves.
 
     Returns ``(served resources to list, group kinds of the allowlist the server does not serve)``.
     """
-    served: list = []
-    missing: list = []
+    served: list[Resource] = []
+    missing: list[GroupKind] = []
     for gk in options.group_kinds():
         res = discovery.for_group_kind(GroupKind(*gk))
-        (served if res is not None else missing).append(res if res is not None else gk)
+        if res is not None:
+            served.append(res)
+        else:
+            missing.append(gk)
     return served, missing

@@ -42,15 +42,16 @@ import hashlib
 import json
 from collections.abc import Collection
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, annotations_of, labels_of, metadata_of
 from . import csa, server_form
+from .csa import FieldsV1
 from ..inputs import redact
 from .. import spec
 
 DIGEST_VERSION = "v1"
 
 
-def _without_digest(body: dict) -> dict:
+def _without_digest(body: KubeObject) -> KubeObject:
     """``body`` without our digest annotation (and without an annotations map it leaves empty)."""
     meta = body.get("metadata")
     if not isinstance(meta, dict):
@@ -65,7 +66,7 @@ def _without_digest(body: dict) -> dict:
     return {**body, "metadata": meta}
 
 
-def _values_hidden(body: dict) -> dict:
+def _values_hidden(body: KubeObject) -> KubeObject:
     """A Secret (``redact.is_secret``) with every ``data`` and ``stringData`` value replaced by
     the same placeholder; anything else as it is."""
     if not redact.is_secret(body):
@@ -77,7 +78,7 @@ def _values_hidden(body: dict) -> dict:
     return hidden
 
 
-def request_digest(body: dict) -> str:
+def request_digest(body: KubeObject) -> str:
     """The digest of a server-side apply body: ``v1:`` + unpadded base64url of the sha256 of its
     canonical JSON (sorted keys, no spaces), without the digest annotation itself and with a
     Secret's values left out (its keys are in).
@@ -94,7 +95,7 @@ def request_digest(body: dict) -> str:
     return f"{DIGEST_VERSION}:" + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def with_digest(body: dict, *, digest_of: dict | None = None) -> dict:
+def with_digest(body: KubeObject, *, digest_of: KubeObject | None = None) -> KubeObject:
     """``body`` with our digest annotation set to its digest, or to the digest of ``digest_of``
     (``field_policy.py``: the manifest with the values of the fields left to others hidden).
 
@@ -122,7 +123,7 @@ def _scalar_equal(desired: object, live: object) -> bool:
     return False
 
 
-def contains(desired: object, live: object, owned: dict | None = None) -> bool:
+def contains(desired: object, live: object, owned: FieldsV1 | None = None) -> bool:
     """Whether every value of ``desired`` is in ``live``, strictly equal.
 
     Maps recursively (``live`` may have more keys); lists element by element with equal length
@@ -163,7 +164,7 @@ def contains(desired: object, live: object, owned: dict | None = None) -> bool:
     return _scalar_equal(desired, live)
 
 
-def _dropped(value: object, owned: dict | None) -> bool:
+def _dropped(value: object, owned: FieldsV1 | None) -> bool:
     """Whether the server leaves out a field sent with ``value``: a null (nothing to set), an empty
     list or map (Go's ``omitempty``), and, when we still own the field, false, 0 or "" (the zero
     value of a Go field with ``omitempty``). A field somebody else removed is no longer ours
@@ -173,15 +174,16 @@ def _dropped(value: object, owned: dict | None) -> bool:
     return owned is not None and value in (False, 0, "") and isinstance(value, (bool, int, float, str))
 
 
-def _owned_items(owned: dict, live: list) -> list:
+def _owned_items(owned: FieldsV1, live: list) -> list[FieldsV1 | None]:
     """The fieldsV1 node of each element of a ``live`` list (None when not ours); the keys are
     parsed once per list, not once per element."""
     keys = _parsed_keys(owned)
     return [owned.get(list_element_key(owned, item, index, keys)) for index, item in enumerate(live)]
 
 
-def _parsed_keys(tree: object) -> list:
-    parsed = []
+def _parsed_keys(tree: object) -> list[tuple[str, object]]:
+    """``(key, its parsed JSON)`` of each ``k:`` key of a FieldsV1 node (``(key, None)`` for a ``v:``)."""
+    parsed: list[tuple[str, object]] = []
     for key in tree if isinstance(tree, dict) else ():
         if key.startswith("k:"):
             try:
@@ -193,7 +195,8 @@ def _parsed_keys(tree: object) -> list:
     return parsed
 
 
-def list_element_key(tree: object, element: object, index: int, parsed: list | None = None) -> str:
+def list_element_key(tree: object, element: object, index: int,
+                     parsed: list[tuple[str, object]] | None = None) -> str:
     """The fieldsV1 key of a list element: ``k:{...}`` whose values it has, ``v:...`` or ``i:N``.
     ``parsed`` is ``_parsed_keys(tree)`` when the caller looks up many elements of one list."""
     for key, wanted in _parsed_keys(tree) if parsed is None else parsed:
@@ -205,15 +208,14 @@ def list_element_key(tree: object, element: object, index: int, parsed: list | N
     return f"i:{index}"
 
 
-def apply_fields(live: dict, manager: str) -> dict | None:
+def apply_fields(live: KubeObject, manager: str) -> FieldsV1 | None:
     """The fieldsV1 of ``manager``'s Apply entry (not a subresource's) in ``live``, or None."""
-    entries = metadata_of(live).get("managedFields") or []
-    entry = next((e for e in entries if isinstance(e, dict) and e.get("manager") == manager
+    entry = next((e for e in csa.managed_fields_of(live) if e.get("manager") == manager
                   and e.get("operation") == "Apply" and not e.get("subresource")), None)
     return None if entry is None else entry.get("fieldsV1") or {}
 
 
-def why_not_whole(live_obj: dict | None) -> str | None:
+def why_not_whole(live_obj: KubeObject | None) -> str | None:
     """Why ``live_obj`` cannot be judged at all (missing, metadata only, being deleted), or None."""
     if live_obj is None:
         return "not found"
@@ -224,7 +226,7 @@ def why_not_whole(live_obj: dict | None) -> str | None:
     return None
 
 
-def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digested: bool = False,
+def why_apply(member_body: KubeObject, live_obj: KubeObject | None, manager: str, *, digested: bool = False,
               set_managers: Collection[str] = frozenset()) -> str | None:
     """The reason the member must be applied, or None when the apply may be skipped.
 
@@ -245,8 +247,8 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
         return problem
     meta = metadata_of(live_obj)
     body = member_body if digested else with_digest(member_body)  # the body as sent
-    want = body["metadata"]["annotations"][spec.ANNOTATION_APPLIED_DIGEST]
-    have = (meta.get("annotations") or {}).get(spec.ANNOTATION_APPLIED_DIGEST)
+    want = annotations_of(body)[spec.ANNOTATION_APPLIED_DIGEST]
+    have = annotations_of(live_obj).get(spec.ANNOTATION_APPLIED_DIGEST)
     if have is None:
         return "no applied digest recorded"
     if have != want:
@@ -263,7 +265,7 @@ def why_apply(member_body: dict, live_obj: dict | None, manager: str, *, digeste
     return None
 
 
-def in_place_blocker(live_obj: dict | None, manager: str, set_id: str,
+def in_place_blocker(live_obj: KubeObject | None, manager: str, set_id: str,
                      set_managers: Collection[str] = frozenset()) -> str | None:
     """Why a member's apply cannot be sent as a conditional in-place update, or None when it can.
 
@@ -291,7 +293,7 @@ def in_place_blocker(live_obj: dict | None, manager: str, set_id: str,
     meta = metadata_of(live_obj)
     if not meta.get("uid") or not meta.get("resourceVersion"):
         return "no uid or resourceVersion to make the update conditional on"
-    if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) != set_id:
+    if labels_of(live_obj).get(spec.LABEL_PART_OF) != set_id:
         return "not yet a member of this set"
     if csa.may_take_over(meta.get("managedFields"), manager):
         return "client-side tools own fields that an apply may take over"
@@ -300,7 +302,7 @@ def in_place_blocker(live_obj: dict | None, manager: str, set_id: str,
     return None
 
 
-def conditional(body: dict, live_obj: dict) -> dict:
+def conditional(body: KubeObject, live_obj: KubeObject) -> KubeObject:
     """``body`` with the live object's ``uid`` and ``resourceVersion`` as preconditions.
 
     The server refuses the apply with a 409 when the object is gone (no resurrection), was
@@ -308,6 +310,6 @@ def conditional(body: dict, live_obj: dict) -> dict:
     recorded in managedFields, and the digest annotation already in ``body`` is computed without
     them, so the applied object is the same as an unconditional apply would make.
     """
-    live_meta = live_obj["metadata"]
+    live_meta = metadata_of(live_obj)
     meta = {**body["metadata"], "uid": live_meta["uid"], "resourceVersion": live_meta["resourceVersion"]}
     return {**body, "metadata": meta}

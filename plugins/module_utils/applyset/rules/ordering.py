@@ -22,13 +22,15 @@ dependencies outside the set were looked for: steps/decide.py); gates.py runs it
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Union
 
 from . import plan as plans
 from .. import spec
 from ..errors import InputError, InputErrors
-from ..kube.discovery import Discovery
+from ..kube.discovery import Discovery, Resource
+from ..object_meta import annotations_of
 
 if TYPE_CHECKING:  # what the run and its decide step hold, named for the annotations only: both are above the rules
     from ..run.options import Options
@@ -54,6 +56,12 @@ class Gate(NamedTuple):
     phase: int | None
 
 
+# A node of the graph: a member, an object outside the set it depends on, or a gate.
+Node = Union[spec.ObjectId, Gate]
+# An edge into a node: ``(source, APPLIED or READY, why: BY_DEPENDENCY, BY_WAVE or BY_KIND)``.
+Edge = tuple[Node, str, str]
+
+
 def parse_depends_on(value: str) -> list[spec.ObjectId]:
     """The references of a depends-on annotation, in order.
 
@@ -74,7 +82,7 @@ def parse_depends_on(value: str) -> list[spec.ObjectId]:
     return refs
 
 
-def wave_of(annotations: dict | None) -> int:
+def wave_of(annotations: Mapping[str, str] | None) -> int:
     """The sync wave of an object's annotations (0 when none).
 
     Raises:
@@ -89,21 +97,21 @@ def wave_of(annotations: dict | None) -> int:
         raise ValueError(f"{SYNC_WAVE} must be an integer, not {value!r}") from None
 
 
-def is_ordered(annotations: dict | None) -> bool:
+def is_ordered(annotations: Mapping[str, str] | None) -> bool:
     """Whether an object carries an ordering annotation (depends-on or sync-wave)."""
     annotations = annotations or {}
     return DEPENDS_ON in annotations or SYNC_WAVE in annotations
 
 
-def ref_of(key: spec.ObjectId | Gate) -> str:
+def ref_of(key: Node) -> str:
     """How messages name a node: ``Kind namespace/name``, or what a gate stands for."""
     if isinstance(key, Gate):
         return f"sync wave {key.wave}" if key.phase is None else f"kind phase {key.phase} of wave {key.wave}"
     return f"{key.kind} {key.namespace}/{key.name}" if key.namespace else f"{key.kind} {key.name}"
 
 
-def _annotations(member: plans.DesiredObject) -> dict:
-    return member.body["metadata"].get("annotations") or {}
+def _annotations(member: plans.DesiredObject) -> dict[str, str]:
+    return annotations_of(member.body)
 
 
 @dataclass
@@ -112,21 +120,21 @@ class Order:
     ``external`` maps objects outside the set that members depend on to their resource;
     ``gates`` in an order where each gate comes after the gates it needs."""
 
-    needs: dict
-    external: dict = field(default_factory=dict)
-    gates: list = field(default_factory=list)
-    waves: dict = field(default_factory=dict)  # member key -> wave
-    resources: dict = field(default_factory=dict)  # member key -> kube.Resource
+    needs: dict[Node, list[Edge]]
+    external: dict[spec.ObjectId, Resource] = field(default_factory=dict)
+    gates: list[Gate] = field(default_factory=list)
+    waves: dict[spec.ObjectId, int] = field(default_factory=dict)  # member key -> wave
+    resources: dict[spec.ObjectId, Resource] = field(default_factory=dict)  # member key -> kube.Resource
 
-    def explicit(self, key: spec.ObjectId | Gate) -> list:
-        """The dependencies ``key`` waits for by its own annotation (not waves or kinds)."""
-        return [src for src, _need, why in self.needs.get(key, ()) if why == BY_DEPENDENCY]
+    def explicit(self, key: Node) -> list[spec.ObjectId]:
+        """The dependencies ``key`` waits for by its own annotation (not waves or kinds): objects, never gates."""
+        return [src for src, _need, why in self.needs.get(key, ()) if why == BY_DEPENDENCY and not isinstance(src, Gate)]
 
-    def gated(self, key: spec.ObjectId | Gate) -> bool:
+    def gated(self, key: Node) -> bool:
         """Whether ``key`` waits for another object to be ready before it is applied."""
         return any(need == READY for _src, need, _why in self._flat(key))
 
-    def _flat(self, key, seen=None):
+    def _flat(self, key: Node, seen: set[Gate] | None = None) -> Iterator[Edge]:
         """The edges into ``key``, through gates."""
         seen = set() if seen is None else seen
         for src, need, why in self.needs.get(key, ()):
@@ -138,16 +146,17 @@ class Order:
                 yield src, need, why
 
 
-def build(members: list, discovery: Discovery) -> Order:
+def build(members: list[plans.DesiredObject], discovery: Discovery) -> Order:
     """The graph of ``members`` (``plan.DesiredObject``, in plan order).
 
     Raises:
         InputErrors: malformed annotations, references to kinds the server does not serve, or
             to a namespaced kind in the cluster-scoped form (and the reverse); all at once.
     """
-    problems, order = [], Order(needs={})
+    problems: list[InputError] = []
+    order = Order(needs={})
     keys = {m.key: m for m in members}
-    by_wave: dict = {}
+    by_wave: dict[int, dict[int, list[plans.DesiredObject]]] = {}
     for m in members:
         where = f"{m.manifest.source} ({m.ref})"
         try:
@@ -166,12 +175,12 @@ def build(members: list, discovery: Discovery) -> Order:
     return order
 
 
-def _floating(order: Order, keys: dict) -> set:
+def _floating(order: Order, keys: dict[spec.ObjectId, plans.DesiredObject]) -> set[spec.ObjectId]:
     """Members that depend (through depends-on, in their own wave) on a member of a later kind
     phase: the explicit edge wins over the kind order, so later phases do not wait for them.
     CRDs and Namespaces never float: what follows them cannot be applied before them."""
     phase = {k: plans.phase_of(m.rank) for k, m in keys.items()}
-    reach: dict = {}
+    reach: dict[spec.ObjectId, int] = {}
 
     def highest(key: spec.ObjectId, visiting: frozenset[spec.ObjectId] = frozenset()) -> int:
         if key not in reach:
@@ -183,8 +192,8 @@ def _floating(order: Order, keys: dict) -> set:
     return {k for k in keys if phase[k] > 1 and highest(k) > phase[k]}
 
 
-def _add_dependencies(order: Order, member: plans.DesiredObject, keys: dict, discovery: Discovery,
-                      problems: list) -> None:
+def _add_dependencies(order: Order, member: plans.DesiredObject, keys: dict[spec.ObjectId, plans.DesiredObject],
+                      discovery: Discovery, problems: list[InputError]) -> None:
     value = _annotations(member).get(DEPENDS_ON)
     if value is None:
         return
@@ -213,14 +222,15 @@ def _add_dependencies(order: Order, member: plans.DesiredObject, keys: dict, dis
         order.needs[member.key].append((ref, READY, BY_DEPENDENCY))
 
 
-def _add_phases_and_waves(order: Order, by_wave: dict, floating: set) -> None:
+def _add_phases_and_waves(order: Order, by_wave: dict[int, dict[int, list[plans.DesiredObject]]],
+                          floating: set[spec.ObjectId]) -> None:
     """Gate nodes: each phase of a wave waits for the earlier phases applied (CRDs ready; not the
     ``floating`` members), each wave for every member of the wave before it ready."""
     previous_done = None
     waves = sorted(by_wave)
     for index, wave in enumerate(waves):
         phases = sorted(by_wave[wave])
-        before: list = [(previous_done, APPLIED, BY_WAVE)] if previous_done is not None else []
+        before: list[Edge] = [(previous_done, APPLIED, BY_WAVE)] if previous_done is not None else []
         for position, phase in enumerate(phases):
             gate = Gate(wave, phase)
             needs = list(before)
@@ -241,9 +251,9 @@ def _add_phases_and_waves(order: Order, by_wave: dict, floating: set) -> None:
             previous_done = done
 
 
-def find_cycle(order: Order) -> list | None:
+def find_cycle(order: Order) -> list[Node] | None:
     """A cycle of the graph as its nodes in order (each waits for the next), or None."""
-    state: dict = {}
+    state: dict[Node, int] = {}
     for start in order.needs:
         if start in state:
             continue
@@ -267,7 +277,7 @@ def find_cycle(order: Order) -> list | None:
     return None
 
 
-def cycle_error(order: Order, cycle: list, members: dict) -> InputError:
+def cycle_error(order: Order, cycle: list[Node], members: Mapping[Node, plans.DesiredObject]) -> InputError:
     """The refusal of a cycle, naming every object in it and how each waits for the next."""
     steps = []
     for i, node in enumerate(cycle):
@@ -287,7 +297,7 @@ def cycle_error(order: Order, cycle: list, members: dict) -> InputError:
 # ----- before the first write ---------------------------------------------------------------------
 
 
-def decide_order(members: list, discovery: Discovery) -> Order | None:
+def decide_order(members: list[plans.DesiredObject], discovery: Discovery) -> Order | None:
     """The ``Order`` of ``members`` (``plan.DesiredObject``, in plan order), or None when no member
     carries an ordering annotation (the kind phases alone then order the apply, as before). The
     dependencies outside the set (``Order.external``) are still to be found on the cluster
@@ -305,7 +315,8 @@ def decide_order(members: list, discovery: Discovery) -> Order | None:
     return order
 
 
-def unavailable(order: Order, members: list, absent: frozenset, pruned: frozenset = frozenset()) -> list:
+def unavailable(order: Order, members: list[plans.DesiredObject], absent: frozenset[spec.ObjectId],
+                pruned: frozenset[spec.ObjectId] = frozenset()) -> list[InputError]:
     """The refusals of dependencies outside the set that the run cannot wait for, in the order of
     their identities: one for each member that waits for one.
 
@@ -326,7 +337,7 @@ def unavailable(order: Order, members: list, absent: frozenset, pruned: frozense
     return problems
 
 
-def describe(order: Order, members: list, opts: Options) -> list[str]:
+def describe(order: Order, members: list[plans.DesiredObject], opts: Options) -> list[str]:
     """The order a real run takes, as lines for the result (``order``) and for check mode."""
     lines = []
     waves = sorted(set(order.waves.values()))
@@ -353,7 +364,7 @@ def gated_change(decisions: Decisions, plan: plans.Plan) -> bool:
     return order is not None and any(m.key not in decisions.unchanged and order.gated(m.key) for m in plan.members)
 
 
-def unread(members: list) -> list[str]:
+def unread(members: list[plans.DesiredObject]) -> list[str]:
     """Warnings for members whose ordering annotations of other tools are not honoured (kapp's)."""
     warnings = []
     for m in members:

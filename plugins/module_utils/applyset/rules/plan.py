@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from ..object_meta import metadata_of
+from ..object_meta import KubeObject, annotations_of, metadata_of
 from .. import spec
 from ..errors import InputError, InputErrors
 from ..kube.discovery import Discovery, Resource
@@ -105,14 +105,13 @@ def update_strategy(member: DesiredObject, recreate_kinds: Collection[str]) -> s
     Returns:
         ``STRATEGY_RECREATE`` or ``STRATEGY_APPLY``.
     """
-    annotations = member.body["metadata"].get("annotations") or {}
-    value = annotations.get(ANNOTATION_UPDATE_STRATEGY)
+    value = annotations_of(member.body).get(ANNOTATION_UPDATE_STRATEGY)
     if value in UPDATE_STRATEGIES:
         return value
     return STRATEGY_RECREATE if kind_matches(member.resource.group_kind, recreate_kinds) else STRATEGY_APPLY
 
 
-def recreate_problems(members: list, recreate_kinds: Collection[str]) -> list[InputError]:
+def recreate_problems(members: list[DesiredObject], recreate_kinds: Collection[str]) -> list[InputError]:
     """Input errors of the recreate settings: unknown annotation values, protected kinds.
 
     Args:
@@ -131,7 +130,7 @@ def recreate_problems(members: list, recreate_kinds: Collection[str]) -> list[In
             "or many objects at once, so they are never recreated",
             obj="option recreate_on_immutable", fix="remove them from recreate_on_immutable"))
     for m in members:
-        value = (m.body["metadata"].get("annotations") or {}).get(ANNOTATION_UPDATE_STRATEGY)
+        value = annotations_of(m.body).get(ANNOTATION_UPDATE_STRATEGY)
         if value is None:
             continue
         if value not in UPDATE_STRATEGIES:
@@ -176,24 +175,24 @@ class DesiredObject:
 
     manifest: Manifest
     resource: Resource
-    body: dict  # what is sent: the manifest with our part-of label and the namespace set
+    body: KubeObject  # what is sent: the manifest with our part-of label and the namespace set
     rank: int
     crd_in_set: bool = False  # its kind comes from a CRD that this run applies
     # field_policy.py: the manifest's body with the values of its ignored fields hidden; the digests
     # that say whether it changed (applied-digest, the history's) are of this, when set
-    digest_source: dict | None = None
+    digest_source: KubeObject | None = None
     # ``key`` as computed for this body and resource (a run asks it a dozen times per member).
     _key: tuple = field(default=(None, None, None), init=False, repr=False, compare=False)
 
     @property
     def namespace(self) -> str | None:
         """Its namespace as sent; None when cluster-scoped."""
-        return self.body["metadata"].get("namespace")
+        return metadata_of(self.body).get("namespace")
 
     @property
     def name(self) -> str:
         """Its metadata.name."""
-        return self.body["metadata"]["name"]
+        return metadata_of(self.body)["name"]
 
     @property
     def key(self) -> spec.ObjectId:
@@ -217,17 +216,17 @@ class Plan:
     the group-kinds and namespaces it covers, and ``warnings`` about input we changed."""
 
     members: list[DesiredObject]
-    group_kinds: set  # this run's group-kinds
-    namespaces: set  # namespaces holding this run's namespaced members
-    ranks: list = field(default_factory=list)  # member lists, in apply order
-    warnings: list = field(default_factory=list)  # input kubectl would accept but we changed
+    group_kinds: set[GroupKind]  # this run's group-kinds
+    namespaces: set[str]  # namespaces holding this run's namespaced members
+    ranks: list[list[DesiredObject]] = field(default_factory=list)  # member lists, in apply order
+    warnings: list[str] = field(default_factory=list)  # input kubectl would accept but we changed
 
-    def keys(self) -> set:
+    def keys(self) -> set[spec.ObjectId]:
         """The ``ObjectId`` of every member."""
         return {m.key for m in self.members}
 
     @property
-    def phases(self) -> list:
+    def phases(self) -> list[list[DesiredObject]]:
         """Member lists to apply one after the other (``phase_of``), each in rank order, then
         input order: the order of ``ranks`` flattened, cut only where a barrier is needed."""
         by_phase: dict[int, list[DesiredObject]] = {}
@@ -237,12 +236,16 @@ class Plan:
         return [by_phase[p] for p in sorted(by_phase)]
 
     @property
-    def in_apply_order(self) -> list:
+    def in_apply_order(self) -> list[DesiredObject]:
         """The members in the order a run applies and records them: ``phases`` flattened."""
         return [member for phase in self.phases for member in phase]
 
 
-def _resources_from_crds(manifests: list[Manifest]) -> dict[tuple[str, str, str], Resource]:
+# An API group, version and kind, as a manifest's apiVersion and kind name them: ``("apps", "v1", "Deployment")``.
+GroupVersionKind = tuple[str, str, str]
+
+
+def _resources_from_crds(manifests: list[Manifest]) -> dict[GroupVersionKind, Resource]:
     """Resources that CRDs in the input will define, keyed by (group, version, kind)."""
     defined = {}
     for m in manifests:
@@ -313,13 +316,14 @@ def build(manifests: list[Manifest], discovery: Discovery, applyset_id: str, def
     return Plan(
         members=members,
         group_kinds={m.resource.group_kind for m in members},
-        namespaces={m.namespace for m in members if m.resource.namespaced},
+        namespaces={m.namespace for m in members if m.resource.namespaced and m.namespace},  # each has one
         ranks=[by_rank[r] for r in sorted(by_rank)],
         warnings=warnings,
     )
 
 
-def _resource_for(m: Manifest, discovery: Discovery, from_crds: dict, problems: list) -> tuple[Resource | None, bool]:
+def _resource_for(m: Manifest, discovery: Discovery, from_crds: dict[GroupVersionKind, Resource],
+                  problems: list[InputError]) -> tuple[Resource | None, bool]:
     """The resource serving ``m`` and whether a CRD of this run defines it; ``(None, False)``
     with an input error added to ``problems`` when nothing serves its kind."""
     res = discovery.for_gvk(m.group, m.version, m.kind)
@@ -339,7 +343,7 @@ def _resource_for(m: Manifest, discovery: Discovery, from_crds: dict, problems: 
 
 
 def _body_for(m: Manifest, res: Resource, applyset_id: str, default_namespace: str | None,
-              problems: list, warnings: list) -> dict | None:
+              problems: list[InputError], warnings: list[str]) -> KubeObject | None:
     """What is sent for ``m``: its namespace defaulted or dropped, and our part-of label added.
 
     Like kubectl's resource builder, a namespaced object without metadata.namespace gets the

@@ -24,8 +24,10 @@ import base64
 import hashlib
 import hmac
 import json
+from typing import Any
 
 from . import server_form
+from ..object_meta import KubeObject
 from .field_policy import HIDDEN  # a field left to others: not projected
 from ..inputs import redact
 
@@ -34,7 +36,7 @@ _VALUES = ("data", "stringData")
 _ABSENT = {"(absent)": True}  # what the projection holds where the live object has no value
 
 
-def values_digest(body: dict, key: bytes | None) -> str | None:
+def values_digest(body: KubeObject, key: bytes | None) -> str | None:
     """The keyed digest of a Secret body's ``data`` and ``stringData`` values; None for anything
     else, for a Secret without values, and without a ``key``."""
     if key is None or not redact.is_secret(body):
@@ -43,7 +45,7 @@ def values_digest(body: dict, key: bytes | None) -> str | None:
     return _short(hmac.new(key, b"values\0" + _json(values).encode("utf-8"), hashlib.sha256).digest())
 
 
-def start_digest(body: dict, live: dict, key: bytes | None) -> str:
+def start_digest(body: KubeObject, live: KubeObject, key: bytes | None) -> str:
     """The digest of what ``live`` holds in the fields ``body`` sends.
 
     Args:
@@ -66,7 +68,7 @@ def start_digest(body: dict, live: dict, key: bytes | None) -> str:
     return _short(hmac.new(key, b"start\0" + _json(projection).encode("utf-8"), hashlib.sha256).digest())
 
 
-def _project(shape, live):
+def _project(shape: object, live: object) -> Any:  # a JSON value: a map for a map (start_digest reads its items)
     """``live`` cut to the fields of ``shape``: maps by key; lists of maps by ``name`` where they
     carry one (containers, env, volumes: the order may differ), else by index; anything else
     (a scalar, a list of scalars, which the server keeps whole) as ``live`` holds it."""

@@ -14,8 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from collections.abc import Mapping
+from typing import Any
+
 from . import plan_id as plans
 from ..errors import InputError
+from .plan_id import PlanEntry
 
 _FIX = ("give approved_plan the plan_id of a check-mode run, its plan list, or the check-mode result "
         "(a dict with plan and plan_id)")
@@ -30,7 +34,7 @@ class Approved:
     its ``digests``; ``left_out`` entries of that plan when its result left them out (``result_detail``)."""
 
     plan_id: str
-    plan: list | None = None
+    plan: list[PlanEntry] | None = None
     left_out: int = 0
     digests: str | None = None  # plan_digests.tokens: what a fleet's preview publishes instead of the plan
 
@@ -66,7 +70,7 @@ def parse_approved(value: object) -> Approved:
     return Approved(computed, list(plan))
 
 
-def _with_digests(value: dict) -> Approved:
+def _with_digests(value: Mapping[str, Any]) -> Approved:
     """A plan id with its entries' digests (``plan_digests.published``): the id binds, the digests name."""
     try:
         plans.parse_digests(value["digests"])
@@ -106,7 +110,7 @@ def malformed(plan_id: str) -> str | None:
     return None
 
 
-def other_set(approved: list, set_entry: dict) -> dict | None:
+def other_set(approved: list[PlanEntry], set_entry: PlanEntry) -> PlanEntry | None:
     """The set entry of an ``approved`` plan made for another set or another kind of run than the
     one of ``set_entry`` (the current plan's), or None when it is this set's."""
     theirs = next((e for e in approved if e.get("action") in plans.SET_ACTIONS), None)
@@ -116,7 +120,7 @@ def other_set(approved: list, set_entry: dict) -> dict | None:
     return theirs
 
 
-def differences(approved: list, current: list, left_out: int = 0) -> list[str]:
+def differences(approved: list[PlanEntry], current: list[PlanEntry], left_out: int = 0) -> list[str]:
     """Each difference between the ``approved`` plan and the ``current`` one, as a line
     ``Object: approved A, now B: why`` (in the order of the objects). With ``left_out`` (entries
     the approved plan's result left out) only the objects the approved entries name are compared,
@@ -134,7 +138,7 @@ def differences(approved: list, current: list, left_out: int = 0) -> list[str]:
     return lines
 
 
-def describe(now: dict, approved_action: str | None, same_action: bool = False) -> str:
+def describe(now: PlanEntry, approved_action: str | None, same_action: bool = False) -> str:
     """The line of a current plan entry ``now`` whose approved entry is known only by its action
     (published digests): None when the approved plan has no entry for its object; with
     ``same_action``, the rest of the entry (its body, UID, start, values or order) differs."""
@@ -149,7 +153,7 @@ def describe(now: dict, approved_action: str | None, same_action: bool = False) 
     return f"{obj}: approved {approved_action or 'nothing'}, now {current}" + (f": {why}" if why else "")
 
 
-def _line(obj: str, was: dict | None, now: dict | None) -> str:
+def _line(obj: str, was: PlanEntry | None, now: PlanEntry | None) -> str:
     approved = _say(was)
     current = _say(now)
     if approved == current:  # the same action, another detail (the body, the UID, the order)
@@ -158,20 +162,20 @@ def _line(obj: str, was: dict | None, now: dict | None) -> str:
     return f"{obj}: approved {approved}, now {current}" + (f": {why}" if why else "")
 
 
-def _say(item: dict | None) -> str:
+def _say(item: PlanEntry | None) -> str:
     if item is None:
         return "nothing"
     return item["action"] + (f" {item['phase']}" if item.get("phase") else "")
 
 
-def _detail(item: dict | None, other: dict | None) -> str:
+def _detail(item: PlanEntry | None, other: PlanEntry | None) -> str:
     """The fields of ``item`` that differ from ``other``'s, as ``name=value``."""
     item, other = item or {}, other or {}
     names = sorted(n for n in set(item) | set(other) if n not in ("object", "action") and item.get(n) != other.get(n))
     return ", ".join(f"{n}={item.get(n, '-')}" for n in names)
 
 
-def _why(was: dict | None, now: dict | None) -> str:
+def _why(was: PlanEntry | None, now: PlanEntry | None) -> str:
     """Why the entry changed, when the two entries tell."""
     if was is None:
         return _appeared(now or {})
@@ -193,7 +197,7 @@ def _why(was: dict | None, now: dict | None) -> str:
     return _action_changed(a, b)
 
 
-def _values_changed(was: dict, now: dict) -> str:
+def _values_changed(was: PlanEntry, now: PlanEntry) -> str:
     if was.get("values") and now.get("values"):
         return "its values were changed in the manifests since"
     if now.get("values"):
@@ -240,9 +244,9 @@ _GONE = {
 }
 
 
-def _appeared(now: dict) -> str:
+def _appeared(now: PlanEntry) -> str:
     return _APPEARED.get(str(now.get("action")), "")
 
 
-def _gone(was: dict) -> str:
+def _gone(was: PlanEntry) -> str:
     return _GONE.get(str(was.get("action")), "")

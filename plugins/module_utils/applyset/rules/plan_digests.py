@@ -27,6 +27,7 @@ import hashlib
 import json
 
 from . import plan_diff, plan_id as plans
+from .plan_id import PlanEntry
 
 FORMAT = "plan-digests-v1"
 _KEY, TOKEN = plans.DIGEST_KEY_CHARS, plans.DIGEST_TOKEN_CHARS
@@ -43,15 +44,15 @@ _ACTIONS = {code: action for action, code in ACTION_CODES.items()}
 _OTHER = "?"  # an action this version does not know (a hand-made plan): still compared
 
 
-def tokens(plan: list) -> str:
+def tokens(plan: list[PlanEntry]) -> str:
     """The plan's entries as tokens, in canonical order, one string."""
     return "".join(_token(entry) for entry in plans.canonical(plan))
 
 
-def published(plan_id: str, plan: list, omitted: int = 0) -> dict:
+def published(plan_id: str, plan: list[PlanEntry], omitted: int = 0) -> dict[str, object]:
     """What a preview publishes for a set: the id that binds the deploy and the tokens that name
     differences (``omitted``: entries the result left out, so not in the tokens)."""
-    out: dict = {"plan_id": plan_id, "format": FORMAT, "digests": tokens(plan)}
+    out: dict[str, object] = {"plan_id": plan_id, "format": FORMAT, "digests": tokens(plan)}
     if omitted:
         out["omitted"] = {"plan": omitted}
     return out
@@ -60,7 +61,7 @@ def published(plan_id: str, plan: list, omitted: int = 0) -> dict:
 parse = plans.parse_digests
 
 
-def differences(approved: str, current: list, left_out: int = 0) -> list[str]:
+def differences(approved: str, current: list[PlanEntry], left_out: int = 0) -> list[str]:
     """Each difference between the ``approved`` tokens and the ``current`` plan: a line per object
     of the current plan whose token differs (``Object: approved A, now B: why``), then a line per
     action of approved entries that have no object in the plan now, counted. With ``left_out``
@@ -75,7 +76,7 @@ def differences(approved: str, current: list, left_out: int = 0) -> list[str]:
             lines.append(plan_diff.describe(entry, None))
         elif was is not None and was != (code, detail):
             lines.append(plan_diff.describe(entry, _ACTIONS.get(was[0], "another action"), same_action=was[0] == code))
-    gone: dict = {}
+    gone: dict[str, int] = {}
     for key, (code, _detail) in before.items():
         if key not in seen:
             action = _ACTIONS.get(code, "another action")
@@ -85,14 +86,14 @@ def differences(approved: str, current: list, left_out: int = 0) -> list[str]:
     return lines
 
 
-def _token(entry: dict) -> str:
+def _token(entry: PlanEntry) -> str:
     key = _short(b"key\0" + "\0".join(map(str, plans.entry_key(entry))).encode("utf-8"), _KEY)
     rest = {k: v for k, v in entry.items() if k not in ("object", "action", "phase")}
     detail = _short(b"detail\0" + json.dumps(rest, sort_keys=True, separators=(",", ":")).encode("utf-8"), _DETAIL)
     return key + ACTION_CODES.get(str(entry.get("action")), _OTHER) + detail
 
 
-def _split(token: str) -> tuple:
+def _split(token: str) -> tuple[str, str, str]:
     return token[:_KEY], token[_KEY], token[_KEY + 1:]
 
 

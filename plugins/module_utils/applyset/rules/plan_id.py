@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
-from ..object_meta import annotations_of
+from ..object_meta import KubeObject, annotations_of
 from . import nochange
 from .. import spec
 
@@ -47,6 +48,10 @@ RETIRE_HELM_RELEASE = "retire-helm-release"  # helm.take_over: the release's rec
 # digest, 1 for its action, 4 of the rest's digest. Here so that plan_diff reads them without it.
 DIGEST_KEY_CHARS, DIGEST_TOKEN_CHARS = 6, 11
 
+# One entry of a plan: ``object`` and ``action``, and the fields ``entry`` sets. Decoded JSON: an approved
+# plan's entries come from the user (``plan_diff.parse_approved`` checks only ``object`` and ``action``).
+PlanEntry = dict[str, Any]
+
 MEMBER_ACTIONS = frozenset({CREATE, CONFIGURE, UNCHANGED, SKIP})
 SET_ACTIONS = frozenset({SET_APPLY, SET_UNINSTALL, SET_DISBAND})
 
@@ -58,15 +63,15 @@ def ref_of(key: spec.ObjectId) -> str:
     return f"{kind} {key.namespace}/{key.name}" if key.namespace else f"{kind} {key.name}"
 
 
-def entry(obj: str, action: str, **fields: object) -> dict:
+def entry(obj: str, action: str, **fields: object) -> PlanEntry:
     """One entry of a plan: ``object`` (its ``ref_of``), ``action`` and the ``fields`` that are set
     (an empty or None value is left out, so that adding a field later keeps old ids)."""
-    out: dict[str, object] = {"object": obj, "action": action}
+    out: PlanEntry = {"object": obj, "action": action}
     out.update((name, value) for name, value in sorted(fields.items()) if value not in (None, "", [], ()))
     return out
 
 
-def body_digest(body: dict) -> str:
+def body_digest(body: KubeObject) -> str:
     """The short digest of a body the run would send: its applied-digest annotation (set by the
     plan step, and by ``ignore_fields`` over the manifest's own values), else computed the same way."""
     annotations = annotations_of(body)
@@ -74,25 +79,25 @@ def body_digest(body: dict) -> str:
     return digest.partition(":")[2][:_BODY_CHARS]
 
 
-def entry_key(item: dict) -> tuple:
+def entry_key(item: PlanEntry) -> tuple[str, str]:
     """What tells two entries of one plan apart: the object, and a hook's phase (a hook may run
     in two phases)."""
     return (str(item.get("object", "")), str(item.get("phase", "")))
 
 
-def canonical(entries: list) -> list:
+def canonical(entries: list[PlanEntry]) -> list[PlanEntry]:
     """The plan as it is digested and shown: the set's entry first, then by object."""
     # Two entries of one key never come from one run; the action and the UID still order a hand-made plan.
     return sorted(entries, key=lambda e: (e.get("action") not in SET_ACTIONS,
                                           entry_key(e), str(e.get("action", "")), str(e.get("uid", ""))))
 
 
-def digest(plan: list) -> str:
+def digest(plan: list[PlanEntry]) -> str:
     """The plan's id: ``plan-v1:`` and 24 hex digits of the sha256 of its canonical JSON."""
     return f"{PLAN_VERSION}:" + hashlib.sha256(_json(canonical(plan)).encode("utf-8")).hexdigest()[:ID_HEX_DIGITS]
 
 
-def parse_digests(text: object) -> dict:
+def parse_digests(text: object) -> dict[str, tuple[str, str]]:
     """``{object digest: (action code, rest digest)}`` of a plan's digests (``plan_digests.tokens``).
 
     Raises:
@@ -108,7 +113,7 @@ def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def as_lines(plan: list, limit: int = 60) -> list:
+def as_lines(plan: list[PlanEntry], limit: int = 60) -> list[str]:
     """The plan as lines a person reads: ``create ConfigMap shop/banner``, the set's line first;
     at most ``limit`` of them (the last one says how many more)."""
     lines = [f"{e.get('action')} {e.get('object')}" + (f" ({e['phase']})" if e.get("phase") else "")

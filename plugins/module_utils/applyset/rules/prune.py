@@ -24,12 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import spec
+from ..object_meta import KubeObject, labels_of
 from ..kube.discovery import Resource
 from .plan import PROTECTED_KINDS, DesiredObject, kind_matches
 from ..spec import GroupKind
+
+# A candidate's metadata as listed. An object_meta.ListedMeta, named so once run.report.live_result
+# (which steps/pruning.py hands ``Decision.meta``) takes one; a dict until then.
+ListedMeta = dict[str, Any]
 
 PRUNE = "prune"  # delete it
 KEEP = "keep"  # protected by an annotation: leaves the set, stays on the cluster
@@ -72,20 +77,20 @@ class Decision:
     that settled it (a rule's name, or "prune" when none did) and the ``reason`` shown."""
 
     resource: Resource
-    meta: dict = field(hash=False, compare=False)
+    meta: ListedMeta = field(hash=False, compare=False)
     verdict: str
     rule: str
     reason: str | None = None
 
 
-def not_in_set(res: Resource, meta: dict, context: Context) -> Decision | None:
+def not_in_set(res: Resource, meta: ListedMeta, context: Context) -> Decision | None:
     """Ignore a candidate without this set's part-of label (the LIST selects none: a guard)."""
     if (meta.get("labels") or {}).get(spec.LABEL_PART_OF) != context.applyset_id:
         return Decision(res, meta, IGNORE, "not_in_set", "it does not carry this set's part-of label")
     return None
 
 
-def outside_recorded_scope(res: Resource, meta: dict, context: Context) -> Decision | None:
+def outside_recorded_scope(res: Resource, meta: ListedMeta, context: Context) -> Decision | None:
     """Ignore a candidate whose kind or namespace the parent did not record before the run."""
     if not context.scope.covers(res, meta.get("namespace")):
         return Decision(res, meta, IGNORE, "outside_recorded_scope",
@@ -93,7 +98,7 @@ def outside_recorded_scope(res: Resource, meta: dict, context: Context) -> Decis
     return None
 
 
-def applied_in_this_run(res: Resource, meta: dict, context: Context) -> Decision | None:
+def applied_in_this_run(res: Resource, meta: ListedMeta, context: Context) -> Decision | None:
     """Ignore a candidate with a UID this run applied, whatever group or version listed it."""
     if meta.get("uid") and meta["uid"] in context.applied_uids:
         return Decision(res, meta, IGNORE, "applied_in_this_run",
@@ -101,7 +106,7 @@ def applied_in_this_run(res: Resource, meta: dict, context: Context) -> Decision
     return None
 
 
-def released_chart_crd(res: Resource, meta: dict, context: Context) -> Decision | None:
+def released_chart_crd(res: Resource, meta: ListedMeta, context: Context) -> Decision | None:
     """Keep (take out of the set, leave on the cluster) a CRD of the chart's ``crds/`` that an earlier
     run made a member: every release of the chart shares it (rules.chart_crds)."""
     if meta.get("uid") and meta["uid"] in context.released_uids:
@@ -110,13 +115,13 @@ def released_chart_crd(res: Resource, meta: dict, context: Context) -> Decision 
     return None
 
 
-def kept_by_annotation(res: Resource, meta: dict, context: Context) -> Decision | None:
+def kept_by_annotation(res: Resource, meta: ListedMeta, context: Context) -> Decision | None:
     """Keep (take out of the set, leave on the cluster) a candidate with a keep annotation."""
     reason = spec.keep_reason(meta.get("annotations") or {})
     return Decision(res, meta, KEEP, "kept_by_annotation", reason) if reason else None
 
 
-def controlled_by_other(res: Resource, meta: dict, context: Context) -> Decision | None:
+def controlled_by_other(res: Resource, meta: ListedMeta, context: Context) -> Decision | None:
     """Skip a candidate whose controller owner is something other than the parent."""
     owner = next((o for o in meta.get("ownerReferences") or []
                   if o.get("controller") and o.get("uid") != context.parent_uid), None)
@@ -131,7 +136,7 @@ RULES = (not_in_set, outside_recorded_scope, applied_in_this_run, released_chart
          controlled_by_other)
 
 
-def decide(res: Resource, meta: dict, context: Context) -> Decision:
+def decide(res: Resource, meta: ListedMeta, context: Context) -> Decision:
     """The decision on one candidate: the first of ``RULES`` that settles it, else PRUNE.
 
     Args:
@@ -150,29 +155,29 @@ def decide(res: Resource, meta: dict, context: Context) -> Decision:
 class PruneDecisions:
     """Every candidate's decision (``all``, in candidate order), grouped the way the engine acts on them."""
 
-    all: list
+    all: list[Decision]
 
-    def with_verdict(self, verdict: str) -> list:
+    def with_verdict(self, verdict: str) -> list[Decision]:
         """The decisions with ``verdict``, in candidate order."""
         return [d for d in self.all if d.verdict == verdict]
 
     @property
-    def delete(self) -> list:
+    def delete(self) -> list[tuple[Resource, ListedMeta]]:
         """``(resource, metadata)`` of the candidates to delete."""
         return [(d.resource, d.meta) for d in self.with_verdict(PRUNE)]
 
     @property
-    def keep(self) -> list:
+    def keep(self) -> list[tuple[Resource, ListedMeta, str | None]]:
         """``(resource, metadata, reason)`` of the candidates kept by an annotation."""
         return [(d.resource, d.meta, d.reason) for d in self.with_verdict(KEEP)]
 
     @property
-    def skip(self) -> list:
+    def skip(self) -> list[tuple[Resource, ListedMeta, str | None]]:
         """``(resource, metadata, reason)`` of the candidates another controller manages."""
         return [(d.resource, d.meta, d.reason) for d in self.with_verdict(SKIP)]
 
 
-def decide_all(candidates: Iterable[tuple[Resource, dict]], context: Context) -> PruneDecisions:
+def decide_all(candidates: Iterable[tuple[Resource, ListedMeta]], context: Context) -> PruneDecisions:
     """Decide every candidate (``decide``).
 
     Args:
@@ -197,7 +202,7 @@ class PruneRefusal:
     rule: str
     message: str
     fix: str
-    details: dict = field(default_factory=dict, hash=False, compare=False)
+    details: dict[str, list[str]] = field(default_factory=dict, hash=False, compare=False)
 
 
 class GuardSettings(Protocol):
@@ -217,16 +222,16 @@ class GuardSettings(Protocol):
         ...
 
 
-def _ref(res: Resource, meta: dict) -> str:
+def _ref(res: Resource, meta: ListedMeta) -> str:
     namespace = meta.get("namespace")
     return f"{res.kind} {namespace + '/' if namespace else ''}{meta['name']}"
 
 
-def _would_prune(delete: Iterable[tuple[Resource, dict]]) -> dict:
+def _would_prune(delete: Iterable[tuple[Resource, ListedMeta]]) -> dict[str, list[str]]:
     return {"would_prune": [_ref(res, meta) for res, meta in delete]}
 
 
-def refuse_emptying(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool,
+def refuse_emptying(delete: Sequence[tuple[Resource, ListedMeta]], set_size: int, emptying: bool,
                     limits: GuardSettings) -> PruneRefusal | None:
     """Refuse to empty the set (no desired object) unless ``allow_empty``; parameters as ``guard``."""
     if not emptying or limits.allow_empty:
@@ -239,7 +244,7 @@ def refuse_emptying(delete: Sequence[tuple[Resource, dict]], set_size: int, empt
         _would_prune(delete))
 
 
-def refuse_protected_kinds(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool, limits: GuardSettings,
+def refuse_protected_kinds(delete: Sequence[tuple[Resource, ListedMeta]], set_size: int, emptying: bool, limits: GuardSettings,
                            removing: bool = False) -> PruneRefusal | None:
     """Refuse to delete protected kinds (plan.PROTECTED_KINDS) unless ``allow_prune_kinds`` names
     them; parameters as ``guard``, and ``removing`` for ``state: absent`` (which deletes every
@@ -260,7 +265,7 @@ def refuse_protected_kinds(delete: Sequence[tuple[Resource, dict]], set_size: in
                         fix, _would_prune(delete))
 
 
-def refuse_too_many(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool,
+def refuse_too_many(delete: Sequence[tuple[Resource, ListedMeta]], set_size: int, emptying: bool,
                     limits: GuardSettings) -> PruneRefusal | None:
     """Refuse to delete more than ``max_prune_percent`` of the set (not when emptying it, which
     ``refuse_emptying`` judges); parameters as ``guard``."""
@@ -277,7 +282,7 @@ def refuse_too_many(delete: Sequence[tuple[Resource, dict]], set_size: int, empt
 GUARD_RULES = (refuse_emptying, refuse_protected_kinds, refuse_too_many)
 
 
-def guard(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool,
+def guard(delete: Sequence[tuple[Resource, ListedMeta]], set_size: int, emptying: bool,
           limits: GuardSettings) -> PruneRefusal | None:
     """The blast-radius guard: whether a prune of ``delete`` may go ahead.
 
@@ -298,7 +303,7 @@ def guard(delete: Sequence[tuple[Resource, dict]], set_size: int, emptying: bool
     return None
 
 
-def overlap(desired: Iterable[DesiredObject], live: dict[spec.ObjectId, tuple[Resource, dict]],
+def overlap(desired: Iterable[DesiredObject], live: dict[spec.ObjectId, tuple[Resource, KubeObject]],
             applyset_id: str, adopt: bool) -> PruneRefusal | None:
     """Whether desired objects already belong to another set, which this run must not take silently.
 
@@ -318,7 +323,7 @@ def overlap(desired: Iterable[DesiredObject], live: dict[spec.ObjectId, tuple[Re
         entry = live.get(member.key)
         if entry is None:
             continue
-        other = (entry[1]["metadata"].get("labels") or {}).get(spec.LABEL_PART_OF)
+        other = labels_of(entry[1]).get(spec.LABEL_PART_OF)
         if other and other != applyset_id:
             problems.append(f"{member.ref} (part of {other})")
     if not problems:

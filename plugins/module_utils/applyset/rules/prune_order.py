@@ -18,28 +18,29 @@ from __future__ import annotations
 
 from . import ordering
 from .. import spec
+from .prune import Decision, ListedMeta
 
 
-def is_early(meta: dict) -> bool:
+def is_early(meta: ListedMeta) -> bool:
     """Whether a live object asks to be pruned before the wait (``prune-timing: early``)."""
     return (meta.get("annotations") or {}).get(ordering.PRUNE_TIMING) == ordering.PRUNE_EARLY
 
 
-def _wave(meta: dict) -> int:
+def _wave(meta: ListedMeta) -> int:
     try:
         return ordering.wave_of(meta.get("annotations"))
     except ValueError:
         return 0  # a live object's bad value does not stop its prune
 
 
-def _depends_on(meta: dict) -> list:
+def _depends_on(meta: ListedMeta) -> list[spec.ObjectId]:
     try:
         return ordering.parse_depends_on((meta.get("annotations") or {}).get(ordering.DEPENDS_ON, ""))
     except ValueError:
         return []
 
 
-def stages(decisions: list) -> list[list]:
+def stages(decisions: list[Decision]) -> list[list[Decision]]:
     """The decisions to delete, in stages: each stage is deleted and gone before the next starts.
 
     Higher waves first; inside a wave, an object goes in a stage after every object of the wave
@@ -49,12 +50,12 @@ def stages(decisions: list) -> list[list]:
         return [list(decisions)] if decisions else []
     key_of = {id(d): spec.ObjectId.from_metadata(d.resource, d.meta) for d in decisions}
     by_key = {key_of[id(d)]: d for d in decisions}
-    dependents: dict = {}
+    dependents: dict[spec.ObjectId, list[spec.ObjectId]] = {}
     for d in decisions:
         for ref in _depends_on(d.meta):
             if ref in by_key and _wave(by_key[ref].meta) == _wave(d.meta):
                 dependents.setdefault(ref, []).append(key_of[id(d)])
-    depth: dict = {}
+    depth: dict[spec.ObjectId, int] = {}
 
     def level(key: spec.ObjectId, visiting: frozenset[spec.ObjectId] = frozenset()) -> int:
         if key not in depth:
@@ -62,7 +63,7 @@ def stages(decisions: list) -> list[list]:
             depth[key] = max(above, default=0)
         return depth[key]
 
-    grouped: dict = {}
+    grouped: dict[tuple[int, int], list[Decision]] = {}
     for d in decisions:
         grouped.setdefault((-_wave(d.meta), level(key_of[id(d)])), []).append(d)
     return [grouped[k] for k in sorted(grouped)]

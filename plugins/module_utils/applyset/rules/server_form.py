@@ -26,8 +26,13 @@ import re
 from typing import cast
 from decimal import ROUND_UP, Decimal, InvalidOperation, localcontext
 
+from ..object_meta import KubeObject
+
+# (parent key, key) -> "map" or "one"; the parent is None at the top of the body.
+QuantityFields = dict[tuple[str | None, str], str]
+
 # (parent key, key) -> "map" (every value a Quantity) or "one" (the value is one), in built-in kinds.
-_QUANTITY_FIELDS = {
+_QUANTITY_FIELDS: QuantityFields = {
     ("resources", "limits"): "map", ("resources", "requests"): "map",  # containers, pods, PVCs
     ("spec", "overhead"): "map", ("overhead", "podFixed"): "map",  # Pod, RuntimeClass
     ("spec", "capacity"): "map", ("spec", "hard"): "map",  # PersistentVolume, ResourceQuota
@@ -36,10 +41,10 @@ _QUANTITY_FIELDS = {
     ("emptyDir", "sizeLimit"): "one", ("resourceFieldRef", "divisor"): "one",
 }
 # HorizontalPodAutoscaler metric targets: only in the autoscaling group ("target" is a common name).
-_AUTOSCALING_FIELDS = {("target", "averageValue"): "one", ("target", "value"): "one"}
+_AUTOSCALING_FIELDS: QuantityFields = {("target", "averageValue"): "one", ("target", "value"): "one"}
 
 
-def as_stored(body: dict) -> dict:
+def as_stored(body: KubeObject) -> KubeObject:
     """``body`` as the API server stores it, for the known cases above.
 
     Returns ``body`` itself when nothing changes (the common case costs no copy), else a new dict
@@ -56,7 +61,7 @@ def as_stored(body: dict) -> dict:
     if group == "" and body.get("kind") == "Secret" and isinstance(body.get("stringData"), dict):
         body = _string_data_merged(body)
     fields = {**_QUANTITY_FIELDS, **_AUTOSCALING_FIELDS} if group == "autoscaling" else _QUANTITY_FIELDS
-    return cast(dict, _quantities(body, None, fields))  # a dict comes back a dict
+    return cast(KubeObject, _quantities(body, None, fields))  # a dict comes back a dict
 
 
 def _built_in(group: str) -> bool:
@@ -65,7 +70,7 @@ def _built_in(group: str) -> bool:
     return group == "" or "." not in group or group.endswith(".k8s.io")
 
 
-def _string_data_merged(body: dict) -> dict:
+def _string_data_merged(body: KubeObject) -> KubeObject:
     data = dict(body.get("data") or {})
     for key, value in body["stringData"].items():
         if not isinstance(value, str):
@@ -76,7 +81,7 @@ def _string_data_merged(body: dict) -> dict:
     return stored
 
 
-def _quantities(node: object, parent: str | None, fields: dict) -> object:
+def _quantities(node: object, parent: str | None, fields: QuantityFields) -> object:
     """``node`` with the Quantity fields under it canonical; the same object when none changes."""
     if isinstance(node, list):
         items = [_quantities(item, parent, fields) for item in node]
@@ -105,7 +110,7 @@ _DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
 _BINARY_SUFFIX = {power: suffix for suffix, power in _BINARY.items()}
 
 
-def canonical_quantity(value):
+def canonical_quantity(value: object) -> object:
     """``value`` in the canonical form of apimachinery's ``resource.Quantity`` (what the server
     stores and answers), or ``value`` itself when it is no quantity (the apply then refuses it).
 
