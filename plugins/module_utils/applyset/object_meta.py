@@ -29,6 +29,23 @@ class OwnerReference(TypedDict, total=False):
     blockOwnerDeletion: bool
 
 
+FieldsV1 = dict[str, Any]
+"""A FieldsV1 trie: keys ``f:name``, ``k:{...}``, ``v:...``, ``i:N`` or ``"."`` (the node is a field
+of its own), each value the trie under it (``{}`` for a leaf)."""
+
+
+class ManagedFieldsEntry(TypedDict, total=False):
+    """One of ``metadata.managedFields``: what one field manager owns, by one operation."""
+
+    manager: str
+    operation: str  # "Apply" or "Update"
+    apiVersion: str
+    time: str
+    fieldsType: str  # "FieldsV1"
+    fieldsV1: FieldsV1
+    subresource: str
+
+
 class ObjectMeta(TypedDict, total=False):
     """``metadata``, as every kind has it (the fields the core reads; any may be missing)."""
 
@@ -44,7 +61,7 @@ class ObjectMeta(TypedDict, total=False):
     annotations: dict[str, str]
     ownerReferences: list[OwnerReference]
     finalizers: list[str]
-    managedFields: list[dict[str, Any]]
+    managedFields: list[ManagedFieldsEntry]
 
 
 class Condition(TypedDict, total=False):
@@ -70,6 +87,11 @@ def metadata_of(obj: Mapping[str, Any] | None) -> ObjectMeta:
 def list_meta_of(body: Mapping[str, Any] | None) -> ListMeta:
     """A LIST answer's ``metadata`` (its resourceVersion and continue token); ``{}`` when it has none."""
     return cast(ListMeta, (body or {}).get("metadata") or {})
+
+
+def managed_fields_of(obj: KubeObject | None) -> list[ManagedFieldsEntry]:
+    """The entries of ``obj``'s ``metadata.managedFields`` that are objects, in order; [] when none."""
+    return [e for e in metadata_of(obj).get("managedFields") or () if isinstance(e, dict)]
 
 
 def generation_of(obj: Mapping[str, Any] | None) -> int | None:

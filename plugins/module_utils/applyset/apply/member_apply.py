@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from ..object_meta import KubeObject, annotations_of, labels_of, metadata_of, uid_of
+from ..object_meta import KubeObject, ManagedFieldsEntry, annotations_of, labels_of, metadata_of, uid_of
 from ..rules import csa, drift
 from . import recreate
 from ..rules import plan as plans
@@ -345,7 +345,7 @@ def _take_part_of_label(run: MemberApply, member: plans.DesiredObject, before: K
 # ----- reading the server's answers ------------------------------------------------------------
 
 
-def _apply_entry(obj: KubeObject, manager: str) -> dict[str, Any] | None:
+def _apply_entry(obj: KubeObject, manager: str) -> ManagedFieldsEntry | None:
     """Our manager's Apply entry of ``obj``'s managedFields (a managedFields entry: JSON), or None."""
     return next((e for e in metadata_of(obj).get("managedFields") or []
                  if e.get("manager") == manager and e.get("operation") == "Apply" and not e.get("subresource")),

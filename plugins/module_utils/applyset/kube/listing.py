@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from ..object_meta import KubeObject
+from ..object_meta import KubeObject, ObjectMeta, metadata_of
 from .api import KubeApi
 from .. import spec
 from ..errors import ApiError, ApplySetError
@@ -36,10 +36,9 @@ class LiveObject:
     obj: KubeObject
 
     @property
-    def meta(self) -> dict[str, Any]:
-        """Its metadata as listed. An ObjectMeta, typed ``dict`` still: the rules' legacy adoption
-        (``legacies.select``) takes its metadata as one."""
-        return self.obj["metadata"]
+    def meta(self) -> ObjectMeta:
+        """Its metadata as listed (a LIST item always has one)."""
+        return metadata_of(self.obj)
 
     @property
     def uid(self) -> str | None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from .. import spec
 from ..object_meta import KubeObject, labels_of, metadata_of
 from ..inputs.manifests import Manifest
-from .csa import managed_fields_of
+from ..object_meta import managed_fields_of
 
 SKIP, CREATE, CREATE_REPLACE = "Skip", "Create", "CreateReplace"
 POLICIES = (SKIP, CREATE, CREATE_REPLACE)

@@ -33,11 +33,10 @@ Pure functions over the ``managedFields`` list (FieldsV1 sets handled as sets of
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
 
-from ..object_meta import KubeObject, metadata_of
+from ..object_meta import FieldsV1, ManagedFieldsEntry
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 _LAST_APPLIED_PATH = ("f:metadata", "f:annotations", f"f:{LAST_APPLIED_ANNOTATION}")
@@ -50,39 +49,17 @@ IMPERATIVE_MANAGERS = frozenset({
     "kubectl-annotate", "kubectl-set", "kubectl-client-side-apply", "OpenAPI-Generator",
 })
 
-FieldsV1 = dict[str, Any]
-"""A FieldsV1 trie: keys ``f:name``, ``k:{...}``, ``v:...``, ``i:N`` or ``"."`` (the node is a field
-of its own), each value the trie under it (``{}`` for a leaf)."""
-
 FieldPath = tuple[str, ...]
 """A path in a FieldsV1 trie, its keys from the top: ``("f:spec", "f:replicas")``."""
 
 
-class ManagedFieldsEntry(TypedDict, total=False):
-    """One of ``metadata.managedFields``: what one field manager owns, by one operation."""
-
-    manager: str
-    operation: str  # "Apply" or "Update"
-    apiVersion: str
-    time: str
-    fieldsType: str  # "FieldsV1"
-    fieldsV1: FieldsV1
-    subresource: str
-
-
-# metadata.managedFields as the callers hold it (object_meta types its entries as plain dicts): read here
-# as ManagedFieldsEntry.
-ManagedFields = Sequence[Mapping[str, Any]]
+# metadata.managedFields, as ObjectMeta holds it.
+ManagedFields = Sequence[ManagedFieldsEntry]
 
 
 def typed_entries(managed_fields: ManagedFields | None) -> Sequence[ManagedFieldsEntry]:
-    """``managed_fields`` as the entries they are (no copy, nothing left out; None gives ``()``)."""
-    return cast("Sequence[ManagedFieldsEntry]", managed_fields or ())
-
-
-def managed_fields_of(obj: KubeObject | None) -> list[ManagedFieldsEntry]:
-    """The entries of ``obj``'s ``metadata.managedFields`` that are objects, in order; [] when none."""
-    return [cast(ManagedFieldsEntry, e) for e in metadata_of(obj).get("managedFields") or () if isinstance(e, dict)]
+    """``managed_fields``, or ``()`` for None."""
+    return managed_fields or ()
 
 
 def field_paths(fields_v1: FieldsV1 | None, prefix: FieldPath = ()) -> set[FieldPath]:

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, TypedDict
 from ..object_meta import KubeObject, annotations_of
 from ..parent import members
 from . import field_policy, nochange, server_form
-from .csa import FieldPath, FieldsV1, ManagedFieldsEntry, managed_fields_of
+from ..object_meta import FieldsV1, ManagedFieldsEntry, managed_fields_of
+from .csa import FieldPath
 from .. import spec
 from ..kube.listing import LiveObject
 from ..spec import ObjectId

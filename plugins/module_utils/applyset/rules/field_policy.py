@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..object_meta import KubeObject, annotations_of
 from . import nochange
-from .csa import ManagedFieldsEntry, managed_fields_of
+from ..object_meta import ManagedFieldsEntry, managed_fields_of
 from .. import spec
 from ..errors import InputError
 from .plan import DesiredObject

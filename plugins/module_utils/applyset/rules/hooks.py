@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from . import plan as plans
 from .. import spec
 from ..object_meta import KubeObject, ObjectMeta
-from ..errors import InputError, InputErrors
+from ..errors import ApplySetError, InputError, InputErrors
 from ..inputs.manifests import Manifest
 from ..kube.discovery import Discovery
 
@@ -174,7 +174,7 @@ def _where(m: Manifest, discovery: Discovery, default_namespace: str | None) -> 
     return f"{m.source} ({m.kind} {namespace}/{m.name})" if namespace else f"{m.source} ({m.kind} {m.name})"
 
 
-def _parse(m: Manifest, name_it: Callable[[], str], problems: list[InputError],
+def _parse(m: Manifest, name_it: Callable[[], str], problems: list[ApplySetError],
            warnings: list[str]) -> tuple[tuple[Moment, ...], int, frozenset[str], str] | None:
     """``(moments, weight, policies, hook annotation)`` of manifest ``m``; None for a member; ``()``
     moments for an object left out of the run. Problems go to ``problems``, named by ``name_it()`` (``_where``)."""
@@ -226,7 +226,7 @@ def split(manifests: list[Manifest], discovery: Discovery, applyset_id: str,
     """
     members: list[Manifest] = []
     hooks: list[Hook] = []
-    problems: list[InputError] = []
+    problems: list[ApplySetError] = []
     warnings: list[str] = []
     seen: set[spec.ObjectId] = set()
     for index, m in enumerate(manifests):

@@ -42,9 +42,8 @@ import hashlib
 import json
 from collections.abc import Collection
 
-from ..object_meta import KubeObject, annotations_of, labels_of, metadata_of
+from ..object_meta import FieldsV1, KubeObject, annotations_of, labels_of, managed_fields_of, metadata_of
 from . import csa, server_form
-from .csa import FieldsV1
 from ..inputs import redact
 from .. import spec
 
@@ -210,7 +209,7 @@ def list_element_key(tree: object, element: object, index: int,
 
 def apply_fields(live: KubeObject, manager: str) -> FieldsV1 | None:
     """The fieldsV1 of ``manager``'s Apply entry (not a subresource's) in ``live``, or None."""
-    entry = next((e for e in csa.managed_fields_of(live) if e.get("manager") == manager
+    entry = next((e for e in managed_fields_of(live) if e.get("manager") == manager
                   and e.get("operation") == "Apply" and not e.get("subresource")), None)
     return None if entry is None else entry.get("fieldsV1") or {}
 

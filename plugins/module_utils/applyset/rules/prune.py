@@ -24,17 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from .. import spec
-from ..object_meta import KubeObject, labels_of
+from ..object_meta import KubeObject, ObjectMeta, labels_of
 from ..kube.discovery import Resource
 from .plan import PROTECTED_KINDS, DesiredObject, kind_matches
 from ..spec import GroupKind
 
-# A candidate's metadata as listed. An object_meta.ListedMeta, named so once run.report.live_result
-# (which steps/pruning.py hands ``Decision.meta``) takes one; a dict until then.
-ListedMeta = dict[str, Any]
+# A candidate's metadata as listed.
+ListedMeta = ObjectMeta
 
 PRUNE = "prune"  # delete it
 KEEP = "keep"  # protected by an annotation: leaves the set, stays on the cluster

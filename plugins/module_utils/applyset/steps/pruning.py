@@ -15,6 +15,7 @@ from ..rules import prune as prunes
 from ..rules import prune_order
 from . import settling
 from .. import spec
+from ..object_meta import ObjectMeta
 from ..errors import ApiError, ApplySetError
 from ..kube.listing import LiveObject
 from ..kube.api import KubeApi
@@ -55,7 +56,7 @@ def prune_early_step(ctx: RunContext) -> None:
 
 
 def _prune(client: KubeApi, opts: Options, record: Recorder, parent: Parent, decisions: Decisions, live: LiveState,
-           which: Callable[[dict], bool] | None) -> ApplySetError | None:
+           which: Callable[[ObjectMeta], bool] | None) -> ApplySetError | None:
     """Prune the candidates whose metadata ``which`` accepts (all when None), the claim checked before
     (by the step); the run's failure when one could not be pruned."""
     candidates = [o for o in decisions.candidates if which is None or which(o.meta)]

@@ -28,9 +28,9 @@ roll back, a release that is fine.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Callable
 
-from ..object_meta import KubeObject, conditions_of, generation_of, metadata_of
+from ..object_meta import KubeObject, ManagedFieldsEntry, conditions_of, generation_of, managed_fields_of, metadata_of
 
 
 def parse_time(value: object) -> datetime | None:
@@ -46,9 +46,9 @@ def parse_time(value: object) -> datetime | None:
     return parsed.replace(microsecond=0)
 
 
-def _entries(obj: KubeObject) -> list[dict[str, Any]]:
+def _entries(obj: KubeObject) -> list[ManagedFieldsEntry]:
     # metadata.managedFields: manager, operation, time, subresource (fieldsV1 is not read)
-    return [e for e in metadata_of(obj).get("managedFields") or () if isinstance(e, dict)]
+    return managed_fields_of(obj)
 
 
 def our_write(obj: KubeObject, field_manager: str | None) -> datetime | None:
