@@ -385,9 +385,7 @@ def _last_good_before(engine: Engine, parent: Parent, settings: history.Settings
     discovery = engine.parent_discovery
     if discovery is None:  # never: read-parent, which gave the parent, read what the server serves too
         raise AssertionError("the parent was read without discovery")
-    secrets = discovery.for_group_kind(spec.SECRET_KIND)
-    if secrets is None:  # never: every API server serves Secrets
-        raise AssertionError("the server serves no Secrets")
+    secrets = history.secrets_resource(discovery)
     failed = engine.recorded_revision
     if failed is not None:
         history.mark_failed(client, secrets, parent, namespace, failed)

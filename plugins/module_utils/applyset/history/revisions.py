@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from ..object_meta import KubeObject, ObjectMeta, labels_of, metadata_of, name_of
 from ..kube.api import KubeApi
-from ..kube.discovery import Resource
+from ..kube.discovery import Discovery, Resource
 from .. import spec
 from ..errors import ApiError, ApplySetError
 from ..parent.model import LiveParent, Parent, set_name
@@ -266,7 +266,20 @@ class NumberTaken(ApplySetError):
     """Another Secret already holds this revision number (a run without the claim must not overwrite it)."""
 
 
-def write(client: KubeApi, secrets_res, parent: Parent, namespace: str, content: RevisionContent, *,
+def secrets_resource(discovery: Discovery) -> Resource:
+    """The resource the revisions are kept as (Secrets, which every API server serves).
+
+    Raises:
+        ApplySetError: when the server serves no Secrets (never on a conformant one).
+    """
+    found = discovery.for_group_kind(spec.SECRET_KIND)
+    if found is None:
+        raise ApplySetError("the API server serves no Secrets, so the set's history cannot be kept",
+                            fix="set history_max to 0 to keep no history")
+    return found
+
+
+def write(client: KubeApi, secrets_res: Resource, parent: Parent, namespace: str, content: RevisionContent, *,
           exclusive: bool) -> RevisionSummary:
     """Store ``content`` (``payload``) as revision ``content["revision"]`` of ``parent``.
 
@@ -302,7 +315,7 @@ def write(client: KubeApi, secrets_res, parent: Parent, namespace: str, content:
     return summary
 
 
-def list_secrets(client: KubeApi, secrets_res, namespace: str, set_id: str, *,
+def list_secrets(client: KubeApi, secrets_res: Resource, namespace: str, set_id: str, *,
                  values: bool = False) -> list[KubeObject]:
     """Every history Secret of the set ``set_id`` in ``namespace``: metadata only, unless ``values``
     (applyset_verify reads every revision)."""
@@ -392,7 +405,7 @@ def last_good(listed: list[Revision], below: int | None) -> Revision | None:
     return good[-1] if good else None
 
 
-def read(client: KubeApi, secrets_res, parent: Parent, namespace: str, number: int) -> RevisionContent:
+def read(client: KubeApi, secrets_res: Resource, parent: Parent, namespace: str, number: int) -> RevisionContent:
     """The whole revision ``number`` of ``parent`` (Secret values included: never show it).
 
     Raises:
@@ -503,7 +516,7 @@ def _content_problem(content: object) -> str | None:
     return None
 
 
-def delete(client: KubeApi, secrets_res, namespace: str, items: list[KubeObject]) -> None:
+def delete(client: KubeApi, secrets_res: Resource, namespace: str, items: list[KubeObject]) -> None:
     """Delete the history Secrets ``items`` (metadata as listed), each by uid; gone ones are fine."""
     for item in items:
         meta = item["metadata"]

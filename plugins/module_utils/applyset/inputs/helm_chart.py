@@ -19,8 +19,8 @@ import json
 import os
 import re
 import tarfile
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
 from dataclasses import dataclass, field
 
 from ..errors import ApplySetError, InputError
@@ -92,7 +92,17 @@ def check_version(text: str, binary: str) -> tuple[int, ...]:
     return version
 
 
-def api_versions(resources) -> list[str]:
+class _Served(Protocol):
+    """A served resource as discovery describes it (``kube.discovery.Resource``, a layer above)."""
+
+    @property
+    def api_version(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+
+def api_versions(resources: Iterable[_Served]) -> list[str]:
     """What ``--api-versions`` gets for the served ``resources`` (``kube.discovery.Resource``, every
     version): each group/version and each group/version/Kind, as ``.Capabilities.APIVersions.Has``
     asks for either. Sorted, without duplicates."""

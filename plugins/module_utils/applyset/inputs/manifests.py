@@ -14,7 +14,7 @@ import glob
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Union, cast
+from typing import Any, Union, cast
 
 from ..object_meta import KubeObject, ObjectMeta
 
@@ -71,7 +71,7 @@ class Manifest:
         return cast(ObjectMeta, metadata) if isinstance(metadata, dict) else {}
 
     @property
-    def api_version(self):
+    def api_version(self) -> Any:  # a str once validate() passed, else None (so for version, kind, name)
         """apiVersion as written (``apps/v1``), or None when missing or not a string."""
         return text_or_none(self._field("apiVersion"))
 
@@ -82,17 +82,17 @@ class Manifest:
         return group if slash else ""
 
     @property
-    def version(self):
+    def version(self) -> Any:
         """API version: the part of apiVersion after '/', or all of it (``v1``)."""
         return (self.api_version or "").partition("/")[2] or self.api_version
 
     @property
-    def kind(self):
+    def kind(self) -> Any:
         """kind as written, or None when missing or not a string."""
         return text_or_none(self._field("kind"))
 
     @property
-    def name(self):
+    def name(self) -> Any:
         """metadata.name, or None when missing, empty or not a string."""
         return text_or_none(self.metadata.get("name"))
 

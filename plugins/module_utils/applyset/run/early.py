@@ -52,7 +52,7 @@ class EarlyReads:
     """The answers to requests sent before the run's first step: recorded while ``recording``,
     each taken at most once afterwards (see the module)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._answers: dict[tuple, Future] = {}
         self._recording = True
@@ -120,7 +120,7 @@ def start(client: KubeApi, parent_spec: str | dict[str, Any], namespace: str | N
     early = EarlyReads()
     client.early = early
 
-    def work():
+    def work() -> None:
         try:
             _read_early(client, parent_spec, namespace, takeover, list_whole, lists)
         except Exception:  # noqa: BLE001 - the run reads for itself, and meets the error there

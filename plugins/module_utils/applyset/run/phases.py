@@ -129,7 +129,7 @@ def spanned(name: str) -> Callable[[_F], _F]:
     """A decorator: each call of the function is a ``span(name)``."""
     def decorate(func: _F) -> _F:
         @wraps(func)
-        def timed(*args, **kwargs):
+        def timed(*args: Any, **kwargs: Any) -> Any:
             if _timer is None:
                 return func(*args, **kwargs)
             with _timer.span(name):

@@ -51,13 +51,13 @@ def read_parent(ctx: RunContext) -> None:
     discovery = ctx.discovery
     res, name, ns, definition = parent_resolve.resolve(discovery, ctx.parent_spec, ctx.namespace)
 
-    def read():
+    def read() -> tuple[Parent, list[str]]:
         return parents.read(reader, discovery, res, name, ns, takeover=ctx.opts.takeover, definition=definition)
 
     parent, warnings = read()
     if parent.claimed_by_other(ctx.run_id, time.time()):
         if ctx.opts.dry_run:
-            warnings.append(f"another run ({parent.claim.get('run')}) is changing this set right now; "
+            warnings.append(f"another run ({(parent.claim or {}).get('run')}) is changing this set right now; "
                             "the preview may be out of date when it finishes")
         else:
             early.drop(ctx.client)  # what was read early may be from the middle of that run

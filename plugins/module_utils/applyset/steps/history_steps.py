@@ -31,7 +31,6 @@ from typing import Any, Callable, Union
 
 from ..history import revisions as history
 from . import hook_run, without_claim
-from .. import spec
 from ..parent import write as parent_write
 from ..errors import ApiError, ApplySetError
 from ..kube.api import KubeApi
@@ -55,8 +54,8 @@ _Content = dict[str, Any]  # a revision's JSON document (history.payload): its m
 _Payload = Callable[[int, str], _Content]
 
 
-def _secrets(discovery: Discovery) -> Resource | None:
-    return discovery.for_group_kind(spec.SECRET_KIND)
+def _secrets(discovery: Discovery) -> Resource:
+    return history.secrets_resource(discovery)
 
 
 def _payload(opts: Options, parent: Parent, plan: Plan, decisions: Decisions, rollback_of: int | None) -> _Payload:
@@ -147,7 +146,7 @@ def _set_differs(plan: Plan, parent: Parent) -> bool:
     return history.set_digest([history.member_entry(m) for m in plan.members]) != parent.revision_digest
 
 
-def _make_and_create_revision(client: KubeApi, secrets: Resource | None, parent: Parent, namespace: str,
+def _make_and_create_revision(client: KubeApi, secrets: Resource, parent: Parent, namespace: str,
                               payload: _Payload) -> tuple[_Content, _Outcome]:
     """The next revision's ``payload``, made and created without overwriting one (in a worker):
     (content, outcome), the outcome None, ``history.NumberTaken`` (the class) when another run

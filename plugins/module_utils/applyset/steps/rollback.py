@@ -75,7 +75,7 @@ def load_revision(ctx: RunContext) -> None:
         raise InputError(f"{parent.set_ref} has no history to roll back to", obj=parent.set_ref,
                          fix="a set records revisions from its first run with history_max above 0 (for a "
                              "cluster-scoped parent, with history_namespace); apply src or definition instead")
-    secrets = ctx.discovery.for_group_kind(spec.SECRET_KIND)
+    secrets = history.secrets_resource(ctx.discovery)
     listed = history.revisions(history.list_secrets(ctx.client, secrets, namespace, parent.id))
     number = _target(ctx.opts, parent, ctx.record, listed)
     content = history.read(ctx.client, secrets, parent, namespace, number)

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import history_check as fsck_history
 from .. import spec
+from ..history import revisions as history
 from .checks import (
     ERROR, HINT_CODES, PARENT_MISSING, WARNING, Problem, check_orphans, check_set, classify_members,
     incomplete_scan_problem, kinds_that_may_hold, member_names, member_refs, reduced_coverage_message,
@@ -47,7 +48,7 @@ class VerifyReport:
     namespaces: tuple[str, ...] = ()  # where kinds refused across all namespaces were listed instead
     require_complete: bool = False
     # (set, history Secrets to delete, their resource)
-    history_fixes: list[tuple[LiveParent, list[KubeObject], Resource | None]] = field(default_factory=list)
+    history_fixes: list[tuple[LiveParent, list[KubeObject], Resource]] = field(default_factory=list)
     history_repaired: bool = False  # history Secrets were deleted (in check mode: would be)
 
     @property
@@ -185,7 +186,7 @@ def _check_sets(client: KubeApi, discovery: Discovery, found: Scan, report: Veri
         report.problems += check_set(set_info, members, found, discovery, may_hold)
         problems, doomed = fsck_history.check(client, discovery, set_info)
         report.problems += problems
-        report.history_fixes.append((set_info, doomed, discovery.for_group_kind(spec.SECRET_KIND)))
+        report.history_fixes.append((set_info, doomed, history.secrets_resource(discovery)))
         planned = plan_fix(set_info, members, found, discovery, may_hold)
         if planned is not None:
             report.fixes.append(planned)

@@ -25,7 +25,6 @@ from __future__ import annotations
 from ..object_meta import KubeObject, labels_of, metadata_of
 from ..kube.api import KubeApi
 from ..history import revisions as history
-from .. import spec
 from ..errors import ApiError
 from ..kube.discovery import Discovery, Resource
 from ..parent.model import LiveParent
@@ -44,7 +43,7 @@ def check(client: KubeApi, discovery: Discovery, set_info: LiveParent) -> tuple[
     history, and sets whose history cannot be listed give none (and cost no request)."""
     if not set_info.is_ours or not set_info.namespace or set_info.revision is None:
         return [], []
-    secrets = discovery.for_group_kind(spec.SECRET_KIND)
+    secrets = history.secrets_resource(discovery)
     try:
         items = history.list_secrets(client, secrets, set_info.namespace, set_info.expected_id, values=True)
     except ApiError:
@@ -105,7 +104,7 @@ def _problem(set_info: LiveParent, code: str, severity: str, message: str, fix: 
                    fixable=fixable)
 
 
-def repair(client: KubeApi, secrets: Resource | None, set_info: LiveParent, doomed: list[KubeObject],
+def repair(client: KubeApi, secrets: Resource, set_info: LiveParent, doomed: list[KubeObject],
            problems: list[Problem], dry_run: bool) -> None:
     """Delete the history Secrets ``doomed`` (nothing in check mode) and mark their problems fixed.
     Deleting the current revision leaves the pointer naming a revision not kept: reported."""
