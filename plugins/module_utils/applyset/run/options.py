@@ -242,9 +242,13 @@ class Options(RunOptions):
     config_digest: bool = False
     # steps/set_dependencies.py: other sets waited for before this run reads its own (SetDependency)
     wait_for_sets: tuple = ()
+    # rules/versioned_keep.py: how many older versions of each versioned ConfigMap and Secret stay members
+    versioned_keep: int = 3
 
     def _apply_problems(self) -> list[tuple[str, str, str]]:
         found = [problem for index, dependency in enumerate(self.wait_for_sets) for problem in dependency.problems(index)]
+        if self.versioned_keep < 0:
+            found.append(("versioned_keep", "must be 0 or more", "give how many older versions to keep"))
         if self.reapply not in REAPPLY_CHOICES:
             found.append(("reapply", "must be changed or always", "give changed or always"))
         return found
