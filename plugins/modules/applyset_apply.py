@@ -346,6 +346,15 @@ options:
         O(wait) is true. With V(0) and without O(wait), the previous version goes in the same run.
     type: int
     default: 3
+  versioned:
+    description:
+      - ConfigMaps and Secrets of the set to version as if they carried the annotation
+        C(applyset.kubernetes.ansible/versioned="true") (see O(versioned_keep)), for manifests you do not edit,
+        such as a rendered chart's. V(ConfigMap) or V(Secret) versions every one of the kind,
+        V(ConfigMap/<name>) or V(Secret/<name>) one.
+    type: list
+    elements: str
+    default: []
   wait_for_sets:
     description:
       - Other sets on the cluster this run waits for before it reads its own (and so before it claims it), as
@@ -1105,6 +1114,7 @@ def argument_spec():
         reapply=dict(type="str", choices=["changed", "always"], default="changed"),
         config_digest=dict(type="bool", default=False),
         versioned_keep=dict(type="int", default=3),
+        versioned=dict(type="list", elements="str", default=[]),
         wait_for_sets=dict(type="list", elements="dict", default=[], options=dict(
             parent=dict(type="raw", required=True), namespace=dict(type="str"), revision=dict(type="int"),
             ready=dict(type="bool", default=False), ready_expr=dict(type="str"))),
@@ -1189,6 +1199,7 @@ OPTIONS = (
     ("reapply", "reapply", None),
     ("config_digest", "config_digest", None),
     ("versioned_keep", "versioned_keep", None),
+    ("versioned", "versioned", tuple),
     ("wait_for_sets", "wait_for_sets", lambda entries: tuple(SetDependency(**entry) for entry in entries)),
     ("ignore_fields", "ignore_fields", tuple),
     ("approved_plan", "approved_plan", None),

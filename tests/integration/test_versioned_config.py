@@ -4,7 +4,8 @@ pods: a versioned ConfigMap gets a name per content, the Deployment that mounts 
 name and rolls (a new ReplicaSet), the older versions are kept up to ``versioned_keep`` and pruned
 beyond it (with ``wait``, once the Deployment is ready on the new one), a re-run writes nothing, and
 check mode writes nothing and shows the new name; a rollback points the Deployment back at the
-revision's version, created again when it was pruned.
+revision's version, created again when it was pruned; the task's ``versioned`` list marks an object
+as the annotation does.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from applyset.kube import client as core_kube  # noqa: E402
 from applyset.run.options import Options  # noqa: E402
 
 
-def objects(mode):
-    settings = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"mode": mode},
-                "metadata": {"name": "shop-settings", "annotations": {versioned.ANNOTATION: "true"}}}
+def objects(mode, annotated=True):
+    settings = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"mode": mode}, "metadata": {"name": "shop-settings"}}
+    if annotated:
+        settings["metadata"]["annotations"] = {versioned.ANNOTATION: "true"}
     pod = {"containers": [{"name": "web", "image": "registry.example/web:1"}],
            "volumes": [{"name": "settings", "configMap": {"name": "shop-settings"}}]}
     return [settings, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {
@@ -37,10 +39,10 @@ def versioned_name(mode):
     return "shop-settings-" + versioned.version_suffix({"kind": "ConfigMap", "data": {"mode": mode}})
 
 
-def apply(cluster, namespace, mode, **options):
+def apply(cluster, namespace, mode, annotated=True, **options):
     run = engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), "shop", namespace,
                         Options.from_settings(**{"versioned_keep": 1, **options}))
-    return run.apply(manifests.load_definition(objects(mode)))
+    return run.apply(manifests.load_definition(objects(mode, annotated)))
 
 
 def config_maps(kube, namespace):
@@ -102,3 +104,10 @@ def test_a_rollback_points_the_deployment_back_at_its_version_made_again_when_pr
     assert mounted(kube, namespace) == versioned_name("fast")
     assert config_maps(kube, namespace) == sorted([versioned_name("fast"), versioned_name("third")])
     assert kube.get(f"/api/v1/namespaces/{namespace}/configmaps/{versioned_name('fast')}")["data"] == {"mode": "fast"}
+
+
+def test_the_task_s_list_versions_an_object_without_its_annotation(cluster, kube, namespace):
+    apply(cluster, namespace, "fast", annotated=False, versioned=("ConfigMap/shop-settings",))
+    assert mounted(kube, namespace) == versioned_name("fast")
+    again = apply(cluster, namespace, "fast", annotated=False, versioned=("ConfigMap/shop-settings",))
+    assert again.requests["writes"] == 0, again.requests

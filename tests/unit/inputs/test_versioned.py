@@ -102,3 +102,20 @@ def test_the_newest_older_versions_of_an_applied_series_are_kept():
     same_second = [(CONFIGMAP_KIND, meta("settings-b", "2026-01-01T00:00:01Z", version="90")),
                    (CONFIGMAP_KIND, meta("settings-a", "2026-01-01T00:00:01Z", version="100"))]
     assert versions.kept_versions(same_second, applied, 1) == {1}, "in the same second, the later write is newer"
+
+
+def test_the_task_s_list_marks_a_kind_or_one_name_and_a_bad_entry_is_refused_before_any_request():
+    from applyset.run.options import Options
+
+    given = [config(marked=False, mode="fast"), config(name="other", marked=False, mode="x"), deployment()]
+    by_name, _ = versioned.version(given, "shop", ("ConfigMap/settings",))
+    assert by_name[0].name.startswith("settings-") and by_name[1].name == "other"
+    assert by_name[2].mapping["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"] == by_name[0].name
+    by_kind, _ = versioned.version(given, "shop", ("ConfigMap",))
+    assert by_kind[1].name.startswith("other-")
+    again, _ = versioned.version(by_name, "shop", ("ConfigMap/settings",))
+    assert again[0].name == by_name[0].name, "a revision's body is found by its base name"
+    bare = Manifest({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "annotations": None}}, "db.yaml")
+    assert versioned.version([bare], None, ("Secret",))[0][0].name.startswith("db-")
+    with pytest.raises(InputError, match="versioned has 'Deployment/web'"):
+        Options(versioned=("Deployment/web",)).validate()

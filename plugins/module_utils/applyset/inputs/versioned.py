@@ -4,7 +4,7 @@ kustomize's ``configMapGenerator`` hash suffix).
 
 A ConfigMap or Secret annotated ``applyset.kubernetes.ansible/versioned: "true"`` (or carrying
 kapp's ``kapp.k14s.io/versioned``, whatever its value, so a kapp user moves without editing) is sent
-as ``<name>-<digest>``: the first 10 hex digits of the sha256 of what it stores
+as ``<name>-<digest>``, and so is one the task names (applyset_apply's ``versioned``): the first 10 hex digits of the sha256 of what it stores
 (``config_digest.stored_form``), so the same content gets the same name on every run (the no-op
 re-run writes nothing) and a Secret's values never show beyond that digest. The name it was given
 is kept in the annotation ``applyset.kubernetes.ansible/versioned-name``: a body that already has it
@@ -21,10 +21,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Collection
 from typing import Any
 
 from .. import spec
 from ..errors import InputError
+from ..object_meta import ObjectMeta
 from ..spec import GroupKind
 from .config_digest import TEMPLATE_PATHS, get_path as _get, mappings as _maps, stored_form
 from .manifests import Manifest
@@ -58,9 +60,20 @@ def version_suffix(obj: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:DIGEST_LENGTH]
 
 
-def version(members: list[Manifest], default_namespace: str | None) -> tuple[list[Manifest], Renames]:
-    """``members`` with each versioned ConfigMap and Secret renamed and the workloads' references
-    rewritten (copies: the caller's documents are left as given), and the renames made.
+def marked_by_task(kind: str, metadata: dict[str, Any], marked: Collection[str]) -> bool:
+    """Whether the task's list (applyset_apply's ``versioned``: ``ConfigMap``, ``Secret``, or one of
+    them with ``/<name>``) marks an object of ``kind`` with ``metadata`` (its name as given: a
+    versioned body's base name)."""
+    annotations = metadata.get("annotations")
+    base = annotations.get(BASE_NAME) if isinstance(annotations, dict) else None
+    return kind in marked or f"{kind}/{base or metadata.get('name')}" in marked
+
+
+def version(members: list[Manifest], default_namespace: str | None,
+            marked: Collection[str] = ()) -> tuple[list[Manifest], Renames]:
+    """``members`` with each versioned ConfigMap and Secret (annotated, or ``marked`` by the task)
+    renamed and the workloads' references rewritten (copies: the caller's documents are left as
+    given), and the renames made.
 
     Raises:
         InputError: a versioned name that would be longer than the server allows.
@@ -68,19 +81,31 @@ def version(members: list[Manifest], default_namespace: str | None) -> tuple[lis
     renames: Renames = {}
     result = []
     for member in members:
-        if member.group_kind in _KINDS and isinstance(member.name, str) and is_versioned(member.metadata.get("annotations")):
+        kind = _KINDS.get(member.group_kind)
+        if kind and isinstance(member.name, str) and _marked(kind, member.metadata, marked):
             member = _renamed(member)
             base = member.metadata["annotations"][BASE_NAME]
-            renames[(_KINDS[member.group_kind], member.namespace or default_namespace, base)] = member.name
+            renames[(kind, member.namespace or default_namespace, base)] = member.name
         result.append(member)
     if not renames:
         return members, {}
     return [_rewritten(m, renames, m.namespace or default_namespace) for m in result], renames
 
 
+def _marked(kind: str, metadata: ObjectMeta, marked: Collection[str]) -> bool:
+    """Whether an object is versioned: by its annotations or the task's list. Annotations of another
+    type than a mapping leave it as given: the plan refuses them."""
+    annotations = metadata.get("annotations")
+    if annotations is not None and not isinstance(annotations, dict):
+        return False
+    return is_versioned(annotations) or marked_by_task(kind, dict(metadata), marked)
+
+
 def _renamed(member: Manifest) -> Manifest:
     renamed = Manifest(copy.deepcopy(member.mapping), member.source)
     metadata = renamed.metadata
+    if metadata.get("annotations") is None:
+        metadata["annotations"] = {}
     annotations = metadata["annotations"]
     base = annotations.get(BASE_NAME) or member.name
     name = f"{base}-{version_suffix(renamed.mapping)}"

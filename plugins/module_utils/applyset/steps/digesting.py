@@ -31,7 +31,8 @@ CONFIG_DIGEST = Step("config-digest", annotate, DECIDE, reads="desired parent", 
 def version(ctx: RunContext) -> None:
     """Step versioning: ``ctx.desired`` with each versioned ConfigMap and Secret renamed by its content
     and the set's pod templates pointed at the new names."""
-    ctx.desired, _renames = versioned.version(ctx.desired, ctx.namespace or ctx.parent.namespace or None)
+    ctx.desired, _renames = versioned.version(ctx.desired, ctx.namespace or ctx.parent.namespace or None,
+                                              ctx.apply_options.versioned)
 
 
 VERSIONING = Step("versioning", version, DECIDE, reads="desired parent", sets="desired")
