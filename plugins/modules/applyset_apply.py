@@ -333,6 +333,28 @@ options:
         (their template cannot change).
     type: bool
     default: false
+  versioned_keep:
+    description:
+      - How many older versions of each versioned ConfigMap and Secret stay on the cluster, as members of the
+        set. An object annotated C(applyset.kubernetes.ansible/versioned="true") (or carrying kapp's
+        C(kapp.k14s.io/versioned)) is sent as C(<name>-<digest>), the digest being 10 hex digits of the sha256
+        of what it stores, and every reference to it in the pod templates of the set (volumes, projected
+        volumes, C(envFrom), C(env[].valueFrom), C(imagePullSecrets)) is rewritten, so a changed one rolls its
+        workloads and an unchanged one writes nothing.
+      - The newest older versions are kept so that pods still on the previous template find what they read;
+        the others are pruned like any member (with O(prune)), after the applied workloads are ready when
+        O(wait) is true. With V(0) and without O(wait), the previous version goes in the same run.
+    type: int
+    default: 3
+  versioned:
+    description:
+      - ConfigMaps and Secrets of the set to version as if they carried the annotation
+        C(applyset.kubernetes.ansible/versioned="true") (see O(versioned_keep)), for manifests you do not edit,
+        such as a rendered chart's. V(ConfigMap) or V(Secret) versions every one of the kind,
+        V(ConfigMap/<name>) or V(Secret/<name>) one.
+    type: list
+    elements: str
+    default: []
   wait_for_sets:
     description:
       - Other sets on the cluster this run waits for before it reads its own (and so before it claims it), as
@@ -1091,6 +1113,8 @@ def argument_spec():
         field_validation=dict(type="str", choices=["Strict", "Warn", "Ignore"], default="Strict"),
         reapply=dict(type="str", choices=["changed", "always"], default="changed"),
         config_digest=dict(type="bool", default=False),
+        versioned_keep=dict(type="int", default=3),
+        versioned=dict(type="list", elements="str", default=[]),
         wait_for_sets=dict(type="list", elements="dict", default=[], options=dict(
             parent=dict(type="raw", required=True), namespace=dict(type="str"), revision=dict(type="int"),
             ready=dict(type="bool", default=False), ready_expr=dict(type="str"))),
@@ -1174,6 +1198,8 @@ OPTIONS = (
     ("recreate_on_immutable", "recreate_on_immutable", frozenset),
     ("reapply", "reapply", None),
     ("config_digest", "config_digest", None),
+    ("versioned_keep", "versioned_keep", None),
+    ("versioned", "versioned", tuple),
     ("wait_for_sets", "wait_for_sets", lambda entries: tuple(SetDependency(**entry) for entry in entries)),
     ("ignore_fields", "ignore_fields", tuple),
     ("approved_plan", "approved_plan", None),

@@ -16,7 +16,7 @@ from applyset.rules.legacy import LegacyAdoption
 from applyset.run.options import HelmSettings, Options, SetDependency
 from applyset.steps import without_claim
 
-READING = ["read-parent", "split-hooks", "plan", "list-live", "decide", "plan-id"]
+READING = ["read-parent", "split-hooks", "versioning", "plan", "list-live", "decide", "plan-id"]
 PRE, POST = ["pre-apply-hooks"], ["post-apply-hooks", "on-failure-hooks"]
 
 # (route builder, options, the expected step names in order)
@@ -336,7 +336,7 @@ def test_the_option_steps_of_issue_49_are_on_the_apply_routes_only_with_their_op
     plain = runner.names(routes.for_apply(Options()).steps)
     assert "config-digest" not in plain and "wait-for-sets" not in plain
     names = runner.names(routes.for_apply(Options(config_digest=True)).steps)
-    assert names[names.index("split-hooks") + 1:names.index("plan")] == ["config-digest"]
+    assert names[names.index("split-hooks") + 1:names.index("plan")] == ["versioning", "config-digest"]
     waiting = routes.for_apply(Options(wait_for_sets=(SetDependency("db"),)))
     assert runner.names(waiting.steps)[:2] == ["wait-for-sets", "read-parent"] and waiting.steps[0].effect == runner.WAIT
     assert runner.names(routes.for_preview(Options(dry_run=True, wait_for_sets=(SetDependency("db"),))).steps)[0] == \

@@ -86,6 +86,7 @@ def reading(entry: str, opts: RunOptions) -> list[Step]:
         return [*first,
                 Step("split-hooks", hook_run.split_hooks, DECIDE, reads="discovery parent", may_read="rendered",
                      sets="desired hooks"),
+                digesting.VERSIONING,
                 *([digesting.CONFIG_DIGEST] if digesting.digests_config(opts) else []),
                 Step("plan", decide.make_plan, DECIDE, reads="desired discovery parent", may_read="chart_crds",
                      sets="plan"),

@@ -80,7 +80,7 @@ def test_the_table_gives_the_options_a_task_without_options_always_got(apply_mod
         waiting=dict(enabled=False, timeout=300.0, failure_logs=True,
                      rules=dict(fail_closed=False, overrides=None, wait_for_load_balancers=False)),
         claim_ttl=60.0, claim_wait=120.0, create_namespace=False, recreate_on_immutable=frozenset(),
-        reapply="changed", config_digest=False, wait_for_sets=(), ignore_fields=(), approved_plan=None, dry_run=True,
+        reapply="changed", config_digest=False, versioned_keep=3, versioned=(), wait_for_sets=(), ignore_fields=(), approved_plan=None, dry_run=True,
         diff=False)
 
 

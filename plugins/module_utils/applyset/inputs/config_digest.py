@@ -53,11 +53,11 @@ UsedConfig = tuple[str, str, KubeObject]
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
-def _mappings(value: object) -> list[dict[str, Any]]:  # the maps of a list of a pod spec (JSON)
+def mappings(value: object) -> list[dict[str, Any]]:  # the maps of a list of a pod spec (JSON)
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-def _get(mapping: object, *path: str) -> object:
+def get_path(mapping: object, *path: str) -> object:
     for key in path:
         mapping = mapping.get(key) if isinstance(mapping, dict) else None
     return mapping
@@ -67,18 +67,18 @@ def references(pod_spec: dict[str, Any]) -> set[ConfigRef]:
     """``(kind, name)`` of every ConfigMap and Secret the pod spec reads: its volumes (projected
     sources too), and each container's ``envFrom`` and ``env[].valueFrom``."""
     found: set[ConfigRef] = set()
-    for volume in _mappings(pod_spec.get("volumes")):
+    for volume in mappings(pod_spec.get("volumes")):
         found |= _named(volume.get("configMap"), "ConfigMap", "name")
         found |= _named(volume.get("secret"), "Secret", "secretName")
-        for source in _mappings(_get(volume, "projected", "sources")):
+        for source in mappings(get_path(volume, "projected", "sources")):
             found |= _named(source.get("configMap"), "ConfigMap", "name") | _named(source.get("secret"), "Secret", "name")
-    for container in (c for key in _CONTAINER_LISTS for c in _mappings(pod_spec.get(key))):
-        for source in _mappings(container.get("envFrom")):
+    for container in (c for key in _CONTAINER_LISTS for c in mappings(pod_spec.get(key))):
+        for source in mappings(container.get("envFrom")):
             found |= _named(source.get("configMapRef"), "ConfigMap", "name") | _named(source.get("secretRef"), "Secret", "name")
-        for variable in _mappings(container.get("env")):
+        for variable in mappings(container.get("env")):
             value_from = variable.get("valueFrom")
-            found |= _named(_get(value_from, "configMapKeyRef"), "ConfigMap", "name")
-            found |= _named(_get(value_from, "secretKeyRef"), "Secret", "name")
+            found |= _named(get_path(value_from, "configMapKeyRef"), "ConfigMap", "name")
+            found |= _named(get_path(value_from, "secretKeyRef"), "Secret", "name")
     return found
 
 
@@ -128,7 +128,7 @@ def _used_configs(member: Manifest, configs: dict[ObjectId, KubeObject], namespa
     """The ConfigMaps and Secrets of the set (``configs``, by kind, namespace and name) that the pod
     template of ``member`` references, or [] for a member without a pod template."""
     template = _template(member)
-    pod_spec = _get(template, "spec")
+    pod_spec = get_path(template, "spec")
     if not isinstance(pod_spec, dict):
         return []
     keys = [(kind, name, ObjectId.of(_KIND_NAMED[kind], namespace, name)) for kind, name in sorted(references(pod_spec))]
@@ -137,7 +137,7 @@ def _used_configs(member: Manifest, configs: dict[ObjectId, KubeObject], namespa
 
 def _template(member: Manifest) -> dict[str, Any] | None:  # the pod template: JSON of the manifest
     path = TEMPLATE_PATHS.get(member.group_kind)
-    template = _get(member.mapping, *path) if path else None
+    template = get_path(member.mapping, *path) if path else None
     return template if isinstance(template, dict) else None
 
 

@@ -242,9 +242,17 @@ class Options(RunOptions):
     config_digest: bool = False
     # steps/set_dependencies.py: other sets waited for before this run reads its own (SetDependency)
     wait_for_sets: tuple = ()
+    # rules/versioned_keep.py: how many older versions of each versioned ConfigMap and Secret stay members
+    versioned_keep: int = 3
+    # inputs/versioned.py: kinds (ConfigMap, Secret) or Kind/name versioned as if annotated
+    versioned: tuple = ()
 
     def _apply_problems(self) -> list[tuple[str, str, str]]:
         found = [problem for index, dependency in enumerate(self.wait_for_sets) for problem in dependency.problems(index)]
+        found += [("versioned", f"has {entry!r}, which is no ConfigMap or Secret", "give ConfigMap, Secret, ConfigMap/<name> "
+                   "or Secret/<name>") for entry in self.versioned if str(entry).split("/", 1)[0] not in ("ConfigMap", "Secret")]
+        if self.versioned_keep < 0:
+            found.append(("versioned_keep", "must be 0 or more", "give how many older versions to keep"))
         if self.reapply not in REAPPLY_CHOICES:
             found.append(("reapply", "must be changed or always", "give changed or always"))
         return found

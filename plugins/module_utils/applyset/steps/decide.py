@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable
 
 from ..apply import adoption, namespaces
 from ..run import early
-from ..rules import field_policy, nochange, ordering
+from ..rules import field_policy, nochange, ordering, versioned_keep
 from ..parent import members
 from ..parent import read as parents
 from ..parent import resolve as parent_resolve
@@ -25,7 +25,7 @@ from .. import spec
 from . import release_takeover
 from .claim import wait_until_free
 from ..errors import ApplySetError, GuardError, InputError, InputErrors
-from ..kube.listing import list_pairs, live_objects, recorded_scope
+from ..kube.listing import LiveObject, list_pairs, live_objects, recorded_scope
 from ..parent.model import Parent
 from ..parent.prefetch import discover_and_read
 from ..kube.versions import VersionFallback
@@ -215,7 +215,7 @@ def _first_prune_decisions(parent: Parent, plan: plans.Plan, live: LiveState, op
     desired_keys = plan.keys()
     in_set = [o for o in live.objects.values() if (o.meta.get("labels") or {}).get(spec.LABEL_PART_OF) == parent.id]
     in_set += taken.adopted
-    candidates = tuple(o for o in in_set if o.key not in desired_keys)
+    candidates = _without_kept_versions([o for o in in_set if o.key not in desired_keys], plan, opts.versioned_keep)
     # UIDs of the live objects this run is about to apply: the same object listed under
     # another group (Event and Event.events.k8s.io) is never a prune candidate.
     listed_uids = (live.objects[key].uid for key in desired_keys if key in live)
@@ -231,6 +231,16 @@ def _first_prune_decisions(parent: Parent, plan: plans.Plan, live: LiveState, op
     if refusal is not None:
         raise GuardError(refusal.message, obj=parent.set_ref, fix=refusal.fix, details=refusal.details)
     return candidates, about_to_apply, first
+
+
+def _without_kept_versions(candidates: list[LiveObject], plan: plans.Plan, keep: int) -> tuple[LiveObject, ...]:
+    """The candidates but the older versions of the versioned objects this run applies that it keeps
+    (rules.versioned_keep): they stay members, neither pruned nor reported."""
+    applied = versioned_keep.applied_series((m.resource.group_kind, m.body) for m in plan.members)
+    if not applied:
+        return tuple(candidates)
+    kept = versioned_keep.kept_versions([(o.resource.group_kind, o.meta) for o in candidates], applied, keep)
+    return tuple(o for index, o in enumerate(candidates) if index not in kept)
 
 
 def _hints(parent: Parent, plan: plans.Plan, live: LiveState, discovery: Discovery, opts: Options,

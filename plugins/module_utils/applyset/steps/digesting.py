@@ -1,11 +1,15 @@
-"""Step config-digest (applyset_apply's ``config_digest`` option): the pod templates of the set's
-workloads get the digest of the ConfigMaps and Secrets of the set they reference
-(``inputs.config_digest``), so a changed one rolls them. It runs after split-hooks and before the
-plan, on the desired objects only: no request, and a route without the option does not have it."""
+"""The steps of config that rolls its workloads, after split-hooks and before the plan, on the
+desired objects only (no request):
+
+- versioning (every apply route): the ConfigMaps and Secrets marked versioned get a name per content
+  and the workloads' references follow them (``inputs.versioned``); a set without one is left as given.
+- config-digest (applyset_apply's ``config_digest`` option, only with it): the pod templates of the
+  set's workloads get the digest of the ConfigMaps and Secrets of the set they reference
+  (``inputs.config_digest``), so a changed one rolls them."""
 
 from __future__ import annotations
 
-from ..inputs import config_digest
+from ..inputs import config_digest, versioned
 from ..run.options import Options, RunOptions
 from ..run.runner import DECIDE, RunContext, Step
 
@@ -22,3 +26,13 @@ def annotate(ctx: RunContext) -> None:
 
 
 CONFIG_DIGEST = Step("config-digest", annotate, DECIDE, reads="desired parent", sets="desired")
+
+
+def version(ctx: RunContext) -> None:
+    """Step versioning: ``ctx.desired`` with each versioned ConfigMap and Secret renamed by its content
+    and the set's pod templates pointed at the new names."""
+    ctx.desired, _renames = versioned.version(ctx.desired, ctx.namespace or ctx.parent.namespace or None,
+                                              ctx.apply_options.versioned)
+
+
+VERSIONING = Step("versioning", version, DECIDE, reads="desired parent", sets="desired")
