@@ -168,6 +168,43 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     assert result["applyset"]["helm_take_over"] == {"release": RELEASE, "namespace": namespace, "found": False}
 
 
+def test_a_conflict_the_dry_runs_find_refuses_the_whole_take_over_before_any_write_unless_forced(
+        cluster, kube, namespace, helm):
+    """Issue 47 item 4: another manager changed a field of the Deployment (applied after the
+    ConfigMap and the Service): the take-over is refused before any write, naming the object, field
+    and manager, where it used to take over the first objects and then stop with the release half
+    Helm's. With force_conflicts it goes through, every UID kept."""
+    helm.install(namespace)
+    web = f"/apis/apps/v1/namespaces/{namespace}/deployments/{RELEASE}-web"
+    status, payload, _ = kube.request("PATCH", web, {"metadata": {"labels": {"app.kubernetes.io/instance": "edited"}}},
+                                      query={"fieldManager": "kubectl-label"},
+                                      content_type="application/merge-patch+json")
+    assert status == 200, payload
+    before = live(kube, namespace)
+    desired = helm.template(namespace)
+    state = snapshot(kube, [namespace])
+
+    rc, result, out = take_over(cluster, namespace, desired)
+    assert rc != 0, out
+    assert (f"taking over Helm release {namespace}/{RELEASE} would stop half way: 1 of its objects would be refused"
+            in result["msg"]), result["msg"]
+    assert (f'Deployment {namespace}/{RELEASE}-web: .metadata.labels.app.kubernetes.io/instance (manager '
+            '"kubectl-label")') in result["msg"], result["msg"]
+    assert "force_conflicts: true" in result["msg"]
+    assert snapshot(kube, [namespace]) == state  # nothing written: no object taken over, no claim
+    assert "helm" in managers(live(kube, namespace)["ConfigMap"])
+    assert helm.releases(namespace) == [RELEASE]
+
+    rc, result, out = apply(cluster, namespace, desired, helm={"release_name": RELEASE, "take_over": True},
+                            force_conflicts=True)
+    assert rc == 0, result.get("msg")
+    assert result["applyset"]["helm_take_over"]["retired"]
+    after = live(kube, namespace)
+    assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in before.items()}
+    assert after["Deployment"]["metadata"]["labels"]["app.kubernetes.io/instance"] == RELEASE
+    assert helm.releases(namespace) == []
+
+
 def test_helm_objects_are_refused_without_take_over_or_for_another_release_and_nothing_is_written(
         cluster, kube, namespace, helm):
     helm.install(namespace)
