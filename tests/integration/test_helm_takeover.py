@@ -20,6 +20,7 @@ import pytest
 import yaml
 from ansible_cli import ansible_env
 from helm_bins import HELMS, helm_binaries
+from module_runner import run_module_forked
 from test_apply import PART_OF, apply, snapshot
 
 CHARTS = Path(__file__).parent / "data" / "charts"
@@ -58,9 +59,12 @@ def helm(request, cluster):
     return Helm(helm_binaries()[request.param], cluster, request.param)
 
 
-def take_over(cluster, namespace, definition, check=False, **helm):
-    return apply(cluster, namespace, definition, check=check,
-                 helm={"release_name": RELEASE, "take_over": True, **helm})
+def take_over(cluster, namespace, definition, check=False, diff=False, **helm):
+    args = {"parent": "set1", "namespace": namespace, "definition": definition,
+            "helm": {"release_name": RELEASE, "take_over": True, **helm}}
+    if diff:  # registered, so that the result keeps its diff (the callback shows it and takes it out)
+        return run_module_forked(cluster, "applyset_apply", args, check=check, diff=True, registered=True)
+    return apply(cluster, namespace, definition, check=check, helm=args["helm"])
 
 
 def live(kube, namespace):
@@ -114,9 +118,20 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     desired = helm.template(namespace, extraLabel=False, withSecret=False)
     state = snapshot(kube, [namespace])
 
-    rc, result, out = take_over(cluster, namespace, desired, check=True)
+    rc, result, out = take_over(cluster, namespace, desired, check=True, diff=True)
     assert rc == 0, out
     preview = result["applyset"]["helm_take_over"]
+    # What the real run removes, in the result and in the diff (issue 47 item 4): Helm's annotations
+    # and the label only Helm set, which the manifests drop.
+    helm_annotations = [".metadata.annotations.meta.helm.sh/release-name",
+                        ".metadata.annotations.meta.helm.sh/release-namespace"]
+    assert preview["removes"][f"ConfigMap {namespace}/{RELEASE}-settings"] == [
+        *helm_annotations, ".metadata.labels.only-helm-set"], preview
+    assert preview["removes"][f"Deployment {namespace}/{RELEASE}-web"] == helm_annotations, preview
+    settings = next(d for d in result["diff"] if d["before_header"] == f"ConfigMap {namespace}/{RELEASE}-settings")
+    assert "meta.helm.sh/release-name" in settings["before"] and "only-helm-set" in settings["before"]
+    assert "meta.helm.sh/release-name" not in settings["after"] and "only-helm-set" not in settings["after"]
+    assert PART_OF in settings["after"]
     assert preview["found"] and preview["release"] == RELEASE and preview["status"] == "deployed"
     assert preview["adopted"] == sorted([f"ConfigMap {namespace}/{RELEASE}-settings",
                                          f"Deployment {namespace}/{RELEASE}-web", f"Service {namespace}/{RELEASE}-web"])
