@@ -150,6 +150,11 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     rc, result, out = take_over(cluster, namespace, desired)
     assert rc == 0, out
     assert result["applyset"]["helm_take_over"]["retired"]
+    # The real run's warning is one for the release too (issue 47 item 4).
+    assert out.count("took over all fields of helm") == 1, out
+    assert (f"took over all fields of helm (Helm release {namespace}/{RELEASE}) on 3 objects: "
+            f"ConfigMap {namespace}/{RELEASE}-settings, Service {namespace}/{RELEASE}-web, "
+            f"Deployment {namespace}/{RELEASE}-web") in out, out
     provenance = first_revision(kube, namespace)["provenance"]["helm_release"]
     assert provenance["chart"] == {"name": "takeover", "version": "0.1.0", "appVersion": "1.0"}
     assert provenance["revision"] == 1 and f"Secret {RELEASE}-token" in provenance["objects"]

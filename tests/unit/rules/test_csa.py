@@ -135,10 +135,11 @@ def test_release_fields_beyond_ours_tells_a_leftover_from_a_shared_field():
 
 
 def test_release_removals_are_the_fields_only_the_release_managers_own():
+    ports = {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}},
+             'k:{"port":81,"protocol":"TCP"}': {".": {}, "f:port": {}}}
     helm = entry("helm", "Update", {"f:metadata": {"f:annotations": {"f:meta.helm.sh/release-name": {}},
                                                    "f:labels": {"f:app": {}, "f:only-helm": {}}},
-                                    "f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}},
-                                                          'k:{"port":81,"protocol":"TCP"}': {".": {}, "f:port": {}}}}})
+                                    "f:spec": {"f:ports": ports}})
     ours = entry(OURS, "Apply", {"f:metadata": {"f:labels": {"f:app": {}}},
                                  "f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}}}}})
     other = entry("kubectl-label", "Update", {"f:metadata": {"f:labels": {"f:team": {}}}})
