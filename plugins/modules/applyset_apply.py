@@ -888,13 +888,16 @@ applyset:
         - C(adopted) the release's objects the manifests contain, C(dropped) those they no longer contain (pruned
           under the prune rules, see RV(objects)), C(field_managers) Helm's field managers whose fields became
           ours, C(records) the release's Secrets and C(retired) whether they were deleted.
+        - In check mode, C(removes) names, per object, the fields the real run removes (Helm's C(meta.helm.sh/*)
+          annotations, fields only Helm set that the manifests do not; fields the server defaults again are not
+          listed); the diff shows the objects without them.
       type: dict
       returned: when O(helm.take_over) is true
       sample: {release: shop, namespace: shop, found: true, revision: 3, status: deployed,
                chart: {name: shop, version: 1.2.0, appVersion: "2.0"}, adopted: [ConfigMap shop/shop-settings],
                dropped: [Secret shop/shop-token], field_managers: [helm],
                records: [sh.helm.release.v1.shop.v1, sh.helm.release.v1.shop.v2, sh.helm.release.v1.shop.v3],
-               retired: true}
+               retired: true, removes: {ConfigMap shop/shop-settings: [.metadata.annotations.meta.helm.sh/release-name]}}
     chart_crds:
       description:
         - "With O(helm.chart) and CRDs in the chart's C(crds/), what the run did with them (in check mode, would do)

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from ansible_cli import ansible_env
 from helm_bins import HELMS, helm_binaries
+from module_runner import run_module_forked
 from test_apply import PART_OF, apply, snapshot
 
 CHARTS = Path(__file__).parent / "data" / "charts"
@@ -58,9 +59,12 @@ def helm(request, cluster):
     return Helm(helm_binaries()[request.param], cluster, request.param)
 
 
-def take_over(cluster, namespace, definition, check=False, **helm):
-    return apply(cluster, namespace, definition, check=check,
-                 helm={"release_name": RELEASE, "take_over": True, **helm})
+def take_over(cluster, namespace, definition, check=False, diff=False, **helm):
+    args = {"parent": "set1", "namespace": namespace, "definition": definition,
+            "helm": {"release_name": RELEASE, "take_over": True, **helm}}
+    if diff:  # registered, so that the result keeps its diff (the callback shows it and takes it out)
+        return run_module_forked(cluster, "applyset_apply", args, check=check, diff=True, registered=True)
+    return apply(cluster, namespace, definition, check=check, helm=args["helm"])
 
 
 def live(kube, namespace):
@@ -114,9 +118,20 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     desired = helm.template(namespace, extraLabel=False, withSecret=False)
     state = snapshot(kube, [namespace])
 
-    rc, result, out = take_over(cluster, namespace, desired, check=True)
+    rc, result, out = take_over(cluster, namespace, desired, check=True, diff=True)
     assert rc == 0, out
     preview = result["applyset"]["helm_take_over"]
+    # What the real run removes, in the result and in the diff (issue 47 item 4): Helm's annotations
+    # and the label only Helm set, which the manifests drop.
+    helm_annotations = [".metadata.annotations.meta.helm.sh/release-name",
+                        ".metadata.annotations.meta.helm.sh/release-namespace"]
+    assert preview["removes"][f"ConfigMap {namespace}/{RELEASE}-settings"] == [
+        *helm_annotations, ".metadata.labels.only-helm-set"], preview
+    assert preview["removes"][f"Deployment {namespace}/{RELEASE}-web"] == helm_annotations, preview
+    settings = next(d for d in result["diff"] if d["before_header"] == f"ConfigMap {namespace}/{RELEASE}-settings")
+    assert "meta.helm.sh/release-name" in settings["before"] and "only-helm-set" in settings["before"]
+    assert "meta.helm.sh/release-name" not in settings["after"] and "only-helm-set" not in settings["after"]
+    assert PART_OF in settings["after"]
     assert preview["found"] and preview["release"] == RELEASE and preview["status"] == "deployed"
     assert preview["adopted"] == sorted([f"ConfigMap {namespace}/{RELEASE}-settings",
                                          f"Deployment {namespace}/{RELEASE}-web", f"Service {namespace}/{RELEASE}-web"])
@@ -135,6 +150,11 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     rc, result, out = take_over(cluster, namespace, desired)
     assert rc == 0, out
     assert result["applyset"]["helm_take_over"]["retired"]
+    # The real run's warning is one for the release too (issue 47 item 4).
+    assert out.count("took over all fields of helm") == 1, out
+    assert (f"took over all fields of helm (Helm release {namespace}/{RELEASE}) on 3 objects: "
+            f"ConfigMap {namespace}/{RELEASE}-settings, Service {namespace}/{RELEASE}-web, "
+            f"Deployment {namespace}/{RELEASE}-web") in out, out
     provenance = first_revision(kube, namespace)["provenance"]["helm_release"]
     assert provenance["chart"] == {"name": "takeover", "version": "0.1.0", "appVersion": "1.0"}
     assert provenance["revision"] == 1 and f"Secret {RELEASE}-token" in provenance["objects"]
@@ -166,6 +186,43 @@ def test_a_release_is_previewed_then_taken_over_with_uids_kept_ownership_ours_an
     assert rc == 0 and not result["changed"], out
     assert result["requests"]["writes"] == 0, result["requests"]
     assert result["applyset"]["helm_take_over"] == {"release": RELEASE, "namespace": namespace, "found": False}
+
+
+def test_a_conflict_the_dry_runs_find_refuses_the_whole_take_over_before_any_write_unless_forced(
+        cluster, kube, namespace, helm):
+    """Issue 47 item 4: another manager changed a field of the Deployment (applied after the
+    ConfigMap and the Service): the take-over is refused before any write, naming the object, field
+    and manager, where it used to take over the first objects and then stop with the release half
+    Helm's. With force_conflicts it goes through, every UID kept."""
+    helm.install(namespace)
+    web = f"/apis/apps/v1/namespaces/{namespace}/deployments/{RELEASE}-web"
+    status, payload, _ = kube.request("PATCH", web, {"metadata": {"labels": {"app.kubernetes.io/instance": "edited"}}},
+                                      query={"fieldManager": "kubectl-label"},
+                                      content_type="application/merge-patch+json")
+    assert status == 200, payload
+    before = live(kube, namespace)
+    desired = helm.template(namespace)
+    state = snapshot(kube, [namespace])
+
+    rc, result, out = take_over(cluster, namespace, desired)
+    assert rc != 0, out
+    assert (f"taking over Helm release {namespace}/{RELEASE} would stop half way: 1 of its objects would be refused"
+            in result["msg"]), result["msg"]
+    assert (f'Deployment {namespace}/{RELEASE}-web: .metadata.labels.app.kubernetes.io/instance (manager '
+            '"kubectl-label")') in result["msg"], result["msg"]
+    assert "force_conflicts: true" in result["msg"]
+    assert snapshot(kube, [namespace]) == state  # nothing written: no object taken over, no claim
+    assert "helm" in managers(live(kube, namespace)["ConfigMap"])
+    assert helm.releases(namespace) == [RELEASE]
+
+    rc, result, out = apply(cluster, namespace, desired, helm={"release_name": RELEASE, "take_over": True},
+                            force_conflicts=True)
+    assert rc == 0, result.get("msg")
+    assert result["applyset"]["helm_take_over"]["retired"]
+    after = live(kube, namespace)
+    assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in before.items()}
+    assert after["Deployment"]["metadata"]["labels"]["app.kubernetes.io/instance"] == RELEASE
+    assert helm.releases(namespace) == []
 
 
 def test_helm_objects_are_refused_without_take_over_or_for_another_release_and_nothing_is_written(

@@ -37,16 +37,16 @@ ROUTES = {
         routes.for_apply, Options(prune=False, adopt_legacy=LegacyAdoption(selector="app=shop")),
         READING + ["make-namespaces", "claim", *PRE, "apply", *POST, "release"]),
     "apply, helm.take_over": (routes.for_apply, Options(helm=HelmSettings(release="shop", take_over=True)),
-                              READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune",
-                                         "retire-helm-release", *POST, "release"]),
+                              READING + ["check-take-over", "make-namespaces", "claim", *PRE, "label-adopted", "apply",
+                                         "prune", "retire-helm-release", *POST, "release"]),
     "apply, helm.take_over, wait": (
         routes.for_apply, Options.from_settings(helm=HelmSettings(release="shop", take_over=True), wait=True),
-        READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune-early", "wait-ready", "prune",
-                   "retire-helm-release", *POST, "release", "wait-gone"]),
+        READING + ["check-take-over", "make-namespaces", "claim", *PRE, "label-adopted", "apply", "prune-early",
+                   "wait-ready", "prune", "retire-helm-release", *POST, "release", "wait-gone"]),
     "apply, helm.take_over without prune": (
         routes.for_apply, Options(prune=False, helm=HelmSettings(release="shop", take_over=True)),
-        READING + ["make-namespaces", "claim", *PRE, "label-adopted", "apply", "retire-helm-release", *POST,
-                   "release"]),
+        READING + ["check-take-over", "make-namespaces", "claim", *PRE, "label-adopted", "apply",
+                   "retire-helm-release", *POST, "release"]),
     "preview, helm.take_over": (routes.for_preview, Options(dry_run=True, helm=HelmSettings(release="shop", take_over=True)),
                                 READING + ["show-final-hint", "preview-namespace", "apply", "prune", "preview-hooks"]),
     "preview": (routes.for_preview, Options.from_settings(dry_run=True, wait=True),
@@ -101,8 +101,9 @@ def test_nothing_is_written_before_the_claim_but_the_namespaces_the_parent_needs
     if runner.CLAIM not in effects:
         return
     before_claim = route.steps[:effects.index(runner.CLAIM)]
-    assert [s.name for s in before_claim if s.effect in (runner.WRITE, runner.RELEASE, runner.DRY_RUN)] in (
-        [], ["make-namespaces"])
+    # A take-over's dry runs (check-take-over) write nothing: they refuse a conflict before any write.
+    assert [s.name for s in before_claim if s.effect in (runner.WRITE, runner.RELEASE, runner.DRY_RUN)
+            and s.name != "check-take-over"] in ([], ["make-namespaces"])
 
 
 @pytest.mark.parametrize("case", sorted(ROUTES))

@@ -118,7 +118,9 @@ _HOOKS_AFTER_APPLY = (_hooks("post-apply-hooks", hook_run.post_apply, WRITE),
 def for_apply(opts: Options) -> Route:
     """The route of a real apply: the claim before any member write (but the namespaces the parent
     needs), the release last and always, the wait after it."""
-    tail = [Step("make-namespaces", applying.make_namespaces, WRITE, reads="decisions discovery live parent"),
+    # A take-over first dry-runs the release's objects: a conflict refuses it before any write.
+    check = [release_takeover.CHECK_TAKE_OVER] if opts.helm.take_over else []
+    tail = [*check, Step("make-namespaces", applying.make_namespaces, WRITE, reads="decisions discovery live parent"),
             CLAIM_STEP, *_chart_crds(opts, WRITE), _hooks(hook_run.PRE_APPLY_STEP, hook_run.pre_apply, WRITE)]
     if (opts.adopt_legacy is not None and opts.prune) or opts.helm.take_over:
         tail.append(Step("label-adopted", applying.label_adopted, WRITE, reads="decisions parent"))

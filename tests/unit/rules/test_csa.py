@@ -129,3 +129,36 @@ def test_release_fields_beyond_ours_tells_a_leftover_from_a_shared_field():
     assert csa.release_fields_beyond_ours(leftover, OURS, {"release-a"}, "v1")
     assert not csa.release_fields_beyond_ours(leftover, OURS, frozenset(), "v1")
     assert not csa.release_fields_beyond_ours(leftover, OURS, {"release-a"}, "v2")
+
+
+# ----- what a take-over's apply removes (check mode's preview, issue 47) ------------------------
+
+
+def test_release_removals_are_the_fields_only_the_release_managers_own():
+    ports = {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}},
+             'k:{"port":81,"protocol":"TCP"}': {".": {}, "f:port": {}}}
+    helm = entry("helm", "Update", {"f:metadata": {"f:annotations": {"f:meta.helm.sh/release-name": {}},
+                                                   "f:labels": {"f:app": {}, "f:only-helm": {}}},
+                                    "f:spec": {"f:ports": ports}})
+    ours = entry(OURS, "Apply", {"f:metadata": {"f:labels": {"f:app": {}}},
+                                 "f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}}}}})
+    other = entry("kubectl-label", "Update", {"f:metadata": {"f:labels": {"f:team": {}}}})
+    removed = csa.release_removals([helm, ours, other], OURS, {"helm"}, "v1")
+    assert removed == [("f:metadata", "f:annotations", "f:meta.helm.sh/release-name"),
+                       ("f:metadata", "f:labels", "f:only-helm"),
+                       ("f:spec", "f:ports", 'k:{"port":81,"protocol":"TCP"}')]
+    assert [csa.field_name(p) for p in removed] == [".metadata.annotations.meta.helm.sh/release-name",
+                                                    ".metadata.labels.only-helm", '.spec.ports[port=81,protocol="TCP"]']
+    assert csa.release_removals([ours, other], OURS, {"helm"}, "v1") == []
+
+
+def test_without_fields_removes_map_keys_and_list_items_and_what_they_leave_empty():
+    obj = {"metadata": {"name": "web", "annotations": {"meta.helm.sh/release-name": "shop"}, "labels": {"a": "1"}},
+           "spec": {"ports": [{"port": 80, "protocol": "TCP"}, {"port": 81, "protocol": "TCP"}]}}
+    paths = [("f:metadata", "f:annotations", "f:meta.helm.sh/release-name"),
+             ("f:spec", "f:ports", 'k:{"port":81,"protocol":"TCP"}'), ("f:metadata", "f:labels", "f:missing")]
+    out = csa.without_fields(obj, paths)
+    assert out == {"metadata": {"name": "web", "labels": {"a": "1"}}, "spec": {"ports": [{"port": 80, "protocol": "TCP"}]}}
+    assert obj["metadata"]["annotations"]  # a copy: the object given is left as it is
+    assert csa.value_at(out, paths[0]) != csa.value_at(obj, paths[0])
+    assert csa.value_at(out, ("f:spec", "f:ports", 'k:{"port":80,"protocol":"TCP"}', "f:port")) == 80

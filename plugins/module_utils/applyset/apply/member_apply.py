@@ -10,6 +10,7 @@ order (steps/applying.py). API errors become the object's failed result, never a
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
@@ -78,7 +79,32 @@ def _apply_member(run: MemberApply, member: plans.DesiredObject, created_namespa
     if isinstance(sent, MemberOutcome):
         sent.warnings[:0] = taken
         return sent
-    return applied_outcome(run, member, before, sent, taken + [f"{member.ref}: {w}" for w in sent.warnings])
+    removes: list[str] = []
+    if taken and run.opts.dry_run and run.decisions is not None and run.decisions.helm is not None:
+        sent, removes = _preview_release_removals(run, member, sent)
+    outcome = applied_outcome(run, member, before, sent, taken + [f"{member.ref}: {w}" for w in sent.warnings])
+    outcome.removes = removes
+    return outcome
+
+
+def _preview_release_removals(run: MemberApply, member: plans.DesiredObject, sent: Response) -> tuple[Response, list[str]]:
+    """Check mode of a take-over: the dry run's answer without what the real run's
+    apply removes once the release managers' fields are ours (``csa.release_removals``: Helm's
+    annotations, fields only Helm set), and those fields' names, so that the diff shows it."""
+    paths = csa.release_removals(metadata_of(sent.body).get("managedFields"), run.opts.field_manager,
+                                 run.set_managers, member.body.get("apiVersion"))
+    if not paths:
+        return sent, []
+    removed = csa.without_fields(sent.body, paths)
+    try:
+        # The server defaults again what a removal leaves unset (a Deployment's strategy, which Helm 3's
+        # client-side create owns): a dry-run update of the object without those fields says what stays.
+        settled = run.client.request("PUT", member.resource.path(member.namespace, member.name), body=removed,
+                                     query={"dryRun": "All", "fieldManager": run.opts.field_manager}).body
+    except ApiError:
+        settled = removed
+    shown = [p for p in paths if csa.value_at(sent.body, p) != csa.value_at(settled, p)]
+    return dataclasses.replace(sent, body=settled), [csa.field_name(p) for p in shown]
 
 
 def _take_over_release_fields(run: MemberApply, member: plans.DesiredObject,

@@ -33,10 +33,11 @@ Pure functions over the ``managedFields`` list (FieldsV1 sets handled as sets of
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..object_meta import FieldsV1, ManagedFieldsEntry
+from ..object_meta import FieldsV1, KubeObject, ManagedFieldsEntry
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 _LAST_APPLIED_PATH = ("f:metadata", "f:annotations", f"f:{LAST_APPLIED_ANNOTATION}")
@@ -273,3 +274,83 @@ def patch(migration: Migration, resource_version: str | None) -> list[dict[str, 
         {"op": "replace", "path": "/metadata/managedFields", "value": migration.managed_fields},
         {"op": "replace", "path": "/metadata/resourceVersion", "value": resource_version},
     ]
+
+
+def release_removals(managed_fields: ManagedFields | None, ssa_manager: str, managers: Collection[str],
+                     api_version: str | None) -> list[FieldPath]:
+    """What a take-over's apply removes, read from a check-mode dry run's answer (Helm's entries
+    still there): the fields only the release ``managers`` own, which ``ssa_manager`` does not
+    apply and no other manager owns. A real run merges those entries into ours first
+    (``merge_releases``), so its apply removes exactly these. Outermost paths only, sorted."""
+    entries = [e for e in typed_entries(managed_fields) if isinstance(e, dict)]
+    theirs: set[FieldPath] = set()
+    kept: set[FieldPath] = set()
+    for entry in entries:
+        paths = field_paths(entry.get("fieldsV1"))
+        if _release_entry(entry, ssa_manager, managers, api_version):
+            theirs |= paths
+        else:
+            kept |= paths  # ours, controllers', other tools' (status included)
+    removed = {path for path in theirs
+               if not any(other[:len(path)] == path for other in kept)}
+    return sorted(path for path in removed if not any(path[:n] in removed for n in range(1, len(path))))
+
+
+def without_fields(obj: KubeObject, paths: Iterable[FieldPath]) -> KubeObject:
+    """A copy of ``obj`` without the fields at ``paths`` (``f:``, ``k:`` and ``v:`` keys; a path that
+    is not there is passed over), and without a map or list their removal left empty."""
+    out = copy.deepcopy(obj)
+    for path in paths:
+        _remove(out, path)
+    return out
+
+
+_MISSING = object()
+
+
+def _child(node: object, key: str) -> tuple[object, str | int | None]:
+    """The child of ``node`` at the FieldsV1 ``key`` and its key or index there, or ``_MISSING``."""
+    if isinstance(node, dict) and key.startswith("f:") and key[2:] in node:
+        return node[key[2:]], key[2:]
+    if isinstance(node, list) and key[:2] in ("k:", "v:"):
+        wanted = json.loads(key[2:])
+        for index, item in enumerate(node):
+            if (item == wanted if key.startswith("v:") else
+                    isinstance(item, dict) and all(item.get(k) == v for k, v in wanted.items())):
+                return item, index
+    return _MISSING, None
+
+
+def _remove(node: object, path: FieldPath) -> bool:
+    """Remove ``path`` under ``node``; whether ``node`` was left empty by it."""
+    child, where = _child(node, path[0])
+    if child is _MISSING or not isinstance(node, (dict, list)):
+        return False
+    if len(path) == 1 or _remove(child, path[1:]):
+        del node[where]  # type: ignore[arg-type]  # a key of the dict or an index of the list, as _child found
+    return not node
+
+
+def value_at(obj: object, path: FieldPath) -> object:
+    """The value at ``path`` in ``obj``, or a marker of its absence equal to nothing else."""
+    node = obj
+    for key in path:
+        node, _where = _child(node, key)
+        if node is _MISSING:
+            break
+    return node
+
+
+def field_name(path: FieldPath) -> str:
+    """``path`` as the API server names a field in its messages: ``.metadata.labels.app``,
+    ``.spec.ports[port=80,protocol="TCP"]``."""
+    out = ""
+    for key in path:
+        kind, value = key[:2], key[2:]
+        if kind == "f:":
+            out += f".{value}"
+        elif kind == "k:":
+            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in json.loads(value).items()) + "]"
+        else:
+            out += f"[{'=' if kind == 'v:' else ''}{value}]"
+    return out

@@ -236,6 +236,7 @@ class MemberOutcome:
     result: ObjectResult
     changes: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)  # check mode of a take-over: the fields a real run removes
 
 
 # A member's warning that a take-over of a Helm release made (or would make) Helm's fields ours
@@ -265,6 +266,9 @@ class Recorder:
             self._member_warning(warning)
         for change in outcome.changes:
             self.change(change)
+        taken = self.report.applyset.get("helm_take_over")
+        if outcome.removes and isinstance(taken, dict):
+            taken.setdefault("removes", {})[outcome.result.ref] = list(outcome.removes)
         self.report.objects.append(outcome.result)
         return outcome.result
 

@@ -13,6 +13,10 @@ With ``take_over``:
 - the release's objects that the manifests no longer contain are taken in like ``adopt_legacy``'s
   (labelled after the claim) and pruned under the usual rules, each exactly the object of the
   release read here (its annotations name the release; the DELETE has its UID as precondition);
+- before any write of a real run (``refuse_conflicts``, step check-take-over, dry runs only), every
+  object of the release the run applies is dry-run: a field another manager owns (not Helm, whose
+  fields become ours) refuses the whole take-over, naming each object and manager, unless
+  ``force_conflicts``; so a take-over never stops half way on a conflict check mode predicted;
 - after everything went through, ``retire`` (step retire-helm-release) deletes the release's
   records, each by UID: ``helm list`` no longer shows the release and ``helm uninstall`` has
   nothing to delete. The newest release's chart metadata and manifest digest become the provenance
@@ -24,21 +28,28 @@ The result's ``applyset.helm_take_over`` says what is (or, in check mode, would 
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Collection
+from typing import Any
 
 from ..object_meta import metadata_of
 from .. import spec
-from ..errors import ApiError, ApplySetError
+from ..errors import ApiError, ApplySetError, ConflictError
+from ..apply.member_apply import conflict_causes
 from ..kube.listing import LiveObject
 from ..parent import helm_release
 from ..rules import helm_takeover as rules
 from ..parent.model import Parent
 from ..run.options import RunOptions
 from ..run.report import Recorder, Report
-from ..run.runner import RunContext
-from ..run.records import LiveState, TakeOver
+from ..run.runner import DRY_RUN, RunContext, Step
+from ..run.records import Decisions, LiveState, TakeOver
 from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
-from ..rules.plan import Plan
+from ..rules.plan import DesiredObject, Plan
+
+# How the server names the other manager in a conflict's cause: 'conflict with "kubectl-edit" using v1'.
+_CONFLICT_WITH = re.compile(r'conflict with "([^"]*)"')
 
 
 def home_namespace(opts: RunOptions, namespace: str | None, parent: Parent) -> str:
@@ -153,3 +164,66 @@ def retire(ctx: RunContext) -> None:
                 fix=f"grant this user delete on {res.plural} in that namespace and run again (the run retires "
                 "the records that are left)") from err
     ctx.report.applyset["helm_take_over"]["retired"] = True
+
+
+def refuse_conflicts(ctx: RunContext) -> None:
+    """Step check-take-over (dry runs, before any write): every object of the release taken over
+    that the run applies is dry-run; a field another field manager owns (Helm's own fields become
+    ours before the apply) refuses the whole take-over, unless ``force_conflicts``.
+
+    Raises:
+        ApplySetError: naming each object, field and field manager, and the fix; nothing written.
+    """
+    take = ctx.decisions.helm
+    if take is None or ctx.opts.force_conflicts:
+        return
+    members = release_members(ctx.plan, ctx.live, ctx.decisions, (take.release.name, take.release.namespace))
+    opts = ctx.opts
+
+    def dry_run(member: DesiredObject) -> list[str]:
+        try:
+            ctx.client.apply(member.resource, member.body, field_manager=opts.field_manager, dry_run=True,
+                             field_validation=opts.field_validation)
+        except ConflictError as err:
+            return foreign_conflicts(conflict_causes(err), take.managers)
+        except ApiError:
+            pass  # not a conflict: the apply itself reports it, as for any member
+        return []
+
+    found = [(member.ref, causes) for member, causes in zip(members, ctx.client.map(dry_run, members))
+             if isinstance(causes, list) and causes]
+    if found:
+        raise ApplySetError(conflict_refusal(take.release.ref, found), obj=ctx.parent.set_ref,
+                            fix="set force_conflicts: true to take these fields over from those field managers, or "
+                                "remove the fields from the manifests (or give them the values they have); "
+                                "nothing was changed")
+
+
+def release_members(plan: Plan, live: LiveState, decisions: Decisions, owner: tuple[str, str]) -> list[DesiredObject]:
+    """The desired members whose live object belongs to the release ``owner`` and that the run applies."""
+    return [member for member in plan.members
+            if member.key not in decisions.unchanged and (listed := live.get(member.key)) is not None
+            and helm_release.owner_of(metadata_of(listed.obj)) == owner]
+
+
+def foreign_conflicts(causes: list[dict[str, Any]], helm_managers: Collection[str]) -> list[str]:
+    """The conflicts of a dry run (``causes``: the server's) with managers that are not Helm's, as
+    ``FIELD (manager "NAME")``."""
+    found = []
+    for cause in causes:
+        manager = _CONFLICT_WITH.search(cause.get("message") or "")
+        if manager is not None and manager.group(1) in helm_managers:
+            continue  # Helm's fields become ours before the apply
+        name = f'manager "{manager.group(1)}"' if manager else cause.get("message") or "another manager"
+        found.append(f"{cause.get('field') or '?'} ({name})")
+    return found
+
+
+def conflict_refusal(release_ref: str, found: list[tuple[str, list[str]]]) -> str:
+    """The message of a take-over refused on the conflicts ``found`` (object ref, its conflicts)."""
+    objects = "; ".join(f"{ref}: {', '.join(causes)}" for ref, causes in found)
+    return (f"taking over Helm release {release_ref} would stop half way: {len(found)} of its objects would be "
+            f"refused for fields other field managers own: {objects}")
+
+
+CHECK_TAKE_OVER = Step("check-take-over", refuse_conflicts, DRY_RUN, reads="decisions live parent plan")
