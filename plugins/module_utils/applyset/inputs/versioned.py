@@ -95,7 +95,7 @@ def version(members: list[Manifest], default_namespace: str | None,
 def _marked(kind: str, metadata: ObjectMeta, marked: Collection[str]) -> bool:
     """Whether an object is versioned: by its annotations or the task's list. Annotations of another
     type than a mapping leave it as given: the plan refuses them."""
-    annotations = metadata.get("annotations")
+    annotations: object = metadata.get("annotations")  # input: may be of any type
     if annotations is not None and not isinstance(annotations, dict):
         return False
     return is_versioned(annotations) or marked_by_task(kind, dict(metadata), marked)
