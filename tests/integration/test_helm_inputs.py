@@ -1,0 +1,51 @@
+"""Inputs kubernetes.core.helm users migrate with (issue 47, deliver 5), against the real control
+plane with helm 3 and helm 4 (helm_bins.py): each run's own helm state.
+
+helm keeps its repository cache, repository list and registry logins under the user's home, which
+every fork of a fleet run shares (helm #30983). A run here gives every helm command a directory of
+its own, removed at its end: a run of a chart from a repository leaves nothing in the HOME it is given.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from ansible_cli import ansible_env, run_playbook
+# chart_repo, helm_name and removed_after (autouse: the chart's CRD removed after each test) are fixtures.
+from test_helm_charts import chart_repo, chart_task, helm_name, members, removed_after  # noqa: F401
+from test_history import play
+
+
+def run_with_home(cluster, tmp_path, namespace, tasks, home: Path, tmpdir: Path):
+    """The play run with ``home`` as HOME and ``tmpdir`` as TMPDIR, and no XDG directory given, so
+    that helm's default state would be in ``home``; Ansible's own files go elsewhere."""
+    book, out = tmp_path / "play.yml", tmp_path / "play.json"
+    book.write_text(yaml.safe_dump(play(namespace, tasks, out), sort_keys=False))
+    env = {k: v for k, v in ansible_env(cluster).items() if not k.startswith(("XDG_", "HELM_"))}
+    env.update(HOME=str(home), TMPDIR=str(tmpdir), ANSIBLE_HOME=str(tmp_path / "ansible-home"),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-tmp"),
+               APPLYSET_BYTECODE_CACHE="false")
+    proc = run_playbook(cluster, book, env=env)
+    assert out.exists(), proc.stdout + proc.stderr
+    return json.loads(out.read_text()), proc.stdout + proc.stderr
+
+
+def test_a_run_keeps_its_helm_state_to_itself_and_leaves_nothing_in_home(
+        cluster, namespace, tmp_path, helm_name, chart_repo):
+    home, tmpdir = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    tmpdir.mkdir()
+    results, output = run_with_home(cluster, tmp_path, namespace, [
+        chart_task("from the repository", "install", namespace, helm_name, chart="shopchart", repo=chart_repo,
+                   version="0.1.0"),
+        chart_task("again, previewed", "preview", namespace, helm_name, chart="shopchart", repo=chart_repo,
+                   version="0.1.0", check_mode=True)], home, tmpdir)
+    assert not results["install"].get("failed") and not results["preview"].get("failed"), output
+    assert len(members(results["install"])) == 5
+    assert not results["preview"]["changed"], results["preview"]
+    # helm downloaded the repository's index and the chart: into the run's own directory, gone after.
+    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
+    assert [p.name for p in tmpdir.iterdir() if p.name.startswith("applyset-")] == []
