@@ -168,6 +168,36 @@ options:
         type: list
         elements: path
         default: []
+      set_values:
+        description:
+          - Values set one by one, as kubernetes.core.helm's O(helm.set_values) and C(helm --set) take them, applied
+            after O(helm.values_files) and O(helm.values) (so they win), in their order.
+          - "Like O(helm.values), they travel in the action plugin's hidden parameter, and errors and the history
+            never show them (helm's messages have them redacted; the revision records a digest). They are on helm's
+            command line on the module's host (as with kubernetes.core.helm): give a secret in O(helm.values) or a
+            C(file) value instead, which reach helm through files."
+        type: list
+        elements: dict
+        suboptions:
+          value:
+            description:
+              - C(key=value) as helm takes it (C(image.tag=1.2.3), C(a=1,b=2), C(list[0]=x)); for V(file), C(key=path)
+                of a file on the module's host whose content is the value.
+            type: str
+            required: true
+          value_type:
+            description:
+              - "V(raw) is C(--set) (helm's typing: C(true) a boolean, C(3) a number), V(string) C(--set-string),
+                V(json) C(--set-json) (helm 3.10 or newer), V(file) C(--set-file)."
+            type: str
+            choices: [raw, string, json, file]
+            default: raw
+      skip_schema_validation:
+        description:
+          - Render without checking the values against the chart's C(values.schema.json)
+            (C(--skip-schema-validation)); needs helm 3.16 or newer, refused before any request with an older one.
+        type: bool
+        default: false
       include_crds:
         description:
           - Render the chart's C(crds/) directory too (C(--include-crds)); what is done with its CRDs is O(helm.crds).
@@ -1063,6 +1093,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     module_argument_spec,
     options_from,
     protected_helm_values,
+    protected_helm_set_values,
     protected_src_contents,
     start,
     wait_rules_spec,
@@ -1142,7 +1173,11 @@ def argument_spec():
             values_files=dict(type="list", elements="path", default=[]), include_crds=dict(type="bool", default=True),
             binary=dict(type="str", default="helm"), take_over=dict(type="bool", default=False),
             lookup=dict(type="bool", default=True),
-            crds=dict(type="str", choices=["Skip", "Create", "CreateReplace"], default="Create"))),
+            crds=dict(type="str", choices=["Skip", "Create", "CreateReplace"], default="Create"),
+            set_values=dict(type="list", elements="dict", no_log=False, options=dict(
+                value=dict(type="str", required=True, no_log=False),
+                value_type=dict(type="str", choices=["raw", "string", "json", "file"], default="raw"))),
+            skip_schema_validation=dict(type="bool", default=False))),
     )
 
 
@@ -1330,7 +1365,7 @@ def checked_options(module, definition):
     if exprs:  # only then: a run without CEL rules passes the same rule keywords as before them
         waiting["rules"]["health_check_exprs"] = exprs
     options = Options(**fields, guard=guard, waiting=WaitOptions(**waiting),
-                      **helm_options(params, protected_helm_values(module)))
+                      **helm_options(params, protected_helm_values(module), helm_set_values(module)))
     problems = options.problems()
     if problems:
         fail_option(module, *problems[0])  # one at a time, in the order of Options.problems
@@ -1354,7 +1389,26 @@ def checked_options(module, definition):
     return options
 
 
-def helm_options(params, values):
+def helm_set_values(module):
+    """``helm.set_values`` (carried hidden by the action plugin, so not checked by the argument spec)
+    as ``inputs.helm_chart.SetValue``s; fails the module for an item that is not ``{value, value_type}``."""
+    items = protected_helm_set_values(module)
+    if not items:  # the chart's module is imported only when it is used: the early reads go first
+        return ()
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs.helm_chart import SET_FLAGS, SetValue
+
+    found = []
+    for number, item in enumerate(items, 1):
+        value_type = item.get("value_type") or "raw" if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(item.get("value"), str) or value_type not in SET_FLAGS \
+                or set(item) - {"value", "value_type"}:
+            fail_option(module, "helm.set_values", f"item {number} is not {{value: KEY=VALUE, value_type: "
+                        f"{'|'.join(SET_FLAGS)}}}", "give each item as kubernetes.core.helm's set_values takes it")
+        found.append(SetValue(value=item["value"], value_type=str(value_type)))
+    return tuple(found)
+
+
+def helm_options(params, values, set_values=()):
     """The ``helm`` option as the ``Options`` field ``helm`` (``HelmSettings``): the release (the name
     defaults to the parent's), ``take_over``, and with a chart the chart (``inputs.helm_chart.Chart``)
     with ``values`` (``protected_helm_values``) rendered in the release's namespace (given, or the
@@ -1372,7 +1426,7 @@ def helm_options(params, values):
     chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
                   values=values, values_files=tuple(helm["values_files"] or ()),
                   include_crds=helm["include_crds"], binary=helm["binary"], lookup=helm["lookup"],
-                  crds=helm["crds"])
+                  crds=helm["crds"], set_values=set_values, skip_schema_validation=helm["skip_schema_validation"])
     return {"helm": dataclasses.replace(settings, chart=chart, namespace=namespace)}
 
 

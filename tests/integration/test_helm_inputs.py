@@ -9,14 +9,15 @@ its own, removed at its end: a run of a chart from a repository leaves nothing i
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import yaml
 
 from ansible_cli import ansible_env, run_playbook
 # chart_repo, helm_name and removed_after (autouse: the chart's CRD removed after each test) are fixtures.
-from test_helm_charts import chart_repo, chart_task, helm_name, members, removed_after  # noqa: F401
-from test_history import play
+from test_helm_charts import OWN, chart_repo, chart_task, helm_name, members, removed_after, writes  # noqa: F401
+from test_history import play, run
 
 
 def run_with_home(cluster, tmp_path, namespace, tasks, home: Path, tmpdir: Path):
@@ -49,3 +50,48 @@ def test_a_run_keeps_its_helm_state_to_itself_and_leaves_nothing_in_home(
     # helm downloaded the repository's index and the chart: into the run's own directory, gone after.
     assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
     assert [p.name for p in tmpdir.iterdir() if p.name.startswith("applyset-")] == []
+
+
+SCHEMA = {"$schema": "https://json-schema.org/draft-07/schema#", "type": "object",
+          "properties": {"banner": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 12}}}}}
+
+
+def test_set_values_of_each_type_and_schema_validation_skipped(cluster, kube, namespace, tmp_path, helm_name):
+    """set_values as kubernetes.core.helm takes them (--set, --set-string, --set-json, --set-file), after
+    values; the chart's values.schema.json refuses a long banner text unless skip_schema_validation; a
+    value given this way is shown nowhere, neither in helm's messages nor in the invocation."""
+    chart = tmp_path / "chart"
+    shutil.copytree(OWN, chart)
+    (chart / "values.schema.json").write_text(json.dumps(SCHEMA))
+    text_file = tmp_path / "banner.txt"
+    text_file.write_text("from-a-file")
+    secret = "set-s3cret-never-shown"
+    banner = f"/api/v1/namespaces/{namespace}/configmaps/shop-banner"
+    results, _ = run(cluster, tmp_path, namespace, [
+        chart_task("each type", "typed", namespace, helm_name, chart=chart, values={"banner": {"text": "values"}},
+                   set_values=[{"value": 'banner={"enabled": true, "text": "json"}', "value_type": "json"},
+                               {"value": "replicas=2"}, {"value": "banner.text=0012", "value_type": "string"}])],
+        name="typed")
+    assert not results["typed"].get("failed"), results["typed"]
+    assert kube.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/shop-web")["spec"]["replicas"] == 2
+    assert kube.get(banner)["data"]["text"] == "0012"
+    results, _ = run(cluster, tmp_path, namespace, [
+        chart_task("from a file", "file", namespace, helm_name, chart=chart,
+                   set_values=[{"value": f"banner.text={text_file}", "value_type": "file"}])], name="file")
+    assert not results["file"].get("failed"), results["file"]
+    assert kube.get(banner)["data"]["text"] == "from-a-file"
+    results, output = run(cluster, tmp_path, namespace, [
+        chart_task("too long for the schema", "schema", namespace, helm_name, chart=chart,
+                   set_values=[{"value": "banner.text=longer-than-twelve"}]),
+        chart_task("schema skipped", "skipped", namespace, helm_name, chart=chart, skip_schema_validation=True,
+                   set_values=[{"value": "banner.text=longer-than-twelve"}]),
+        chart_task("refused", "refused", namespace, helm_name, chart=chart,
+                   set_values=[{"value": f"refuseWith={secret}", "value_type": "string"}]),
+    ])
+    schema = results["schema"]
+    assert schema.get("failed") and "schema" in schema["msg"].lower() and writes(schema) == 0, schema
+    assert not results["skipped"].get("failed"), results["skipped"]
+    assert kube.get(banner)["data"]["text"] == "longer-than-twelve"
+    refused = results["refused"]
+    assert refused.get("failed") and "refusing the admin password <redacted>" in refused["msg"], refused
+    assert secret not in str(refused) and secret not in output

@@ -33,8 +33,27 @@ MIN_VERSION = (3, 8, 0)
 WORKING_VERSIONS = "helm 3.8 or newer (helm 3 or helm 4)"
 # The oldest helm whose template takes --dry-run=server: its ``lookup`` then reads the cluster.
 SERVER_RENDER_VERSION = (3, 13, 0)
+# The oldest helm whose template takes --skip-schema-validation, and --set-json.
+SKIP_SCHEMA_VERSION = (3, 16, 0)
+SET_JSON_VERSION = (3, 10, 0)
+# set_values' value_type (kubernetes.core.helm's names) -> helm's flag.
+SET_FLAGS = {"raw": "--set", "string": "--set-string", "json": "--set-json", "file": "--set-file"}
 HOW_TO_POINT = ("install helm (https://helm.sh/docs/intro/install/) on the host that runs the module, "
                 "or give its path in helm.binary")
+
+
+@dataclass(frozen=True)
+class SetValue:
+    """One of ``set_values``, as kubernetes.core.helm takes it: ``value`` is ``key=value`` (``key=path``
+    for a ``file``), ``value_type`` one of ``SET_FLAGS``."""
+
+    value: str
+    value_type: str = "raw"
+
+    @property
+    def given(self) -> str:
+        """What follows the first ``=``: the value (a path for a ``file``)."""
+        return self.value.partition("=")[2]
 
 
 @dataclass(frozen=True)
@@ -53,6 +72,8 @@ class Chart:
     binary: str = "helm"
     lookup: bool = True
     crds: str = "Create"  # rules.chart_crds: Skip, Create or CreateReplace
+    set_values: tuple[SetValue, ...] = ()  # --set, --set-string, --set-json, --set-file, in order
+    skip_schema_validation: bool = False
 
     @property
     def source(self) -> str:
@@ -90,6 +111,21 @@ def check_version(text: str, binary: str) -> tuple[int, ...]:
         raise InputError(f"helm at {binary} is version {shown}; charts need {WORKING_VERSIONS}",
                          obj="helm.binary", fix=HOW_TO_POINT)
     return version
+
+
+def check_features(chart: Chart, version: tuple[int, ...], binary: str) -> None:
+    """Refuse options the helm at ``binary`` lacks, naming the version that has them.
+
+    Raises:
+        InputError: ``skip_schema_validation`` before helm 3.16, a ``json`` set value before 3.10.
+    """
+    shown = ".".join(map(str, version))
+    if chart.skip_schema_validation and version < SKIP_SCHEMA_VERSION:
+        raise InputError(f"helm.skip_schema_validation needs helm 3.16 or newer; helm at {binary} is version {shown}",
+                         obj="helm.skip_schema_validation", fix="give a newer helm in helm.binary, or leave the option out")
+    if any(item.value_type == "json" for item in chart.set_values) and version < SET_JSON_VERSION:
+        raise InputError(f"a json value of helm.set_values needs helm 3.10 or newer; helm at {binary} is version {shown}",
+                         obj="helm.set_values", fix="give a newer helm in helm.binary, or the value in helm.values")
 
 
 def api_versions(resources) -> list[str]:
@@ -148,15 +184,25 @@ def template_args(chart: Chart, *, kube_version: str, apis: list[str], is_upgrad
     for path in chart.values_files:
         args += ["--values", path]
     if values_file is not None:
-        args += ["--values", values_file]  # last: the task's values win, as --set over -f
+        args += ["--values", values_file]  # last: the task's values win over the files'
+    for item in chart.set_values:  # helm applies them after every --values, in their order
+        args += [SET_FLAGS[item.value_type], item.value]
+    if chart.skip_schema_validation:
+        args.append("--skip-schema-validation")
     return args
 
 
 def missing_values_files(chart: Chart) -> list[InputError]:
-    """An error for each values file that is not there, before helm runs."""
-    return [InputError(f"values file {path} of {chart.named()} does not exist", obj="helm.values_files",
+    """An error for each values file (and ``file`` set value) that is not there, before helm runs."""
+    return [InputError(f"values file {path} of {chart.named()} does not exist", obj=option,
                        fix="give the path of an existing file on the host that runs the module")
-            for path in chart.values_files if not os.path.isfile(path)]
+            for path, option in _value_files(chart) if not os.path.isfile(path)]
+
+
+def _value_files(chart: Chart) -> list[tuple[str, str]]:
+    """``(path, option)`` of every file the values come from."""
+    return ([(path, "helm.values_files") for path in chart.values_files]
+            + [(item.given, "helm.set_values") for item in chart.set_values if item.value_type == "file"])
 
 
 _API_VERSIONS = re.compile(r"(--api-versions \S+ ?)+")
@@ -203,7 +249,7 @@ def _without_hints(text: str) -> str:
 def value_strings(chart: Chart) -> set[str]:
     """Every value string the task gave helm: the scalars of ``values`` and of each values file
     (numbers too, as a template formats them), those at least ``MIN_REDACTED_LENGTH`` long."""
-    found = set(_scalars(chart.values))
+    found = set(_scalars(chart.values)) | set_value_strings(chart)
     for path in chart.values_files:
         try:
             with open(path, encoding="utf-8") as handle:
@@ -213,6 +259,28 @@ def value_strings(chart: Chart) -> set[str]:
         for _number, document in documents:
             found.update(_scalars(document))
     return {text for text in found if len(text.strip()) >= MIN_REDACTED_LENGTH}
+
+
+def set_value_strings(chart: Chart) -> set[str]:
+    """The value strings of ``set_values``: each value as given, the scalars of a ``json`` one, the
+    content of a ``file`` one (its path is no secret)."""
+    found: set[str] = set()
+    for item in chart.set_values:
+        if item.value_type != "file":
+            found.add(item.given)  # and each of a list of them (a=1,b=2)
+            found.update(part.partition("=")[2] for part in item.value.split(",") if "=" in part)
+            if item.value_type == "json":
+                try:
+                    found.update(_scalars(json.loads(item.given)))
+                except ValueError:
+                    pass  # helm's own message says what is wrong with it
+            continue
+        try:
+            with open(item.given, encoding="utf-8") as handle:
+                found.add(handle.read().strip())
+        except (OSError, UnicodeDecodeError):
+            continue
+    return found
 
 
 def _scalars(value: object) -> Iterator[str]:
@@ -270,6 +338,11 @@ def values_digest(chart: Chart) -> str:
         with open(path, "rb") as handle:
             digest.update(handle.read() + b"\0")
     digest.update(json.dumps(chart.values, sort_keys=True, default=str).encode())
+    for item in chart.set_values:  # none: the digest of a chart without set_values as before
+        digest.update(f"\0{item.value_type}\0{item.value}".encode())
+        if item.value_type == "file" and os.path.isfile(item.given):
+            with open(item.given, "rb") as handle:
+                digest.update(handle.read())
     return "sha256:" + digest.hexdigest()
 
 

@@ -186,6 +186,7 @@ def _template(client: KubeApi, discovery: Discovery, chart: Chart, binary: str,
     this run's own helm state (``helm_state``)."""
     with helm_state(binary, chart) as env, values_file(chart.values) as path:
         version = helm_version(binary, chart, env)
+        helm_chart.check_features(chart, version, binary)
         args = helm_chart.template_args(chart, kube_version=server_version(client),
                                         apis=helm_chart.api_versions(discovery.resources),
                                         is_upgrade=is_upgrade, values_file=path)
