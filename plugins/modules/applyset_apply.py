@@ -192,6 +192,17 @@ options:
             type: str
             choices: [raw, string, json, file]
             default: raw
+      dependency_update:
+        description:
+          - Fetch the dependencies the chart's C(Chart.yaml) lists (C(helm dependency update)) before rendering, as
+            kubernetes.core.helm's O(helm.dependency_update) does, but into a copy of a chart directory in the run's
+            own temporary directory, never into the chart's directory (relative C(file://) dependencies are found from
+            where the chart is). A packaged chart or one from a repository carries its dependencies already.
+          - Without it, a chart whose dependencies are not in its C(charts/) directory fails before any request that
+            writes, naming the missing dependency and this option.
+        type: bool
+        default: false
+        aliases: [dep_up]
       skip_schema_validation:
         description:
           - Render without checking the values against the chart's C(values.schema.json)
@@ -1177,7 +1188,8 @@ def argument_spec():
             set_values=dict(type="list", elements="dict", no_log=False, options=dict(
                 value=dict(type="str", required=True, no_log=False),
                 value_type=dict(type="str", choices=["raw", "string", "json", "file"], default="raw"))),
-            skip_schema_validation=dict(type="bool", default=False))),
+            skip_schema_validation=dict(type="bool", default=False),
+            dependency_update=dict(type="bool", default=False, aliases=["dep_up"]))),
     )
 
 
@@ -1426,7 +1438,8 @@ def helm_options(params, values, set_values=()):
     chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
                   values=values, values_files=tuple(helm["values_files"] or ()),
                   include_crds=helm["include_crds"], binary=helm["binary"], lookup=helm["lookup"],
-                  crds=helm["crds"], set_values=set_values, skip_schema_validation=helm["skip_schema_validation"])
+                  crds=helm["crds"], set_values=set_values, skip_schema_validation=helm["skip_schema_validation"],
+                  dependency_update=helm["dependency_update"])
     return {"helm": dataclasses.replace(settings, chart=chart, namespace=namespace)}
 
 

@@ -95,3 +95,34 @@ def test_set_values_of_each_type_and_schema_validation_skipped(cluster, kube, na
     refused = results["refused"]
     assert refused.get("failed") and "refusing the admin password <redacted>" in refused["msg"], refused
     assert secret not in str(refused) and secret not in output
+
+
+def write_chart(root: Path, name: str, dependencies: str = "") -> Path:
+    chart = root / name
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: 0.1.0\n{dependencies}")
+    (chart / "templates" / "config.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-" + name + "\ndata:\n  chart: "
+        + name + "\n")
+    return chart
+
+
+def test_a_file_dependency_is_fetched_into_a_copy_with_dependency_update_and_named_without(
+        cluster, kube, namespace, tmp_path, helm_name):
+    charts = tmp_path / "charts"
+    write_chart(charts, "lib")
+    app = write_chart(charts, "app", "dependencies:\n  - name: lib\n    version: 0.1.0\n"
+                                     "    repository: \"file://../lib\"\n")
+    before = sorted(str(p.relative_to(app)) for p in app.rglob("*"))
+    results, output = run(cluster, tmp_path, namespace, [
+        chart_task("without dependency_update", "without", namespace, helm_name, chart=app),
+        chart_task("with dependency_update", "with", namespace, helm_name, chart=app, dependency_update=True),
+        chart_task("again, by its alias", "again", namespace, helm_name, chart=app, dep_up=True)])
+    without = results["without"]
+    assert without.get("failed") and "lib" in without["msg"] and "dependency_update" in str(without), without
+    assert writes(without) == 0
+    assert not results["with"].get("failed"), results["with"]
+    assert members(results["with"]) == {("ConfigMap", namespace, "shop-app"), ("ConfigMap", namespace, "shop-lib")}
+    assert not results["again"].get("failed") and writes(results["again"]) == 0, results["again"]
+    # helm dependency update wrote into the run's copy: the user's chart directory is as it was.
+    assert sorted(str(p.relative_to(app)) for p in app.rglob("*")) == before

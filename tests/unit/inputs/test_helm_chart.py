@@ -213,3 +213,18 @@ def test_a_missing_set_file_is_named_and_set_values_change_the_digest_only_when_
     one = helm_chart.values_digest(Chart(chart="c", release="r", namespace=None, values={"a": 1}, set_values=sets(("b=1", "raw"))))
     two = helm_chart.values_digest(Chart(chart="c", release="r", namespace=None, values={"a": 1}, set_values=sets(("b=2", "raw"))))
     assert len({helm_chart.values_digest(plain), one, two}) == 3
+
+
+def test_relative_file_dependencies_are_made_absolute_for_a_copy_of_the_chart_and_others_kept():
+    text = ('dependencies:\n  - name: lib\n    repository: "file://../lib"\n  - repository: file:///abs/x\n'
+            '  - name: c\n    repository: https://charts.example\n')
+    assert helm_chart.absolute_file_dependencies(text, "/src/charts/app") == text.replace(
+        "file://../lib", "file:///src/charts/lib")
+
+
+def test_a_dependency_missing_from_charts_names_dependency_update_unless_it_was_given():
+    stderr = ("Error: An error occurred while checking for chart dependencies. You may need to run `helm dependency "
+              "build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: common\n")
+    assert "helm.dependency_update: true" in helm_chart.render_error(CHART, stderr).fix
+    given = Chart(chart="./shop", release="shop", namespace="prod", dependency_update=True)
+    assert "dependency_update" not in helm_chart.render_error(given, stderr).fix

@@ -74,6 +74,7 @@ class Chart:
     crds: str = "Create"  # rules.chart_crds: Skip, Create or CreateReplace
     set_values: tuple[SetValue, ...] = ()  # --set, --set-string, --set-json, --set-file, in order
     skip_schema_validation: bool = False
+    dependency_update: bool = False  # Chart.yaml's dependencies fetched into a copy of the chart first
 
     @property
     def source(self) -> str:
@@ -205,6 +206,16 @@ def _value_files(chart: Chart) -> list[tuple[str, str]]:
             + [(item.given, "helm.set_values") for item in chart.set_values if item.value_type == "file"])
 
 
+_FILE_REPOSITORY = re.compile(r"""^(\s*-?\s*repository:\s*["']?)file://(?!/)([^"'\s#]+)""", re.MULTILINE)
+
+
+def absolute_file_dependencies(chart_yaml: str, chart_dir: str) -> str:
+    """``Chart.yaml`` (or ``requirements.yaml``) text with each relative ``file://`` dependency made
+    absolute against ``chart_dir``, so that a copy of the chart elsewhere finds them."""
+    return _FILE_REPOSITORY.sub(lambda found: found[1] + "file://" + os.path.normpath(
+        os.path.join(os.path.abspath(chart_dir), found[2])), chart_yaml)
+
+
 _API_VERSIONS = re.compile(r"(--api-versions \S+ ?)+")
 
 
@@ -218,7 +229,10 @@ def render_error(chart: Chart, stderr: str) -> InputError:
     refused = lookup_refusal(chart, message)
     if refused is not None:
         return refused
-    if "values file" in lowered or ("open " in lowered and "no such file" in lowered):
+    if "missing in charts/ directory" in lowered and not chart.dependency_update:
+        fix = ("set helm.dependency_update: true (helm dependency update into a copy of the chart, never into "
+               "the chart's directory), or vendor the dependencies in its charts/ directory")
+    elif "values file" in lowered or ("open " in lowered and "no such file" in lowered):
         fix = "check the paths in helm.values_files"
     elif "not found in" in lowered and "repository" in lowered or "no chart version found" in lowered:
         fix = "check helm.version against the versions the repository lists (helm search repo --versions)"

@@ -115,6 +115,36 @@ def helm_environment(env: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if not name.startswith("HELM_KUBE")}
 
 
+def with_dependencies(binary: str, chart: Chart, env: dict[str, str]) -> Chart:
+    """``chart`` with its ``Chart.yaml`` dependencies fetched (``helm dependency update``) into a copy
+    of its directory in the run's helm state (``HELM_CACHE_HOME``'s directory), never into the
+    user's; relative ``file://`` dependencies made absolute. ``chart`` itself without
+    ``dependency_update`` or when it is no directory (a packaged chart carries its dependencies).
+
+    Raises:
+        InputError: helm's failure to fetch them, with its cause (redacted as helm template's).
+    """
+    if not chart.dependency_update or not os.path.isdir(chart.chart):
+        return chart
+    root = os.path.dirname(env["HELM_CACHE_HOME"])
+    copy = os.path.join(root, "chart", os.path.basename(os.path.abspath(chart.chart)))
+    shutil.copytree(chart.chart, copy, symlinks=True)
+    for name in ("Chart.yaml", "requirements.yaml"):
+        path = os.path.join(copy, name)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                text = helm_chart.absolute_file_dependencies(handle.read(), chart.chart)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+    answer = _run([binary, "dependency", "update", copy], chart, env=env)
+    if answer.returncode != 0:
+        error = helm_chart.render_error(chart, answer.stderr)
+        raise InputError(error.message.replace("helm template", "helm dependency update", 1), obj=error.obj,
+                         fix="check the dependencies in the chart's Chart.yaml and that the host reaches their "
+                             "repositories; nothing was changed")
+    return dataclasses.replace(chart, chart=copy)
+
+
 @contextlib.contextmanager
 def helm_state(binary: str, chart: Chart) -> Iterator[dict[str, str]]:
     """The environment every helm command of the run gets: the module's, with helm's repository
@@ -187,7 +217,8 @@ def _template(client: KubeApi, discovery: Discovery, chart: Chart, binary: str,
     with helm_state(binary, chart) as env, values_file(chart.values) as path:
         version = helm_version(binary, chart, env)
         helm_chart.check_features(chart, version, binary)
-        args = helm_chart.template_args(chart, kube_version=server_version(client),
+        rendered = with_dependencies(binary, chart, env)
+        args = helm_chart.template_args(rendered, kube_version=server_version(client),
                                         apis=helm_chart.api_versions(discovery.resources),
                                         is_upgrade=is_upgrade, values_file=path)
         if helm_chart.renders_on_server(chart, version):
