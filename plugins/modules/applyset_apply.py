@@ -203,6 +203,47 @@ options:
         type: bool
         default: false
         aliases: [dep_up]
+      repo_username:
+        description:
+          - The user name for O(helm.repo) (basic auth), as kubernetes.core.helm_pull names it. With it, the repository
+            is added to the run's own helm state (C(helm repo add --password-stdin)), so that the password is never on a
+            command line and C(helm dependency update) uses the credentials for dependencies from the same URL.
+        type: str
+        aliases: [chart_repo_username]
+      repo_password:
+        description:
+          - The password for O(helm.repo_username); redacted from helm's messages.
+        type: str
+        aliases: [chart_repo_password]
+      pass_credentials:
+        description:
+          - Send the repository credentials to other hosts too (a chart archive served elsewhere; C(--pass-credentials)).
+        type: bool
+        default: false
+      chart_ca_cert:
+        description:
+          - A CA file on the module's host to verify the chart repository or registry with (C(--ca-file)).
+        type: path
+      chart_ssl_cert_file:
+        description:
+          - A client certificate file for the chart repository or registry (C(--cert-file)).
+        type: path
+      chart_ssl_key_file:
+        description:
+          - The key file of O(helm.chart_ssl_cert_file) (C(--key-file)).
+        type: path
+      insecure_skip_tls_verify:
+        description:
+          - Do not verify the chart repository's or registry's certificate (C(--insecure-skip-tls-verify)); not the
+            cluster's (that is O(validate_certs)).
+        type: bool
+        default: false
+        aliases: [skip_tls_certs_check]
+      plain_http:
+        description:
+          - Reach an OCI registry over HTTP (C(--plain-http), helm 3.13 or newer).
+        type: bool
+        default: false
       skip_schema_validation:
         description:
           - Render without checking the values against the chart's C(values.schema.json)
@@ -1189,7 +1230,13 @@ def argument_spec():
                 value=dict(type="str", required=True, no_log=False),
                 value_type=dict(type="str", choices=["raw", "string", "json", "file"], default="raw"))),
             skip_schema_validation=dict(type="bool", default=False),
-            dependency_update=dict(type="bool", default=False, aliases=["dep_up"]))),
+            dependency_update=dict(type="bool", default=False, aliases=["dep_up"]),
+            repo_username=dict(type="str", aliases=["chart_repo_username"]),
+            repo_password=dict(type="str", no_log=True, aliases=["chart_repo_password"]),
+            pass_credentials=dict(type="bool", default=False, no_log=False), chart_ca_cert=dict(type="path"),
+            chart_ssl_cert_file=dict(type="path"), chart_ssl_key_file=dict(type="path", no_log=False),
+            insecure_skip_tls_verify=dict(type="bool", default=False, aliases=["skip_tls_certs_check"]),
+            plain_http=dict(type="bool", default=False))),
     )
 
 
@@ -1432,14 +1479,18 @@ def helm_options(params, values, set_values=()):
     settings = HelmSettings(release=release, namespace=helm["namespace"], take_over=helm["take_over"])
     if helm["chart"] is None:  # a take-over of objects given as src or definition
         return {"helm": settings}
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs.helm_chart import Chart
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs.helm_chart import Chart, RepoAccess
 
     namespace = helm["namespace"] or params["namespace"] or parent_namespace(params["parent"])
     chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
                   values=values, values_files=tuple(helm["values_files"] or ()),
                   include_crds=helm["include_crds"], binary=helm["binary"], lookup=helm["lookup"],
                   crds=helm["crds"], set_values=set_values, skip_schema_validation=helm["skip_schema_validation"],
-                  dependency_update=helm["dependency_update"])
+                  dependency_update=helm["dependency_update"], access=RepoAccess(
+                      username=helm["repo_username"], password=helm["repo_password"],
+                      pass_credentials=helm["pass_credentials"], ca_file=helm["chart_ca_cert"],
+                      cert_file=helm["chart_ssl_cert_file"], key_file=helm["chart_ssl_key_file"],
+                      insecure_skip_tls_verify=helm["insecure_skip_tls_verify"], plain_http=helm["plain_http"]))
     return {"helm": dataclasses.replace(settings, chart=chart, namespace=namespace)}
 
 

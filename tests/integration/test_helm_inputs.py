@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ansible_cli import ansible_env, run_playbook
@@ -126,3 +127,92 @@ def test_a_file_dependency_is_fetched_into_a_copy_with_dependency_update_and_nam
     assert not results["again"].get("failed") and writes(results["again"]) == 0, results["again"]
     # helm dependency update wrote into the run's copy: the user's chart directory is as it was.
     assert sorted(str(p.relative_to(app)) for p in app.rglob("*")) == before
+
+
+def tls_files(root: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (helm checks the IP SAN) and its key."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "chart-repo")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = root / "repo.crt", root / "repo.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+REPO_USER, REPO_PASSWORD = "charts", "repo-passw0rd-never-shown"
+
+
+@pytest.fixture(scope="module")
+def private_repo(tmp_path_factory):
+    """A chart repository over TLS with basic auth on 127.0.0.1 serving shopchart 0.1.0: (url, CA file)."""
+    import base64
+    import http.server
+    import ssl
+    import threading
+    from functools import partial
+
+    from helm_bins import helm
+
+    root = tmp_path_factory.mktemp("private-repo")
+    served = root / "served"
+    served.mkdir()
+    helm("helm3", "package", str(OWN), "--destination", str(served))
+    helm("helm3", "repo", "index", str(served))
+    cert_file, key_file = tls_files(root)
+    expected = "Basic " + base64.b64encode(f"{REPO_USER}:{REPO_PASSWORD}".encode()).decode()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            if self.headers.get("Authorization") != expected:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="charts"')
+                self.end_headers()
+                return
+            super().do_GET()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(served)))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"https://127.0.0.1:{server.server_address[1]}", str(cert_file)
+    server.shutdown()
+
+
+def test_a_chart_from_a_repository_with_basic_auth_over_tls(cluster, namespace, tmp_path, helm_name, private_repo):
+    url, ca_file = private_repo
+    common = {"chart": "shopchart", "repo": url, "version": "0.1.0", "chart_ca_cert": ca_file}
+    results, output = run(cluster, tmp_path, namespace, [
+        chart_task("no credentials", "anonymous", namespace, helm_name, **common),
+        chart_task("a wrong password", "wrong", namespace, helm_name, repo_username=REPO_USER,
+                   repo_password="wrong-passw0rd-never-shown", **common),
+        chart_task("with credentials", "install", namespace, helm_name, repo_username=REPO_USER,
+                   repo_password=REPO_PASSWORD, **common),
+        chart_task("no CA: TLS checks skipped", "insecure", namespace, helm_name, repo_username=REPO_USER,
+                   repo_password=REPO_PASSWORD, insecure_skip_tls_verify=True,
+                   **{k: v for k, v in common.items() if k != "chart_ca_cert"})])
+    for key in ("anonymous", "wrong"):
+        assert results[key].get("failed") and writes(results[key]) == 0, results[key]
+    assert "401" in results["anonymous"]["msg"] or "unauthorized" in results["anonymous"]["msg"].lower(), results
+    assert not results["install"].get("failed"), results["install"]
+    assert len(members(results["install"])) == 5
+    assert not results["insecure"].get("failed") and writes(results["insecure"]) == 0, results["insecure"]
+    for secret in (REPO_PASSWORD, "wrong-passw0rd-never-shown"):
+        assert secret not in output and secret not in json.dumps(results)

@@ -228,3 +228,24 @@ def test_a_dependency_missing_from_charts_names_dependency_update_unless_it_was_
     assert "helm.dependency_update: true" in helm_chart.render_error(CHART, stderr).fix
     given = Chart(chart="./shop", release="shop", namespace="prod", dependency_update=True)
     assert "dependency_update" not in helm_chart.render_error(given, stderr).fix
+
+
+def test_repository_credentials_add_the_repository_with_the_password_on_stdin_and_tls_flags_go_to_template():
+    access = helm_chart.RepoAccess(username="charts", password="hunter22", pass_credentials=True, ca_file="/ca.pem",
+                                   cert_file="/c.pem", key_file="/c.key", insecure_skip_tls_verify=True)
+    assert access.repo_add_args("r", "https://charts.example") == [
+        "repo", "add", "r", "https://charts.example", "--ca-file", "/ca.pem", "--cert-file", "/c.pem",
+        "--key-file", "/c.key", "--insecure-skip-tls-verify", "--username", "charts", "--password-stdin",
+        "--pass-credentials"]
+    chart = Chart(chart="web", release="r", namespace=None, repo="https://charts.example", include_crds=False,
+                  access=access)
+    args = helm_chart.template_args(chart, kube_version="v1.30.0", apis=[], is_upgrade=False, values_file=None)
+    assert args[:3] == ["template", "r", f"{helm_chart.RUN_REPO}/web"] and "--repo" not in args
+    assert "hunter22" not in args and "--ca-file" in args
+    assert "hunter22" not in str(helm_chart.render_error(chart, "Error: 401 for charts:hunter22"))
+    plain = Chart(chart="oci://r.example/web", release="r", namespace=None, include_crds=False,
+                  access=helm_chart.RepoAccess(plain_http=True))
+    assert helm_chart.template_args(plain, kube_version="v1.30.0", apis=[], is_upgrade=False, values_file=None) == [
+        "template", "r", "oci://r.example/web", "--plain-http", "--kube-version", "v1.30.0"]
+    with pytest.raises(InputError, match="3.13 or newer"):
+        helm_chart.check_features(plain, (3, 12, 0), "helm")

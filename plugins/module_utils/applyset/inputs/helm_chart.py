@@ -57,6 +57,46 @@ class SetValue:
 
 
 @dataclass(frozen=True)
+class RepoAccess:
+    """How helm reaches the chart repository or registry, under kubernetes.core.helm's and helm_pull's
+    names: basic auth (``repo_username``, ``repo_password``; ``pass_credentials`` sends them to other
+    hosts too), TLS files and ``insecure_skip_tls_verify``, ``plain_http`` (an OCI registry over HTTP)."""
+
+    username: str | None = None
+    password: str | None = None  # never on a command line: helm repo add --password-stdin
+    pass_credentials: bool = False
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    insecure_skip_tls_verify: bool = False
+    plain_http: bool = False
+
+    def tls_args(self) -> list[str]:
+        """The flags helm's chart download commands (template, repo add) take for TLS."""
+        args = []
+        for flag, path in (("--ca-file", self.ca_file), ("--cert-file", self.cert_file), ("--key-file", self.key_file)):
+            if path:
+                args += [flag, path]
+        if self.insecure_skip_tls_verify:
+            args.append("--insecure-skip-tls-verify")
+        return args
+
+    def repo_add_args(self, name: str, url: str) -> list[str]:
+        """``helm repo add`` of the chart repository under ``name`` in the run's own helm state, its
+        password read from stdin; helm dependency update then finds the credentials by URL too."""
+        args = ["repo", "add", name, url, *self.tls_args()]
+        if self.username:
+            args += ["--username", self.username, "--password-stdin"]
+        if self.pass_credentials:
+            args.append("--pass-credentials")
+        return args
+
+
+# The name the run's own helm state knows the chart repository by when it needs credentials.
+RUN_REPO = "applyset-run-repo"
+
+
+@dataclass(frozen=True)
 class Chart:
     """The ``helm`` option, resolved: what to render and how (``release`` and ``namespace`` are
     the given ones or the defaults: the parent's name and the set's namespace)."""
@@ -75,6 +115,7 @@ class Chart:
     set_values: tuple[SetValue, ...] = ()  # --set, --set-string, --set-json, --set-file, in order
     skip_schema_validation: bool = False
     dependency_update: bool = False  # Chart.yaml's dependencies fetched into a copy of the chart first
+    access: RepoAccess = field(default_factory=lambda: RepoAccess())
 
     @property
     def source(self) -> str:
@@ -124,6 +165,9 @@ def check_features(chart: Chart, version: tuple[int, ...], binary: str) -> None:
     if chart.skip_schema_validation and version < SKIP_SCHEMA_VERSION:
         raise InputError(f"helm.skip_schema_validation needs helm 3.16 or newer; helm at {binary} is version {shown}",
                          obj="helm.skip_schema_validation", fix="give a newer helm in helm.binary, or leave the option out")
+    if chart.access.plain_http and version < SERVER_RENDER_VERSION:
+        raise InputError(f"helm.plain_http needs helm 3.13 or newer; helm at {binary} is version {shown}",
+                         obj="helm.plain_http", fix="give a newer helm in helm.binary")
     if any(item.value_type == "json" for item in chart.set_values) and version < SET_JSON_VERSION:
         raise InputError(f"a json value of helm.set_values needs helm 3.10 or newer; helm at {binary} is version {shown}",
                          obj="helm.set_values", fix="give a newer helm in helm.binary, or the value in helm.values")
@@ -168,11 +212,17 @@ def template_args(chart: Chart, *, kube_version: str, apis: list[str], is_upgrad
                   values_file: str | None) -> list[str]:
     """The arguments of ``helm template`` for ``chart`` (the binary not included); rendered with the
     cluster reachable, ``ServerRender.args`` follow."""
-    args = ["template", chart.release, chart.chart]
+    by_name = bool(chart.repo and chart.access.username)  # the repository added with its credentials
+    args = ["template", chart.release, f"{RUN_REPO}/{chart.chart}" if by_name else chart.chart]
     if chart.namespace:
         args += ["--namespace", chart.namespace]
-    if chart.repo:
+    if chart.repo and not by_name:
         args += ["--repo", chart.repo]
+    args += chart.access.tls_args()
+    if chart.access.pass_credentials and not by_name:
+        args.append("--pass-credentials")
+    if chart.access.plain_http:
+        args.append("--plain-http")
     if chart.version:
         args += ["--version", chart.version]
     args += ["--kube-version", kube_version]
@@ -263,7 +313,7 @@ def _without_hints(text: str) -> str:
 def value_strings(chart: Chart) -> set[str]:
     """Every value string the task gave helm: the scalars of ``values`` and of each values file
     (numbers too, as a template formats them), those at least ``MIN_REDACTED_LENGTH`` long."""
-    found = set(_scalars(chart.values)) | set_value_strings(chart)
+    found = set(_scalars(chart.values)) | set_value_strings(chart) | ({chart.access.password} if chart.access.password else set())
     for path in chart.values_files:
         try:
             with open(path, encoding="utf-8") as handle:

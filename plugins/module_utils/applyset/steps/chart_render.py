@@ -66,12 +66,14 @@ def find_binary(name: str) -> str:
     return found
 
 
-def _run(args: list[str], chart: Chart, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _run(args: list[str], chart: Chart, env: dict[str, str] | None = None,
+         secret_input: str | None = None) -> subprocess.CompletedProcess:
+    """helm with ``args``; ``secret_input`` (a password) on its stdin, never on its command line."""
+    stdin = {"input": secret_input} if secret_input is not None else {"stdin": subprocess.DEVNULL}
     try:
         # The core imports nothing of Ansible (it is tested and used without it), so no run_command.
         return subprocess.run(  # pylint: disable=ansible-bad-function
-            args, capture_output=True, text=True, timeout=HELM_TIMEOUT, check=False, stdin=subprocess.DEVNULL,
-            env=env)
+            args, capture_output=True, text=True, timeout=HELM_TIMEOUT, check=False, env=env, **stdin)
     except subprocess.TimeoutExpired:
         raise InputError(f"helm template of {chart.named()} took longer than {HELM_TIMEOUT:.0f}s", obj=f"chart {chart.source}",
                          fix="check that the host reaches helm.repo; nothing was changed") from None
@@ -113,6 +115,25 @@ def helm_environment(env: dict[str, str]) -> dict[str, str]:
     """``env`` without helm's ``HELM_KUBE*`` connection variables, which would otherwise override the
     kubeconfig written for it (a context, a token, a server of another cluster)."""
     return {name: value for name, value in env.items() if not name.startswith("HELM_KUBE")}
+
+
+def add_repository(binary: str, chart: Chart, env: dict[str, str]) -> None:
+    """With repository credentials, the chart repository added to the run's own helm state
+    (``helm repo add --password-stdin``: the password in a file of the run, never on a command line),
+    so that helm template and helm dependency update use them; nothing without credentials.
+
+    Raises:
+        InputError: the repository refused the credentials or cannot be reached (helm's cause, redacted).
+    """
+    if not (chart.repo and chart.access.username):
+        return
+    args = chart.access.repo_add_args(helm_chart.RUN_REPO, chart.repo)
+    answer = _run([binary, *args], chart, env=env, secret_input=chart.access.password or "")
+    if answer.returncode != 0:
+        error = helm_chart.render_error(chart, answer.stderr)
+        raise InputError(error.message.replace("helm template", "helm repo add", 1), obj=error.obj,
+                         fix="check helm.repo, helm.repo_username and helm.repo_password (and the TLS options); "
+                             "nothing was changed")
 
 
 def with_dependencies(binary: str, chart: Chart, env: dict[str, str]) -> Chart:
@@ -217,6 +238,7 @@ def _template(client: KubeApi, discovery: Discovery, chart: Chart, binary: str,
     with helm_state(binary, chart) as env, values_file(chart.values) as path:
         version = helm_version(binary, chart, env)
         helm_chart.check_features(chart, version, binary)
+        add_repository(binary, chart, env)
         rendered = with_dependencies(binary, chart, env)
         args = helm_chart.template_args(rendered, kube_version=server_version(client),
                                         apis=helm_chart.api_versions(discovery.resources),
