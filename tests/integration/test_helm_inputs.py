@@ -216,3 +216,17 @@ def test_a_chart_from_a_repository_with_basic_auth_over_tls(cluster, namespace, 
     assert not results["insecure"].get("failed") and writes(results["insecure"]) == 0, results["insecure"]
     for secret in (REPO_PASSWORD, "wrong-passw0rd-never-shown"):
         assert secret not in output and secret not in json.dumps(results)
+
+
+def test_a_repository_dependency_is_fetched_with_dependency_update(cluster, namespace, tmp_path, helm_name, chart_repo):
+    """A dependency from a chart repository (the test's own, chart_repo), fetched into the run's copy and
+    the run's own repository cache: the chart directory and HOME's helm state are left as they were."""
+    app = write_chart(tmp_path / "charts", "app", "dependencies:\n  - name: shopchart\n    version: 0.1.0\n"
+                                                  f"    repository: {chart_repo}\n")
+    results, output = run(cluster, tmp_path, namespace, [
+        chart_task("without dependency_update", "without", namespace, helm_name, chart=app),
+        chart_task("with dependency_update", "with", namespace, helm_name, chart=app, dependency_update=True)])
+    assert results["without"].get("failed") and "dependency_update" in str(results["without"]), results["without"]
+    assert not results["with"].get("failed"), results["with"]
+    assert ("ConfigMap", namespace, "shop-app") in members(results["with"]) and len(members(results["with"])) == 6
+    assert not (app / "charts").exists() and not (app / "Chart.lock").exists()
