@@ -130,29 +130,17 @@ def test_a_file_dependency_is_fetched_into_a_copy_with_dependency_update_and_nam
 
 
 def tls_files(root: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (helm checks the IP SAN) and its key."""
-    import datetime
-    import ipaddress
+    """A self-signed certificate for 127.0.0.1 (helm checks the IP SAN) and its key, made by the unit
+    tests' tls_material."""
+    import importlib.util
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "chart-repo")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .sign(key, hashes.SHA256()))
+    spec = importlib.util.spec_from_file_location("tls_material", Path(__file__).parents[1] / "unit" / "tls_material.py")
+    material = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(material)
+    cert, key = material.self_signed("chart-repo", ips=("127.0.0.1",))
     cert_file, key_file = root / "repo.crt", root / "repo.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                                           serialization.NoEncryption()))
+    cert_file.write_bytes(cert)
+    key_file.write_bytes(key)
     return cert_file, key_file
 
 
