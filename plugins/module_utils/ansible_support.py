@@ -269,6 +269,14 @@ def protected_helm_values(module):
     return carried.get("helm_values", helm.get("values") or {})
 
 
+def protected_helm_set_values(module):
+    """The ``helm.set_values`` the action plugin carried in the protected parameter, else the visible
+    ones; ``[]`` without them."""
+    carried = redact.unpack_protected_input(module.params.get(redact.PROTECTED_INPUT))
+    helm = module.params.get("helm") or {}
+    return carried.get("helm_set_values", helm.get("set_values") or [])
+
+
 def module_argument_spec(**options):
     """The argument spec of a module of the collection: the connection options (``AUTH_ARG_SPEC``),
     the hidden parameter of the action plugins (``protected_input_spec``) and ``options``."""

@@ -168,6 +168,88 @@ options:
         type: list
         elements: path
         default: []
+      set_values:
+        description:
+          - Values set one by one, as kubernetes.core.helm's O(helm.set_values) and C(helm --set) take them, applied
+            after O(helm.values_files) and O(helm.values) (so they win), in their order.
+          - "Like O(helm.values), they travel in the action plugin's hidden parameter, and errors and the history
+            never show them (helm's messages have them redacted; the revision records a digest). They are on helm's
+            command line on the module's host (as with kubernetes.core.helm): give a secret in O(helm.values) or a
+            C(file) value instead, which reach helm through files."
+        type: list
+        elements: dict
+        suboptions:
+          value:
+            description:
+              - C(key=value) as helm takes it (C(image.tag=1.2.3), C(a=1,b=2), C(list[0]=x)); for V(file), C(key=path)
+                of a file on the module's host whose content is the value.
+            type: str
+            required: true
+          value_type:
+            description:
+              - "V(raw) is C(--set) (helm's typing: C(true) a boolean, C(3) a number), V(string) C(--set-string),
+                V(json) C(--set-json) (helm 3.10 or newer), V(file) C(--set-file)."
+            type: str
+            choices: [raw, string, json, file]
+            default: raw
+      dependency_update:
+        description:
+          - Fetch the dependencies the chart's C(Chart.yaml) lists (C(helm dependency update)) before rendering, as
+            kubernetes.core.helm's O(helm.dependency_update) does, but into a copy of a chart directory in the run's
+            own temporary directory, never into the chart's directory (relative C(file://) dependencies are found from
+            where the chart is). A packaged chart or one from a repository carries its dependencies already.
+          - Without it, a chart whose dependencies are not in its C(charts/) directory fails before any request that
+            writes, naming the missing dependency and this option.
+        type: bool
+        default: false
+        aliases: [dep_up]
+      repo_username:
+        description:
+          - The user name for O(helm.repo) (basic auth), as kubernetes.core.helm_pull names it. With it, the repository
+            is added to the run's own helm state (C(helm repo add --password-stdin)), so that the password is never on a
+            command line and C(helm dependency update) uses the credentials for dependencies from the same URL.
+        type: str
+        aliases: [chart_repo_username]
+      repo_password:
+        description:
+          - The password for O(helm.repo_username); redacted from helm's messages.
+        type: str
+        aliases: [chart_repo_password]
+      pass_credentials:
+        description:
+          - Send the repository credentials to other hosts too (a chart archive served elsewhere; C(--pass-credentials)).
+        type: bool
+        default: false
+      chart_ca_cert:
+        description:
+          - A CA file on the module's host to verify the chart repository or registry with (C(--ca-file)).
+        type: path
+      chart_ssl_cert_file:
+        description:
+          - A client certificate file for the chart repository or registry (C(--cert-file)).
+        type: path
+      chart_ssl_key_file:
+        description:
+          - The key file of O(helm.chart_ssl_cert_file) (C(--key-file)).
+        type: path
+      insecure_skip_tls_verify:
+        description:
+          - Do not verify the chart repository's or registry's certificate (C(--insecure-skip-tls-verify)); not the
+            cluster's (that is O(validate_certs)).
+        type: bool
+        default: false
+        aliases: [skip_tls_certs_check]
+      plain_http:
+        description:
+          - Reach an OCI registry over HTTP (C(--plain-http), helm 3.13 or newer).
+        type: bool
+        default: false
+      skip_schema_validation:
+        description:
+          - Render without checking the values against the chart's C(values.schema.json)
+            (C(--skip-schema-validation)); needs helm 3.16 or newer, refused before any request with an older one.
+        type: bool
+        default: false
       include_crds:
         description:
           - Render the chart's C(crds/) directory too (C(--include-crds)); what is done with its CRDs is O(helm.crds).
@@ -1088,6 +1170,7 @@ from ansible_collections.applyset.kubernetes.plugins.module_utils.ansible_suppor
     module_argument_spec,
     options_from,
     protected_helm_values,
+    protected_helm_set_values,
     protected_src_contents,
     start,
     wait_rules_spec,
@@ -1169,7 +1252,18 @@ def argument_spec():
             values_files=dict(type="list", elements="path", default=[]), include_crds=dict(type="bool", default=True),
             binary=dict(type="str", default="helm"), take_over=dict(type="bool", default=False),
             lookup=dict(type="bool", default=True),
-            crds=dict(type="str", choices=["Skip", "Create", "CreateReplace"], default="Create"))),
+            crds=dict(type="str", choices=["Skip", "Create", "CreateReplace"], default="Create"),
+            set_values=dict(type="list", elements="dict", no_log=False, options=dict(
+                value=dict(type="str", required=True, no_log=False),
+                value_type=dict(type="str", choices=["raw", "string", "json", "file"], default="raw"))),
+            skip_schema_validation=dict(type="bool", default=False),
+            dependency_update=dict(type="bool", default=False, aliases=["dep_up"]),
+            repo_username=dict(type="str", aliases=["chart_repo_username"]),
+            repo_password=dict(type="str", no_log=True, aliases=["chart_repo_password"]),
+            pass_credentials=dict(type="bool", default=False, no_log=False), chart_ca_cert=dict(type="path"),
+            chart_ssl_cert_file=dict(type="path"), chart_ssl_key_file=dict(type="path", no_log=False),
+            insecure_skip_tls_verify=dict(type="bool", default=False, aliases=["skip_tls_certs_check"]),
+            plain_http=dict(type="bool", default=False))),
     )
 
 
@@ -1359,7 +1453,7 @@ def checked_options(module, definition):
     if exprs:  # only then: a run without CEL rules passes the same rule keywords as before them
         waiting["rules"]["health_check_exprs"] = exprs
     options = Options(**fields, guard=guard, waiting=WaitOptions(**waiting),
-                      **helm_options(params, protected_helm_values(module)))
+                      **helm_options(params, protected_helm_values(module), helm_set_values(module)))
     problems = options.problems()
     if problems:
         fail_option(module, *problems[0])  # one at a time, in the order of Options.problems
@@ -1383,7 +1477,26 @@ def checked_options(module, definition):
     return options
 
 
-def helm_options(params, values):
+def helm_set_values(module):
+    """``helm.set_values`` (carried hidden by the action plugin, so not checked by the argument spec)
+    as ``inputs.helm_chart.SetValue``s; fails the module for an item that is not ``{value, value_type}``."""
+    items = protected_helm_set_values(module)
+    if not items:  # the chart's module is imported only when it is used: the early reads go first
+        return ()
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs.helm_chart import SET_FLAGS, SetValue
+
+    found = []
+    for number, item in enumerate(items, 1):
+        value_type = item.get("value_type") or "raw" if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(item.get("value"), str) or value_type not in SET_FLAGS \
+                or set(item) - {"value", "value_type"}:
+            fail_option(module, "helm.set_values", f"item {number} is not {{value: KEY=VALUE, value_type: "
+                        f"{'|'.join(SET_FLAGS)}}}", "give each item as kubernetes.core.helm's set_values takes it")
+        found.append(SetValue(value=item["value"], value_type=str(value_type)))
+    return tuple(found)
+
+
+def helm_options(params, values, set_values=()):
     """The ``helm`` option as the ``Options`` field ``helm`` (``HelmSettings``): the release (the name
     defaults to the parent's), ``take_over``, and with a chart the chart (``inputs.helm_chart.Chart``)
     with ``values`` (``protected_helm_values``) rendered in the release's namespace (given, or the
@@ -1395,13 +1508,18 @@ def helm_options(params, values):
     settings = HelmSettings(release=release, namespace=helm["namespace"], take_over=helm["take_over"])
     if helm["chart"] is None:  # a take-over of objects given as src or definition
         return {"helm": settings}
-    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs.helm_chart import Chart
+    from ansible_collections.applyset.kubernetes.plugins.module_utils.applyset.inputs.helm_chart import Chart, RepoAccess
 
     namespace = helm["namespace"] or params["namespace"] or parent_namespace(params["parent"])
     chart = Chart(chart=helm["chart"], release=release, namespace=namespace, repo=helm["repo"], version=helm["version"],
                   values=values, values_files=tuple(helm["values_files"] or ()),
                   include_crds=helm["include_crds"], binary=helm["binary"], lookup=helm["lookup"],
-                  crds=helm["crds"])
+                  crds=helm["crds"], set_values=set_values, skip_schema_validation=helm["skip_schema_validation"],
+                  dependency_update=helm["dependency_update"], access=RepoAccess(
+                      username=helm["repo_username"], password=helm["repo_password"],
+                      pass_credentials=helm["pass_credentials"], ca_file=helm["chart_ca_cert"],
+                      cert_file=helm["chart_ssl_cert_file"], key_file=helm["chart_ssl_key_file"],
+                      insecure_skip_tls_verify=helm["insecure_skip_tls_verify"], plain_http=helm["plain_http"]))
     return {"helm": dataclasses.replace(settings, chart=chart, namespace=namespace)}
 
 

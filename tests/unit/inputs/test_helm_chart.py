@@ -164,3 +164,88 @@ def test_helms_message_has_every_value_the_task_gave_redacted_and_no_debug_hint(
                            "bad password <redacted> (not <redacted>)")
     # A value inside a longer one goes with the longer one.
     assert helm_chart.redact_values("key abcdef", {"abc", "abcdef"}) == "key <redacted>"
+
+
+def sets(*pairs):
+    return tuple(helm_chart.SetValue(value, value_type) for value, value_type in pairs)
+
+
+def test_set_values_follow_every_values_file_as_kubernetes_core_helm_maps_them_and_schema_validation_can_be_skipped():
+    chart = Chart(chart="./c", release="r", namespace=None, include_crds=False, skip_schema_validation=True,
+                  set_values=sets(("a.b=1", "raw"), ("tag=0012", "string"), ('list=[1,2]', "json"), ("cert=/c.pem", "file")))
+    args = helm_chart.template_args(chart, kube_version="v1.30.0", apis=[], is_upgrade=False, values_file="/tmp/v.yaml")
+    assert args == ["template", "r", "./c", "--kube-version", "v1.30.0", "--values", "/tmp/v.yaml",
+                    "--set", "a.b=1", "--set-string", "tag=0012", "--set-json", "list=[1,2]", "--set-file", "cert=/c.pem",
+                    "--skip-schema-validation"]
+
+
+@pytest.mark.parametrize("chart, version, word", [
+    (Chart(chart="c", release="r", namespace=None, skip_schema_validation=True), (3, 15, 4), "3.16 or newer"),
+    (Chart(chart="c", release="r", namespace=None, set_values=sets(("a={}", "json"))), (3, 9, 0), "3.10 or newer"),
+])
+def test_an_option_the_helm_lacks_is_refused_naming_the_version_that_has_it(chart, version, word):
+    with pytest.raises(InputError, match=word) as err:
+        helm_chart.check_features(chart, version, "/usr/bin/helm")
+    assert "helm.binary" in err.value.fix
+    helm_chart.check_features(chart, (3, 16, 0), "/usr/bin/helm")
+    helm_chart.check_features(Chart(chart="c", release="r", namespace=None), (3, 8, 0), "/usr/bin/helm")
+
+
+def test_set_values_are_redacted_from_helms_messages_a_files_content_too_and_its_path_kept(tmp_path):
+    cert = tmp_path / "cert.pem"
+    cert.write_text("BEGIN-secret-cert-END\n")
+    chart = Chart(chart="c", release="r", namespace=None, set_values=sets(
+        ("db.password=hunter22", "string"), ("a=first-one,b=second-one", "raw"), ('auth={"token": "tok-123"}', "json"),
+        (f"tls.cert={cert}", "file")))
+    message = f"Error: refusing hunter22, first-one, second-one, tok-123 and BEGIN-secret-cert-END from {cert}"
+    error = helm_chart.render_error(chart, message)
+    for secret in ("hunter22", "first-one", "second-one", "tok-123", "BEGIN-secret-cert-END"):
+        assert secret not in str(error)
+    assert str(cert) in str(error)
+
+
+def test_a_missing_set_file_is_named_and_set_values_change_the_digest_only_when_given(tmp_path):
+    chart = Chart(chart="c", release="r", namespace=None, set_values=sets((f"cert={tmp_path / 'gone.pem'}", "file")))
+    problems = helm_chart.missing_values_files(chart)
+    assert len(problems) == 1 and "gone.pem" in str(problems[0]) and problems[0].obj == "helm.set_values"
+    plain = Chart(chart="c", release="r", namespace=None, values={"a": 1})
+    assert helm_chart.values_digest(plain) == "sha256:" + __import__("hashlib").sha256(b'{"a": 1}').hexdigest()
+    one = helm_chart.values_digest(Chart(chart="c", release="r", namespace=None, values={"a": 1}, set_values=sets(("b=1", "raw"))))
+    two = helm_chart.values_digest(Chart(chart="c", release="r", namespace=None, values={"a": 1}, set_values=sets(("b=2", "raw"))))
+    assert len({helm_chart.values_digest(plain), one, two}) == 3
+
+
+def test_relative_file_dependencies_are_made_absolute_for_a_copy_of_the_chart_and_others_kept():
+    text = ('dependencies:\n  - name: lib\n    repository: "file://../lib"\n  - repository: file:///abs/x\n'
+            '  - name: c\n    repository: https://charts.example\n')
+    assert helm_chart.absolute_file_dependencies(text, "/src/charts/app") == text.replace(
+        "file://../lib", "file:///src/charts/lib")
+
+
+def test_a_dependency_missing_from_charts_names_dependency_update_unless_it_was_given():
+    stderr = ("Error: An error occurred while checking for chart dependencies. You may need to run `helm dependency "
+              "build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: common\n")
+    assert "helm.dependency_update: true" in helm_chart.render_error(CHART, stderr).fix
+    given = Chart(chart="./shop", release="shop", namespace="prod", dependency_update=True)
+    assert "dependency_update" not in helm_chart.render_error(given, stderr).fix
+
+
+def test_repository_credentials_add_the_repository_with_the_password_on_stdin_and_tls_flags_go_to_template():
+    access = helm_chart.RepoAccess(username="charts", password="hunter22", pass_credentials=True, ca_file="/ca.pem",
+                                   cert_file="/c.pem", key_file="/c.key", insecure_skip_tls_verify=True)
+    assert access.repo_add_args("r", "https://charts.example") == [
+        "repo", "add", "r", "https://charts.example", "--ca-file", "/ca.pem", "--cert-file", "/c.pem",
+        "--key-file", "/c.key", "--insecure-skip-tls-verify", "--username", "charts", "--password-stdin",
+        "--pass-credentials"]
+    chart = Chart(chart="web", release="r", namespace=None, repo="https://charts.example", include_crds=False,
+                  access=access)
+    args = helm_chart.template_args(chart, kube_version="v1.30.0", apis=[], is_upgrade=False, values_file=None)
+    assert args[:3] == ["template", "r", f"{helm_chart.RUN_REPO}/web"] and "--repo" not in args
+    assert "hunter22" not in args and "--ca-file" in args
+    assert "hunter22" not in str(helm_chart.render_error(chart, "Error: 401 for charts:hunter22"))
+    plain = Chart(chart="oci://r.example/web", release="r", namespace=None, include_crds=False,
+                  access=helm_chart.RepoAccess(plain_http=True))
+    assert helm_chart.template_args(plain, kube_version="v1.30.0", apis=[], is_upgrade=False, values_file=None) == [
+        "template", "r", "oci://r.example/web", "--plain-http", "--kube-version", "v1.30.0"]
+    with pytest.raises(InputError, match="3.13 or newer"):
+        helm_chart.check_features(plain, (3, 12, 0), "helm")

@@ -90,6 +90,12 @@ def test_a_charts_values_travel_hidden_and_the_rest_of_the_helm_option_stays_vis
     assert args["helm"]["values"]  # the task's own arguments are not modified
     assert redact.pack_protected_input({"helm": {"chart": "c", "values": {}}}) == {"helm": {"chart": "c", "values": {}}}
 
+    with_sets = {"helm": {"chart": "./shop", "values": {"a": 1}, "set_values": [{"value": "db.password=hunter2"}]}}
+    packed = redact.pack_protected_input(with_sets)
+    assert packed["helm"] == {"chart": "./shop"} and "hunter2" not in str({**packed, redact.PROTECTED_INPUT: ""})
+    assert redact.unpack_protected_input(packed[redact.PROTECTED_INPUT]) == {
+        "helm_values": {"a": 1}, "helm_set_values": [{"value": "db.password=hunter2"}]}
+
 
 def test_nothing_to_protect_adds_no_parameter():
     assert redact.pack_protected_input({"parent": "p"}) == {"parent": "p"}

@@ -33,8 +33,67 @@ MIN_VERSION = (3, 8, 0)
 WORKING_VERSIONS = "helm 3.8 or newer (helm 3 or helm 4)"
 # The oldest helm whose template takes --dry-run=server: its ``lookup`` then reads the cluster.
 SERVER_RENDER_VERSION = (3, 13, 0)
+# The oldest helm whose template takes --skip-schema-validation, and --set-json.
+SKIP_SCHEMA_VERSION = (3, 16, 0)
+SET_JSON_VERSION = (3, 10, 0)
+# set_values' value_type (kubernetes.core.helm's names) -> helm's flag.
+SET_FLAGS = {"raw": "--set", "string": "--set-string", "json": "--set-json", "file": "--set-file"}
 HOW_TO_POINT = ("install helm (https://helm.sh/docs/intro/install/) on the host that runs the module, "
                 "or give its path in helm.binary")
+
+
+@dataclass(frozen=True)
+class SetValue:
+    """One of ``set_values``, as kubernetes.core.helm takes it: ``value`` is ``key=value`` (``key=path``
+    for a ``file``), ``value_type`` one of ``SET_FLAGS``."""
+
+    value: str
+    value_type: str = "raw"
+
+    @property
+    def given(self) -> str:
+        """What follows the first ``=``: the value (a path for a ``file``)."""
+        return self.value.partition("=")[2]
+
+
+@dataclass(frozen=True)
+class RepoAccess:
+    """How helm reaches the chart repository or registry, under kubernetes.core.helm's and helm_pull's
+    names: basic auth (``repo_username``, ``repo_password``; ``pass_credentials`` sends them to other
+    hosts too), TLS files and ``insecure_skip_tls_verify``, ``plain_http`` (an OCI registry over HTTP)."""
+
+    username: str | None = None
+    password: str | None = None  # never on a command line: helm repo add --password-stdin
+    pass_credentials: bool = False
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    insecure_skip_tls_verify: bool = False
+    plain_http: bool = False
+
+    def tls_args(self) -> list[str]:
+        """The flags helm's chart download commands (template, repo add) take for TLS."""
+        args = []
+        for flag, path in (("--ca-file", self.ca_file), ("--cert-file", self.cert_file), ("--key-file", self.key_file)):
+            if path:
+                args += [flag, path]
+        if self.insecure_skip_tls_verify:
+            args.append("--insecure-skip-tls-verify")
+        return args
+
+    def repo_add_args(self, name: str, url: str) -> list[str]:
+        """``helm repo add`` of the chart repository under ``name`` in the run's own helm state, its
+        password read from stdin; helm dependency update then finds the credentials by URL too."""
+        args = ["repo", "add", name, url, *self.tls_args()]
+        if self.username:
+            args += ["--username", self.username, "--password-stdin"]
+        if self.pass_credentials:
+            args.append("--pass-credentials")
+        return args
+
+
+# The name the run's own helm state knows the chart repository by when it needs credentials.
+RUN_REPO = "applyset-run-repo"
 
 
 @dataclass(frozen=True)
@@ -53,6 +112,10 @@ class Chart:
     binary: str = "helm"
     lookup: bool = True
     crds: str = "Create"  # rules.chart_crds: Skip, Create or CreateReplace
+    set_values: tuple[SetValue, ...] = ()  # --set, --set-string, --set-json, --set-file, in order
+    skip_schema_validation: bool = False
+    dependency_update: bool = False  # Chart.yaml's dependencies fetched into a copy of the chart first
+    access: RepoAccess = field(default_factory=lambda: RepoAccess())
 
     @property
     def source(self) -> str:
@@ -90,6 +153,24 @@ def check_version(text: str, binary: str) -> tuple[int, ...]:
         raise InputError(f"helm at {binary} is version {shown}; charts need {WORKING_VERSIONS}",
                          obj="helm.binary", fix=HOW_TO_POINT)
     return version
+
+
+def check_features(chart: Chart, version: tuple[int, ...], binary: str) -> None:
+    """Refuse options the helm at ``binary`` lacks, naming the version that has them.
+
+    Raises:
+        InputError: ``skip_schema_validation`` before helm 3.16, a ``json`` set value before 3.10.
+    """
+    shown = ".".join(map(str, version))
+    if chart.skip_schema_validation and version < SKIP_SCHEMA_VERSION:
+        raise InputError(f"helm.skip_schema_validation needs helm 3.16 or newer; helm at {binary} is version {shown}",
+                         obj="helm.skip_schema_validation", fix="give a newer helm in helm.binary, or leave the option out")
+    if chart.access.plain_http and version < SERVER_RENDER_VERSION:
+        raise InputError(f"helm.plain_http needs helm 3.13 or newer; helm at {binary} is version {shown}",
+                         obj="helm.plain_http", fix="give a newer helm in helm.binary")
+    if any(item.value_type == "json" for item in chart.set_values) and version < SET_JSON_VERSION:
+        raise InputError(f"a json value of helm.set_values needs helm 3.10 or newer; helm at {binary} is version {shown}",
+                         obj="helm.set_values", fix="give a newer helm in helm.binary, or the value in helm.values")
 
 
 class _Served(Protocol):
@@ -141,11 +222,17 @@ def template_args(chart: Chart, *, kube_version: str, apis: list[str], is_upgrad
                   values_file: str | None) -> list[str]:
     """The arguments of ``helm template`` for ``chart`` (the binary not included); rendered with the
     cluster reachable, ``ServerRender.args`` follow."""
-    args = ["template", chart.release, chart.chart]
+    by_name = bool(chart.repo and chart.access.username)  # the repository added with its credentials
+    args = ["template", chart.release, f"{RUN_REPO}/{chart.chart}" if by_name else chart.chart]
     if chart.namespace:
         args += ["--namespace", chart.namespace]
-    if chart.repo:
+    if chart.repo and not by_name:
         args += ["--repo", chart.repo]
+    args += chart.access.tls_args()
+    if chart.access.pass_credentials and not by_name:
+        args.append("--pass-credentials")
+    if chart.access.plain_http:
+        args.append("--plain-http")
     if chart.version:
         args += ["--version", chart.version]
     args += ["--kube-version", kube_version]
@@ -158,15 +245,35 @@ def template_args(chart: Chart, *, kube_version: str, apis: list[str], is_upgrad
     for path in chart.values_files:
         args += ["--values", path]
     if values_file is not None:
-        args += ["--values", values_file]  # last: the task's values win, as --set over -f
+        args += ["--values", values_file]  # last: the task's values win over the files'
+    for item in chart.set_values:  # helm applies them after every --values, in their order
+        args += [SET_FLAGS[item.value_type], item.value]
+    if chart.skip_schema_validation:
+        args.append("--skip-schema-validation")
     return args
 
 
 def missing_values_files(chart: Chart) -> list[InputError]:
-    """An error for each values file that is not there, before helm runs."""
-    return [InputError(f"values file {path} of {chart.named()} does not exist", obj="helm.values_files",
+    """An error for each values file (and ``file`` set value) that is not there, before helm runs."""
+    return [InputError(f"values file {path} of {chart.named()} does not exist", obj=option,
                        fix="give the path of an existing file on the host that runs the module")
-            for path in chart.values_files if not os.path.isfile(path)]
+            for path, option in _value_files(chart) if not os.path.isfile(path)]
+
+
+def _value_files(chart: Chart) -> list[tuple[str, str]]:
+    """``(path, option)`` of every file the values come from."""
+    return ([(path, "helm.values_files") for path in chart.values_files]
+            + [(item.given, "helm.set_values") for item in chart.set_values if item.value_type == "file"])
+
+
+_FILE_REPOSITORY = re.compile(r"""^(\s*-?\s*repository:\s*["']?)file://(?!/)([^"'\s#]+)""", re.MULTILINE)
+
+
+def absolute_file_dependencies(chart_yaml: str, chart_dir: str) -> str:
+    """``Chart.yaml`` (or ``requirements.yaml``) text with each relative ``file://`` dependency made
+    absolute against ``chart_dir``, so that a copy of the chart elsewhere finds them."""
+    return _FILE_REPOSITORY.sub(lambda found: found[1] + "file://" + os.path.normpath(
+        os.path.join(os.path.abspath(chart_dir), found[2])), chart_yaml)
 
 
 _API_VERSIONS = re.compile(r"(--api-versions \S+ ?)+")
@@ -182,7 +289,10 @@ def render_error(chart: Chart, stderr: str) -> InputError:
     refused = lookup_refusal(chart, message)
     if refused is not None:
         return refused
-    if "values file" in lowered or ("open " in lowered and "no such file" in lowered):
+    if "missing in charts/ directory" in lowered and not chart.dependency_update:
+        fix = ("set helm.dependency_update: true (helm dependency update into a copy of the chart, never into "
+               "the chart's directory), or vendor the dependencies in its charts/ directory")
+    elif "values file" in lowered or ("open " in lowered and "no such file" in lowered):
         fix = "check the paths in helm.values_files"
     elif "not found in" in lowered and "repository" in lowered or "no chart version found" in lowered:
         fix = "check helm.version against the versions the repository lists (helm search repo --versions)"
@@ -213,7 +323,7 @@ def _without_hints(text: str) -> str:
 def value_strings(chart: Chart) -> set[str]:
     """Every value string the task gave helm: the scalars of ``values`` and of each values file
     (numbers too, as a template formats them), those at least ``MIN_REDACTED_LENGTH`` long."""
-    found = set(_scalars(chart.values))
+    found = set(_scalars(chart.values)) | set_value_strings(chart) | ({chart.access.password} if chart.access.password else set())
     for path in chart.values_files:
         try:
             with open(path, encoding="utf-8") as handle:
@@ -223,6 +333,28 @@ def value_strings(chart: Chart) -> set[str]:
         for _number, document in documents:
             found.update(_scalars(document))
     return {text for text in found if len(text.strip()) >= MIN_REDACTED_LENGTH}
+
+
+def set_value_strings(chart: Chart) -> set[str]:
+    """The value strings of ``set_values``: each value as given, the scalars of a ``json`` one, the
+    content of a ``file`` one (its path is no secret)."""
+    found: set[str] = set()
+    for item in chart.set_values:
+        if item.value_type != "file":
+            found.add(item.given)  # and each of a list of them (a=1,b=2)
+            found.update(part.partition("=")[2] for part in item.value.split(",") if "=" in part)
+            if item.value_type == "json":
+                try:
+                    found.update(_scalars(json.loads(item.given)))
+                except ValueError:
+                    pass  # helm's own message says what is wrong with it
+            continue
+        try:
+            with open(item.given, encoding="utf-8") as handle:
+                found.add(handle.read().strip())
+        except (OSError, UnicodeDecodeError):
+            continue
+    return found
 
 
 def _scalars(value: object) -> Iterator[str]:
@@ -280,6 +412,11 @@ def values_digest(chart: Chart) -> str:
         with open(path, "rb") as handle:
             digest.update(handle.read() + b"\0")
     digest.update(json.dumps(chart.values, sort_keys=True, default=str).encode())
+    for item in chart.set_values:  # none: the digest of a chart without set_values as before
+        digest.update(f"\0{item.value_type}\0{item.value}".encode())
+        if item.value_type == "file" and os.path.isfile(item.given):
+            with open(item.given, "rb") as handle:
+                digest.update(handle.read())
     return "sha256:" + digest.hexdigest()
 
 

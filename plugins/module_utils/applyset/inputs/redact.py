@@ -40,7 +40,7 @@ from ..object_meta import KubeObject
 PROTECTED_INPUT = "_protected_input"
 
 # Inputs that travel in the protected parameter instead of as visible parameters.
-_PROTECTED_KEYS = ("definition", "kubeconfig", "src_contents", "helm_values")
+_PROTECTED_KEYS = ("definition", "kubeconfig", "src_contents", "helm_values", "helm_set_values")
 
 HIDDEN = "<hidden>"
 # What the engine's diff writes: a keyed digest, so equal values stay visibly equal.
@@ -63,7 +63,7 @@ ModuleArgs = dict[str, Any]
 
 
 def pack_protected_input(args: ModuleArgs, src_contents: Mapping[str, bytes] | None = None) -> ModuleArgs:
-    """Move ``definition``, an inline (dict) ``kubeconfig`` and ``helm.values`` out of ``args`` into one JSON text.
+    """Move ``definition``, an inline (dict) ``kubeconfig``, ``helm.values`` and ``helm.set_values`` out of ``args`` into one JSON text.
 
     ``src_contents`` (real path of a ``src`` file: its bytes, decrypted from Ansible Vault on
     the controller) travels in the same text, base64-encoded. Returns a new dict of arguments.
@@ -76,11 +76,12 @@ def pack_protected_input(args: ModuleArgs, src_contents: Mapping[str, bytes] | N
         protected["definition"] = args.pop("definition")
     if isinstance(args.get("kubeconfig"), dict):
         protected["kubeconfig"] = args.pop("kubeconfig")
-    if isinstance(args.get("helm"), dict) and args["helm"].get("values"):
-        # A chart's values may hold passwords: they travel here, not in the visible helm option.
-        helm = dict(args["helm"])
-        protected["helm_values"] = helm.pop("values")
-        args["helm"] = helm
+    for key in ("values", "set_values"):
+        if isinstance(args.get("helm"), dict) and args["helm"].get(key):
+            # A chart's values may hold passwords: they travel here, not in the visible helm option.
+            helm = dict(args["helm"])
+            protected[f"helm_{key}"] = helm.pop(key)
+            args["helm"] = helm
     if src_contents:
         protected["src_contents"] = {path: base64.b64encode(data).decode("ascii")
                                      for path, data in src_contents.items()}

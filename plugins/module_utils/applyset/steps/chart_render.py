@@ -8,9 +8,10 @@ split out by split-hooks (``helm.sh/hook``; ``test`` hooks are left out with a w
 the chart's ``crds/`` directory are members applied first, and everything after is an ordinary
 run. Rendering writes nothing on the cluster, so check mode renders too.
 
-helm runs on the module's host with the environment of the module (its repository cache and
-registry logins, ``HELM_*`` variables); the task's ``values`` reach it through a file of mode 0600
-removed after (``values_file``). The revision's provenance gets the chart's name, version,
+helm runs on the module's host with the environment of the module (``HELM_*`` variables,
+proxies), but with the run's own state (``helm_state``: repository cache, repository list, registry
+logins in a temporary directory removed after, seeded from the host's, so that forks never share
+it); the task's ``values`` reach it through a file of mode 0600 removed after (``values_file``). The revision's provenance gets the chart's name, version,
 source, values digest and the helm version (``inputs.helm_chart.provenance``).
 """
 
@@ -29,7 +30,7 @@ from ..kube.api import KubeApi
 from ..kube.discovery import Discovery
 from ..kube.kubeconfig import EXPORTED_CONTEXT
 from ..errors import ApplySetError, InputError, InputErrors
-from ..inputs import helm_chart
+from ..inputs import helm_chart, helm_state as state
 from ..inputs.helm_chart import Chart
 from ..inputs.manifest_checks import validate
 from ..inputs.manifests import Manifest, load_definition
@@ -65,12 +66,14 @@ def find_binary(name: str) -> str:
     return found
 
 
-def _run(args: list[str], chart: Chart, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _run(args: list[str], chart: Chart, env: dict[str, str] | None = None,
+         secret_input: str | None = None) -> subprocess.CompletedProcess:
+    """helm with ``args``; ``secret_input`` (a password) on its stdin, never on its command line."""
+    stdin = {"input": secret_input} if secret_input is not None else {"stdin": subprocess.DEVNULL}
     try:
         # The core imports nothing of Ansible (it is tested and used without it), so no run_command.
         return subprocess.run(  # pylint: disable=ansible-bad-function
-            args, capture_output=True, text=True, timeout=HELM_TIMEOUT, check=False, stdin=subprocess.DEVNULL,
-            env=env)
+            args, capture_output=True, text=True, timeout=HELM_TIMEOUT, check=False, env=env, **stdin)
     except subprocess.TimeoutExpired:
         raise InputError(f"helm template of {chart.named()} took longer than {HELM_TIMEOUT:.0f}s", obj=f"chart {chart.source}",
                          fix="check that the host reaches helm.repo; nothing was changed") from None
@@ -108,17 +111,82 @@ def kubeconfig_file(client: KubeApi) -> Iterator[str]:
         os.unlink(path)
 
 
-def helm_environment() -> dict[str, str]:
-    """The module's environment without helm's ``HELM_KUBE*`` connection variables, which would
-    otherwise override the kubeconfig written for it (a context, a token, a server of another cluster)."""
-    return {name: value for name, value in os.environ.items() if not name.startswith("HELM_KUBE")}
+def helm_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without helm's ``HELM_KUBE*`` connection variables, which would otherwise override the
+    kubeconfig written for it (a context, a token, a server of another cluster)."""
+    return {name: value for name, value in env.items() if not name.startswith("HELM_KUBE")}
 
 
-def helm_version(chart: Chart) -> tuple[str, tuple]:
-    """``(path, version)`` of the helm to run, refused when missing or too old."""
-    binary = find_binary(chart.binary)
-    answer = _run([binary, "version", "--template", "{{.Version}}"], chart)
-    return binary, helm_chart.check_version(answer.stdout if answer.returncode == 0 else answer.stderr, binary)
+def add_repository(binary: str, chart: Chart, env: dict[str, str]) -> None:
+    """With repository credentials, the chart repository added to the run's own helm state
+    (``helm repo add --password-stdin``: the password in a file of the run, never on a command line),
+    so that helm template and helm dependency update use them; nothing without credentials.
+
+    Raises:
+        InputError: the repository refused the credentials or cannot be reached (helm's cause, redacted).
+    """
+    if not (chart.repo and chart.access.username):
+        return
+    args = chart.access.repo_add_args(helm_chart.RUN_REPO, chart.repo)
+    answer = _run([binary, *args], chart, env=env, secret_input=chart.access.password or "")
+    if answer.returncode != 0:
+        error = helm_chart.render_error(chart, answer.stderr)
+        raise InputError(error.message.replace("helm template", "helm repo add", 1), obj=error.obj,
+                         fix="check helm.repo, helm.repo_username and helm.repo_password (and the TLS options); "
+                             "nothing was changed")
+
+
+def with_dependencies(binary: str, chart: Chart, env: dict[str, str]) -> Chart:
+    """``chart`` with its ``Chart.yaml`` dependencies fetched (``helm dependency update``) into a copy
+    of its directory in the run's helm state (``HELM_CACHE_HOME``'s directory), never into the
+    user's; relative ``file://`` dependencies made absolute. ``chart`` itself without
+    ``dependency_update`` or when it is no directory (a packaged chart carries its dependencies).
+
+    Raises:
+        InputError: helm's failure to fetch them, with its cause (redacted as helm template's).
+    """
+    if not chart.dependency_update or not os.path.isdir(chart.chart):
+        return chart
+    root = os.path.dirname(env["HELM_CACHE_HOME"])
+    copy = os.path.join(root, "chart", os.path.basename(os.path.abspath(chart.chart)))
+    shutil.copytree(chart.chart, copy, symlinks=True)
+    for name in ("Chart.yaml", "requirements.yaml"):
+        path = os.path.join(copy, name)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                text = helm_chart.absolute_file_dependencies(handle.read(), chart.chart)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+    answer = _run([binary, "dependency", "update", copy], chart, env=env)
+    if answer.returncode != 0:
+        error = helm_chart.render_error(chart, answer.stderr)
+        raise InputError(error.message.replace("helm template", "helm dependency update", 1), obj=error.obj,
+                         fix="check the dependencies in the chart's Chart.yaml and that the host reaches their "
+                             "repositories; nothing was changed")
+    return dataclasses.replace(chart, chart=copy)
+
+
+@contextlib.contextmanager
+def helm_state(binary: str, chart: Chart) -> Iterator[dict[str, str]]:
+    """The environment every helm command of the run gets: the module's, with helm's repository
+    cache, repository list and registry logins in a directory of this run only this user can read,
+    seeded from the host's (``inputs.helm_state.seeds``: copies, never written back), removed after."""
+    root = tempfile.mkdtemp(prefix="applyset-helm-")  # mode 0700
+    try:
+        host = state.parse_env(_run([binary, "env"], chart).stdout)
+        for source, target in state.seeds(chart.chart, bool(chart.repo), host, root):
+            if os.path.isfile(source):
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                shutil.copyfile(source, target)
+        yield state.private_env(dict(os.environ), root, host)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def helm_version(binary: str, chart: Chart, env: dict[str, str] | None = None) -> tuple[int, ...]:
+    """The version of the helm at ``binary``, refused when too old."""
+    answer = _run([binary, "version", "--template", "{{.Version}}"], chart, env=env)
+    return helm_chart.check_version(answer.stdout if answer.returncode == 0 else answer.stderr, binary)
 
 
 def server_version(client: KubeApi) -> str:
@@ -142,19 +210,12 @@ def render_chart(ctx: RunContext) -> None:
     missing = helm_chart.missing_values_files(chart)
     if missing:
         raise InputErrors(missing)
-    binary, version = helm_version(chart)
+    binary = find_binary(chart.binary)
+    is_upgrade = ctx.parent.exists or _release_exists(ctx.client, ctx.discovery, ctx.opts, ctx.namespace, ctx.parent)
+    answer, version = _template(ctx.client, ctx.discovery, chart, binary, is_upgrade)
     if chart.is_local and chart.version:
         ctx.record.warn(f"helm.version {chart.version} is not used for the local chart {chart.chart}: helm renders "
                         f"it as it is there (its Chart.yaml says version {local_metadata_version(chart)})")
-    is_upgrade = ctx.parent.exists or _release_exists(ctx.client, ctx.discovery, ctx.opts, ctx.namespace, ctx.parent)
-    with values_file(chart.values) as path:
-        args = helm_chart.template_args(chart, kube_version=server_version(ctx.client),
-                                        apis=helm_chart.api_versions(ctx.discovery.resources),
-                                        is_upgrade=is_upgrade, values_file=path)
-        if helm_chart.renders_on_server(chart, version):
-            answer = _render_on_server(ctx.client, [binary, *args], chart, version, is_upgrade)
-        else:
-            answer = _run([binary, *args], chart)
     if answer.returncode != 0:
         raise helm_chart.render_error(chart, answer.stderr)
     manifests = load_definition(helm_chart.split_output(answer.stdout), source=f"chart {chart.source}")
@@ -168,6 +229,23 @@ def render_chart(ctx: RunContext) -> None:
         # reuses, keep the provenance they were given.
         recorded = {**ctx.opts.history.provenance, "chart": helm_chart.provenance(chart, version)}
         ctx.opts = dataclasses.replace(ctx.opts, history=dataclasses.replace(ctx.opts.history, provenance=recorded))
+
+
+def _template(client: KubeApi, discovery: Discovery, chart: Chart, binary: str,
+              is_upgrade: bool) -> tuple[subprocess.CompletedProcess, tuple[int, ...]]:
+    """helm's answer to ``helm template`` of ``chart`` and its version, every helm command run with
+    this run's own helm state (``helm_state``)."""
+    with helm_state(binary, chart) as env, values_file(chart.values) as path:
+        version = helm_version(binary, chart, env)
+        helm_chart.check_features(chart, version, binary)
+        add_repository(binary, chart, env)
+        rendered = with_dependencies(binary, chart, env)
+        args = helm_chart.template_args(rendered, kube_version=server_version(client),
+                                        apis=helm_chart.api_versions(discovery.resources),
+                                        is_upgrade=is_upgrade, values_file=path)
+        if helm_chart.renders_on_server(chart, version):
+            return _render_on_server(client, [binary, *args], chart, version, is_upgrade, env), version
+        return _run([binary, *args], chart, env=env), version
 
 
 def _decide_crds(client: KubeApi, discovery: Discovery, opts: RunOptions, record: Recorder, parent: Parent,
@@ -207,7 +285,7 @@ def _release_exists(client: KubeApi, discovery: Discovery, opts: RunOptions, nam
 
 
 def _render_on_server(client: KubeApi, command: list[str], chart: Chart, version: tuple[int, ...],
-                      is_upgrade: bool) -> subprocess.CompletedProcess:
+                      is_upgrade: bool, env: dict[str, str]) -> subprocess.CompletedProcess:
     """helm template with the cluster reachable under the task's own connection (``lookup`` reads
     it; helm only reads, so check mode renders this way too).
 
@@ -216,9 +294,9 @@ def _render_on_server(client: KubeApi, command: list[str], chart: Chart, version
     release exists for ``lookup`` to find, and the chart is rendered without the cluster, as before."""
     with kubeconfig_file(client) as path:
         server = helm_chart.ServerRender(kubeconfig=path, context=EXPORTED_CONTEXT, helm_major=version[0])
-        answer = _run([*command, *server.args()], chart, env=helm_environment())
+        answer = _run([*command, *server.args()], chart, env=helm_environment(env))
     if answer.returncode != 0 and not is_upgrade and "ensure CRDs are installed first" in answer.stderr:
-        return _run(command, chart)
+        return _run(command, chart, env=env)
     return answer
 
 
