@@ -115,7 +115,7 @@ class Chart:
     set_values: tuple[SetValue, ...] = ()  # --set, --set-string, --set-json, --set-file, in order
     skip_schema_validation: bool = False
     dependency_update: bool = False  # Chart.yaml's dependencies fetched into a copy of the chart first
-    access: RepoAccess = field(default_factory=lambda: RepoAccess())
+    access: RepoAccess = field(default_factory=RepoAccess)
 
     @property
     def source(self) -> str:

@@ -44,7 +44,7 @@ _KINDS = {spec.CONFIGMAP_KIND: "ConfigMap", spec.SECRET_KIND: "Secret"}
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 # (kind, namespace, name given) -> the versioned name
-Renames = dict[tuple[str, str | None, str], str]
+Renames = dict[tuple[str, "str | None", str], str]
 
 
 def is_versioned(annotations: object) -> bool:

@@ -8,7 +8,7 @@ is refused. ``build`` is the entry point; ``kubeyaml`` reads streams into docume
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, Union, cast
 
 YAML_IMPORT_ERROR: ImportError | None
 try:
@@ -27,7 +27,7 @@ from .scalars import BINARY_TAG, MERGE_TAG, PLAIN_TAG, STR_TAG, Scalar, YamlErro
 # A PyYAML node (ScalarNode, MappingNode or SequenceNode); PyYAML ships no types.
 Node = Any
 # What a Go map key is to go-yaml v2: a string by its value, anything else by its type and value.
-KeyIdentity = str | tuple[str, Scalar]
+KeyIdentity = Union[str, tuple[str, Scalar]]
 # A key node's (JSON key, identity of the Go key).
 Key = tuple[str, KeyIdentity]
 

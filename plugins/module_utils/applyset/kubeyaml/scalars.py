@@ -15,10 +15,10 @@ import binascii
 import codecs
 import math
 import re
-from typing import cast
+from typing import Union, cast
 
 # A resolved scalar: what go-yaml v2 decodes it into (a timestamp, a merge key or an unresolvable tag keep the text).
-Scalar = bool | int | float | str | None
+Scalar = Union[bool, int, float, str, None]
 
 _TAG = "tag:yaml.org,2002:"
 STR_TAG, BOOL_TAG, INT_TAG, FLOAT_TAG = _TAG + "str", _TAG + "bool", _TAG + "int", _TAG + "float"

@@ -92,7 +92,7 @@ _OWN_POLICIES = {p: p for p in DELETE_POLICIES}
 _ARGO_POLICIES = {"BeforeHookCreation": BEFORE_CREATION, "HookSucceeded": SUCCEEDED, "HookFailed": FAILED}
 
 # (hook annotation, its values, weight annotation, delete-policy annotation, its values): one family.
-Family = tuple[str, dict[str, Moment | None], str, str, dict[str, str]]
+Family = tuple[str, dict[str, "Moment | None"], str, str, dict[str, str]]
 
 # The families, in the order read.
 FAMILIES: tuple[Family, ...] = ((OWN_HOOK, _OWN, OWN_WEIGHT, OWN_DELETE_POLICY, _OWN_POLICIES),

@@ -29,7 +29,7 @@ from decimal import ROUND_UP, Decimal, InvalidOperation, localcontext
 from ..object_meta import KubeObject
 
 # (parent key, key) -> "map" or "one"; the parent is None at the top of the body.
-QuantityFields = dict[tuple[str | None, str], str]
+QuantityFields = dict[tuple["str | None", str], str]
 
 # (parent key, key) -> "map" (every value a Quantity) or "one" (the value is one), in built-in kinds.
 _QUANTITY_FIELDS: QuantityFields = {

@@ -19,7 +19,7 @@ from ..inputs.versioned import BASE_NAME
 from ..object_meta import KubeObject, ObjectMeta, metadata_of
 from ..spec import GroupKind
 
-Series = tuple[GroupKind, str | None, str]
+Series = tuple[GroupKind, "str | None", str]
 """One versioned object's versions: their kind, namespace and the name they were given."""
 
 
