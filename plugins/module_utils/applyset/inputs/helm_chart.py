@@ -177,10 +177,12 @@ class _Served(Protocol):
     """A served resource as discovery describes it (``kube.discovery.Resource``, a layer above)."""
 
     @property
-    def api_version(self) -> str: ...
+    def api_version(self) -> str:
+        ...
 
     @property
-    def kind(self) -> str: ...
+    def kind(self) -> str:
+        ...
 
 
 def api_versions(resources: Iterable[_Served]) -> list[str]:
