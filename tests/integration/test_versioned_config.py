@@ -111,3 +111,19 @@ def test_the_task_s_list_versions_an_object_without_its_annotation(cluster, kube
     assert mounted(kube, namespace) == versioned_name("fast")
     again = apply(cluster, namespace, "fast", annotated=False, versioned=("ConfigMap/shop-settings",))
     assert again.requests["writes"] == 0, again.requests
+
+
+def test_a_hook_job_reads_the_version_its_run_applied(cluster, kube, namespace):
+    """A post-install hook Job that reads a versioned ConfigMap is created pointing at the new name
+    (hooks are split off the members before versioning; the versioning step rewrites them too)."""
+    reads = [{"configMapRef": {"name": "shop-settings"}}]
+    pod = {"restartPolicy": "Never", "containers": [{"name": "smoke", "image": "busybox:1.36", "envFrom": reads}]}
+    smoke = {"apiVersion": "batch/v1", "kind": "Job",
+             "metadata": {"name": "smoke", "annotations": {"helm.sh/hook": "post-install,post-upgrade"}},
+             "spec": {"backoffLimit": 0, "template": {"spec": pod}}}
+    run = engine.Engine(core_kube.connect({"kubeconfig": cluster.kubeconfig}), "shop", namespace, Options())
+    run.apply(manifests.load_definition([*objects("fast"), smoke]))
+    job = kube.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/smoke")
+    containers = job["spec"]["template"]["spec"]["containers"]
+    assert containers[0]["envFrom"] == [{"configMapRef": {"name": versioned_name("fast")}}]
+    assert mounted(kube, namespace) == versioned_name("fast")

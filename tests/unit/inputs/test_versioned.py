@@ -10,7 +10,7 @@ from applyset.errors import InputError
 from applyset.inputs import versioned
 from applyset.inputs.manifests import Manifest
 from applyset.rules import versioned_keep as versions
-from applyset.spec import CONFIGMAP_KIND, SECRET_KIND
+from applyset.spec import CONFIGMAP_KIND, SECRET_KIND, GroupKind
 
 
 def config(kind="ConfigMap", name="settings", marked=True, **data):
@@ -119,3 +119,15 @@ def test_the_task_s_list_marks_a_kind_or_one_name_and_a_bad_entry_is_refused_bef
     assert versioned.version([bare], None, ("Secret",))[0][0].name.startswith("db-")
     with pytest.raises(InputError, match="versioned has 'Deployment/web'"):
         Options(versioned=("Deployment/web",)).validate()
+
+
+def test_a_body_is_rewritten_as_a_copy_and_one_without_references_is_not():
+    renames = {("ConfigMap", "shop", "settings"): "settings-0123456789"}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "smoke", "namespace": "shop"},
+           "spec": {"template": {"spec": {"containers": [{"name": "c", "envFrom": [{"configMapRef": {"name": "settings"}}]}]}}}}
+    rewritten = versioned.rewritten_body(job, GroupKind("batch", "Job"), renames, "shop")
+    assert rewritten is not None and rewritten is not job
+    assert rewritten["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["configMapRef"]["name"] == "settings-0123456789"
+    assert job["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["configMapRef"]["name"] == "settings"
+    assert versioned.rewritten_body(job, GroupKind("batch", "Job"), {}, "shop") is None
+    assert versioned.rewritten_body({"kind": "ConfigMap"}, GroupKind("", "ConfigMap"), renames, "shop") is None

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import spec
 from ..errors import InputError
-from ..object_meta import ObjectMeta
+from ..object_meta import KubeObject, ObjectMeta
 from ..spec import GroupKind
 from .config_digest import TEMPLATE_PATHS, get_path as _get, mappings as _maps, stored_form
 from .manifests import Manifest
@@ -119,14 +119,21 @@ def _renamed(member: Manifest) -> Manifest:
 
 def _rewritten(member: Manifest, renames: Renames, namespace: str | None) -> Manifest:
     """``member`` with its pod template's references renamed (a copy), or itself when none is."""
-    path = _REWRITTEN.get(member.group_kind)
+    body = rewritten_body(member.mapping, member.group_kind, renames, namespace)
+    return member if body is None else Manifest(body, member.source)
+
+
+def rewritten_body(body: KubeObject, group_kind: GroupKind, renames: Renames, namespace: str | None) -> KubeObject | None:
+    """A copy of ``body`` (an object of ``group_kind`` in ``namespace``) with its pod template's references
+    to the renamed ConfigMaps and Secrets rewritten, or None when it has none (a hook's body as a member's)."""
+    path = _REWRITTEN.get(group_kind)
     if path is None:
-        return member
-    copied = Manifest(copy.deepcopy(member.mapping), member.source)
-    template = _get(copied.mapping, *path)
+        return None
+    copied = copy.deepcopy(body)
+    template = _get(copied, *path)
     pod_spec = template if not path else _get(template, "spec")
     if not isinstance(pod_spec, dict) or not rewrite_pod_spec(pod_spec, renames, namespace):
-        return member
+        return None
     return copied
 
 

@@ -9,7 +9,11 @@ desired objects only (no request):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..inputs import config_digest, versioned
+from ..object_meta import metadata_of
+from ..rules.hooks import HookSet
 from ..run.options import Options, RunOptions
 from ..run.runner import DECIDE, RunContext, Step
 
@@ -30,9 +34,23 @@ CONFIG_DIGEST = Step("config-digest", annotate, DECIDE, reads="desired parent", 
 
 def version(ctx: RunContext) -> None:
     """Step versioning: ``ctx.desired`` with each versioned ConfigMap and Secret renamed by its content
-    and the set's pod templates pointed at the new names."""
-    ctx.desired, _renames = versioned.version(ctx.desired, ctx.namespace or ctx.parent.namespace or None,
-                                              ctx.apply_options.versioned)
+    and the set's pod templates pointed at the new names, the hooks' (a hook Job reading a versioned
+    ConfigMap) as the members'."""
+    namespace = ctx.namespace or ctx.parent.namespace or None
+    ctx.desired, renames = versioned.version(ctx.desired, namespace, ctx.apply_options.versioned)
+    if renames and ctx.has("hooks"):
+        ctx.hooks = _hooks_following(ctx.hooks, renames, namespace)
 
 
-VERSIONING = Step("versioning", version, DECIDE, reads="desired parent", sets="desired")
+def _hooks_following(hooks: HookSet, renames: versioned.Renames, namespace: str | None) -> HookSet:
+    """``hooks`` with each hook's pod template pointed at the versioned names (copies of those that change)."""
+    changed = []
+    for hook in hooks.hooks:
+        desired = hook.desired
+        body = versioned.rewritten_body(desired.body, desired.resource.group_kind,
+                                        renames, metadata_of(desired.body).get("namespace") or namespace)
+        changed.append(hook if body is None else replace(hook, desired=replace(desired, body=body)))
+    return replace(hooks, hooks=tuple(changed))
+
+
+VERSIONING = Step("versioning", version, DECIDE, reads="desired parent", may_read="hooks", sets="desired hooks")
