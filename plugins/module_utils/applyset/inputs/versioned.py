@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from .. import spec
@@ -60,7 +60,7 @@ def version_suffix(obj: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:DIGEST_LENGTH]
 
 
-def marked_by_task(kind: str, metadata: dict[str, Any], marked: Collection[str]) -> bool:
+def marked_by_task(kind: str, metadata: Mapping[str, Any], marked: Collection[str]) -> bool:
     """Whether the task's list (applyset_apply's ``versioned``: ``ConfigMap``, ``Secret``, or one of
     them with ``/<name>``) marks an object of ``kind`` with ``metadata`` (its name as given: a
     versioned body's base name)."""
@@ -98,7 +98,7 @@ def _marked(kind: str, metadata: ObjectMeta, marked: Collection[str]) -> bool:
     annotations: object = metadata.get("annotations")  # input: may be of any type
     if annotations is not None and not isinstance(annotations, dict):
         return False
-    return is_versioned(annotations) or marked_by_task(kind, dict(metadata), marked)
+    return is_versioned(annotations) or marked_by_task(kind, metadata, marked)
 
 
 def _renamed(member: Manifest) -> Manifest:

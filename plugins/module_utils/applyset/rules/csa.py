@@ -58,11 +58,6 @@ FieldPath = tuple[str, ...]
 ManagedFields = Sequence[ManagedFieldsEntry]
 
 
-def typed_entries(managed_fields: ManagedFields | None) -> Sequence[ManagedFieldsEntry]:
-    """``managed_fields``, or ``()`` for None."""
-    return managed_fields or ()
-
-
 def field_paths(fields_v1: FieldsV1 | None, prefix: FieldPath = ()) -> set[FieldPath]:
     """The set of field paths the FieldsV1 trie ``fields_v1`` holds, each under ``prefix``.
 
@@ -152,7 +147,7 @@ def _may_migrate(entry: ManagedFieldsEntry, ssa_manager: str) -> bool:
 def may_take_over(managed_fields: ManagedFields | None, ssa_manager: str) -> bool:
     """Whether an apply by ``ssa_manager`` may be followed by a takeover (``plan``), judged before
     the apply: some client-side tool's entry owns fields, whether or not ours exists yet."""
-    return any(_may_migrate(e, ssa_manager) for e in typed_entries(managed_fields))
+    return any(_may_migrate(e, ssa_manager) for e in (managed_fields or ()))
 
 
 def plan(managed_fields: ManagedFields | None, ssa_manager: str) -> Migration | None:
@@ -166,9 +161,9 @@ def plan(managed_fields: ManagedFields | None, ssa_manager: str) -> Migration | 
         The ``Migration``, or None when there is nothing to move (or no ``Apply`` entry of ours).
     """
     # Runs after every apply: most objects have no entry to move, and need no copy or parsing.
-    if not any(_may_migrate(e, ssa_manager) for e in typed_entries(managed_fields)):
+    if not any(_may_migrate(e, ssa_manager) for e in (managed_fields or ())):
         return None
-    entries = copy.deepcopy(list(typed_entries(managed_fields)))
+    entries = copy.deepcopy(list((managed_fields or ())))
     ours = next((e for e in entries if e.get("manager") == ssa_manager and e.get("operation") == "Apply"
                  and not e.get("subresource")), None)
     if ours is None:
@@ -223,7 +218,7 @@ def release_fields_beyond_ours(managed_fields: ManagedFields | None, ssa_manager
                                api_version: str | None) -> bool:
     """Whether other field managers of this set's releases own a field that ``ssa_manager``'s Apply
     entry does not: then the object holds something an apply of ours would not remove."""
-    entries = [e for e in typed_entries(managed_fields) if isinstance(e, dict)]
+    entries = [e for e in (managed_fields or ()) if isinstance(e, dict)]
     theirs = [e for e in entries if _release_entry(e, ssa_manager, managers, api_version)]
     if not theirs:
         return False
@@ -246,7 +241,7 @@ def merge_releases(managed_fields: ManagedFields | None, ssa_manager: str, manag
     Returns:
         The ``Migration`` (``releases`` names the managers merged), or None when no entry is theirs.
     """
-    entries = copy.deepcopy([e for e in typed_entries(managed_fields) if isinstance(e, dict)])
+    entries = copy.deepcopy([e for e in (managed_fields or ()) if isinstance(e, dict)])
     theirs = [e for e in entries if _release_entry(e, ssa_manager, managers, api_version)]
     if not theirs:
         return None
@@ -282,7 +277,7 @@ def release_removals(managed_fields: ManagedFields | None, ssa_manager: str, man
     still there): the fields only the release ``managers`` own, which ``ssa_manager`` does not
     apply and no other manager owns. A real run merges those entries into ours first
     (``merge_releases``), so its apply removes exactly these. Outermost paths only, sorted."""
-    entries = [e for e in typed_entries(managed_fields) if isinstance(e, dict)]
+    entries = [e for e in (managed_fields or ()) if isinstance(e, dict)]
     theirs: set[FieldPath] = set()
     kept: set[FieldPath] = set()
     for entry in entries:

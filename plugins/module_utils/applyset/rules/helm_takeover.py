@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..object_meta import ObjectMeta
 from ..parent import helm_release
 from ..spec import ObjectId
-from .csa import ManagedFields, typed_entries
+from .csa import ManagedFields
 from .plan import DesiredObject
 
 Owner = tuple[str, str]
@@ -97,7 +97,7 @@ def helm_managers(managed_fields: ManagedFields | None) -> set[str]:
     """The field managers that own Helm's release annotation on an object: the names Helm wrote
     it under (``helm`` for Helm 3's Update and Helm 4's Apply, or the binary's name)."""
     found: set[str | None] = set()
-    for entry in typed_entries(managed_fields):
+    for entry in (managed_fields or ()):
         if not isinstance(entry, dict) or entry.get("subresource"):
             continue
         annotations = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:annotations") or {}
